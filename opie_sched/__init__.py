@@ -1,0 +1,1 @@
+"""opie_sched: preemptible instances and smarter placement for Nova."""
