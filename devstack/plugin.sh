@@ -1,0 +1,176 @@
+#!/bin/bash
+#
+# DevStack plugin of opie_sched: preemptible instances for Nova.
+#
+# Phases:
+#   stack install      pip install opie_sched (develop mode) next to nova
+#   stack post-config  nova.conf: filters, weighers, provider config location;
+#                      write this compute host's provider config
+#   stack extra        run opie-scheduler as n-sch; create preemptible twins
+#                      of $OPIE_SCHED_TWIN_FLAVORS
+#   unstack            stop opie-scheduler
+#   clean              remove the provider config file
+#
+# Settings: devstack/settings.
+
+XTRACE_OPIE_SCHED=$(set +o | grep xtrace)
+set -o xtrace
+
+# Functions
+# ---------
+
+function install_opie_sched {
+    setup_develop "$OPIE_SCHED_DIR"
+}
+
+# _opie_nova_opt SECTION OPTION DEFAULT: an option of $NOVA_CONF, or DEFAULT
+function _opie_nova_opt {
+    local value
+    value=$(iniget "$NOVA_CONF" "$1" "$2")
+    echo "${value:-$3}"
+}
+
+function configure_opie_sched_filters {
+    iniset_multiline "$NOVA_CONF" filter_scheduler available_filters \
+        nova.scheduler.filters.all_filters \
+        opie_sched.scheduler.filters.all_filters
+
+    local filters
+    filters=$(_opie_nova_opt filter_scheduler enabled_filters "$NOVA_FILTERS")
+    if [[ ",$filters," != *",PreemptibleFullStateFilter,"* ]]; then
+        filters="${filters:+$filters,}PreemptibleFullStateFilter"
+    fi
+    iniset "$NOVA_CONF" filter_scheduler enabled_filters "$filters"
+
+    iniset "$NOVA_CONF" filter_scheduler weight_classes \
+        "nova.scheduler.weights.all_weighers,opie_sched.scheduler.weights.PreemptionCostWeigher,opie_sched.scheduler.weights.PreemptibleCountWeigher"
+}
+
+# The size of the file system holding PATH (or its closest existing parent),
+# in GB, rounded down.
+function _opie_disk_gb {
+    local path=$1
+    while [[ ! -d "$path" && "$path" != "/" ]]; do
+        path=$(dirname "$path")
+    done
+    df -P -k "$path" | awk 'NR == 2 { print int($2 / 1048576) }'
+}
+
+function configure_opie_sched_provider_config {
+    local vcpus=$OPIE_SCHED_HOST_VCPUS
+    local memory_mb=$OPIE_SCHED_HOST_MEMORY_MB
+    local disk_gb=$OPIE_SCHED_HOST_DISK_GB
+    if [[ "$VIRT_DRIVER" == "fake" ]]; then
+        # nova.virt.fake.FakeDriver
+        vcpus=${vcpus:-1000}
+        memory_mb=${memory_mb:-800000}
+        disk_gb=${disk_gb:-600000}
+    fi
+    vcpus=${vcpus:-$(getconf _NPROCESSORS_ONLN)}
+    memory_mb=${memory_mb:-$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo)}
+    disk_gb=${disk_gb:-$(_opie_disk_gb "${NOVA_INSTANCES_PATH:-$NOVA_STATE_PATH/instances}")}
+
+    local cpu_ratio ram_ratio disk_ratio
+    cpu_ratio=$(_opie_nova_opt DEFAULT cpu_allocation_ratio \
+        "$(_opie_nova_opt DEFAULT initial_cpu_allocation_ratio 4.0)")
+    ram_ratio=$(_opie_nova_opt DEFAULT ram_allocation_ratio \
+        "$(_opie_nova_opt DEFAULT initial_ram_allocation_ratio 1.0)")
+    disk_ratio=$(_opie_nova_opt DEFAULT disk_allocation_ratio \
+        "$(_opie_nova_opt DEFAULT initial_disk_allocation_ratio 1.0)")
+    local reserved_cpus reserved_mem reserved_disk_mb
+    reserved_cpus=$(_opie_nova_opt DEFAULT reserved_host_cpus 0)
+    reserved_mem=$(_opie_nova_opt DEFAULT reserved_host_memory_mb 512)
+    reserved_disk_mb=$(_opie_nova_opt DEFAULT reserved_host_disk_mb 0)
+
+    sudo install -d -o "$STACK_USER" -m 0755 "$OPIE_SCHED_PROVIDER_CONFIG_DIR"
+    "$OPIE_SCHED_BIN_DIR/opie-sched" provider-config \
+        --vcpus "$vcpus" --memory-mb "$memory_mb" --disk-gb "$disk_gb" \
+        --reserved-vcpus "$reserved_cpus" \
+        --reserved-memory-mb "$reserved_mem" \
+        --reserved-disk-gb $(( (reserved_disk_mb + 1023) / 1024 )) \
+        --cpu-allocation-ratio "$cpu_ratio" \
+        --ram-allocation-ratio "$ram_ratio" \
+        --disk-allocation-ratio "$disk_ratio" \
+        --output "$OPIE_SCHED_PROVIDER_CONFIG_FILE" \
+        || die $LINENO "opie-sched provider-config failed"
+    # nova-compute reads nova-cpu.conf, which DevStack copies from
+    # $NOVA_CONF when it starts n-cpu (after this phase).
+    iniset "$NOVA_CONF" compute provider_config_location \
+        "$OPIE_SCHED_PROVIDER_CONFIG_DIR"
+}
+
+function configure_opie_sched {
+    if [[ "$OPIE_SCHED_ENABLE_FILTERS" == "True" ]]; then
+        configure_opie_sched_filters
+    fi
+    if [[ "$OPIE_SCHED_PROVIDER_CONFIG" == "True" ]] && \
+            is_service_enabled n-cpu; then
+        configure_opie_sched_provider_config
+    fi
+}
+
+# n-sch is started after the post-config phase, so the swap happens in
+# stack extra: replace the devstack@n-sch unit with opie-scheduler.
+function start_opie_scheduler {
+    stop_process n-sch
+    run_process n-sch "$OPIE_SCHED_BIN_DIR/opie-scheduler --config-file $NOVA_CONF"
+}
+
+function create_opie_sched_flavors {
+    local base
+    for base in $OPIE_SCHED_TWIN_FLAVORS; do
+        if ! openstack --os-cloud "$OPIE_SCHED_CLOUD" flavor show "$base" \
+                >/dev/null 2>&1; then
+            echo "opie_sched: flavor $base not found, no preemptible twin"
+            continue
+        fi
+        if openstack --os-cloud "$OPIE_SCHED_CLOUD" flavor show \
+                "$base.preemptible" >/dev/null 2>&1; then
+            continue
+        fi
+        "$OPIE_SCHED_BIN_DIR/opie-sched" --os-cloud "$OPIE_SCHED_CLOUD" \
+            flavor create-preemptible "$base" \
+            || die $LINENO "creating the preemptible twin of $base failed"
+    done
+}
+
+function cleanup_opie_sched {
+    rm -f "$OPIE_SCHED_PROVIDER_CONFIG_FILE"
+}
+
+# Dispatch
+# --------
+
+if is_service_enabled nova; then
+    if [[ "$1" == "stack" && "$2" == "install" ]]; then
+        echo_summary "Installing opie_sched"
+        install_opie_sched
+
+    elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
+        echo_summary "Configuring Nova for opie_sched"
+        configure_opie_sched
+
+    elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
+        if [[ "$OPIE_SCHED_ENABLE_SCHEDULER" == "True" ]] && \
+                is_service_enabled n-sch; then
+            echo_summary "Starting opie-scheduler as n-sch"
+            start_opie_scheduler
+        fi
+        if is_service_enabled n-api && [[ -n "$OPIE_SCHED_TWIN_FLAVORS" ]]; then
+            echo_summary "Creating preemptible flavors"
+            create_opie_sched_flavors
+        fi
+    fi
+
+    if [[ "$1" == "unstack" ]]; then
+        if [[ "$OPIE_SCHED_ENABLE_SCHEDULER" == "True" ]]; then
+            stop_process n-sch
+        fi
+    fi
+
+    if [[ "$1" == "clean" ]]; then
+        cleanup_opie_sched
+    fi
+fi
+
+$XTRACE_OPIE_SCHED

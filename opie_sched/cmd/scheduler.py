@@ -1,0 +1,43 @@
+"""``opie-scheduler``: nova-scheduler with the opie manager.
+
+A drop-in replacement for the ``nova-scheduler`` console script (same
+configuration files and arguments): Nova 34 has no pluggable scheduler
+driver, so the only way to run the preemption phase inside the scheduler is
+to start the scheduler service with :class:`OpieSchedulerManager`.
+"""
+
+# Nova's scheduler runs with native threads; patch before anything else.
+from nova import monkey_patch; monkey_patch.patch(backend='threading')  # noqa
+
+import sys  # noqa: E402
+
+from oslo_concurrency import processutils  # noqa: E402
+from oslo_log import log as logging  # noqa: E402
+
+import nova.conf  # noqa: E402
+from nova import config  # noqa: E402
+from nova import objects  # noqa: E402
+from nova.scheduler import rpcapi  # noqa: E402
+from nova import service  # noqa: E402
+from nova import thread_pool_factory  # noqa: E402
+
+from opie_sched import conf as opie_conf  # noqa: E402
+
+CONF = nova.conf.CONF
+MANAGER = 'opie_sched.scheduler.manager.OpieSchedulerManager'
+
+
+def main():
+    opie_conf.register_opts(CONF)
+    config.parse_args(sys.argv)
+    logging.setup(CONF, 'nova')
+    objects.register_all()
+    objects.Service.enable_min_version_cache()
+    server = service.Service.create(binary='nova-scheduler',
+                                    topic=rpcapi.RPC_TOPIC,
+                                    manager=MANAGER)
+    workers = CONF.scheduler.workers or processutils.get_worker_count()
+    # Worker processes are forked: let each build its own executors.
+    thread_pool_factory.reset_all_executors()
+    service.serve(server, workers=workers)
+    service.wait()

@@ -1,0 +1,242 @@
+"""Preemption actions: mark, terminate and wait for victims, and tell owners.
+
+Each victim's owner can see why it went:
+
+* server metadata ``opie:preempted_by`` (the instance the room was made for,
+  or ``reconciler``) and ``opie:preempted_at``, and the tag
+  ``opie-preempted``;
+* an instance fault ``Preempted: ...`` (shown with the server once it is
+  deleted or in error) and the ``preempt`` instance action followed by
+  ``stop``/``delete`` (``openstack server event list``, which still works
+  once the server is deleted; server metadata and tags are deleted with
+  it);
+* a versioned notification ``opie.instance.preempt`` naming the preemptor's
+  request, the host, each victim and its cost.
+
+Victims are terminated through Nova's compute API (the same code path as
+``openstack server delete``/``stop``), with an admin context.
+"""
+
+import threading
+import time
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+import nova.conf
+from nova import context as nova_context
+from nova import exception
+from nova import objects
+from nova import rpc
+
+from opie_sched.scheduler import hosts
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+
+EVENT_TYPE = 'opie.instance.preempt'
+#: Instance action recorded on every victim (``openstack server event list``).
+PREEMPT_ACTION = 'preempt'
+
+_compute_api = None
+_api_lock = threading.Lock()
+
+
+def compute_api():
+    """Nova's compute API, created once per process."""
+    global _compute_api
+    with _api_lock:
+        if _compute_api is None:
+            from nova.compute import api as nova_compute_api
+            _compute_api = nova_compute_api.API()
+    return _compute_api
+
+
+class PreemptionError(Exception):
+    """A victim could not be terminated."""
+
+
+def _cell_context(ctx, cell_uuid):
+    """A copy of ``ctx`` targeted at the cell, stamped now.
+
+    Nova records an instance action's start time from its context's
+    timestamp, so every step (mark, stop, delete) gets a fresh one.
+    """
+    cctxt = nova_context.RequestContext.from_dict(ctx.to_dict())
+    cctxt.timestamp = timeutils.utcnow()
+    if cell_uuid is not None:
+        nova_context.set_target_cell(cctxt,
+                                     hosts._cell_mapping(ctx, cell_uuid))
+    return cctxt
+
+
+def mark_victim(cctxt, instance, preempted_by, reason):
+    """Record on the instance why it is being preempted."""
+    now = timeutils.utcnow(with_timezone=True).strftime('%Y-%m-%dT%H:%M:%SZ')
+    instance.metadata = dict(instance.metadata or {},
+                             **{hosts.PREEMPTED_BY_KEY: preempted_by,
+                                hosts.PREEMPTED_AT_KEY: now})
+    instance.save()
+    try:
+        objects.Tag(context=cctxt, resource_id=instance.uuid,
+                    tag=hosts.PREEMPTED_TAG).create()
+    except exception.TooManyTags:
+        LOG.warning('Instance %s has too many tags to add %s',
+                    instance.uuid, hosts.PREEMPTED_TAG)
+    fault = objects.InstanceFault(context=cctxt)
+    fault.instance_uuid = instance.uuid
+    fault.code = 409
+    fault.message = ('Preempted: %s' % reason)[:255]
+    fault.details = reason
+    fault.host = CONF.host
+    fault.create()
+    # "openstack server event list" shows this action, with the request id
+    # of the preemptor's request, even after the victim is deleted.
+    objects.InstanceAction.action_start(cctxt, instance.uuid, PREEMPT_ACTION,
+                                        want_result=False)
+    objects.InstanceAction.action_finish(cctxt, instance.uuid,
+                                         want_result=False)
+
+
+def terminate(ctx, cell_uuid, uuids, preempted_by, reason, action=None):
+    """Mark and terminate victims.
+
+    :param ctx: admin RequestContext.
+    :param cell_uuid: cell of the victims' host (None: current database).
+    :param uuids: victim instance uuids.
+    :param preempted_by: the preemptor's instance uuid, or ``reconciler``.
+    :param reason: text shown to the victims' owners.
+    :param action: ``delete`` or ``stop`` (default ``[opie_preemption]
+        action``).
+    :returns: list of uuids actually terminated (victims already gone or
+        being deleted by someone else are skipped).
+    """
+    action = action or CONF.opie_preemption.action
+    cctxt = _cell_context(ctx, cell_uuid)
+    done = []
+    for uuid in uuids:
+        try:
+            inst = objects.Instance.get_by_uuid(
+                cctxt, uuid, expected_attrs=['metadata', 'flavor'])
+        except exception.InstanceNotFound:
+            LOG.info('Victim %s is already gone', uuid)
+            continue
+        if inst.task_state is not None and action == 'delete' and \
+                inst.task_state in hosts._LEAVING_TASK_STATES:
+            LOG.info('Victim %s is already being deleted', uuid)
+            continue
+        try:
+            mark_victim(cctxt, inst, preempted_by, reason)
+            if action == 'stop' and inst.vm_state == 'active':
+                compute_api().stop(cctxt, inst)
+            else:
+                compute_api().delete(cctxt, inst)
+            done.append(uuid)
+        except Exception:
+            LOG.exception('Could not %s victim %s; the reconciler will retry',
+                          action, uuid)
+    return done
+
+
+def delete_stopped(ctx, cell_uuid, uuids):
+    """Delete victims that were stopped first (graceful mode)."""
+    cctxt = _cell_context(ctx, cell_uuid)
+    for uuid in uuids:
+        try:
+            inst = objects.Instance.get_by_uuid(cctxt, uuid)
+            if inst.task_state in hosts._LEAVING_TASK_STATES:
+                continue
+            compute_api().delete(cctxt, inst)
+        except exception.InstanceNotFound:
+            continue
+        except Exception:
+            LOG.exception('Could not delete stopped victim %s; the '
+                          'reconciler will retry', uuid)
+
+
+def _states(ctx, cell_uuid, uuids):
+    cctxt = _cell_context(ctx, cell_uuid)
+    cctxt.read_deleted = 'yes'
+    insts = objects.InstanceList.get_by_filters(
+        cctxt, {'uuid': list(uuids)}, expected_attrs=[])
+    return {i.uuid: i for i in insts}
+
+
+def wait_for(ctx, cell_uuid, uuids, done, timeout, interval):
+    """Poll (one query per round) until ``done(instance)`` holds for all.
+
+    :returns: True when all reached the state before ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    pending = set(uuids)
+    while pending:
+        found = _states(ctx, cell_uuid, pending)
+        pending = {u for u in pending
+                   if u in found and not done(found[u])}
+        if not pending:
+            return True
+        if time.monotonic() >= deadline:
+            LOG.warning('Timed out after %.1f s waiting for %s',
+                        timeout, sorted(pending))
+            return False
+        time.sleep(interval)
+    return True
+
+
+def _is_deleted(inst):
+    return bool(inst.deleted) or inst.vm_state == 'deleted'
+
+
+def _is_stopped(inst):
+    return _is_deleted(inst) or (inst.vm_state == 'stopped'
+                                 and inst.task_state is None)
+
+
+def release(ctx, cell_uuid, uuids, timeout=None):
+    """Wait until the victims have released their host.
+
+    In ``stop`` mode the victims are first given ``stop_grace_period``
+    seconds to shut down (they are stopped by :func:`terminate`), then
+    deleted. Returns True when all are deleted within ``timeout`` seconds
+    (default ``[opie_preemption] release_timeout``).
+    """
+    opts = CONF.opie_preemption
+    timeout = opts.release_timeout if timeout is None else timeout
+    start = time.monotonic()
+    if opts.action == 'stop' and uuids:
+        wait_for(ctx, cell_uuid, uuids, _is_stopped,
+                 min(opts.stop_grace_period, timeout), opts.poll_interval)
+        grace_left = opts.stop_grace_period - (time.monotonic() - start)
+        if grace_left > 0:
+            time.sleep(min(grace_left, max(timeout - (time.monotonic()
+                                                      - start), 0)))
+        delete_stopped(ctx, cell_uuid, uuids)
+    left = max(timeout - (time.monotonic() - start), 0)
+    return wait_for(ctx, cell_uuid, uuids, _is_deleted, left,
+                    opts.poll_interval)
+
+
+def notify(ctx, plan, preempted_by, request_id, action):
+    """Emit the ``opie.instance.preempt`` versioned notification."""
+    if CONF.notifications.notification_format not in ('both', 'versioned'):
+        return
+    payload = {
+        'nova_object.name': 'PreemptionPayload',
+        'nova_object.namespace': 'opie_sched',
+        'nova_object.version': '1.0',
+        'nova_object.data': {
+            'host': plan.host,
+            'preemptor_uuid': preempted_by,
+            'request_id': request_id,
+            'action': action,
+            'total_cost': plan.total_cost,
+            'victims': [{'uuid': inst.uuid, 'project_id': inst.project_id,
+                         'name': inst.name, 'cost': cost}
+                        for inst, cost in plan.victims],
+        },
+    }
+    try:
+        rpc.get_versioned_notifier(
+            'opie-scheduler:%s' % CONF.host).info(ctx, EVENT_TYPE, payload)
+    except Exception:
+        LOG.exception('Could not emit %s', EVENT_TYPE)

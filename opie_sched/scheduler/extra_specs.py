@@ -1,0 +1,51 @@
+"""Nova extra spec validators of the ``opie`` namespace.
+
+Loaded by nova-api through the ``nova.api.extra_spec_validators`` entry
+point (``opie = opie_sched.scheduler.extra_specs``). Once the namespace is
+registered nova rejects unknown ``opie:*`` flavor extra specs (API
+microversion 2.86 and later), which catches typos such as
+``opie:premptible``.
+
+This module must stay importable by nova-api on its own: it imports nothing
+but nova's validator base.
+"""
+
+from nova.api.validation.extra_specs import base
+
+EXTRA_SPEC_VALIDATORS = [
+    base.ExtraSpecValidator(
+        name='opie:preemptible',
+        description=(
+            'Whether instances of this flavor are preemptible (spot): they '
+            'run on capacity left over by normal instances and may be '
+            'terminated to make room for them. A preemptible flavor must '
+            'also set resources:VCPU=0, resources:MEMORY_MB=0 and '
+            'resources:DISK_GB=0 and request the same amounts of '
+            'CUSTOM_PREEMPTIBLE_VCPU, CUSTOM_PREEMPTIBLE_MEMORY_MB and '
+            'CUSTOM_PREEMPTIBLE_DISK_GB (see "opie-sched flavor '
+            'create-preemptible").'
+        ),
+        value={
+            'type': bool,
+            'description': 'Whether the flavor is preemptible.',
+        },
+    ),
+    base.ExtraSpecValidator(
+        name='opie:bid',
+        description=(
+            'The default bid of a preemptible flavor, in currency units per '
+            'hour: the price its instances are willing to pay when the '
+            'user does not give a bid of their own.'
+        ),
+        value={
+            'type': str,
+            'description': 'A non-negative decimal number, e.g. 0.05.',
+            'pattern': r'[0-9]+(\.[0-9]+)?',
+        },
+    ),
+]
+
+
+def register():
+    """The validators of the ``opie`` namespace (nova's plugin hook)."""
+    return EXTRA_SPEC_VALIDATORS

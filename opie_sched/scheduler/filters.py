@@ -1,0 +1,61 @@
+"""Scheduler filters of opie_sched.
+
+Enable in nova.conf::
+
+    [filter_scheduler]
+    available_filters = nova.scheduler.filters.all_filters
+    available_filters = opie_sched.scheduler.filters.all_filters
+    enabled_filters = ...,PreemptibleFullStateFilter
+"""
+
+from oslo_log import log as logging
+
+import nova.conf
+from nova.scheduler import filters
+
+from opie_sched import conf as opie_conf
+from opie_sched.scheduler import hosts
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+opie_conf.register_opts(CONF)
+
+
+class PreemptibleFullStateFilter(filters.BaseHostFilter):
+    """A preemptible request must fit the host's full state.
+
+    Full state = every instance counted, normal and preemptible, with the
+    host's allocation ratios applied to vCPU, RAM and disk (López García et
+    al., §3: preemptible requests are filtered on the full state, so they
+    never displace anything). Normal requests pass: Placement already
+    admitted them on the normal state, and the preemption phase makes room.
+    """
+
+    RUN_ON_REBUILD = False
+
+    def host_passes(self, host_state, spec_obj):
+        try:
+            if not hosts.request_is_preemptible(spec_obj):
+                return True
+            capacity, used = hosts.full_state(host_state)
+            free = capacity - used
+            request = hosts.request_resources(spec_obj)
+        except Exception:
+            # A plugin error must never take the scheduler down; failing
+            # closed keeps a preemptible request off a host we cannot judge.
+            LOG.exception('PreemptibleFullStateFilter failed on host %s; '
+                          'rejecting the host for this preemptible request',
+                          getattr(host_state, 'host', '?'))
+            return False
+        if request.fits_in(free):
+            return True
+        LOG.debug('%(host)s rejected: preemptible request %(req)s does not '
+                  'fit the full state (free %(free)s)',
+                  {'host': host_state, 'req': tuple(request),
+                   'free': tuple(free)})
+        return False
+
+
+def all_filters():
+    """The filter classes of opie_sched (for ``available_filters``)."""
+    return [PreemptibleFullStateFilter]

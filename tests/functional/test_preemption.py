@@ -1,0 +1,203 @@
+"""Preemptible instances on a real in-process Nova (the opie scheduler)."""
+
+import datetime
+
+from oslo_utils import timeutils
+
+from nova import context as nova_context
+from nova import objects
+
+from opie_sched.scheduler import actions
+from opie_sched.scheduler import hosts
+from opie_sched.scheduler import reconciler
+from tests.functional import base
+
+
+class _Helpers:
+
+    def set_runtime(self, server_id, seconds):
+        """Pretend a server has been running for ``seconds`` seconds."""
+        ctx = nova_context.get_admin_context()
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            inst = objects.Instance.get_by_uuid(cctxt, server_id)
+            inst.launched_at = timeutils.utcnow() - datetime.timedelta(
+                seconds=seconds)
+            inst.save()
+
+    def db_instance(self, server_id):
+        ctx = nova_context.get_admin_context(read_deleted='yes')
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            inst = objects.Instance.get_by_uuid(
+                cctxt, server_id, expected_attrs=['metadata', 'tags'])
+            inst.fault = objects.InstanceFault.get_latest_for_instance(
+                cctxt, server_id)
+            return inst
+
+    def fill_with_preemptibles(self, host, flavor, runtimes):
+        """Boot one preemptible server per runtime (seconds) on ``host``."""
+        servers = []
+        for i, runtime in enumerate(runtimes):
+            server = self.boot(flavor + '.preemptible', host=host,
+                               name='%s-p%d' % (host, i))
+            self.set_runtime(server['id'], runtime)
+            servers.append(server)
+        return servers
+
+    def preempt_notifications(self):
+        return [n for n in self.notifier.versioned_notifications
+                if n['event_type'] == actions.EVENT_TYPE]
+
+
+class PreemptionTest(base.OpieNovaTestCase, _Helpers):
+    HOSTS = ('host1',)
+
+    def test_preemptible_request_on_full_host_gets_no_valid_host(self):
+        self.fill_with_preemptibles('host1', 'large', [100, 200])
+        server = self.boot('small.preemptible', expected='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        # Nothing was preempted for a preemptible request.
+        self.assertEqual(3, len(self.api.get_servers(detail=False)))
+        self.assertEqual([], self.preempt_notifications())
+
+    def test_normal_request_preempts_cheapest_under_billing_period(self):
+        # runtime mod 3600 s: 3000 -> 3000, 4000 -> 400, 7100 -> 3500,
+        # 1000 -> 1000. A large normal server (4 vCPU) needs two mediums:
+        # the cheapest pair is 400 + 1000.
+        p = self.fill_with_preemptibles('host1', 'medium',
+                                        [3000, 4000, 7100, 1000])
+        normal = self.boot('large', name='normal')
+        self.assertEqual('host1', self.server_host(normal))
+
+        alive = self.live_uuids()
+        self.assertEqual({p[0]['id'], p[2]['id'], normal['id']}, alive)
+        [create] = self.api.get_instance_actions(normal['id'])
+        for victim in (p[1], p[3]):
+            self.assertTrue(self.db_instance(victim['id']).deleted)
+            # The owner's "server event list" names the preemptor's request.
+            by_name = {a['action']: a for a in
+                       self.api.get_instance_actions(victim['id'])}
+            self.assertEqual({'create', 'delete', actions.PREEMPT_ACTION},
+                             set(by_name))
+            self.assertEqual(create['request_id'],
+                             by_name[actions.PREEMPT_ACTION]['request_id'])
+
+        usages = self.usages('host1')
+        self.assertEqual(4, usages['VCPU'])
+        self.assertEqual(8000, usages['MEMORY_MB'])
+        self.assertEqual(80, usages['DISK_GB'])
+        self.assertEqual(4, usages['CUSTOM_PREEMPTIBLE_VCPU'])
+        self.assertEqual(8000, usages['CUSTOM_PREEMPTIBLE_MEMORY_MB'])
+        self.assertEqual(80, usages['CUSTOM_PREEMPTIBLE_DISK_GB'])
+
+        [note] = self.preempt_notifications()
+        data = note['payload']['nova_object.data']
+        self.assertEqual(normal['id'], data['preemptor_uuid'])
+        self.assertEqual({p[1]['id'], p[3]['id']},
+                         {v['uuid'] for v in data['victims']})
+        self.assertAlmostEqual(1400, data['total_cost'], delta=30)
+
+    def test_unsatisfiable_normal_request_fails_and_kills_nothing(self):
+        self.flavor_ids['xlarge'] = self._create_flavor(
+            name='xlarge', vcpu=8, memory_mb=16000, disk=160)
+        normal = self.boot('large', name='normal')
+        p = self.fill_with_preemptibles('host1', 'medium', [10, 20])
+        # The normal state has 4 vCPU free: an 8 vCPU normal request
+        # cannot be satisfied by any preemption.
+        server = self.boot('xlarge', expected='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual({normal['id'], p[0]['id'], p[1]['id'],
+                          server['id']}, self.live_uuids())
+        self.assertEqual([], self.preempt_notifications())
+
+    def test_reconciler_is_idempotent_when_nothing_to_do(self):
+        self.fill_with_preemptibles('host1', 'large', [10])
+        self.assertEqual([], reconciler.Reconciler().run_once())
+
+
+class MultiCreateTest(base.OpieNovaTestCase, _Helpers):
+    HOSTS = ('host1', 'host2')
+
+    def test_multi_create_preempts_on_several_hosts(self):
+        # Costs (billing period): host1 large 1000 s and 3000 s, host2
+        # large 500 s and 2000 s. Two normal large servers need two
+        # victims; the cheapest two are host2's 500 and host1's 1000.
+        p1 = self.fill_with_preemptibles('host1', 'large', [1000, 3000])
+        p2 = self.fill_with_preemptibles('host2', 'large', [500, 2000])
+        req = self._build_server(flavor_id=self.flavor_ids['large'],
+                                 networks='none')
+        req['min_count'] = 2
+        req['max_count'] = 2
+        req['return_reservation_id'] = True
+        self.api.post_server({'server': req})
+        servers = [s for s in self.api.get_servers()
+                   if s['flavor']['original_name'] == 'large']
+        self.assertEqual(2, len(servers))
+        for s in servers:
+            self._wait_for_state_change(s, 'ACTIVE')
+        self.assertEqual({'host1', 'host2'},
+                         {self.server_host(s) for s in servers})
+        alive = self.live_uuids()
+        self.assertNotIn(p1[0]['id'], alive)
+        self.assertNotIn(p2[0]['id'], alive)
+        self.assertIn(p1[1]['id'], alive)
+        self.assertIn(p2[1]['id'], alive)
+        for host in ('host1', 'host2'):
+            usages = self.usages(host)
+            self.assertLessEqual(
+                usages['VCPU'] + usages['CUSTOM_PREEMPTIBLE_VCPU'], 8)
+
+
+class GracefulPreemptionTest(base.OpieNovaTestCase, _Helpers):
+    HOSTS = ('host1',)
+    EXTRA_FLAGS = {'opie_preemption': {'action': 'stop',
+                                       'stop_grace_period': 1,
+                                       'poll_interval': 0.1}}
+
+    def test_victim_is_stopped_then_deleted_before_normal_starts(self):
+        p = self.fill_with_preemptibles('host1', 'large', [1000, 2000])
+        normal = self.boot('large', name='normal')
+        victim = self.db_instance(p[0]['id'])
+        self.assertTrue(victim.deleted)
+        actions_ = self.api.get_instance_actions(p[0]['id'])
+        self.assertEqual(['create', 'delete', actions.PREEMPT_ACTION, 'stop'],
+                         sorted(a['action'] for a in actions_))
+        by_name = {a['action']: a for a in actions_}
+        self.assertLessEqual(by_name[actions.PREEMPT_ACTION]['start_time'],
+                             by_name['stop']['start_time'])
+        self.assertLess(by_name['stop']['start_time'],
+                        by_name['delete']['start_time'])
+        # The normal server started only after its victim was gone.
+        started = self.db_instance(normal['id']).launched_at
+        self.assertGreaterEqual(started, victim.deleted_at)
+        self.assertIn(p[1]['id'], self.live_uuids())
+
+
+class ReconcilerTest(base.OpieNovaTestCase, _Helpers):
+    """An overcommit made behind the opie scheduler's back (stock nova
+    scheduler, as if opie-scheduler had died after the claim)."""
+
+    HOSTS = ('host1',)
+    SCHEDULER_MANAGER = base.NOVA_MANAGER
+
+    def test_reconciler_repairs_overcommit(self):
+        p = self.fill_with_preemptibles('host1', 'large', [3000, 4000])
+        normal = self.boot('large', name='normal')
+        # Stock nova admitted it on the normal state: the host is now
+        # overcommitted in its full state and nobody was preempted.
+        self.assertEqual({p[0]['id'], p[1]['id'], normal['id']},
+                         self.live_uuids())
+        rec = reconciler.Reconciler()
+        [plan] = rec.plan(nova_context.get_admin_context())
+        self.assertEqual([p[1]['id']],
+                         [inst.uuid for inst, _ in plan[1].victims])
+        acted = rec.run_once()
+        self.assertEqual(1, len(acted))
+        self._wait_until_deleted(p[1])
+        self.assertEqual({p[0]['id'], normal['id']}, self.live_uuids())
+        self.assertIn(actions.PREEMPT_ACTION,
+                      [a['action'] for a in
+                       self.api.get_instance_actions(p[1]['id'])])
+        # Idempotent: a second round finds nothing to do.
+        self.assertEqual([], rec.run_once())

@@ -1,0 +1,378 @@
+"""Tests of the opie-sched command line."""
+
+import importlib
+import io
+import os
+import sys
+import types
+
+import fixtures
+import testtools
+import yaml
+
+from nova.compute import provider_config as nova_pc
+from openstack import exceptions as sdk_exc
+
+from opie_sched.cmd import cli
+from opie_sched import flavors
+from tests.unit import test_flavors
+from tests.unit import test_provider_config
+
+UUID1 = test_provider_config.UUID1
+
+CLOUDS = {'clouds': {
+    'alpha': {'auth': {'auth_url': 'http://keystone.example/v3',
+                       'username': 'admin', 'password': 'secret',
+                       'project_name': 'admin',
+                       'user_domain_name': 'Default',
+                       'project_domain_name': 'Default'},
+              'region_name': 'RegionA'},
+    'beta': {'auth': {'auth_url': 'http://keystone.example/v3',
+                      'username': 'demo', 'password': 'secret',
+                      'project_name': 'demo',
+                      'user_domain_name': 'Default',
+                      'project_domain_name': 'Default'},
+             'region_name': 'RegionB'},
+}}
+
+
+class CLITestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.tmp = tmp
+        clouds = os.path.join(tmp, 'clouds.yaml')
+        with open(clouds, 'w') as f:
+            yaml.safe_dump(CLOUDS, f)
+        for var in [v for v in os.environ
+                    if v.startswith('OS_') and not v.endswith('_CAPTURE')
+                    and v != 'OS_TEST_TIMEOUT']:
+            self.useFixture(fixtures.EnvironmentVariable(var))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', clouds))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_SECURE_FILE', os.path.join(tmp, 'secure.yaml')))
+        self.useFixture(fixtures.EnvironmentVariable('HOME', tmp))
+        self.log = self.useFixture(fixtures.FakeLogger())
+        self.stdout = io.StringIO()
+        self.stderr = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', self.stderr))
+
+    def run_cli(self, *argv):
+        return cli.main(list(argv))
+
+    def use_connection(self, conn):
+        calls = []
+
+        def connect(args):
+            calls.append(args)
+            return conn
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.cmd.cli.connect', connect))
+        return calls
+
+    def assertOneLineError(self, fragment):
+        err = self.stderr.getvalue()
+        self.assertEqual(1, err.count('\n'), err)
+        self.assertTrue(err.startswith('opie-sched: error: '), err)
+        self.assertIn(fragment, err)
+        self.assertNotIn('Traceback', err)
+
+
+class RegistrationTest(CLITestCase):
+
+    def test_modules(self):
+        for name in cli.COMMAND_MODULES:
+            module = importlib.import_module(name)
+            self.assertTrue(callable(module.register), name)
+
+    def test_commands(self):
+        self.assertEqual(0, self.run_cli('--help'))
+        out = self.stdout.getvalue()
+        for command in ('demo', 'preempt', 'flavor', 'provider-config'):
+            self.assertIn(command, out)
+        self.assertIn('--os-cloud', out)
+
+    def test_a_module_adds_a_group(self):
+        module = types.ModuleType('opie_test_hello')
+
+        def _run(args):
+            sys.stdout.write('hello %s\n' % args.who)
+            return 7
+
+        def register(subparsers):
+            p = subparsers.add_parser('hello')
+            p.add_argument('who')
+            p.set_defaults(func=_run, errors=())
+        module.register = register
+        self.useFixture(fixtures.MonkeyPatch(
+            'sys.modules', dict(sys.modules, opie_test_hello=module)))
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.cmd.cli.COMMAND_MODULES',
+            cli.COMMAND_MODULES + ('opie_test_hello',)))
+        self.assertEqual(7, self.run_cli('hello', 'world'))
+        self.assertEqual('hello world\n', self.stdout.getvalue())
+
+    def test_broken_module_does_not_break_the_others(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.cmd.cli.COMMAND_MODULES',
+            ('opie_sched.cmd.no_such_module',) + cli.COMMAND_MODULES))
+        self.assertEqual(0, self.run_cli(
+            'provider-config', '--vcpus', '1', '--memory-mb', '1024',
+            '--disk-gb', '1'))
+        self.assertIn('opie-sched: warning: the commands of '
+                      'opie_sched.cmd.no_such_module are unavailable',
+                      self.stderr.getvalue())
+
+    def test_usage_errors(self):
+        self.assertEqual(2, self.run_cli())
+        self.assertEqual(2, self.run_cli('bogus'))
+        self.assertEqual(2, self.run_cli('flavor'))
+        self.assertEqual(2, self.run_cli('flavor', 'create-preemptible'))
+        self.assertEqual(2, self.run_cli('provider-config', '--vcpus', 'x'))
+        lines = self.stderr.getvalue().splitlines()
+        self.assertEqual(5, len(lines), lines)
+        self.assertEqual(
+            "opie-sched provider-config: error: argument --vcpus: invalid "
+            "int value: 'x' (see --help)", lines[-1])
+        self.assertTrue(lines[1].startswith(
+            "opie-sched: error: argument COMMAND: invalid choice: 'bogus' "
+            "(choose from "), lines[1])
+
+    def test_subcommand_help(self):
+        self.assertEqual(0, self.run_cli('provider-config', '--help'))
+        self.assertIn('--from-placement', self.stdout.getvalue())
+
+
+class ProviderConfigCommandTest(CLITestCase):
+
+    def test_manual_to_stdout_with_nova_defaults(self):
+        self.assertEqual(0, self.run_cli(
+            'provider-config', '--vcpus', '8', '--memory-mb', '16000',
+            '--disk-gb', '200'))
+        doc = yaml.safe_load(self.stdout.getvalue())
+        self.assertEqual([{'uuid': '$COMPUTE_NODE'}],
+                         [p['identification'] for p in doc['providers']])
+        inv = [next(iter(i.values()))
+               for i in doc['providers'][0]['inventories']['additional']]
+        self.assertEqual([8, 16000, 200], [i['total'] for i in inv])
+        self.assertEqual([0, 512, 0], [i['reserved'] for i in inv])
+        self.assertEqual([4.0, 1.0, 1.0],
+                         [i['allocation_ratio'] for i in inv])
+        self.assertEqual('', self.stderr.getvalue())
+
+    def test_manual_options(self):
+        self.assertEqual(0, self.run_cli(
+            'provider-config', '--host', 'cmp1', '--vcpus', '8',
+            '--memory-mb', '16000', '--disk-gb', '200',
+            '--reserved-vcpus', '1', '--reserved-memory-mb', '0',
+            '--reserved-disk-gb', '5', '--cpu-allocation-ratio', '1',
+            '--ram-allocation-ratio', '1.5', '--disk-allocation-ratio',
+            '2'))
+        doc = yaml.safe_load(self.stdout.getvalue())
+        provider = doc['providers'][0]
+        self.assertEqual({'name': 'cmp1'}, provider['identification'])
+        inv = [next(iter(i.values()))
+               for i in provider['inventories']['additional']]
+        self.assertEqual([1, 0, 5], [i['reserved'] for i in inv])
+        self.assertEqual([1.0, 1.5, 2.0],
+                         [i['allocation_ratio'] for i in inv])
+
+    def test_host_uuid(self):
+        self.assertEqual(0, self.run_cli(
+            'provider-config', '--host', UUID1, '--vcpus', '1',
+            '--memory-mb', '1024', '--disk-gb', '1'))
+        doc = yaml.safe_load(self.stdout.getvalue())
+        self.assertEqual({'uuid': UUID1},
+                         doc['providers'][0]['identification'])
+
+    def test_output_file_loaded_by_nova(self):
+        out_dir = os.path.join(self.tmp, 'provider_config')
+        os.mkdir(out_dir)
+        path = os.path.join(out_dir, 'opie.yaml')
+        self.assertEqual(0, self.run_cli(
+            'provider-config', '--vcpus', '4', '--memory-mb', '8192',
+            '--disk-gb', '100', '--output', path))
+        self.assertIn('wrote %s' % path, self.stdout.getvalue())
+        self.assertEqual(['opie.yaml'], os.listdir(out_dir))
+        configs = nova_pc.get_provider_configs(out_dir)
+        self.assertEqual({'$COMPUTE_NODE'}, set(configs))
+
+    def test_output_error(self):
+        path = os.path.join(self.tmp, 'missing-dir', 'x.yaml')
+        self.assertEqual(1, self.run_cli(
+            'provider-config', '--vcpus', '4', '--memory-mb', '8192',
+            '--disk-gb', '100', '--output', path))
+        self.assertOneLineError('No such file or directory')
+
+    def test_invalid_values(self):
+        self.assertEqual(1, self.run_cli(
+            'provider-config', '--vcpus', '0', '--memory-mb', '8192',
+            '--disk-gb', '100'))
+        self.assertOneLineError('vcpus=0 must be >= 1')
+        self.stderr.truncate(0)
+        self.stderr.seek(0)
+        self.assertEqual(1, self.run_cli(
+            'provider-config', '--vcpus', '1', '--memory-mb', '256',
+            '--disk-gb', '100'))
+        self.assertOneLineError(
+            '$COMPUTE_NODE: reserved_memory_mb=512 is more than '
+            'memory_mb=256')
+
+    def test_usage(self):
+        self.assertEqual(2, self.run_cli('provider-config', '--vcpus', '4'))
+        self.assertOneLineError('--memory-mb, --disk-gb required')
+        self.stderr.truncate(0)
+        self.stderr.seek(0)
+        self.assertEqual(2, self.run_cli(
+            'provider-config', '--vcpus', '4', '--memory-mb', '1',
+            '--disk-gb', '1', '--node', 'x'))
+        self.assertOneLineError('--node needs --from-placement')
+        self.stderr.truncate(0)
+        self.stderr.seek(0)
+        self.assertEqual(2, self.run_cli(
+            'provider-config', '--from-placement', '--host', 'x',
+            '--cpu-allocation-ratio', '2'))
+        self.assertOneLineError(
+            'do not give --host, --cpu-allocation-ratio')
+
+    def test_from_placement(self):
+        placement = self.useFixture(test_provider_config.FakePlacement())
+        placement.add('cmp1', 8, 16000, 200, rp_uuid=UUID1)
+        placement.add('cmp2', 4, 8000, 100)
+        calls = self.use_connection(test_flavors.sdk_connection(
+            placement=test_provider_config.PLACEMENT))
+        self.assertEqual(0, self.run_cli(
+            '--os-cloud', 'alpha', 'provider-config', '--from-placement',
+            '--node', 'cmp1'))
+        self.assertEqual('alpha', calls[0].os_cloud)
+        doc = yaml.safe_load(self.stdout.getvalue())
+        self.assertEqual([{'uuid': UUID1}],
+                         [p['identification'] for p in doc['providers']])
+
+    def test_from_placement_errors(self):
+        placement = self.useFixture(test_provider_config.FakePlacement())
+        self.use_connection(test_flavors.sdk_connection(
+            placement=test_provider_config.PLACEMENT))
+        self.assertEqual(1, self.run_cli('provider-config',
+                                         '--from-placement'))
+        self.assertOneLineError('no compute node resource providers')
+        placement.add('cmp1', 8, 16000, 200)
+        self.stderr.truncate(0)
+        self.stderr.seek(0)
+        self.assertEqual(1, self.run_cli('provider-config',
+                                         '--from-placement', '--node', 'x'))
+        self.assertOneLineError("resource provider 'x' not found")
+
+
+class FlavorCommandTest(CLITestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.nova = self.useFixture(test_flavors.FakeNova())
+        self.nova.add('m1.small', vcpus=1, ram=2048, disk=20)
+        self.use_connection(test_flavors.sdk_connection(
+            compute=test_flavors.NOVA))
+
+    def test_create(self):
+        self.assertEqual(0, self.run_cli('flavor', 'create-preemptible',
+                                         'm1.small'))
+        out = self.stdout.getvalue()
+        self.assertIn('created flavor m1.small.preemptible', out)
+        self.assertIn('1 vCPU, 2048 MB RAM, 20 GB disk', out)
+        self.assertIn('  resources:CUSTOM_PREEMPTIBLE_DISK_GB=20', out)
+        stored = self.nova.by_name('m1.small.preemptible')[0]
+        self.assertTrue(flavors.is_preemptible(stored['extra_specs'], 1,
+                                               2048, 20))
+
+    def test_create_named_private(self):
+        self.assertEqual(0, self.run_cli(
+            'flavor', 'create-preemptible', 'm1.small', '--name', 'spot',
+            '--private'))
+        self.assertFalse(self.nova.by_name('spot')[0]['is_public'])
+
+    def test_errors_are_one_line(self):
+        self.run_cli('flavor', 'create-preemptible', 'm1.small')
+        self.stdout.truncate(0)
+        self.assertEqual(1, self.run_cli('flavor', 'create-preemptible',
+                                         'm1.small'))
+        self.assertOneLineError(
+            "a flavor named 'm1.small.preemptible' already exists")
+
+    def test_sdk_errors(self):
+        def boom(*a, **kw):
+            raise sdk_exc.HttpException('Forbidden\npolicy does not allow')
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.flavors.create_preemptible_twin', boom))
+        self.assertEqual(1, self.run_cli('flavor', 'create-preemptible',
+                                         'm1.small'))
+        self.assertOneLineError('Forbidden policy does not allow')
+
+    def test_unexpected_errors(self):
+        def boom(*a, **kw):
+            raise RuntimeError('first\nsecond')
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.flavors.create_preemptible_twin', boom))
+        self.assertEqual(1, self.run_cli('flavor', 'create-preemptible',
+                                         'm1.small'))
+        self.assertOneLineError('unexpected RuntimeError: first second')
+
+
+class ConnectTest(CLITestCase):
+
+    def connect(self, *argv):
+        argv = list(argv) + ['provider-config', '--from-placement']
+        args = cli.build_parser(argv).parse_args(argv)
+        return cli.connect(args)
+
+    def test_os_cloud_option(self):
+        conn = self.connect('--os-cloud', 'alpha')
+        self.assertEqual('alpha', conn.config.name)
+        self.assertEqual('RegionA', conn.config.get_region_name())
+        self.assertEqual('admin', conn.config.auth['username'])
+
+    def test_os_cloud_environment_and_overrides(self):
+        self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD', 'beta'))
+        conn = self.connect()
+        self.assertEqual('beta', conn.config.name)
+        conn = self.connect('--os-interface', 'internal')
+        self.assertEqual('beta', conn.config.name)
+        self.assertEqual('internal', conn.config.get_interface())
+        conn = self.connect('--os-cloud', 'alpha')
+        self.assertEqual('alpha', conn.config.name)
+
+    def test_os_environment_without_clouds_yaml(self):
+        env = {'OS_AUTH_URL': 'http://keystone.example/v3',
+               'OS_USERNAME': 'env-user', 'OS_PASSWORD': 'pw',
+               'OS_PROJECT_NAME': 'p', 'OS_USER_DOMAIN_NAME': 'Default',
+               'OS_PROJECT_DOMAIN_NAME': 'Default',
+               'OS_REGION_NAME': 'EnvRegion'}
+        for key, value in env.items():
+            self.useFixture(fixtures.EnvironmentVariable(key, value))
+        conn = self.connect()
+        self.assertEqual('env-user', conn.config.auth['username'])
+        self.assertEqual('EnvRegion', conn.config.get_region_name())
+
+    def test_unknown_cloud(self):
+        self.assertEqual(1, self.run_cli('--os-cloud', 'nope',
+                                         'provider-config',
+                                         '--from-placement'))
+        self.assertOneLineError('Cloud nope was not found')
+
+    def test_unknown_cloud_from_environment_does_not_break_parsing(self):
+        self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD', 'nope'))
+        self.assertEqual(0, self.run_cli(
+            'provider-config', '--vcpus', '1', '--memory-mb', '1024',
+            '--disk-gb', '1'))
+        self.assertEqual(1, self.run_cli('provider-config',
+                                         '--from-placement'))
+        self.assertOneLineError('Cloud nope was not found')
+
+    def test_missing_credentials(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', os.path.join(self.tmp, 'none.yaml')))
+        self.assertEqual(1, self.run_cli('flavor', 'create-preemptible',
+                                         'm1.small'))
+        self.assertOneLineError('auth_url')

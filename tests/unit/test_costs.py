@@ -1,0 +1,81 @@
+import datetime
+
+import testtools
+
+from opie_sched.preemption import costs
+from opie_sched.preemption import model
+
+NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.timezone.utc)
+HOST = model.HostView('h', model.Resources(8, 16000, 200), model.ZERO)
+
+
+def inst(runtime=None, res=(2, 4000, 40)):
+    launched = (None if runtime is None
+                else NOW - datetime.timedelta(seconds=runtime))
+    return model.InstanceInfo('u', model.Resources(*res), True, launched)
+
+
+class CostModuleTest(testtools.TestCase):
+
+    def test_billing_period_is_runtime_mod_period(self):
+        module = costs.BillingPeriodCost(period=3600)
+        self.assertEqual(3000, module.cost(inst(3000), HOST, NOW))
+        self.assertEqual(400, module.cost(inst(4000), HOST, NOW))
+        self.assertEqual(0, module.cost(inst(7200), HOST, NOW))
+        self.assertEqual(0, module.cost(inst(None), HOST, NOW))
+
+    def test_billing_period_configurable_and_validated(self):
+        self.assertEqual(100, costs.BillingPeriodCost(period=600).cost(
+            inst(700), HOST, NOW))
+        self.assertRaises(costs.CostModuleError, costs.BillingPeriodCost,
+                          period=0)
+
+    def test_runtime_count_waste(self):
+        self.assertEqual(4000, costs.RuntimeCost().cost(inst(4000), HOST,
+                                                        NOW))
+        self.assertEqual(1, costs.CountCost().cost(inst(5), HOST, NOW))
+        # 2/8 + 4000/16000 + 40/200
+        self.assertAlmostEqual(0.7, costs.WasteCost().cost(inst(5), HOST,
+                                                           NOW))
+
+    def test_launched_in_the_future_costs_nothing(self):
+        self.assertEqual(0, costs.RuntimeCost().cost(inst(-50), HOST, NOW))
+
+
+class PolicyTest(testtools.TestCase):
+
+    def test_parse(self):
+        self.assertEqual([('billing_period', 1.0), ('count', 60.0)],
+                         costs.parse_cost_modules('billing_period, count:60'))
+        self.assertEqual([('runtime', 2.0)],
+                         costs.parse_cost_modules(['runtime:2']))
+
+    def test_parse_errors(self):
+        for bad in ('', ',', ':3', 'count:x', 'count:-1', 'count:nan',
+                    'count:inf'):
+            self.assertRaises(costs.CostModuleError,
+                              costs.parse_cost_modules, bad)
+
+    def test_load_through_stevedore_and_combine(self):
+        policy = costs.load_policy('billing_period:1,count:100')
+        self.assertEqual(400 + 100, policy.instance_cost(inst(4000), HOST,
+                                                         NOW))
+
+    def test_unknown_module(self):
+        e = self.assertRaises(costs.CostModuleError, costs.load_policy,
+                              'no_such_module')
+        self.assertIn('no_such_module', str(e))
+
+    def test_bad_module_value_is_refused(self):
+        class Negative(costs.BaseCostModule):
+            def cost(self, instance, host, now):
+                return -1.0
+        policy = costs.CostPolicy([(Negative(), 1.0)])
+        e = self.assertRaises(costs.CostModuleError, policy.instance_cost,
+                              inst(1), HOST, NOW)
+        self.assertIn('Negative', str(e))
+
+    def test_bad_multiplier(self):
+        self.assertRaises(costs.CostModuleError, costs.CostPolicy,
+                          [(costs.CountCost(), -2)])
+        self.assertRaises(costs.CostModuleError, costs.CostPolicy, [])

@@ -1,0 +1,70 @@
+"""The opie extra spec validators, exercised through nova's validators."""
+
+import testtools
+
+from nova.api.validation.extra_specs import base
+from nova.api.validation.extra_specs import validators
+from nova import exception
+
+from opie_sched import flavors
+from opie_sched.scheduler import extra_specs
+
+
+class ExtraSpecValidatorsTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        # nova loads the entry points at import; loading again must find
+        # ours too (it is registered in setup.cfg).
+        validators.load_validators()
+
+    def assertValid(self, name, value):
+        validators.validate(name, value)
+
+    def assertInvalid(self, name, value):
+        self.assertRaises(exception.ValidationError, validators.validate,
+                          name, value)
+
+    def test_registered_through_entry_point(self):
+        self.assertIn('opie:preemptible', validators.VALIDATORS)
+        self.assertIn('opie:bid', validators.VALIDATORS)
+        self.assertIn('opie', validators.NAMESPACES)
+
+    def test_register(self):
+        specs = extra_specs.register()
+        self.assertEqual({'opie:preemptible', 'opie:bid'},
+                         {v.name for v in specs})
+        for v in specs:
+            self.assertIsInstance(v, base.ExtraSpecValidator)
+            self.assertTrue(v.description)
+            self.assertTrue(v.value.get('description'))
+        self.assertEqual(flavors.MARKER_KEY, specs[0].name)
+        self.assertEqual(flavors.BID_KEY, specs[1].name)
+
+    def test_preemptible(self):
+        for value in ('true', 'false', 'True', '1', '0', 'yes', 'no', 'on',
+                      'off'):
+            self.assertValid('opie:preemptible', value)
+        for value in ('maybe', '', '2', 'truee'):
+            self.assertInvalid('opie:preemptible', value)
+
+    def test_bid(self):
+        for value in ('0', '0.05', '12', '12.50', '007'):
+            self.assertValid('opie:bid', value)
+        for value in ('-1', '1.', '.5', 'abc', '1e3', '', '1,5', ' 1',
+                      '0.05 '):
+            self.assertInvalid('opie:bid', value)
+
+    def test_unknown_key_in_namespace_rejected(self):
+        self.assertInvalid('opie:foo', 'bar')
+        self.assertInvalid('opie:premptible', 'true')
+
+    def test_other_namespaces_untouched(self):
+        self.assertValid('someone:else', 'anything')
+        self.assertValid('no_namespace', 'anything')
+
+    def test_preemptible_specs_pass_nova_validation(self):
+        specs = flavors.preemptible_extra_specs(4, 8192, 80)
+        specs[flavors.BID_KEY] = '0.10'
+        for name, value in specs.items():
+            self.assertValid(name, value)
