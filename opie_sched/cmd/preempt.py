@@ -1,14 +1,22 @@
-"""``opie-sched preempt explain``: what the preemption phase would do.
+"""``opie-sched preempt``: what the preemption phase would do, and did.
 
-Reads a snapshot (see :mod:`opie_sched.preemption.snapshot`) and prints the
-host and victims the scheduler's preemption phase would choose, with the
-same planner code the scheduler runs. Host choice here is the preemption-cost
-ranking alone: hosts needing no preemption first, then least total victim
-cost, then host name.
+``opie-sched preempt explain SNAPSHOT.json`` reads a snapshot (see
+:mod:`opie_sched.preemption.snapshot`) and prints the host and victims the
+scheduler's preemption phase would choose, with the same planner code the
+scheduler runs. Host choice here is the preemption-cost ranking alone: hosts
+needing no preemption first, then least total victim cost, then host name.
+
+``opie-sched preempt list [--since TIME]`` asks a cloud (openstacksdk) which
+servers were preempted: every server, deleted or not, whose instance actions
+hold the ``preempt`` action the opie scheduler and reconciler record.
 """
 
 import json
 import sys
+
+from oslo_utils import timeutils
+
+from opie_sched.cmd import cli
 
 from opie_sched.preemption import costs
 from opie_sched.preemption import planner
@@ -79,6 +87,62 @@ def _explain(args):
     return 0
 
 
+#: The instance action recorded on every victim (see
+#: :mod:`opie_sched.scheduler.actions`; repeated here so that this client
+#: command does not import nova).
+PREEMPT_ACTION = 'preempt'
+
+
+def preempted_servers(conn, since=None):
+    """Servers of all projects that were preempted.
+
+    :param conn: ``openstack.connection.Connection`` with admin rights.
+    :param since: only servers changed since this ISO 8601 time (str).
+    :returns: list of dicts ``{"id", "name", "project_id", "status",
+        "preempted_at", "request_id"}``, oldest preemption first;
+        ``request_id`` is the preemptor's request (or the reconciler's).
+    """
+    query = {'all_projects': True}
+    if since:
+        query['changes_since'] = since
+    found = {}
+    for deleted in (False, True):
+        for server in conn.compute.servers(details=True, deleted=deleted,
+                                           **query):
+            found[server.id] = server
+    result = []
+    for server in found.values():
+        for action in conn.compute.server_actions(server.id):
+            if action.action == PREEMPT_ACTION:
+                result.append({'id': server.id, 'name': server.name,
+                               'project_id': server.project_id,
+                               'status': server.status,
+                               'preempted_at': action.start_time,
+                               'request_id': action.request_id})
+                break
+    result.sort(key=lambda r: (r['preempted_at'] or '', r['id']))
+    return result
+
+
+def _list(args):
+    since = None
+    if args.since:
+        try:
+            since = timeutils.parse_isotime(args.since).isoformat()
+        except ValueError as exc:
+            raise cli.UsageError('--since: %s' % exc)
+    rows = preempted_servers(cli.connect(args), since)
+    if args.format == 'json':
+        sys.stdout.write(json.dumps(rows, indent=2) + '\n')
+        return 0
+    fmt = '%-36s  %-20s  %-10s  %-26s  %s'
+    lines = [fmt % ('server', 'name', 'status', 'preempted at', 'request')]
+    lines += [fmt % (r['id'], r['name'], r['status'], r['preempted_at'],
+                     r['request_id']) for r in rows]
+    sys.stdout.write('\n'.join(lines) + '\n')
+    return 0
+
+
 def register(subparsers):
     parser = subparsers.add_parser(
         'preempt', help='what-if tools for the preemption phase')
@@ -100,3 +164,10 @@ def register(subparsers):
                     help='include every host\'s plan in the JSON output')
     ex.set_defaults(func=_explain,
                     errors=(snapshot.SnapshotError, costs.CostModuleError))
+    ls = sub.add_parser(
+        'list', help='list the servers of a cloud that were preempted '
+                     '(admin)')
+    ls.add_argument('--since', metavar='TIME',
+                    help='only servers changed since this ISO 8601 time')
+    ls.add_argument('--format', choices=['json', 'table'], default='table')
+    ls.set_defaults(func=_list, errors=())

@@ -1,0 +1,67 @@
+"""The operator's path through the real command-line clients.
+
+python-openstackclient and the ``opie-sched`` CLI (openstacksdk) talk to the
+in-process Nova running the opie scheduler, exactly as an operator types
+the commands (see the README's walk-through).
+"""
+
+from tests.functional import base
+from tests.functional import clients
+
+
+class OperatorPathTest(base.OpieNovaTestCase):
+    HOSTS = ('host1',)
+
+    def test_preemptible_twin_backfill_and_preempted_list(self):
+        cli = self.useFixture(clients.RealClients(self))
+        image = self.glance.auto_disk_config_enabled_image['id']
+        # The cloud's existing flavors (``openstack flavor create`` needs
+        # Keystone to resolve projects, which this in-process cloud lacks).
+        self._create_flavor(name='paper.medium', vcpu=2, memory_mb=4000,
+                            disk=40, ephemeral=0)
+        self._create_flavor(name='paper.large', vcpu=4, memory_mb=8000,
+                            disk=80, ephemeral=0)
+        cli.opie_sched('flavor', 'create-preemptible', 'paper.medium')
+        twin = cli.openstack('flavor', 'show', 'paper.medium.preemptible',
+                             '-f', 'json')
+        self.assertEqual(
+            {'opie:preemptible': 'true',
+             'resources:VCPU': '0', 'resources:MEMORY_MB': '0',
+             'resources:DISK_GB': '0',
+             'resources:CUSTOM_PREEMPTIBLE_VCPU': '2',
+             'resources:CUSTOM_PREEMPTIBLE_MEMORY_MB': '4000',
+             'resources:CUSTOM_PREEMPTIBLE_DISK_GB': '40'},
+            twin['properties'])
+
+        spot = [cli.openstack('server', 'create', '--flavor',
+                              'paper.medium.preemptible', '--image', image,
+                              '--nic', 'none', '--wait', '-f', 'json',
+                              'spot-%d' % i) for i in range(4)]
+        self.assertEqual({'ACTIVE'}, {s['status'] for s in spot})
+        # host1 (8 vCPU) is full: a fifth preemptible server has no room.
+        self.assertRaises(AssertionError, cli.openstack, 'server', 'create',
+                          '--flavor', 'paper.medium.preemptible',
+                          '--image', image, '--nic', 'none', '--wait',
+                          'spot-4')
+
+        normal = cli.openstack('server', 'create', '--flavor', 'paper.large',
+                               '--image', image, '--nic', 'none', '--wait',
+                               '-f', 'json', 'normal')
+        self.assertEqual('ACTIVE', normal['status'])
+        self.assertEqual('host1', normal['OS-EXT-SRV-ATTR:host'])
+
+        # 4 vCPU had to be freed: two of the four medium preemptibles.
+        # ("openstack server list" needs Keystone to name projects.)
+        alive = set()
+        for name in ['spot-%d' % i for i in range(4)]:
+            try:
+                cli.openstack('server', 'show', name, '-f', 'json')
+                alive.add(name)
+            except AssertionError as exc:
+                self.assertIn('No Server found', str(exc))
+        self.assertEqual(2, len(alive))
+        preempted = cli.opie_sched('preempt', 'list', '--format', 'json')
+        self.assertEqual(2, len(preempted))
+        self.assertEqual({'spot-%d' % i for i in range(4)} - alive,
+                         {p['name'] for p in preempted})
+        self.assertEqual({'DELETED'}, {p['status'] for p in preempted})
