@@ -15,7 +15,6 @@ import threading
 
 from oslo_log import log as logging
 from oslo_utils import strutils
-from oslo_utils import timeutils
 
 from nova.compute import task_states
 from nova.compute import vm_states

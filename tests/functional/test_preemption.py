@@ -8,7 +8,6 @@ from nova import context as nova_context
 from nova import objects
 
 from opie_sched.scheduler import actions
-from opie_sched.scheduler import hosts
 from opie_sched.scheduler import reconciler
 from tests.functional import base
 

@@ -1,0 +1,181 @@
+"""The filter and weighers on nova HostStates (no database: the request's
+instances are handed to the per-request view directly)."""
+
+import datetime
+
+import fixtures
+import testtools
+
+from nova import objects
+from nova.scheduler import weights as nova_weights
+from nova.tests.unit.scheduler import fakes
+
+from opie_sched import flavors
+from opie_sched.scheduler import filters
+from opie_sched.scheduler import hosts
+from opie_sched.scheduler import weights
+
+objects.register_all()
+
+NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
+MEDIUM = (2, 4000, 40)
+LARGE = (4, 8000, 80)
+
+
+def flavor(size, preemptible):
+    vcpus, ram, disk = size
+    specs = (flavors.preemptible_extra_specs(vcpus, ram, disk)
+             if preemptible else {})
+    return objects.Flavor(vcpus=vcpus, memory_mb=ram, root_gb=disk,
+                          ephemeral_gb=0, swap=0, extra_specs=specs)
+
+
+def instance(uuid, host, size, preemptible, runtime=0):
+    return objects.Instance(
+        uuid=uuid, host=host, node=host, flavor=flavor(size, preemptible),
+        launched_at=NOW - datetime.timedelta(seconds=runtime),
+        metadata={}, task_state=None, vm_state='active',
+        display_name=uuid, project_id='p')
+
+
+def host_state(name, instances, vcpus=8, ram=16000, disk=200, ratio=1.0):
+    used = [sum(getattr(i.flavor, attr) for i in instances)
+            for attr in ('vcpus', 'memory_mb', 'root_gb')]
+    return fakes.FakeHostState(name, name, {
+        'vcpus_total': vcpus, 'vcpus_used': used[0],
+        'total_usable_ram_mb': ram, 'free_ram_mb': ram - used[1],
+        'total_usable_disk_gb': disk, 'disk_mb_used': used[2] * 1024,
+        'free_disk_mb': 0,  # nova's disk_available_least: ignored
+        'cpu_allocation_ratio': ratio, 'ram_allocation_ratio': 1.0,
+        'disk_allocation_ratio': 1.0}, instances=instances)
+
+
+def request(size, preemptible):
+    return objects.RequestSpec(flavor=flavor(size, preemptible),
+                               num_instances=1)
+
+
+class _PluginTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MockPatch(
+            'oslo_utils.timeutils.utcnow',
+            side_effect=lambda with_timezone=False: NOW.replace(
+                tzinfo=datetime.timezone.utc) if with_timezone else NOW))
+        self.addCleanup(hosts.set_current_view, None)
+
+    def use_hosts(self, *host_states):
+        """Make the request's view know the hosts' instances (what
+        opie-scheduler bulk-loads once per request)."""
+        view = hosts.RequestView(ctx=None)
+        for hs in host_states:
+            view._instances[(hs.host, hs.nodename)] = list(
+                hs.instances.values())
+            view._loaded_hosts.add(hs.host)
+        hosts.set_current_view(view)
+        return list(host_states)
+
+
+class FullStateFilterTest(_PluginTest):
+
+    def setUp(self):
+        super().setUp()
+        self.filt = filters.PreemptibleFullStateFilter()
+
+    def test_preemptible_request_needs_full_state_room(self):
+        full = host_state('h', [instance('a', 'h', LARGE, True),
+                                instance('b', 'h', MEDIUM, False)])
+        self.assertTrue(self.filt.host_passes(full, request(MEDIUM, True)))
+        self.assertFalse(self.filt.host_passes(full, request(LARGE, True)))
+
+    def test_each_dimension_counts(self):
+        empty = []
+        for size in ((9, 100, 1), (1, 16001, 1), (1, 100, 201)):
+            hs = host_state('h', empty)
+            self.assertFalse(self.filt.host_passes(hs, request(size, True)),
+                             size)
+        self.assertTrue(self.filt.host_passes(
+            host_state('h', empty), request((8, 16000, 200), True)))
+
+    def test_allocation_ratio_applies(self):
+        hs = host_state('h', [instance('a', 'h', LARGE, False)], ratio=2.0)
+        self.assertTrue(self.filt.host_passes(hs, request((12, 10, 1),
+                                                          True)))
+        self.assertFalse(self.filt.host_passes(hs, request((13, 10, 1),
+                                                           True)))
+
+    def test_normal_requests_pass(self):
+        full = host_state('h', [instance('a', 'h', LARGE, True),
+                                instance('b', 'h', LARGE, True)])
+        self.assertTrue(self.filt.host_passes(full, request(LARGE, False)))
+
+    def test_error_rejects_host_without_raising(self):
+        hs = host_state('h', [])
+        hs.vcpus_total = None  # a broken host record
+        self.assertFalse(self.filt.host_passes(hs, request(MEDIUM, True)))
+
+
+class WeigherTest(_PluginTest):
+
+    def weigh(self, classes, host_states, spec):
+        weighed = nova_weights.HostWeightHandler().get_weighed_objects(
+            [cls() for cls in classes], host_states, spec)
+        return [(w.obj.host, round(w.weight, 6)) for w in weighed]
+
+    def hosts(self):
+        # free: h-free has room; h-cheap and h-dear need 4 vCPU freed by
+        # preempting (billing period costs 100 s vs 3000 s); h-normal holds
+        # only normal instances.
+        return self.use_hosts(
+            host_state('h-dear', [instance('d1', 'h-dear', LARGE, True, 3000),
+                                  instance('d2', 'h-dear', LARGE, False)]),
+            host_state('h-free', [instance('f1', 'h-free', LARGE, True)]),
+            host_state('h-cheap', [instance('c1', 'h-cheap', LARGE, True,
+                                            3700),
+                                   instance('c2', 'h-cheap', LARGE, False)]),
+            host_state('h-normal', [instance('n1', 'h-normal', LARGE, False),
+                                    instance('n2', 'h-normal', LARGE,
+                                             False)]))
+
+    def test_preemption_cost_order(self):
+        got = self.weigh([weights.PreemptionCostWeigher], self.hosts(),
+                         request(LARGE, False))
+        self.assertEqual(['h-free', 'h-cheap', 'h-dear', 'h-normal'],
+                         [h for h, _ in got])
+        multiplier = 10.0
+        self.assertEqual(multiplier * 1.0, got[0][1])
+        # cheapest needing preemption: 0.1 + 0.4 * (1 - 100/3000)
+        self.assertAlmostEqual(multiplier * (0.1 + 0.4 * (1 - 100 / 3000)),
+                               got[1][1], places=4)
+        self.assertAlmostEqual(multiplier * 0.1, got[2][1], places=4)
+        self.assertEqual(0.0, got[3][1])
+
+    def test_preemptible_requests_are_not_ranked_by_cost(self):
+        got = self.weigh([weights.PreemptionCostWeigher], self.hosts(),
+                         request(LARGE, True))
+        self.assertEqual({10.0}, {w for _, w in got})
+
+    def test_preemptible_count(self):
+        got = dict(self.weigh([weights.PreemptibleCountWeigher],
+                              self.hosts(), request(LARGE, False)))
+        # raw: fits -> 0; else -(1 + preemptibles), min-max normalised.
+        self.assertEqual(1.0, got['h-free'])
+        self.assertEqual(got['h-cheap'], got['h-dear'])
+        self.assertLess(got['h-cheap'], got['h-normal'])
+
+    def test_weigher_error_is_neutral(self):
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.weights.plans_for',
+            side_effect=RuntimeError('boom')))
+        got = self.weigh([weights.PreemptionCostWeigher], self.hosts(),
+                         request(LARGE, False))
+        self.assertEqual({0.0}, {w for _, w in got})
+
+    def test_one_view_per_request(self):
+        host_states = self.hosts()
+        load = self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.hosts.load_instances'))
+        self.weigh(weights.all_weighers(), host_states,
+                   request(LARGE, False))
+        load.mock.assert_not_called()
