@@ -62,8 +62,8 @@ def format_table(result):
         else:
             lines.append('no preemption needed')
     lines.append('')
-    lines.append('%-20s %-10s %12s  %s' % ('ranking', 'preempt',
-                                            'cost', 'victims'))
+    lines.append('%-20s %-10s %12s  %s'
+                 % ('ranking', 'preempt', 'cost', 'victims'))
     for r in result['ranking']:
         lines.append('%-20s %-10s %12s  %s' % (
             r['host'],

@@ -132,5 +132,3 @@ def describe_plan(plan):
     return ('host %s: preempting %d instance(s) to free %s: %s; total cost '
             '%g' % (plan.host, len(plan.victims), _fmt(plan.deficit),
                     victims, plan.total_cost))
-
-

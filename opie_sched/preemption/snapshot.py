@@ -86,7 +86,8 @@ def _time(value, where):
     except ValueError as exc:
         raise SnapshotError('%s: not an ISO 8601 time: %r (%s)'
                             % (where, value, exc))
-    return timeutils.normalize_time(parsed).replace(tzinfo=datetime.timezone.utc)
+    return timeutils.normalize_time(parsed).replace(
+        tzinfo=datetime.timezone.utc)
 
 
 class Snapshot:

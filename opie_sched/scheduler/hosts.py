@@ -111,7 +111,8 @@ def full_state(host_state):
 
 
 def compute_node_state(node):
-    """``(capacity, used)`` of a ComputeNode record (see :func:`full_state`)."""
+    """``(capacity, used)`` of a ComputeNode record (as :func:`full_state`).
+    """
     capacity = model.Resources(node.vcpus * node.cpu_allocation_ratio,
                                node.memory_mb * node.ram_allocation_ratio,
                                node.local_gb * node.disk_allocation_ratio)

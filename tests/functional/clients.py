@@ -46,10 +46,8 @@ class _ImageAPI:
 
     @staticmethod
     def _image(img):
-        body = {k: v for k, v in img.items() if k not in ('properties',
-                                                           'deleted',
-                                                           'deleted_at',
-                                                           'is_public')}
+        hidden = ('properties', 'deleted', 'deleted_at', 'is_public')
+        body = {k: v for k, v in img.items() if k not in hidden}
         body.update(img.get('properties') or {})
         for key in ('created_at', 'updated_at'):
             if body.get(key) is not None:
@@ -125,4 +123,3 @@ class RealClients(fixtures.Fixture):
                 prog, ' '.join(args), rc, err.getvalue(), out.getvalue()))
         text = out.getvalue()
         return json.loads(text) if 'json' in args else text
-
