@@ -35,6 +35,8 @@ COMMAND_MODULES = (
     'opie_sched.cmd.preempt',
     'opie_sched.cmd.flavor',
     'opie_sched.cmd.provider_config',
+    'opie_sched.cmd.reliability',
+    'opie_sched.cmd.repack',
 )
 
 
