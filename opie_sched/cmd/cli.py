@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     'opie_sched.cmd.provider_config',
     'opie_sched.cmd.reliability',
     'opie_sched.cmd.repack',
+    'opie_sched.cmd.market',
 )
 
 

@@ -1,0 +1,774 @@
+"""Tests of the proportional-share spot market (opie_sched.market).
+
+Expected values are computed here from the papers' formulas: Merkat eq. 1
+``p = sum(b) / C``, ``a_i = b_i / p``; Merkat §3.1 allocation error
+``e = (a_host - a_cluster) / a_host``; Themis §III.B worst-fit decreasing.
+
+Run with ``stestr run tests.unit.test_market``.
+"""
+
+import argparse
+from decimal import Decimal
+import io
+import json
+import os
+
+import fixtures
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+import testtools
+
+from opie_sched.cmd import cli
+from opie_sched.cmd import market as market_cmd
+from opie_sched.market import bids
+from opie_sched.market import budget
+from opie_sched.market import outbid
+from opie_sched.market import pricing
+
+D = Decimal
+CPU = pricing.VCPUS
+RAM = pricing.MEMORY_MB
+
+
+def close(test, expected, actual, places=20):
+    """Decimal (or float) equality up to ``places`` decimal digits."""
+    test.assertLess(abs(D(str(expected)) - D(str(actual))),
+                    D(10) ** -places,
+                    '%s != %s' % (expected, actual))
+
+
+# -- strategies --------------------------------------------------------------
+
+BID = st.integers(0, 1000).map(lambda n: D(n) / 10)
+POSITIVE_BID = st.integers(1, 1000).map(lambda n: D(n) / 10)
+CAPACITY = st.integers(1, 500).map(D)
+
+
+# -- Merkat eq. 1 ------------------------------------------------------------
+
+class SpotPriceTest(testtools.TestCase):
+
+    def test_price_is_sum_of_bids_over_capacity(self):
+        self.assertEqual(D(6) / D(4), pricing.spot_price([1, 2, 3], 4))
+
+    def test_reserve_price_is_a_floor(self):
+        # sum(b) / C = 3 / 100 = 0.03 < reserve 0.05 -> 0.05
+        self.assertEqual(D('0.05'),
+                         pricing.spot_price([1, 2], 100, reserve='0.05'))
+        # 300 / 100 = 3 > reserve 0.05 -> eq. 1 price
+        self.assertEqual(D(3),
+                         pricing.spot_price([100, 200], 100, reserve='0.05'))
+
+    def test_no_bids_costs_the_reserve(self):
+        self.assertEqual(D(0), pricing.spot_price([], 10))
+        self.assertEqual(D('0.2'), pricing.spot_price([], 10, '0.2'))
+
+    def test_capacity_must_be_positive(self):
+        self.assertRaises(ValueError, pricing.spot_price, [1], 0)
+        self.assertRaises(ValueError, pricing.spot_price, [1], -5)
+
+    def test_themis_two_bidders(self):
+        # Themis SLO-policies paper §2: bids 1 and 2 on one node's CPU ->
+        # A gets 1/3 and B 2/3 of it.
+        shares = pricing.proportional_shares({'A': 1, 'B': 2}, 100)
+        close(self, D(100) / 3, shares['A'])
+        close(self, D(200) / 3, shares['B'])
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(POSITIVE_BID, min_size=1, max_size=8), CAPACITY)
+    def test_uncapped_shares_are_bid_over_price(self, bid_list, capacity):
+        named = {'vm%d' % i: b for i, b in enumerate(bid_list)}
+        price = sum(bid_list) / capacity
+        shares = pricing.proportional_shares(named, capacity)
+        for key, bid in named.items():
+            close(self, bid / price, shares[key], places=18)
+        # Work conserving: the whole capacity is handed out.
+        close(self, capacity, sum(shares.values()), places=18)
+
+
+class ProportionalSharesTest(testtools.TestCase):
+
+    def test_cap_surplus_goes_to_the_others(self):
+        # capacity 10, bids A=1 B=1 C=2: p = 4 / 10, C would get
+        # 2 / 0.4 = 5 but asked for 2 -> 2. The other 8 units are shared
+        # by A and B at p' = 2 / 8: 1 / 0.25 = 4 each.
+        shares = pricing.proportional_shares(
+            {'A': 1, 'B': 1, 'C': 2}, 10, caps={'C': 2})
+        self.assertEqual({'A': D(4), 'B': D(4), 'C': D(2)}, shares)
+
+    def test_cascading_caps(self):
+        # capacity 12, bids 1, 2, 3, caps C=2 then B=4:
+        # p = 6/12: C -> 6 >= 2 capped; p' = 3/10: B -> 6.67 >= 4 capped;
+        # p'' = 1/6: A -> 6.
+        shares = pricing.proportional_shares(
+            {'A': 1, 'B': 2, 'C': 3}, 12, caps={'B': 4, 'C': 2})
+        self.assertEqual({'A': D(6), 'B': D(4), 'C': D(2)}, shares)
+
+    def test_everyone_capped_leaves_capacity_idle(self):
+        shares = pricing.proportional_shares(
+            {'A': 5, 'B': 5}, 100, caps={'A': 10, 'B': 20})
+        self.assertEqual({'A': D(10), 'B': D(20)}, shares)
+
+    def test_reserve_limits_a_share(self):
+        # One bidder of 1/h, 100 units, reserve 0.1/unit-h: 1 / 0.1 = 10.
+        shares = pricing.proportional_shares({'A': 1}, 100, reserve='0.1')
+        self.assertEqual(D(10), shares['A'])
+
+    def test_zero_bid_gets_nothing(self):
+        self.assertEqual({'A': D(0), 'B': D(10)},
+                         pricing.proportional_shares({'A': 0, 'B': 3}, 10))
+        self.assertEqual({'A': D(0)},
+                         pricing.proportional_shares({'A': 0}, 10))
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(BID, st.one_of(st.none(), CAPACITY)),
+                    min_size=1, max_size=8),
+           CAPACITY)
+    def test_caps_and_capacity_hold(self, rows, capacity):
+        named = {'vm%d' % i: b for i, (b, _) in enumerate(rows)}
+        caps = {'vm%d' % i: c for i, (_, c) in enumerate(rows)}
+        shares = pricing.proportional_shares(named, capacity, caps)
+        tolerance = D('1e-18')
+        self.assertLessEqual(sum(shares.values()), capacity + tolerance)
+        for key, share in shares.items():
+            self.assertGreaterEqual(share, 0)
+            if caps[key] is not None:
+                self.assertLessEqual(share, caps[key] + tolerance)
+            if named[key] == 0:
+                self.assertEqual(0, share)
+        # Work conserving: capacity only idles when every bidder is capped.
+        bidders = [k for k in named if named[k] > 0]
+        uncapped = [k for k in bidders
+                    if caps[k] is None or shares[k] < caps[k] - tolerance]
+        if uncapped:
+            close(self, capacity, sum(shares.values()), places=17)
+
+
+# -- Merkat §3.1: allocation error -------------------------------------------
+
+class AllocationErrorTest(testtools.TestCase):
+
+    def test_formula(self):
+        # e = (a_host - a_cluster) / a_host
+        self.assertEqual(D(-1) / D(4), pricing.allocation_error(40, 50))
+        self.assertEqual(D(1) / D(5), pricing.allocation_error(50, 40))
+        self.assertEqual(D(0), pricing.allocation_error(7, 7))
+
+    def test_zero_shares(self):
+        self.assertEqual(D(0), pricing.allocation_error(0, 0))
+        self.assertRaises(ValueError, pricing.allocation_error, 0, 1)
+
+    def test_vm_error_is_the_largest_over_resources(self):
+        errors = {CPU: D('0.1'), RAM: D('-0.5')}
+        self.assertEqual(D('-0.5'), pricing.vm_allocation_error(errors))
+        errors = {CPU: D('0.3'), RAM: D('-0.2')}
+        self.assertEqual(D('0.3'), pricing.vm_allocation_error(errors))
+        # Equal magnitudes: the deficit is reported.
+        errors = {CPU: D('0.2'), RAM: D('-0.2')}
+        self.assertEqual(D('-0.2'), pricing.vm_allocation_error(errors))
+        self.assertEqual(D(0), pricing.vm_allocation_error({}))
+
+
+# -- Themis §III.B: worst-fit decreasing -------------------------------------
+
+class WorstFitDecreasingTest(testtools.TestCase):
+
+    def test_highest_bid_first_to_least_loaded_host(self):
+        placement = pricing.worst_fit_decreasing(
+            {'a': 1, 'b': 5, 'c': 3, 'd': 2}, ['h1', 'h2'])
+        # b(5) -> h1; c(3) -> h2 (0 < 5); d(2) -> h2 (3 < 5);
+        # a(1) -> h1 (5 = 5, first host wins).
+        self.assertEqual(['b', 'c', 'd', 'a'], list(placement))
+        self.assertEqual({'b': 'h1', 'c': 'h2', 'd': 'h2', 'a': 'h1'},
+                         placement)
+
+    def test_existing_load_counts(self):
+        placement = pricing.worst_fit_decreasing(
+            {'x': 1}, ['h1', 'h2'], assigned={'h1': 0, 'h2': -1})
+        self.assertEqual({'x': 'h2'}, placement)
+        placement = pricing.worst_fit_decreasing(
+            {'x': 1}, ['h1', 'h2'], assigned={'h1': 10})
+        self.assertEqual({'x': 'h2'}, placement)
+
+    def test_errors(self):
+        self.assertRaises(ValueError, pricing.worst_fit_decreasing,
+                          {'x': 1}, [])
+        self.assertRaises(ValueError, pricing.worst_fit_decreasing,
+                          {'x': 1}, ['h', 'h'])
+        self.assertEqual({}, pricing.worst_fit_decreasing({}, []))
+
+    def test_themis_two_hosts_three_equal_bids(self):
+        # Themis §III.B: 2 hosts x 100 CPU, 3 VMs with the same bid b.
+        # Cluster-wide each should get 200 / 3 = 66.6; per host, two share
+        # one host (50 each) and the third has a host to itself (100).
+        b = D(7)
+        hosts = [pricing.Host('h1', {CPU: 100}), pricing.Host('h2',
+                                                              {CPU: 100})]
+        vms = [pricing.VM(u, {CPU: b}) for u in ('v1', 'v2', 'v3')]
+        result = pricing.allocate(hosts, vms)
+        by_host = {}
+        for vm in result.vms.values():
+            by_host.setdefault(vm.host, []).append(vm.host_shares[CPU])
+            close(self, b / (3 * b / 200), vm.cluster[CPU])
+            self.assertTrue(vm.placed)
+        self.assertEqual([[D(100) * b / (2 * b)] * 2, [D(100)]],
+                         sorted(by_host.values(), key=len, reverse=True))
+        self.assertEqual(('v1', 'v3'), result.hosts['h1'].vms)
+        self.assertEqual(('v2',), result.hosts['h2'].vms)
+
+
+# -- Merkat §3.1 worked example ----------------------------------------------
+
+def merkat_market(**vm_host):
+    hosts = [pricing.Host('n%d' % i, {CPU: 100}) for i in (1, 2, 3)]
+    bid_of = {'s1': 12, 's2': 12, 's3': 12, 'l1': 30, 'l2': 30}
+    vms = [pricing.VM(u, {CPU: b}, vm_host.get(u))
+           for u, b in bid_of.items()]
+    return hosts, vms, bid_of
+
+
+class MerkatExampleTest(testtools.TestCase):
+    """3 nodes x 100 CPU; 3 VMs bid 12, 2 VMs bid 30 (Merkat §3.1)."""
+
+    def check(self, result, bid_of):
+        price = D(sum(bid_of.values())) / D(300)      # eq. 1, cluster-wide
+        self.assertEqual(price, result.pools['default'].prices[CPU])
+        for uuid, vm in result.vms.items():
+            cluster = D(bid_of[uuid]) / price
+            self.assertEqual(cluster, vm.cluster[CPU])
+            local_bids = [bid_of[u] for u in result.hosts[vm.host].vms]
+            host_price = D(sum(local_bids)) / D(100)
+            local = D(bid_of[uuid]) / host_price
+            close(self, local, vm.host_shares[CPU])
+            close(self, (local - cluster) / local, vm.errors[CPU])
+            self.assertEqual(vm.errors[CPU], vm.error)
+
+    def test_paper_numbers(self):
+        hosts, vms, bid_of = merkat_market(s1='n3', s2='n3', s3='n3',
+                                           l1='n1', l2='n2')
+        result = pricing.allocate(hosts, vms)
+        self.check(result, bid_of)
+        # "an allocation of 37.5 CPU units for the first 3 VMs and ... 93.75
+        # for the last two"; per node "33.3 ... and 100".
+        self.assertEqual(D('37.5'), result.vms['s1'].cluster[CPU])
+        self.assertEqual(D('93.75'), result.vms['l1'].cluster[CPU])
+        close(self, D(100) / 3, result.vms['s2'].host_shares[CPU])
+        self.assertEqual(D(100), result.vms['l2'].host_shares[CPU])
+        # Not enforceable: three 37.5s do not fit in 100, nor 93.75 + 37.5.
+        self.assertGreater(3 * result.vms['s1'].cluster[CPU], 100)
+        self.assertFalse(result.vms['s1'].placed)
+
+    def test_worst_fit_decreasing_finds_the_paper_placement(self):
+        hosts, vms, bid_of = merkat_market()
+        result = pricing.allocate(hosts, vms)
+        self.check(result, bid_of)
+        self.assertEqual(('l1',), result.hosts['n1'].vms)
+        self.assertEqual(('l2',), result.hosts['n2'].vms)
+        self.assertEqual(('s1', 's2', 's3'), result.hosts['n3'].vms)
+
+    def test_cluster_share_capped_at_one_host(self):
+        # One VM bidding 90 and one bidding 10 on 2 x 100: eq. 1 on 200
+        # units would give 180, more than a host has -> 100; the other
+        # gets the remaining 100 (work conserving).
+        hosts = [pricing.Host('h1', {CPU: 100}),
+                 pricing.Host('h2', {CPU: 100})]
+        vms = [pricing.VM('big', {CPU: 90}), pricing.VM('small', {CPU: 10})]
+        result = pricing.allocate(hosts, vms)
+        self.assertEqual(D(100), result.vms['big'].cluster[CPU])
+        self.assertEqual(D(100), result.vms['small'].cluster[CPU])
+        self.assertEqual(D(0), result.vms['big'].error)
+
+    def test_requests_cap_shares(self):
+        hosts = [pricing.Host('h1', {CPU: 8, RAM: 16384})]
+        vms = [pricing.VM('a', {CPU: 1, RAM: 1}, 'h1', {CPU: 2, RAM: 4096}),
+               pricing.VM('b', {CPU: 1, RAM: 3}, 'h1')]
+        result = pricing.allocate(hosts, vms)
+        a, b = result.vms['a'], result.vms['b']
+        self.assertEqual(D(2), a.host_shares[CPU])        # 4 > asked 2
+        self.assertEqual(D(6), b.host_shares[CPU])        # the rest
+        self.assertEqual(D(4096), a.host_shares[RAM])     # 1/4 = 4096
+        self.assertEqual(D(12288), b.host_shares[RAM])
+
+    def test_pools_are_separate_markets(self):
+        hosts = [pricing.Host('a1', {CPU: 10}, 'gold'),
+                 pricing.Host('b1', {CPU: 10}, 'silver')]
+        vms = [pricing.VM('x', {CPU: 5}, 'a1'),
+               pricing.VM('y', {CPU: 1}, None, pool='silver')]
+        result = pricing.allocate(hosts, vms, {CPU: '0.01'})
+        self.assertEqual(D(5) / 10, result.pools['gold'].prices[CPU])
+        self.assertEqual(D(1) / 10, result.pools['silver'].prices[CPU])
+        self.assertEqual('b1', result.vms['y'].host)
+
+    def test_bad_markets(self):
+        h = pricing.Host('h', {CPU: 1})
+        self.assertRaises(ValueError, pricing.allocate, [], [])
+        self.assertRaises(ValueError, pricing.allocate, [h, h], [])
+        self.assertRaises(ValueError, pricing.allocate,
+                          [h, pricing.Host('g', {RAM: 1})], [])
+        self.assertRaises(ValueError, pricing.allocate,
+                          [pricing.Host('z', {CPU: 0})], [])
+        self.assertRaises(ValueError, pricing.allocate, [h],
+                          [pricing.VM('v', {CPU: 1}, 'nowhere')])
+        self.assertRaises(ValueError, pricing.allocate, [h],
+                          [pricing.VM('v', {CPU: 1}, None, pool='other')])
+        self.assertRaises(ValueError, pricing.allocate, [h],
+                          [pricing.VM('v', {RAM: 1}, 'h')])
+        v = pricing.VM('v', {CPU: 1}, 'h')
+        self.assertRaises(ValueError, pricing.allocate, [h], [v, v])
+
+
+class SplitBidTest(testtools.TestCase):
+
+    def test_in_proportion_to_requested_fractions(self):
+        # 2 of 8 vCPU = 1/4, 2048 of 16384 MB = 1/8: weights 2 : 1.
+        parts = pricing.split_bid('0.3', {CPU: 8, RAM: 16384},
+                                  {CPU: 2, RAM: 2048})
+        self.assertEqual({CPU: D('0.2'), RAM: D('0.1')}, parts)
+
+    def test_equal_without_request(self):
+        parts = pricing.split_bid(1, {RAM: 10, CPU: 4})
+        self.assertEqual([CPU, RAM], list(parts))
+        self.assertEqual({CPU: D('0.5'), RAM: D('0.5')}, parts)
+
+    def test_parts_add_up_exactly(self):
+        parts = pricing.split_bid(1, {CPU: 3, RAM: 3}, {CPU: 1, RAM: 2})
+        self.assertEqual(D(1), sum(parts.values()))
+
+
+# -- bids --------------------------------------------------------------------
+
+class BidsTest(testtools.TestCase):
+
+    def test_valid(self):
+        self.assertEqual(D('0.05'), bids.parse_bid('0.05'))
+        self.assertEqual(D('0.05'), bids.parse_bid(' 0.05\n'))
+        self.assertEqual(D('0.1'), bids.parse_bid(0.1))   # shortest repr
+        self.assertEqual(D(3), bids.parse_bid(3))
+        self.assertEqual(D(0), bids.parse_bid('0'))
+        self.assertFalse(bids.parse_bid('-0').is_signed())
+        self.assertEqual(D(2), bids.parse_bid('2', cap=2))   # cap allowed
+        self.assertIsInstance(bids.parse_bid(1), Decimal)
+
+    def assertRejected(self, value, fragment, cap=None):
+        exc = self.assertRaises(bids.BidError, bids.parse_bid, value, cap,
+                                'vm1 bid')
+        self.assertIsInstance(exc, ValueError)
+        self.assertIn('vm1 bid', str(exc))
+        self.assertIn(fragment, str(exc))
+
+    def test_negative(self):
+        self.assertRejected(-1, 'negative')
+        self.assertRejected('-0.01', 'negative')
+
+    def test_nan(self):
+        self.assertRejected(float('nan'), 'not a number')
+        self.assertRejected('NaN', 'not a number')
+        self.assertRejected(D('sNaN'), 'not a number')
+
+    def test_infinite(self):
+        self.assertRejected(float('inf'), 'finite')
+        self.assertRejected('-Infinity', 'finite')
+
+    def test_not_numbers(self):
+        for value in ('abc', '', '1,5', None, True, [1], {'x': 1}):
+            self.assertRejected(value, 'not a number')
+
+    def test_above_cap(self):
+        self.assertRejected('10.01', 'above the largest accepted bid 10',
+                            cap=10)
+
+    def test_precedence(self):
+        md, fl = {'opie:bid': '0.3'}, {'opie:bid': '0.2'}
+        self.assertEqual((D('0.3'), bids.SOURCE_METADATA),
+                         bids.resolve_bid(md, fl, '0.1'))
+        self.assertEqual((D('0.2'), bids.SOURCE_FLAVOR),
+                         bids.resolve_bid({'other': 'x'}, fl, '0.1'))
+        self.assertEqual((D('0.1'), bids.SOURCE_DEFAULT),
+                         bids.resolve_bid(None, {}, '0.1'))
+
+    def test_invalid_source_does_not_fall_back(self):
+        exc = self.assertRaises(bids.BidError, bids.resolve_bid,
+                                {'opie:bid': 'lots'}, {'opie:bid': '0.2'},
+                                '0.1')
+        self.assertIn('server metadata opie:bid', str(exc))
+        exc = self.assertRaises(bids.BidError, bids.resolve_bid,
+                                None, {'opie:bid': '5'}, '0.1', cap=1)
+        self.assertIn('flavor extra spec opie:bid', str(exc))
+        self.assertRaises(bids.BidError, bids.resolve_bid, {}, {}, None)
+
+    def test_invalid_bids_never_change_a_price(self):
+        raw = {'a': '1', 'b': '-5', 'c': 'nan', 'd': '2', 'e': 'inf',
+               'f': '99', 'g': True}
+        valid, rejected = bids.valid_bids(raw, cap=10)
+        self.assertEqual({'a': D(1), 'd': D(2)}, valid)
+        self.assertEqual(['b', 'c', 'e', 'f', 'g'], list(rejected))
+        self.assertEqual(D(3) / 10, pricing.spot_price(valid.values(), 10))
+
+
+# -- budget ------------------------------------------------------------------
+
+T0 = 1_800_000_000          # a period start, seconds since the epoch
+HOUR = 3600
+PRICES = {CPU: D('0.32'), RAM: D('0.00001')}     # per vCPU-h, per MB-h
+
+
+def server(uuid, bid, project='p1', created_at=None, cpu=2, ram=4096,
+           pool=pricing.DEFAULT_POOL):
+    return outbid.Server(uuid, D(bid), {CPU: cpu, RAM: ram}, project,
+                         created_at, pool)
+
+
+class BudgetTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.cm = budget.CreditManager()
+        self.cm.open_account('p1', balance=10, refill_rate=2, cap=12)
+
+    def test_charge_is_price_times_held_times_period(self):
+        entry = self.cm.charge('p1', 's1', T0, 1800, PRICES,
+                               {CPU: 2, RAM: 4096})
+        # (0.32 * 2 + 0.00001 * 4096) per hour * 0.5 h
+        expected = (D('0.32') * 2 + D('0.00001') * 4096) * D('0.5')
+        self.assertEqual(-expected, entry.amount)
+        self.assertEqual(D(10) - expected, self.cm.balance('p1'))
+        self.assertEqual(entry.balance, self.cm.balance('p1'))
+        self.assertEqual(budget.EntryKey('charge', 'p1', 's1', T0),
+                         entry.key)
+
+    def test_charges_are_rounded_to_the_quantum(self):
+        entry = self.cm.charge('p1', 's1', T0, HOUR, {CPU: D(1) / 3},
+                               {CPU: 1})
+        self.assertEqual(D('-0.333333'), entry.amount)
+
+    def test_refill_rate_and_cap(self):
+        self.cm.charge('p1', 's1', T0, HOUR, {CPU: 7}, {CPU: 1})   # 10->3
+        self.assertEqual(D(1), self.cm.refill('p1', T0, 1800).amount)
+        self.assertEqual(D(4), self.cm.balance('p1'))
+        for hour in range(1, 6):      # +2 per hour up to the cap of 12
+            self.cm.refill('p1', T0 + hour * HOUR, HOUR)
+        self.assertEqual(D(12), self.cm.balance('p1'))
+        last = self.cm.store.entries('p1')[-1]
+        self.assertEqual(D(0), last.amount)          # 4+2+2+2+2 = 12, then 0
+
+    def test_refill_above_cap_takes_nothing_away(self):
+        self.cm.credit('p1', 50, granted_at=T0)
+        self.assertEqual(D(60), self.cm.balance('p1'))
+        self.assertEqual(D(0), self.cm.refill('p1', T0, HOUR).amount)
+        self.assertEqual(D(60), self.cm.balance('p1'))
+
+    def test_uncapped_refill(self):
+        self.cm.open_account('p2', refill_rate='0.5')
+        self.cm.refill('p2', T0, 4 * HOUR)
+        self.assertEqual(D(2), self.cm.balance('p2'))
+
+    def test_replayed_period_is_not_charged_twice(self):
+        servers = [server('s1', 1), server('s2', 1),
+                   server('other', 1, project='p2')]
+        prices = {pricing.DEFAULT_POOL: PRICES}
+        first = self.cm.settle_period('p1', T0, HOUR, servers, prices)
+        balance = self.cm.balance('p1')
+        ledger = self.cm.store.entries()
+        # A restart replays the period, even with other prices: no change.
+        again = self.cm.settle_period(
+            'p1', T0, HOUR, servers, {pricing.DEFAULT_POOL: {CPU: 100}})
+        self.assertEqual(first, again)
+        self.assertEqual(balance, self.cm.balance('p1'))
+        self.assertEqual(ledger, self.cm.store.entries())
+        # 10 + refill min(2, 12 - 10) - 2 servers * (0.64 + 0.04096)
+        self.assertEqual(D(12) - 2 * (D('0.64') + D('0.04096')), balance)
+        self.assertEqual(['refill', 'charge', 'charge'],
+                         [e.key.kind for e in ledger])
+        # The next period is charged.
+        self.cm.settle_period('p1', T0 + HOUR, HOUR, servers, prices)
+        self.assertEqual(6, len(self.cm.store.entries('p1')))
+
+    def test_credit_is_idempotent(self):
+        self.cm.credit('p1', '2.5', granted_at=T0)
+        self.cm.credit('p1', '2.5', granted_at=T0)
+        self.assertEqual(D('12.5'), self.cm.balance('p1'))
+        self.assertRaises(budget.BudgetError, self.cm.credit, 'p1', 0, T0 + 1)
+        self.assertRaises(budget.BudgetError, self.cm.credit, 'p1', -1,
+                          T0 + 1)
+
+    def test_bad_input(self):
+        self.assertRaises(budget.UnknownAccount, self.cm.balance, 'nobody')
+        self.assertRaises(budget.BudgetError, self.cm.open_account, 'p1')
+        self.assertRaises(budget.BudgetError, self.cm.open_account, 'p3',
+                          refill_rate=-1)
+        self.assertRaises(budget.BudgetError, self.cm.charge, 'p1', 's',
+                          T0, 0, PRICES, {CPU: 1})
+        self.assertRaises(budget.BudgetError, self.cm.charge, 'p1', 's',
+                          T0, HOUR, {CPU: -1}, {CPU: 1})
+
+    def test_period_start_for(self):
+        self.assertEqual(T0, budget.period_start_for(T0 + 1799, 1800))
+        self.assertEqual(T0 + 1800, budget.period_start_for(T0 + 1800, 1800))
+
+    def test_out_of_credit_lowest_bid_first(self):
+        # Each server costs (0.64 + 0.04096) per hour.
+        each = D('0.64') + D('0.04096')
+        servers = [server('c', '0.9', created_at=5),
+                   server('a', '0.7', created_at=9),
+                   server('b', '0.7', created_at=3),
+                   server('d', '0.7'),
+                   server('z', '0.1', project='p2')]
+        prices = {pricing.DEFAULT_POOL: PRICES}
+        self.assertEqual([], self.cm.out_of_credit('p1', servers, prices,
+                                                   HOUR))
+        # Leave credit for exactly two servers: drop two, lowest bid first,
+        # oldest first among equal bids, unknown age last.
+        self.cm.charge('p1', 'x', T0, HOUR, {CPU: D(10) - 2 * each},
+                       {CPU: 1})
+        self.assertEqual(2 * each, self.cm.balance('p1'))
+        victims = self.cm.out_of_credit('p1', servers, prices, HOUR)
+        self.assertEqual(['b', 'a'], [s.uuid for s in victims])
+        # In debt: every paying server goes.
+        self.cm.charge('p1', 'y', T0, HOUR, {CPU: 5}, {CPU: 1})
+        victims = self.cm.out_of_credit('p1', servers, prices, HOUR)
+        self.assertEqual(['b', 'a', 'd', 'c'], [s.uuid for s in victims])
+
+    def test_out_of_credit_most_expensive_policy(self):
+        servers = [server('small', '0.1', cpu=1, ram=0),
+                   server('big', '9', cpu=8, ram=0)]
+        prices = {pricing.DEFAULT_POOL: {CPU: 1}}
+        self.cm.charge('p1', 'x', T0, HOUR, {CPU: 9}, {CPU: 1})   # -> 1
+        victims = self.cm.out_of_credit('p1', servers, prices, HOUR,
+                                        policy='most_expensive')
+        self.assertEqual(['big'], [s.uuid for s in victims])
+        victims = self.cm.out_of_credit('p1', servers, prices, HOUR)
+        self.assertEqual(['small', 'big'], [s.uuid for s in victims])
+        self.assertRaises(budget.BudgetError, self.cm.out_of_credit, 'p1',
+                          servers, prices, HOUR, policy='random')
+
+    def test_a_post_that_lost_a_race_is_recomputed(self):
+        store = RacyStore()
+        cm = budget.CreditManager(store)
+        cm.open_account('p', balance=5)
+        entry = cm.charge('p', 's', T0, HOUR, {CPU: 1}, {CPU: 1})
+        # Someone else credited 1 between the read and the post.
+        self.assertEqual(D(5), entry.balance)
+        self.assertEqual(D(5), cm.balance('p'))
+        self.assertEqual(['credit', 'charge'],
+                         [e.key.kind for e in store.entries()])
+
+
+class RacyStore(budget.InMemoryStore):
+    """Another worker credits the account once, right before a post."""
+
+    raced = False
+
+    def post(self, entry, expected_version):
+        if not self.raced:
+            self.raced = True
+            account = self.get_account(entry.key.project)
+            super().post(budget.LedgerEntry(
+                budget.EntryKey('credit', account.project, None, 0),
+                D(1), account.balance + 1), account.version)
+        super().post(entry, expected_version)
+
+
+# -- out of bid --------------------------------------------------------------
+
+class OutbidTest(testtools.TestCase):
+
+    def test_order_and_reason(self):
+        # Cost per hour of 2 vCPU + 4096 MB at PRICES: 0.64 + 0.04096.
+        cost = D('0.64') + D('0.04096')
+        servers = [server('rich', '1'),
+                   server('even', cost),
+                   server('b', '0.5', created_at=20),
+                   server('a', '0.5', created_at=20),
+                   server('old', '0.5', created_at=10),
+                   server('cheap', '0.01', created_at=99),
+                   server('elsewhere', '0.01', pool='other')]
+        found = outbid.out_of_bid({pricing.DEFAULT_POOL: PRICES}, servers)
+        self.assertEqual(['cheap', 'old', 'a', 'b'],
+                         [o.server.uuid for o in found])
+        self.assertEqual(cost, found[0].cost)
+        reason = found[0].reason
+        self.assertIn('out of bid', reason)
+        self.assertIn('0.01 per hour', reason)
+        self.assertIn('0.68096 per hour', reason)
+        self.assertIn('2 vCPU at 0.32 per vCPU-hour', reason)
+        self.assertIn('4096 MB at 0.00001 per MB-hour', reason)
+
+    def test_hourly_cost(self):
+        self.assertEqual(D('1.5'), outbid.hourly_cost({CPU: D('0.5')},
+                                                      {CPU: 3, RAM: 100}))
+
+
+# -- the CLI -----------------------------------------------------------------
+
+MERKAT = {
+    'hosts': [{'name': 'node-%d' % i, 'capacity': {'vcpus': 100}}
+              for i in (1, 2, 3)],
+    'vms': ([{'uuid': 'small-%d' % i, 'bid': 12} for i in (1, 2, 3)]
+            + [{'uuid': 'large-%d' % i, 'bid': 30} for i in (1, 2)]),
+}
+
+
+class MarketCLITest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.stdout = io.StringIO()
+        self.stderr = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', self.stderr))
+        parser = argparse.ArgumentParser(prog='opie-sched')
+        market_cmd.register(parser.add_subparsers())
+        self.parser = parser
+
+    def write(self, doc, name='snap.json'):
+        path = os.path.join(self.tmp, name)
+        with open(path, 'w') as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def run_json(self, doc):
+        args = self.parser.parse_args(
+            ['market', 'allocate', self.write(doc), '--format', 'json'])
+        self.assertEqual(0, args.func(args))
+        return json.loads(self.stdout.getvalue())
+
+    def test_merkat_example_json(self):
+        out = self.run_json(MERKAT)
+        price = (3 * 12 + 2 * 30) / 300.0
+        self.assertAlmostEqual(price, out['pools'][0]['prices']['vcpus'])
+        vms = {v['uuid']: v for v in out['vms']}
+        for uuid, bid, host_bids in (('small-1', 12, 36),
+                                     ('large-2', 30, 30)):
+            vm = vms[uuid]
+            cluster = bid / price
+            local = bid / (host_bids / 100.0)
+            self.assertAlmostEqual(cluster, vm['cluster_share']['vcpus'])
+            self.assertAlmostEqual(local, vm['host_share']['vcpus'])
+            self.assertAlmostEqual((local - cluster) / local, vm['error'])
+            self.assertTrue(vm['placed'])
+            self.assertEqual('bid', vm['bid_source'])
+        hosts = {h['name']: h for h in out['hosts']}
+        self.assertEqual(['small-1', 'small-2', 'small-3'],
+                         hosts['node-3']['vms'])
+
+    def test_table(self):
+        args = self.parser.parse_args(['market', 'allocate',
+                                       self.write(MERKAT)])
+        self.assertEqual(0, args.func(args))
+        lines = self.stdout.getvalue().splitlines()
+        self.assertIn('PRICE/UNIT-H', lines[0])
+        row = [ln for ln in lines if ln.startswith('small-1')][0].split()
+        self.assertEqual(['small-1', 'node-3', '(placed)', 'vcpus', '12',
+                          '37.5', '33.3333', '-0.125', '-0.125'], row)
+
+    def test_bid_sources_reserve_and_split(self):
+        doc = {
+            'reserve_price': {'vcpus': 0.5},
+            'default_bid': '0.4', 'max_bid': 10,
+            'hosts': [{'name': 'h', 'pool': 'gold',
+                       'capacity': {'vcpus': 8, 'memory_mb': 8192}}],
+            'vms': [{'uuid': 'm', 'host': 'h', 'metadata': {'opie:bid': 1},
+                     'flavor_extra_specs': {'opie:bid': '2'},
+                     'request': {'vcpus': 4, 'memory_mb': 2048}},
+                    {'uuid': 'f', 'host': 'h',
+                     'flavor_extra_specs': {'opie:bid': '2'}},
+                    {'uuid': 'd', 'pool': 'gold'},
+                    {'uuid': 'x', 'host': 'h',
+                     'bid': {'vcpus': '0.25', 'memory_mb': '0.5'}}]}
+        out = self.run_json(doc)
+        vms = {v['uuid']: v for v in out['vms']}
+        self.assertEqual(['metadata', 'flavor', 'default', 'bid'],
+                         [vms[u]['bid_source'] for u in 'mfdx'])
+        # m: weights 4/8 : 2048/8192 = 2 : 1 of its bid of 1.
+        self.assertAlmostEqual(2 / 3, vms['m']['bids']['vcpus'])
+        self.assertAlmostEqual(1 / 3, vms['m']['bids']['memory_mb'])
+        self.assertEqual(0.5, out['reserve_price']['vcpus'])
+        # vCPU bids: 2/3 + 1 + 0.2 + 0.25 = 2.1167 < reserve 0.5 * 8 -> 0.5
+        self.assertEqual(0.5, out['pools'][0]['prices']['vcpus'])
+        self.assertAlmostEqual(0.25 / 0.5, vms['x']['host_share']['vcpus'])
+
+    def run_main(self, *argv):
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.cmd.cli.COMMAND_MODULES', ('opie_sched.cmd.market',)))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', os.path.join(self.tmp, 'none.yaml')))
+        self.useFixture(fixtures.EnvironmentVariable('HOME', self.tmp))
+        return cli.main(list(argv))
+
+    def assertSnapshotError(self, doc, fragment):
+        self.stderr.seek(0)
+        self.stderr.truncate()
+        code = self.run_main('market', 'allocate', self.write(doc))
+        err = self.stderr.getvalue()
+        self.assertEqual(1, code, err)
+        self.assertEqual(1, err.count('\n'), err)
+        self.assertTrue(err.startswith('opie-sched: error: '), err)
+        self.assertIn(fragment, err)
+
+    def test_main_runs_the_command(self):
+        self.assertEqual(0, self.run_main('market', 'allocate',
+                                          self.write(MERKAT), '--format',
+                                          'json'))
+        self.assertEqual(5, len(json.loads(self.stdout.getvalue())['vms']))
+
+    def test_bad_snapshots_name_the_field(self):
+        def merkat(**changes):
+            doc = json.loads(json.dumps(MERKAT))
+            for path, value in changes.items():
+                where, key = path.rsplit('__', 1)
+                target = doc
+                for part in where.split('__'):
+                    target = target[int(part) if part.isdigit() else part]
+                target[key] = value
+            return doc
+
+        self.assertSnapshotError(merkat(hosts__1__capacity__vcpus=-1),
+                                 'hosts[1].capacity.vcpus: -1 is less than '
+                                 'or equal to the minimum of 0')
+        self.assertSnapshotError(merkat(hosts__0__capacity__vcpu=1),
+                                 'hosts[0].capacity: Additional properties')
+        self.assertSnapshotError(merkat(vms__2__bid=-1),
+                                 'vms[2].bid: must not be negative')
+        self.assertSnapshotError(merkat(vms__2__bid='NaN'),
+                                 'vms[2].bid: not a number')
+        self.assertSnapshotError(merkat(vms__0__bid=True),
+                                 'vms[0].bid: True is not of type')
+        self.assertSnapshotError(merkat(vms__1__bid={'vcpus': 'x'}),
+                                 'vms[1].bid.vcpus: not a number')
+        self.assertSnapshotError(merkat(vms__1__host='node-9'),
+                                 'vms[1].host: unknown host')
+        self.assertSnapshotError(merkat(vms__1__uuid='small-1'),
+                                 'vms[1].uuid: duplicate VM')
+        self.assertSnapshotError(merkat(hosts__2__name='node-1'),
+                                 'hosts[2].name: duplicate host')
+        self.assertSnapshotError(merkat(vms__4__pool='gold'),
+                                 "vms[4].pool: no host in pool 'gold'")
+        self.assertSnapshotError(merkat(vms__4__pool='gold',
+                                        vms__4__host='node-2'),
+                                 "vms[4].pool: 'gold', but host 'node-2' "
+                                 "is in pool 'default'")
+        self.assertSnapshotError(
+            merkat(hosts__1__capacity={'memory_mb': 5}),
+            'hosts[1].capacity: has memory_mb, hosts[0] has vcpus')
+        self.assertSnapshotError(
+            merkat(vms__0__request={'memory_mb': 5}),
+            'vms[0].request.memory_mb: no host has resource')
+        self.assertSnapshotError(dict(MERKAT, max_bid=20),
+                                 'vms[3].bid: 30 is above the largest')
+        no_bid = merkat(vms__0__metadata={'opie:bid': 'cheap'})
+        del no_bid['vms'][0]['bid']
+        self.assertSnapshotError(no_bid,
+                                 'vms[0]: server metadata opie:bid: not a '
+                                 'number')
+        del no_bid['vms'][0]['metadata']
+        self.assertSnapshotError(no_bid, 'vms[0]: no bid')
+        self.assertSnapshotError({'hosts': []}, "'vms' is a required")
+        self.assertSnapshotError('{"hosts": [', 'not valid JSON')
+        self.assertSnapshotError('{"hosts": NaN, "vms": []}',
+                                 'NaN is not a number')
+        code = self.run_main('market', 'allocate',
+                             os.path.join(self.tmp, 'missing.json'))
+        self.assertEqual(1, code)
+        self.assertIn('cannot read', self.stderr.getvalue())
