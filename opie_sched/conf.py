@@ -65,6 +65,17 @@ preemption_opts = [
              'strict. Per-aggregate override: metadata key '
              '``preemption_cost_weight_multiplier``.'),
     cfg.FloatOpt(
+        'proportional_share_weight_multiplier', default=1.0,
+        help='Multiplier of ProportionalShareWeigher (per-aggregate '
+             'override: ``proportional_share_weight_multiplier``).'),
+    cfg.StrOpt(
+        'default_bid', default='0.01',
+        help='Bid (currency per hour) that ProportionalShareWeigher counts '
+             'for a preemptible server or request without one of its own '
+             '(server metadata or scheduler hint ``opie_bid``, then flavor '
+             'extra spec ``opie:bid``). Keep it equal to the default bid of '
+             'opie-market.'),
+    cfg.FloatOpt(
         'preemptible_count_weight_multiplier', default=1.0,
         help='Multiplier of PreemptibleCountWeigher (per-aggregate override: '
              '``preemptible_count_weight_multiplier``).'),

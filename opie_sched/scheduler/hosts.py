@@ -66,19 +66,22 @@ def request_resources(spec_obj):
                            spec_obj.root_gb + spec_obj.ephemeral_gb)
 
 
-def instance_info(instance, extra_leaving=()):
-    """:class:`~opie_sched.preemption.model.InstanceInfo` of an Instance.
-
-    An instance is *leaving* when it is being deleted, already deleted, or
-    marked as a victim (metadata ``opie:preempted_by``), or its uuid is in
-    ``extra_leaving``.
-    """
-    flavor = instance.flavor
+def instance_is_leaving(instance, extra_leaving=()):
+    """True when an Instance is on its way out: being deleted, already
+    deleted, marked as a victim (metadata ``opie:preempted_by``), or its
+    uuid is in ``extra_leaving``."""
     meta = instance.metadata if 'metadata' in instance else {}
-    leaving = (instance.uuid in extra_leaving
-               or instance.task_state in _LEAVING_TASK_STATES
-               or instance.vm_state in _GONE_VM_STATES
-               or PREEMPTED_BY_KEY in (meta or {}))
+    return (instance.uuid in extra_leaving
+            or instance.task_state in _LEAVING_TASK_STATES
+            or instance.vm_state in _GONE_VM_STATES
+            or PREEMPTED_BY_KEY in (meta or {}))
+
+
+def instance_info(instance, extra_leaving=()):
+    """:class:`~opie_sched.preemption.model.InstanceInfo` of an Instance
+    (``leaving`` as :func:`instance_is_leaving` says)."""
+    flavor = instance.flavor
+    leaving = instance_is_leaving(instance, extra_leaving)
     launched = instance.launched_at
     if launched is not None and launched.tzinfo is None:
         launched = launched.replace(tzinfo=datetime.timezone.utc)
@@ -189,6 +192,15 @@ class RequestView:
             self._instances.update(loaded)
             for hosts in missing.values():
                 self._loaded_hosts.update(hosts)
+
+    def loaded_instances(self, host_states):
+        """``{(host, node): [Instance]}`` for the given HostStates (bulk
+        loaded once per request, with flavor and metadata)."""
+        host_states = list(host_states)
+        self._ensure_loaded(host_states)
+        return {(hs.host, hs.nodename):
+                self._instances.get((hs.host, hs.nodename), [])
+                for hs in host_states}
 
     def host_views(self, host_states, leaving=()):
         """``{(host, node): HostView}`` for the given HostStates.

@@ -200,3 +200,36 @@ class ReconcilerTest(base.OpieNovaTestCase, _Helpers):
                        self.api.get_instance_actions(p[1]['id'])])
         # Idempotent: a second round finds nothing to do.
         self.assertEqual([], rec.run_once())
+
+
+class ProportionalShareTest(base.OpieNovaTestCase, _Helpers):
+    """Themis §III.B on the real scheduler: a preemptible request goes
+    where the bids already placed add up to the least."""
+
+    HOSTS = ('host1', 'host2')
+    EXTRA_FLAGS = {'filter_scheduler': {'weight_classes': [
+        'opie_sched.scheduler.weights.all_weighers',
+        'opie_sched.scheduler.market_weights.ProportionalShareWeigher']}}
+
+    def boot_with_bid(self, name, bid):
+        server = self._build_server(
+            name=name, flavor_id=self.flavor_ids['small.preemptible'],
+            networks='none')
+        server['metadata'] = {'opie:bid': bid}
+        server = self.api.post_server({'server': server, 'os:scheduler_hints':
+                                       {'opie_bid': bid}})
+        return self.server_host(self._wait_for_state_change(server,
+                                                            'ACTIVE'))
+
+    def test_worst_fit_by_sum_of_bids(self):
+        first = self.boot_with_bid('rich', '0.50')
+        other = ({'host1', 'host2'} - {first}).pop()
+        # 0.1 / (0 + 0.1) on the empty host beats 0.1 / (0.5 + 0.1).
+        self.assertEqual(other, self.boot_with_bid('poor-1', '0.10'))
+        # Now 0.5 vs 0.1 are placed: the small bidder joins the 0.1 host.
+        self.assertEqual(other, self.boot_with_bid('poor-2', '0.10'))
+        # A bid of 0.6 buys 0.6/1.1 beside the 0.5 host and 0.6/0.8 beside
+        # the two 0.1 bidders: it goes there too.
+        self.assertEqual(other, self.boot_with_bid('big', '0.60'))
+        # 0.5 vs 0.8: the next one goes to the first host.
+        self.assertEqual(first, self.boot_with_bid('poor-3', '0.10'))

@@ -13,6 +13,7 @@ from nova.tests.unit.scheduler import fakes
 from opie_sched import flavors
 from opie_sched.scheduler import filters
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import market_weights
 from opie_sched.scheduler import weights
 
 objects.register_all()
@@ -76,6 +77,12 @@ class _PluginTest(testtools.TestCase):
         hosts.set_current_view(view)
         return list(host_states)
 
+    def weigh(self, classes, host_states, spec):
+        """``[(host, weight)]`` as nova's weight handler orders them."""
+        weighed = nova_weights.HostWeightHandler().get_weighed_objects(
+            [cls() for cls in classes], host_states, spec)
+        return [(w.obj.host, round(w.weight, 6)) for w in weighed]
+
 
 class FullStateFilterTest(_PluginTest):
 
@@ -117,11 +124,6 @@ class FullStateFilterTest(_PluginTest):
 
 
 class WeigherTest(_PluginTest):
-
-    def weigh(self, classes, host_states, spec):
-        weighed = nova_weights.HostWeightHandler().get_weighed_objects(
-            [cls() for cls in classes], host_states, spec)
-        return [(w.obj.host, round(w.weight, 6)) for w in weighed]
 
     def hosts(self):
         # free: h-free has room; h-cheap and h-dear need 4 vCPU freed by
@@ -179,3 +181,53 @@ class WeigherTest(_PluginTest):
         self.weigh(weights.all_weighers(), host_states,
                    request(LARGE, False))
         load.mock.assert_not_called()
+
+
+class ProportionalShareWeigherTest(_PluginTest):
+
+    def bid_hosts(self):
+        def spot(uuid, host, bid):
+            inst = instance(uuid, host, MEDIUM, True)
+            if bid is not None:
+                inst.metadata = {'opie:bid': bid}
+            return inst
+        return self.use_hosts(
+            host_state('h-busy', [spot('a1', 'h-busy', '0.3'),
+                                  spot('a2', 'h-busy', '0.2')]),
+            host_state('h-one', [spot('b1', 'h-one', '0.1')]),
+            host_state('h-none', [instance('c1', 'h-none', LARGE, False)]),
+            host_state('h-bad', [spot('d1', 'h-bad', 'lots'),
+                                 spot('d2', 'h-bad', None)]))
+
+    def test_worst_fit_by_sum_of_bids(self):
+        spec = request(MEDIUM, True)
+        spec.scheduler_hints = {'opie_bid': ['0.1']}
+        got = dict(self.weigh([market_weights.ProportionalShareWeigher],
+                              self.bid_hosts(), spec))
+        # share = bid / (sum of bids on the host + bid), Themis §III.B;
+        # an invalid or missing bid counts the default bid 0.01.
+        self.assertEqual(1.0, got['h-none'])
+        self.assertAlmostEqual(0.1 / 0.2, got['h-one'], places=5)
+        self.assertAlmostEqual(0.1 / 0.6, got['h-busy'], places=5)
+        self.assertAlmostEqual(0.1 / 0.12, got['h-bad'], places=5)
+
+    def test_flavor_bid_then_default(self):
+        spec = request(MEDIUM, True)
+        spec.flavor.extra_specs['opie:bid'] = '0.5'
+        got = dict(self.weigh([market_weights.ProportionalShareWeigher],
+                              self.bid_hosts(), spec))
+        self.assertAlmostEqual(0.5 / 1.0, got['h-busy'], places=5)
+        self.assertEqual(['h-busy'],
+                         [h for h, w in got.items() if w == min(got.values())])
+
+    def test_normal_requests_are_not_in_the_market(self):
+        got = self.weigh([market_weights.ProportionalShareWeigher],
+                         self.bid_hosts(), request(MEDIUM, False))
+        self.assertEqual({0.0}, {w for _, w in got})
+
+    def test_invalid_request_bid_is_neutral(self):
+        spec = request(MEDIUM, True)
+        spec.scheduler_hints = {'opie_bid': ['-1']}
+        got = self.weigh([market_weights.ProportionalShareWeigher],
+                         self.bid_hosts(), spec)
+        self.assertEqual({0.0}, {w for _, w in got})
