@@ -5,12 +5,16 @@ Groups:
 * ``[opie_preemption]`` — the preemption phase in the scheduler, its cost
   modules and weighers, and how victims are terminated.
 * ``[opie_reconciler]`` — the periodic repair of overcommitted hosts.
+* ``[opie_rpm]``, ``[opie_reliability]`` — RPM and Die-Hard scheduler
+  plugins (:mod:`opie_sched.rpm_opts`).
 
 ``list_opts`` is the ``oslo.config.opts`` entry point, so
 ``oslo-config-generator --namespace opie_sched`` documents every option.
 """
 
 from oslo_config import cfg
+
+from opie_sched import rpm_opts
 
 preemption_group = cfg.OptGroup(
     'opie_preemption',
@@ -107,8 +111,9 @@ def register_opts(conf):
     conf.register_opts(preemption_opts, group=preemption_group)
     conf.register_group(reconciler_group)
     conf.register_opts(reconciler_opts, group=reconciler_group)
+    rpm_opts.register_opts(conf)
 
 
 def list_opts():
     return [(preemption_group, preemption_opts),
-            (reconciler_group, reconciler_opts)]
+            (reconciler_group, reconciler_opts)] + rpm_opts.list_opts()
