@@ -7,6 +7,8 @@ Groups:
 * ``[opie_reconciler]`` — the periodic repair of overcommitted hosts.
 * ``[opie_rpm]``, ``[opie_reliability]`` — RPM and Die-Hard scheduler
   plugins (:mod:`opie_sched.rpm_opts`).
+* ``[opie_autoscaler]`` — the repacking autoscaler
+  (:mod:`opie_sched.autoscaler.opts`).
 
 ``list_opts`` is the ``oslo.config.opts`` entry point, so
 ``oslo-config-generator --namespace opie_sched`` documents every option.
@@ -14,6 +16,7 @@ Groups:
 
 from oslo_config import cfg
 
+from opie_sched.autoscaler import opts as autoscaler_opts
 from opie_sched import rpm_opts
 
 preemption_group = cfg.OptGroup(
@@ -112,8 +115,10 @@ def register_opts(conf):
     conf.register_group(reconciler_group)
     conf.register_opts(reconciler_opts, group=reconciler_group)
     rpm_opts.register_opts(conf)
+    autoscaler_opts.register_opts(conf)
 
 
 def list_opts():
     return [(preemption_group, preemption_opts),
-            (reconciler_group, reconciler_opts)] + rpm_opts.list_opts()
+            (reconciler_group, reconciler_opts)] + rpm_opts.list_opts() \
+        + autoscaler_opts.list_opts()

@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     'opie_sched.cmd.reliability',
     'opie_sched.cmd.repack',
     'opie_sched.cmd.market',
+    'opie_sched.cmd.simulate',
 )
 
 

@@ -43,6 +43,19 @@ EXTRA_SPEC_VALIDATORS = [
             'pattern': r'[0-9]+(\.[0-9]+)?',
         },
     ),
+    base.ExtraSpecValidator(
+        name='opie:price',
+        description=(
+            'The price of one server of this flavor, in currency units per '
+            'hour (p_i of the repacking autoscaler, thesis Paper V), used by '
+            'opie-autoscaler when an application does not give it.'
+        ),
+        value={
+            'type': str,
+            'description': 'A non-negative decimal number, e.g. 0.18.',
+            'pattern': r'[0-9]+(\.[0-9]+)?',
+        },
+    ),
 ]
 
 

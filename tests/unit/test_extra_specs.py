@@ -32,7 +32,7 @@ class ExtraSpecValidatorsTest(testtools.TestCase):
 
     def test_register(self):
         specs = extra_specs.register()
-        self.assertEqual({'opie:preemptible', 'opie:bid'},
+        self.assertEqual({'opie:preemptible', 'opie:bid', 'opie:price'},
                          {v.name for v in specs})
         for v in specs:
             self.assertIsInstance(v, base.ExtraSpecValidator)

@@ -1,0 +1,116 @@
+#!/usr/bin/env python
+"""Throughput and memory of the simulator (``opie-sched simulate``).
+
+Usage::
+
+    python benchmarks/simulator_throughput.py [--hosts 1000,10000] [--65k]
+        [--requests-per-host 20] [--load 1.5] [--policy opie] [--seed S]
+
+For each cloud size: hosts of 8 vCPU / 16000 MB / 200 GB, a generated
+workload (:func:`opie_sched.workload.generator.generate`, half of it
+preemptible, the paper's three flavors, bounded power-law run times of
+10 min to 4 h) of ``requests-per-host × hosts`` requests arriving at the
+rate that offers ``load`` × the cloud's vCPU capacity, so the cloud fills
+up and normal requests preempt. Prints one row per size: events
+(arrivals + departures) per wall second of the simulation loop; the peak
+memory of the same run repeated under :mod:`tracemalloc` (workload
+generation excluded; tracemalloc slows Python down, hence two runs); and
+the counts that show the preemption phase was exercised.
+``--65k`` adds a 65,536-host cloud (several minutes).
+"""
+
+import argparse
+import gc
+import os
+import platform
+import sys
+import time
+import tracemalloc
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+from opie_sched.cmd import simulate  # noqa: E402
+from opie_sched.simulator import cloud as cloud_mod  # noqa: E402
+from opie_sched.simulator import engine  # noqa: E402
+from opie_sched.simulator import policies  # noqa: E402
+from opie_sched.workload import generator  # noqa: E402
+
+
+def _simulate(hosts, reqs, policy_name, trace_memory):
+    policy = policies.make_policy(policy_name)
+    gc.collect()
+    if trace_memory:
+        tracemalloc.start()
+    started = time.perf_counter()
+    result = engine.Simulator(cloud_mod.Cloud.uniform(hosts),
+                              policy).run(reqs)
+    wall = time.perf_counter() - started
+    peak = None
+    if trace_memory:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return result, wall, peak
+
+
+def run_one(hosts, requests_per_host, load, policy_name, seed, memory=True):
+    """One row of the table (a dict): a timed run, then (``memory``) the
+    same run under tracemalloc for the peak."""
+    capacity = hosts * cloud_mod.HostSpec().capacity.vcpus
+    reqs = generator.generate(
+        seed=seed, count=requests_per_host * hosts,
+        rate_per_hour=simulate.rate_for_load(capacity, load))
+    result, wall, _ = _simulate(hosts, reqs, policy_name, False)
+    peak = None
+    if memory:
+        again, _, peak = _simulate(hosts, reqs, policy_name, True)
+        assert again.as_dict()['preemption_cost'] == result.preemption_cost
+    return {'hosts': hosts, 'requests': len(reqs), 'events': result.events,
+            'wall': wall, 'eps': result.events / wall,
+            'peak_mb': float('nan') if peak is None else peak / 2.0 ** 20,
+            'preemptions': result.preemptions,
+            'decisions': result.preemption_decisions,
+            'rejected': result.preemptible_rejected,
+            'failed': result.normal_failed,
+            'util': result.utilisation()}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--hosts', default='1000,10000',
+                   help='comma-separated cloud sizes (default: %(default)s)')
+    p.add_argument('--65k', dest='huge', action='store_true',
+                   help='also run 65,536 hosts')
+    p.add_argument('--requests-per-host', type=int, default=20)
+    p.add_argument('--load', type=float, default=1.5)
+    p.add_argument('--policy', default='opie', choices=policies.POLICIES)
+    p.add_argument('--seed', type=int, default=42)
+    p.add_argument('--no-memory', action='store_true',
+                   help='skip the tracemalloc run (peak memory)')
+    args = p.parse_args(argv)
+    sizes = [int(h) for h in args.hosts.split(',') if h.strip()]
+    if args.huge:
+        sizes.append(65536)
+    print('simulator throughput: policy %s, load %g, %d requests per host; '
+          '%s, Python %s; events/s from a run without tracemalloc, peak '
+          'memory from a second run under it'
+          % (args.policy, args.load, args.requests_per_host,
+             platform.machine(), platform.python_version()))
+    head = ('%7s %9s %9s %8s %10s %9s %11s %10s %9s %8s %6s'
+            % ('hosts', 'requests', 'events', 'wall s', 'events/s',
+               'peak MB', 'preempted', 'decisions', 'rejected', 'failed',
+               'util'))
+    print(head)
+    print('-' * len(head))
+    for hosts in sizes:
+        row = run_one(hosts, args.requests_per_host, args.load,
+                      args.policy, args.seed, memory=not args.no_memory)
+        print('%(hosts)7d %(requests)9d %(events)9d %(wall)8.1f '
+              '%(eps)10.0f %(peak_mb)9.1f %(preemptions)11d %(decisions)10d '
+              '%(rejected)9d %(failed)8d %(util)6.2f' % row)
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""``opie-autoscaler``: the repacking autoscaler service (thesis Paper V).
+
+Reads its options from ``--config-file`` files (group ``[opie_autoscaler]``,
+see :mod:`opie_sched.autoscaler.opts`) and the cloud credentials from
+clouds.yaml (``[opie_autoscaler] cloud``) or ``OS_*`` variables. Logging is
+oslo.log's (``--debug``, ``--log-file``, ...).
+
+``--once`` runs one round over every application and exits (0 when no
+application failed, 1 otherwise); otherwise the service loops every
+``[opie_autoscaler] interval`` seconds until SIGTERM or SIGINT.
+``--dry-run`` only logs the plans.
+"""
+
+import signal
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from opie_sched.autoscaler import opts
+
+LOG = logging.getLogger(__name__)
+
+cli_opts = [
+    cfg.BoolOpt('once', default=False,
+                help='Run one round over every application and exit.'),
+    cfg.BoolOpt('dry-run', default=False,
+                help='Only log the plans; boot and delete nothing '
+                     '(overrides [opie_autoscaler] dry_run).'),
+]
+
+
+def parse_config(argv, conf=None):
+    """A ``cfg.ConfigOpts`` with every option registered and ``argv`` parsed.
+
+    :param argv: arguments without the program name.
+    """
+    conf = conf or cfg.ConfigOpts()
+    logging.register_options(conf)
+    opts.register_opts(conf)
+    conf.register_cli_opts(cli_opts)
+    conf(argv, project='opie_sched', prog='opie-autoscaler')
+    if conf.dry_run:
+        conf.set_override('dry_run', True, group=opts.GROUP)
+    return conf
+
+
+def main(argv=None):
+    """Run ``opie-autoscaler``; the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        conf = parse_config(argv)
+    except cfg.Error as exc:
+        sys.stderr.write('opie-autoscaler: error: %s\n' % exc)
+        return 2
+    logging.setup(conf, 'opie_sched')
+    from opie_sched.autoscaler import service as service_mod
+    service = service_mod.AutoscalerService(conf)
+    try:
+        service.start()
+    except Exception as exc:
+        LOG.error('Cannot join the coordination backend %s: %s',
+                  conf.opie_autoscaler.coordination_url, exc)
+        return 1
+    try:
+        if conf.once:
+            outcomes = service.run_once()
+            for out in outcomes:
+                LOG.info('Application %s: %s %s', out.app, out.action,
+                         out.reason)
+            return 1 if any(o.action == 'error' for o in outcomes) else 0
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: service.request_stop())
+        LOG.info('opie-autoscaler running every %g s',
+                 conf.opie_autoscaler.interval)
+        service.run_forever()
+        return 0
+    finally:
+        service.stop()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""An event-driven data-centre simulator for preemptible instances.
+
+``opie-sched simulate`` replays a workload (a Standard Workload Format trace
+mapped by :mod:`opie_sched.workload.mapping`, or a workload drawn by
+:mod:`opie_sched.workload.generator`) on a simulated cloud, with the *same*
+pure preemption code the Nova scheduler plugins run
+(:mod:`opie_sched.preemption`): the dual host state of López García et al.,
+"An efficient cloud scheduler design supporting preemptible instances"
+(``seeds/preemptible-instances-scheduler.txt``, §3), the ranking of
+:func:`~opie_sched.preemption.planner.rank_hosts` (Alg. 4) and the exact
+victim selection of :func:`~opie_sched.preemption.planner.plan_host`
+(Alg. 5).
+
+* :mod:`.cloud` — hosts, their full and normal states, the filters and the
+  ranking;
+* :mod:`.policies` — the scheduling policies (``opie`` and the baselines
+  ``stock``, ``first-fit`` and ``retry``);
+* :mod:`.engine` — event-driven time (arrivals, departures, preemptions) and
+  the recorded time series;
+* :mod:`.report` — summary table, CSV and PNG.
+
+Nothing here imports Nova.
+"""

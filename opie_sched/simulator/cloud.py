@@ -1,0 +1,420 @@
+"""Simulated hosts with the dual state of the preemptible-aware scheduler.
+
+López García et al., "An efficient cloud scheduler design supporting
+preemptible instances" (``seeds/preemptible-instances-scheduler.txt``,
+§3; digest in ``docs/algorithms.md`` §A): every host has a **full state**
+(every instance counted) and a **normal state** (preemptible instances not
+counted). :class:`Cloud` keeps both for every host and answers the three
+questions of a scheduling pass with the scheduler's own pure code:
+
+* filtering — :meth:`Cloud.normal_state_fits` is what Placement checks for a
+  normal request (the preemptible resource classes are separate inventory,
+  see :mod:`opie_sched.provider_config`); :meth:`Cloud.full_state_fits` is
+  ``PreemptibleFullStateFilter`` for a preemptible request;
+* ranking — :meth:`Cloud.best_plan` returns the first plan of
+  :func:`opie_sched.preemption.planner.rank_hosts` over the filtered hosts,
+  as ``PreemptionCostWeigher`` orders them (López García et al., Alg. 4:
+  hosts that need no preemption first, then least victim-set cost, then
+  host name);
+* victims — the chosen plan's victims are those of
+  :func:`opie_sched.preemption.planner.plan_host` (Alg. 5, exact).
+
+Hosts are kept in name order, so "first host" and "smallest name" agree.
+Per-host amounts live in numpy arrays of shape ``(n_hosts, 3)`` (vCPU, MB,
+GB, the order of :data:`opie_sched.preemption.model.DIMENSIONS`), so that
+the filters are three vectorised comparisons per request, not a loop over
+hosts; a :class:`~opie_sched.preemption.model.HostView` is built only for
+the hosts the preemption phase has to plan. Amounts are meant to be
+integers (flavor sizes), so the incremental sums are exact and equal to
+those of the HostViews.
+
+Simulated time is seconds (float) from :data:`EPOCH`; cost modules see
+``launched_at = EPOCH + start`` and ``now = EPOCH + t``.
+"""
+
+import dataclasses
+import datetime
+
+import numpy as np
+
+from opie_sched.preemption import costs
+from opie_sched.preemption import model
+from opie_sched.preemption import planner
+
+#: Simulated time 0, as the datetime cost modules see.
+EPOCH = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+
+_NDIM = len(model.DIMENSIONS)
+# Relative and absolute margins of the lower-bound pruning in best_plan:
+# far larger than the float error of a bound, far smaller than a cost.
+_LB_RTOL = 1e-9
+_LB_ATOL = 1e-6
+
+
+def to_datetime(t):
+    """The datetime of simulated second ``t`` (UTC, microsecond steps)."""
+    return EPOCH + datetime.timedelta(seconds=t)
+
+
+def _micros(t):
+    """Microseconds from :data:`EPOCH` to :func:`to_datetime` ``(t)``."""
+    td = datetime.timedelta(seconds=t)
+    return (td.days * 86400 + td.seconds) * 1000000 + td.microseconds
+
+
+@dataclasses.dataclass(frozen=True)
+class HostSpec:
+    """A host's totals and allocation ratios (as a Nova compute node).
+
+    :param vcpus: physical CPUs (vCPU before the ratio).
+    :param memory_mb: RAM, MB.
+    :param disk_gb: local disk, GB.
+    :param cpu_allocation_ratio: ``[DEFAULT] cpu_allocation_ratio``.
+    :param ram_allocation_ratio: ``[DEFAULT] ram_allocation_ratio``.
+    :param disk_allocation_ratio: ``[DEFAULT] disk_allocation_ratio``.
+
+    Default: the preemptible-instances paper's 8-CPU hosts, with the demo's
+    16000 MB and 200 GB, no overcommit.
+    """
+
+    vcpus: float = 8
+    memory_mb: float = 16000
+    disk_gb: float = 200
+    cpu_allocation_ratio: float = 1.0
+    ram_allocation_ratio: float = 1.0
+    disk_allocation_ratio: float = 1.0
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or not value > 0 or \
+                    value == float('inf'):
+                raise ValueError('host %s must be a finite number > 0, got '
+                                 '%r' % (field.name, value))
+
+    @property
+    def capacity(self):
+        """Schedulable capacity, ``total × ratio`` per dimension
+        (:class:`~opie_sched.preemption.model.Resources`)."""
+        return model.Resources(self.vcpus * self.cpu_allocation_ratio,
+                               self.memory_mb * self.ram_allocation_ratio,
+                               self.disk_gb * self.disk_allocation_ratio)
+
+
+def host_names(n):
+    """``host00001`` ... : zero-padded, so name order is number order."""
+    width = max(5, len(str(n)))
+    return ['host%0*d' % (width, i + 1) for i in range(n)]
+
+
+def vector_costs(policy):
+    """A numpy form of ``policy.instance_cost`` for the built-in modules.
+
+    :param policy: :class:`~opie_sched.preemption.costs.CostPolicy`.
+    :returns: ``f(runtime, res, cap) -> costs`` where ``runtime`` is shape
+        ``(m,)`` seconds, ``res`` and ``cap`` are ``(m, 3)`` (each
+        instance's resources and its host's capacity) and the result is
+        ``(m,)`` in policy units; or None when a module is not one of
+        billing_period, runtime, count, waste (then no bound is used).
+    """
+    terms = []
+    for module, multiplier in policy.modules:
+        kind = type(module)
+        if kind is costs.BillingPeriodCost:
+            terms.append((multiplier, 'period', float(module.period)))
+        elif kind is costs.RuntimeCost:
+            terms.append((multiplier, 'runtime', None))
+        elif kind is costs.CountCost:
+            terms.append((multiplier, 'count', None))
+        elif kind is costs.WasteCost:
+            terms.append((multiplier, 'waste', None))
+        else:
+            return None
+
+    def evaluate(runtime, res, cap):
+        total = np.zeros(len(runtime))
+        for multiplier, kind, period in terms:
+            if kind == 'period':
+                value = np.fmod(runtime, period)
+            elif kind == 'runtime':
+                value = runtime
+            elif kind == 'count':
+                value = np.ones(len(runtime))
+            else:
+                safe = np.where(cap > 0, cap, 1.0)
+                value = np.where(cap > 0, res / safe, 0.0).sum(axis=1)
+            total = total + multiplier * value
+        return total
+
+    return evaluate
+
+
+class Cloud:
+    """Hosts, the instances on them, and both states of every host.
+
+    :param specs: one :class:`HostSpec` per host.
+    :param names: host names (default :func:`host_names`); they must be
+        unique and in increasing order.
+
+    Attributes (numpy, shape ``(n_hosts, 3)``, vCPU / MB / GB):
+    ``cap`` capacity; ``used`` full-state usage; ``pre`` held by preemptible
+    instances; ``free_full = cap - used``; ``free_normal = free_full + pre``.
+    """
+
+    #: With at most this many candidate hosts needing preemption,
+    #: :meth:`best_plan` plans them all; above it, it prunes by a lower
+    #: bound (same answer, see :meth:`best_plan`).
+    prune_above = 16
+
+    def __init__(self, specs, names=None):
+        specs = list(specs)
+        n = len(specs)
+        if n < 1:
+            raise ValueError('a cloud needs at least one host')
+        names = list(host_names(n) if names is None else names)
+        if len(names) != n:
+            raise ValueError('%d host names for %d hosts' % (len(names), n))
+        if any(a >= b for a, b in zip(names, names[1:])):
+            raise ValueError('host names must be unique and sorted')
+        self.names = names
+        self.index = {name: i for i, name in enumerate(names)}
+        self.capacities = [spec.capacity for spec in specs]
+        # Fortran order: each dimension's column is contiguous, so the
+        # filters compare three contiguous vectors (a row-wise .all(axis=1)
+        # over (n, 3) was the hot spot of the profile at 5000 hosts).
+        self.cap = np.asfortranarray(
+            np.array(self.capacities, dtype=float).reshape(n, _NDIM))
+        self.used = np.zeros((n, _NDIM), order='F')
+        self.pre = np.zeros((n, _NDIM), order='F')
+        self.free_full = self.cap.copy(order='F')
+        self.free_normal = self.cap.copy(order='F')
+        self.n_instances = np.zeros(n, dtype=np.int64)
+        self._instances = [{} for _ in range(n)]
+        self._where = {}            # uuid -> (host, slot, start seconds)
+        # Instance slots, for the vectorised lower bounds of best_plan.
+        self._s_host = np.zeros(16, dtype=np.int64)
+        self._s_pre = np.zeros(16, dtype=bool)
+        self._s_res = np.zeros((16, _NDIM))
+        self._s_start = np.zeros(16, dtype=np.int64)
+        self._free_slots = list(range(15, -1, -1))
+        #: vCPU held by normal / preemptible instances, whole cloud.
+        self.normal_vcpus = 0.0
+        self.preemptible_vcpus = 0.0
+        #: hosts running at least one instance.
+        self.active_hosts = 0
+
+    @classmethod
+    def uniform(cls, n_hosts, spec=None):
+        """``n_hosts`` identical hosts (default :class:`HostSpec`)."""
+        return cls([spec or HostSpec()] * n_hosts)
+
+    @property
+    def n_hosts(self):
+        return len(self.names)
+
+    @property
+    def capacity_vcpus(self):
+        """vCPU capacity of the cloud (allocation ratios applied)."""
+        return float(self.cap[:, 0].sum())
+
+    # -- instances ---------------------------------------------------------
+
+    def __contains__(self, uuid):
+        return uuid in self._where
+
+    def host_of(self, uuid):
+        """Index of the host running ``uuid``."""
+        return self._where[uuid][0]
+
+    def instances(self, host):
+        """The :class:`~opie_sched.preemption.model.InstanceInfo` on a host
+        (by index), in arrival order."""
+        return list(self._instances[host].values())
+
+    def _slot(self):
+        if not self._free_slots:
+            size = len(self._s_host)
+            self._s_host = np.concatenate([self._s_host, np.zeros(size,
+                                                                  np.int64)])
+            self._s_pre = np.concatenate([self._s_pre, np.zeros(size, bool)])
+            self._s_res = np.concatenate([self._s_res,
+                                          np.zeros((size, _NDIM))])
+            self._s_start = np.concatenate([self._s_start,
+                                            np.zeros(size, np.int64)])
+            self._free_slots = list(range(2 * size - 1, size - 1, -1))
+        return self._free_slots.pop()
+
+    def _account(self, host, res, preemptible, sign):
+        row = np.array(res, dtype=float)
+        self.used[host] += sign * row
+        if preemptible:
+            self.pre[host] += sign * row
+            self.preemptible_vcpus += sign * res[0]
+        else:
+            self.normal_vcpus += sign * res[0]
+        self.free_full[host] = self.cap[host] - self.used[host]
+        self.free_normal[host] = self.free_full[host] + self.pre[host]
+        before = self.n_instances[host]
+        self.n_instances[host] = before + sign
+        if before == 0:
+            self.active_hosts += 1
+        elif before + sign == 0:
+            self.active_hosts -= 1
+
+    def add(self, host, uuid, resources, preemptible, t):
+        """Start an instance on host ``host`` (index) at simulated ``t``.
+
+        :param resources: :class:`~opie_sched.preemption.model.Resources`.
+        :returns: its :class:`~opie_sched.preemption.model.InstanceInfo`.
+        """
+        info = model.InstanceInfo(uuid, model.Resources(*resources),
+                                  bool(preemptible), to_datetime(t))
+        self.restore(host, info, t)
+        return info
+
+    def restore(self, host, info, t):
+        """Put back an instance :meth:`remove` returned (same start)."""
+        if info.uuid in self._where:
+            raise ValueError('instance %s is already running' % info.uuid)
+        slot = self._slot()
+        self._s_host[slot] = host
+        self._s_pre[slot] = info.preemptible
+        self._s_res[slot] = info.resources
+        self._s_start[slot] = _micros(t)
+        self._where[info.uuid] = (host, slot, t)
+        self._instances[host][info.uuid] = info
+        self._account(host, info.resources, info.preemptible, +1)
+
+    def remove(self, uuid):
+        """Stop an instance; ``(host index, InstanceInfo, start seconds)``.
+        """
+        host, slot, t = self._where.pop(uuid)
+        info = self._instances[host].pop(uuid)
+        self._s_pre[slot] = False
+        self._free_slots.append(slot)
+        self._account(host, info.resources, info.preemptible, -1)
+        return host, info, t
+
+    def start_time(self, uuid):
+        """Simulated second at which ``uuid`` started."""
+        return self._where[uuid][2]
+
+    # -- the dual state ----------------------------------------------------
+
+    def view(self, host):
+        """The :class:`~opie_sched.preemption.model.HostView` of a host
+        (by index), as the scheduler plugins build it."""
+        return model.HostView(self.names[host], self.capacities[host],
+                              model.Resources(*self.used[host].tolist()),
+                              self.instances(host))
+
+    @staticmethod
+    def _fits(free, request):
+        mask = free[:, 0] >= request[0]
+        for k in range(1, _NDIM):
+            mask &= free[:, k] >= request[k]
+        return mask
+
+    def normal_state_fits(self, request):
+        """Bool array ``(n_hosts,)``: ``request`` fits the normal state
+        (what Placement admits for a normal request)."""
+        return self._fits(self.free_normal, request)
+
+    def full_state_fits(self, request):
+        """Bool array ``(n_hosts,)``: ``request`` fits the full state
+        (``PreemptibleFullStateFilter``)."""
+        return self._fits(self.free_full, request)
+
+    @staticmethod
+    def first(mask):
+        """Index of the first True host of ``mask``, or None."""
+        i = int(np.argmax(mask))
+        return i if mask[i] else None
+
+    def plan_on(self, host, request, policy, t):
+        """:func:`~opie_sched.preemption.planner.plan_host` on one host."""
+        return planner.plan_host(self.view(host), request, policy,
+                                 to_datetime(t))
+
+    def best_plan(self, request, mask, policy, t):
+        """The best host of ``mask`` for ``request``, as ranked by
+        :func:`~opie_sched.preemption.planner.rank_hosts`.
+
+        :param request: :class:`~opie_sched.preemption.model.Resources`.
+        :param mask: bool array ``(n_hosts,)``, the hosts that passed the
+            filters.
+        :param policy: :class:`~opie_sched.preemption.costs.CostPolicy`.
+        :param t: simulated seconds.
+        :returns: ``(host index, HostPlan)``, or None when the mask is empty
+            or its best plan is not feasible.
+
+        The answer is ``rank_hosts([views of the mask's hosts])[0]``.
+        Hosts whose full state fits need no preemption, and the first of
+        them by name wins without planning. Otherwise every host needs
+        preemption: with more than :attr:`prune_above` of them and cost
+        modules :func:`vector_costs` knows, hosts are planned in order of a
+        lower bound on their victims' cost — ``max(cheapest candidate,
+        max_k deficit_k × least cost per unit of dimension k)``, which any
+        victim set costs at least — and planning stops once the bound
+        exceeds the best cost found by more than the tie margin of
+        :meth:`~opie_sched.preemption.planner.HostPlan.sort_key`, so the
+        hosts left out cannot rank first.
+        """
+        host = self.first(mask & self.full_state_fits(request))
+        if host is not None:
+            return host, planner.HostPlan(self.names[host],
+                                          needs_preemption=False,
+                                          feasible=True)
+        idx = np.flatnonzero(mask)
+        if not idx.size:
+            return None
+        now = to_datetime(t)
+        bounds = None
+        if idx.size > self.prune_above:
+            bounds = self._lower_bounds(idx, np.asarray(request, float),
+                                        policy, t)
+        if bounds is None:
+            plans = planner.rank_hosts([self.view(int(i)) for i in idx],
+                                       request, policy, now)
+            best = plans[0]
+        else:
+            best = None
+            for pos in np.lexsort((idx, bounds)):
+                if best is not None and best.feasible and (
+                        bounds[pos] * (1 - _LB_RTOL) - best.total_cost
+                        > _LB_ATOL * max(1.0, abs(best.total_cost))):
+                    break
+                plan = planner.plan_host(self.view(int(idx[pos])), request,
+                                         policy, now)
+                if best is None or plan.sort_key() < best.sort_key():
+                    best = plan
+        if not best.feasible:
+            return None
+        return self.index[best.host], best
+
+    def _lower_bounds(self, idx, req, policy, t):
+        """Lower bounds ``(len(idx),)`` on each host's victim-set cost, or
+        None when the policy has modules :func:`vector_costs` lacks."""
+        evaluate = vector_costs(policy)
+        if evaluate is None:
+            return None
+        pos_of = np.full(self.n_hosts, -1, dtype=np.int64)
+        pos_of[idx] = np.arange(idx.size)
+        slots = np.flatnonzero(self._s_pre & (pos_of[self._s_host] >= 0))
+        pos = pos_of[self._s_host[slots]]
+        res = self._s_res[slots]
+        runtime = np.maximum((_micros(t) - self._s_start[slots]) / 1e6, 0.0)
+        cost = evaluate(runtime, res, self.cap[self._s_host[slots]])
+        deficit = np.clip(req - self.free_full[idx], 0.0, None)
+        bound = np.full(idx.size, np.inf)
+        np.minimum.at(bound, pos, cost)
+        for k in range(_NDIM):
+            has = res[:, k] > 0
+            per_unit = np.full(idx.size, np.inf)
+            np.minimum.at(per_unit, pos[has], cost[has] / res[has, k])
+            need = deficit[:, k]
+            with np.errstate(invalid='ignore'):
+                term = np.where(need > 0, need * per_unit, 0.0)
+            bound = np.maximum(bound, term)
+        return bound
