@@ -9,6 +9,8 @@ Groups:
   plugins (:mod:`opie_sched.rpm_opts`).
 * ``[opie_autoscaler]`` — the repacking autoscaler
   (:mod:`opie_sched.autoscaler.opts`).
+* ``[opie_repacker]`` — the RPM repacking service
+  (:mod:`opie_sched.repacker.opts`).
 
 ``list_opts`` is the ``oslo.config.opts`` entry point, so
 ``oslo-config-generator --namespace opie_sched`` documents every option.
@@ -17,6 +19,7 @@ Groups:
 from oslo_config import cfg
 
 from opie_sched.autoscaler import opts as autoscaler_opts
+from opie_sched.repacker import opts as repacker_opts
 from opie_sched import rpm_opts
 
 preemption_group = cfg.OptGroup(
@@ -110,15 +113,21 @@ reconciler_opts = [
 
 
 def register_opts(conf):
-    conf.register_group(preemption_group)
-    conf.register_opts(preemption_opts, group=preemption_group)
-    conf.register_group(reconciler_group)
-    conf.register_opts(reconciler_opts, group=reconciler_group)
+    """Register the scheduler-side groups on ``conf`` (nova's CONF).
+
+    Each ConfigOpts gets its own copy of a group: an ``OptGroup`` holds its
+    options' overrides, so a shared one would leak ``set_override`` between
+    ConfigOpts objects.
+    """
+    for group, opts in ((preemption_group, preemption_opts),
+                        (reconciler_group, reconciler_opts)):
+        copy = cfg.OptGroup(group.name, title=group.title, help=group.help)
+        conf.register_group(copy)
+        conf.register_opts(opts, group=copy)
     rpm_opts.register_opts(conf)
-    autoscaler_opts.register_opts(conf)
 
 
 def list_opts():
     return [(preemption_group, preemption_opts),
             (reconciler_group, reconciler_opts)] + rpm_opts.list_opts() \
-        + autoscaler_opts.list_opts()
+        + autoscaler_opts.list_opts() + repacker_opts.list_opts()

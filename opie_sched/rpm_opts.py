@@ -158,10 +158,16 @@ reliability_opts = [
 
 
 def register_opts(conf):
-    conf.register_group(rpm_group)
-    conf.register_opts(rpm_opts, group=rpm_group)
-    conf.register_group(reliability_group)
-    conf.register_opts(reliability_opts, group=reliability_group)
+    """Register ``[opie_rpm]`` and ``[opie_reliability]`` on ``conf``.
+
+    Each ConfigOpts gets its own copy of the groups: an ``OptGroup`` holds
+    its options' overrides, so a shared one would leak ``set_override``
+    between ConfigOpts objects.
+    """
+    for group, opts in list_opts():
+        copy = cfg.OptGroup(group.name, title=group.title, help=group.help)
+        conf.register_group(copy)
+        conf.register_opts(opts, group=copy)
 
 
 def list_opts():

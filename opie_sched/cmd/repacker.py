@@ -1,0 +1,94 @@
+"""``opie-repacker``: the RPM repacking service (thesis Paper IV).
+
+Reads its options from ``--config-file`` files (group ``[opie_repacker]``,
+see :mod:`opie_sched.repacker.opts`; the score's λ's in ``[opie_rpm]``) and
+the cloud credentials from clouds.yaml (``[opie_repacker] cloud``) or
+``OS_*`` variables. Logging is oslo.log's (``--debug``, ``--log-file``).
+
+``--once`` runs one period and exits: 0 when it ran (even with failed
+migrations, which are logged), 1 when it could not (cloud unreadable,
+bad options), 3 when another replica held the lock. Otherwise the service
+samples every ``sample_interval`` s and plans every ``interval`` s until
+SIGTERM or SIGINT. ``--dry-run`` prints the plan as a table and migrates
+nothing.
+"""
+
+import signal
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from opie_sched.repacker import opts
+
+LOG = logging.getLogger(__name__)
+
+cli_opts = [
+    cfg.BoolOpt('once', default=False,
+                help='Run one period and exit.'),
+    cfg.BoolOpt('dry-run', default=False,
+                help='Print the plan as a table; migrate nothing '
+                     '(overrides [opie_repacker] dry_run).'),
+]
+
+
+def parse_config(argv, conf=None):
+    """A ``cfg.ConfigOpts`` with every option registered and ``argv``
+    parsed (arguments without the program name)."""
+    conf = conf or cfg.ConfigOpts()
+    logging.register_options(conf)
+    opts.register_opts(conf)
+    conf.register_cli_opts(cli_opts)
+    conf(argv, project='opie_sched', prog='opie-repacker')
+    if conf.dry_run:
+        conf.set_override('dry_run', True, group=opts.GROUP)
+    return conf
+
+
+def _print(text):
+    sys.stdout.write(text + '\n')
+    sys.stdout.flush()
+
+
+def main(argv=None, conn=None):
+    """Run ``opie-repacker``; the exit code.
+
+    :param conn: optional openstacksdk connection (tests).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        conf = parse_config(argv)
+    except cfg.Error as exc:
+        sys.stderr.write('opie-repacker: error: %s\n' % exc)
+        return 2
+    except SystemExit as exc:  # argparse: --help, unknown arguments
+        return exc.code
+    logging.setup(conf, 'opie_sched')
+    from opie_sched.repacker import service as service_mod
+    service = service_mod.RepackerService(conf, conn=conn, out=_print)
+    try:
+        service.start()
+    except Exception as exc:
+        LOG.error('Cannot join the coordination backend %s: %s',
+                  service_mod.coordination_url(conf), exc)
+        return 1
+    try:
+        if conf.once:
+            period = service.run_once()
+            if period.status == 'error':
+                sys.stderr.write('opie-repacker: error: %s\n' % period.error)
+                return 1
+            return 3 if period.status == 'locked' else 0
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: service.request_stop())
+        LOG.info('opie-repacker: sampling every %g s, planning every %g s',
+                 conf.opie_repacker.sample_interval,
+                 conf.opie_repacker.interval)
+        service.run_forever()
+        return 0
+    finally:
+        service.stop()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
