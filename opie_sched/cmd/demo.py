@@ -9,6 +9,7 @@ preemptions and their cost, and utilisation with and without preemptible
 backfilling, with a CSV time series and a PNG plot.
 """
 
+import logging
 import os
 import sys
 import time
@@ -44,6 +45,9 @@ def _run(args):
     # the tests); the demo prints its progress.
     for var in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE'):
         os.environ[var] = '0'
+    # nova's fixtures leave the root logger at DEBUG; the plot would log
+    # every font matplotlib considers.
+    logging.getLogger('matplotlib').setLevel(logging.WARNING)
     from opie_sched.demo import cloud as cloud_mod
     from opie_sched.demo import replay
     from opie_sched.demo import report
