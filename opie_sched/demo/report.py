@@ -2,6 +2,7 @@
 
 import csv
 import os
+import textwrap
 
 import matplotlib
 
@@ -89,7 +90,7 @@ def plot(path, with_pre, baseline=None, title='opie_sched demo'):
     ax.set_xlabel('trace time (hours)')
     ax.set_ylabel('vCPU in use (% of cloud)')
     ax.set_ylim(0, 105)
-    ax.set_title(title)
+    ax.set_title('\n'.join(textwrap.wrap(title, 90)), fontsize=10)
     ax.legend(loc='lower right', fontsize='small')
     ax.grid(alpha=0.3)
     fig.tight_layout()
