@@ -22,10 +22,10 @@ import dataclasses
 import logging
 import os
 import socket
-import threading
 import time
 import uuid
 
+from opie_sched import coordination
 from opie_sched.repacker import collector as collector_mod
 from opie_sched.repacker import executor as executor_mod
 from opie_sched.repacker import opts as opts_mod
@@ -65,7 +65,7 @@ def coordination_url(conf):
         opts.state_dir, 'locks')
 
 
-class RepackerService:
+class RepackerService(coordination.CoordinatedLoop):
     """The repacker of one cloud.
 
     :param conf: ``cfg.ConfigOpts`` with :func:`opts.register_opts` done.
@@ -84,12 +84,10 @@ class RepackerService:
         self._conn = conn
         self._collector = collector
         self._executor = executor
-        self.coordinator = coordinator
-        self._own_coordinator = coordinator is None
+        self._init_loop(coordinator)
         self.member_id = member_id or 'opie-repacker-%s-%d-%s' % (
             socket.gethostname(), os.getpid(), uuid.uuid4().hex[:6])
         self.out = out
-        self._stop = threading.Event()
 
     # -- wiring -------------------------------------------------------------
 
@@ -120,26 +118,9 @@ class RepackerService:
                 poll_interval=self.opts.poll_interval)
         return self._executor
 
-    def start(self):
-        """Join the coordination backend (when not given one)."""
-        if self.coordinator is None:
-            from tooz import coordination
-            os.makedirs(self.opts.state_dir, exist_ok=True)
-            self.coordinator = coordination.get_coordinator(
-                coordination_url(self.conf), self.member_id.encode())
-            self.coordinator.start(start_heart=True)
-        return self
-
-    def request_stop(self):
-        """Make :meth:`run_forever` return soon."""
-        self._stop.set()
-
-    def stop(self):
-        """Stop the loop and leave the coordination backend."""
-        self._stop.set()
-        if self._own_coordinator and self.coordinator is not None:
-            self.coordinator.stop()
-            self.coordinator = None
+    def _coordination_url(self):
+        os.makedirs(self.opts.state_dir, exist_ok=True)
+        return coordination_url(self.conf)
 
     # -- periods ------------------------------------------------------------
 

@@ -1,0 +1,48 @@
+"""What the companion services share to run as several replicas.
+
+``opie-autoscaler`` and ``opie-repacker`` run a periodic loop in which only
+one replica may act on a resource at a time; they take tooz locks
+(OpenStack's coordination library) on a backend the operator already runs,
+or tooz's file driver on one machine.
+"""
+
+import abc
+import threading
+
+
+class CoordinatedLoop(metaclass=abc.ABCMeta):
+    """Coordinator lifecycle and stop flag of a periodic service.
+
+    Subclasses set ``self.coordinator`` (a tooz coordinator or None to have
+    :meth:`start` create one), ``self.member_id`` (str) and call
+    :meth:`_init_loop`; they implement :meth:`_coordination_url`.
+    """
+
+    def _init_loop(self, coordinator):
+        self.coordinator = coordinator
+        self._own_coordinator = coordinator is None
+        self._stop = threading.Event()
+
+    @abc.abstractmethod
+    def _coordination_url(self):
+        """The tooz backend URL (str), preparing what it needs."""
+
+    def start(self):
+        """Join the coordination backend (when not given a coordinator)."""
+        if self.coordinator is None:
+            from tooz import coordination
+            self.coordinator = coordination.get_coordinator(
+                self._coordination_url(), self.member_id.encode())
+            self.coordinator.start(start_heart=True)
+        return self
+
+    def request_stop(self):
+        """Make the loop return after the current round."""
+        self._stop.set()
+
+    def stop(self):
+        """Stop the loop and leave the coordination backend."""
+        self._stop.set()
+        if self._own_coordinator and self.coordinator is not None:
+            self.coordinator.stop()
+            self.coordinator = None
