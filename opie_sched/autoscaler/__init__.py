@@ -10,6 +10,8 @@ Modules:
 
 * :mod:`.opts` -- the ``[opie_autoscaler]`` oslo.config options.
 * :mod:`.app` -- application declarations (applications file, prices).
+* :mod:`.spot` -- prices of preemptible flavors from the opie-market spot
+  market (Merkat eq. 1 prices per unit-hour -> ``p_i`` per hour).
 * :mod:`.demand` -- demand sources (stevedore namespace
   ``opie_sched.autoscaler.demand``: ``static``, ``file``, ``http``).
 * :mod:`.executor` -- make-before-break execution through openstacksdk.

@@ -29,12 +29,26 @@ the list alone. An APP::
     health_url: http://{address}:8080/healthz
     boot_timeout: 300            # seconds
     max_servers: 20              # most servers the application may run
+    market_url: http://market:8785/v1   # spot market (null: none)
+    market_pool: default         # the market pool pricing its flavors
 
-A flavor's price is the file's ``price`` if given, else the flavor's extra
-spec ``[opie_autoscaler] price_extra_spec`` (default ``opie:price``, a
-decimal number, currency per hour). Anything invalid raises
-:class:`AppError` naming the file, the application and the key; nothing is
-changed in the cloud because of a bad declaration.
+A flavor's price ``p_i`` (currency per hour, Paper V's price of VM type
+*i*) is, in this order of precedence:
+
+1. the file's ``price``;
+2. for a preemptible flavor (extra spec ``opie:preemptible=true``, see
+   :mod:`opie_sched.flavors`) when a market endpoint is named
+   (``market_url`` here or in ``[opie_autoscaler]``): its spot price in
+   the pool ``market_pool`` (default ``default``), ``sum_r price_r *
+   amount_r`` over vCPUs and MB of RAM with the market's current prices
+   per unit-hour (Merkat eq. 1; :mod:`opie_sched.autoscaler.spot`),
+   fetched once per round. If the market cannot price it, the application
+   keeps its current set this round and the log says why;
+3. the flavor's extra spec ``[opie_autoscaler] price_extra_spec`` (default
+   ``opie:price``, a decimal number, currency per hour).
+
+Anything invalid raises :class:`AppError` naming the file, the application
+and the key; nothing is changed in the cloud because of a bad declaration.
 """
 
 import dataclasses
@@ -50,10 +64,11 @@ _NAME_RE = re.compile(r'^[A-Za-z0-9._-]+$')
 _KEYS = {'name', 'server_group', 'tag', 'image', 'networks', 'flavors',
          'demand', 'budget', 'budget_period', 'stability_interval',
          'gain_threshold', 'repack_time', 'c_extra', 'health_url',
-         'boot_timeout', 'max_servers'}
+         'boot_timeout', 'max_servers', 'market_url', 'market_pool'}
 #: Keys overriding the [opie_autoscaler] option of the same name.
 OVERRIDES = ('stability_interval', 'gain_threshold', 'repack_time',
-             'c_extra', 'health_url', 'boot_timeout', 'max_servers')
+             'c_extra', 'health_url', 'boot_timeout', 'max_servers',
+             'market_url', 'market_pool')
 
 
 class AppError(ValueError):
@@ -134,6 +149,18 @@ def check_health_url(template, what):
         raise AppError('%s: bad template %r (fields: {address}, {id}, '
                        '{name}): %s' % (what, template, exc))
     return template
+
+
+def check_market_url(url, what):
+    """Validate a market endpoint: an http(s) URL (the versioned one).
+
+    :raises AppError: not an http(s) URL.
+    """
+    _string(url, what)
+    if not url.startswith(('http://', 'https://')):
+        raise AppError('%s must be an http(s) URL such as '
+                       'http://market:8785/v1, got %r' % (what, url))
+    return url
 
 
 def parse_application(doc, where='applications file'):
@@ -227,6 +254,11 @@ def parse_application(doc, where='applications file'):
                     or value < 1):
                 raise AppError('%s: max_servers must be an integer >= 1, '
                                'got %r' % (here, value))
+        elif key == 'market_url':
+            if value is not None:
+                check_market_url(value, '%s: market_url' % here)
+        elif key == 'market_pool':
+            _string(value, '%s: market_pool' % here)
         elif key == 'c_extra':
             _positive(value, '%s: c_extra' % here, zero=True)
         else:
@@ -305,32 +337,83 @@ class Resolved:
     :param flavor_ids: ``{flavor name: flavor id}``.
     :param image_id: image id for new servers.
     :param group_id: server group id, or None for a tag application.
+    :param price_sources: ``{flavor name: where its price comes from}``:
+        ``'file'``, ``'extra spec KEY'`` or ``'market URL pool P period
+        T'``.
     """
 
     types: tuple
     flavor_ids: dict
     image_id: str
     group_id: str
+    price_sources: dict = dataclasses.field(default_factory=dict)
+
+    def market_prices(self):
+        """``'FLAVOR P/h (market ...), ...'`` of the market-priced flavors,
+        or ``''``: for the decision log."""
+        prices = {t.name: t.price for t in self.types}
+        return ', '.join('%s %.4g/h (%s)' % (name, prices[name], source)
+                         for name, source in sorted(
+                             self.price_sources.items())
+                         if source.startswith('market '))
 
 
-def resolve(app, conn, price_extra_spec='opie:price'):
+def _preemptible(flavor, what):
+    """Whether an openstacksdk flavor is preemptible (checked strictly)."""
+    from opie_sched import flavors as flavors_mod
+    disk = getattr(flavor, 'disk', None)
+    if disk is not None:
+        disk += getattr(flavor, 'ephemeral', None) or 0
+    try:
+        return flavors_mod.is_preemptible(
+            getattr(flavor, 'extra_specs', None) or {},
+            vcpus=getattr(flavor, 'vcpus', None),
+            ram_mb=getattr(flavor, 'ram', None), disk_gb=disk)
+    except flavors_mod.InvalidPreemptibleFlavor as exc:
+        raise AppError('%s: cannot price it at the market: %s' % (what, exc))
+
+
+def resolve(app, conn, price_extra_spec='opie:price', market=None,
+            market_url=None, market_pool=None):
     """Look the application's flavors, prices, image and group up.
 
+    Prices by precedence: the file's, then -- for a preemptible flavor, when
+    ``market`` and ``market_url`` are given -- the spot market's, then the
+    extra spec ``price_extra_spec`` (see the module docstring).
+
     :param conn: an ``openstack.connection.Connection``.
+    :param market: a :class:`opie_sched.autoscaler.spot.SpotPrices`, or
+        None (no market prices).
+    :param market_url: the market endpoint (e.g. http://market:8785/v1),
+        or None (no market prices).
+    :param market_pool: the market pool pricing the flavors (default
+        :data:`opie_sched.autoscaler.spot.DEFAULT_POOL`).
     :returns: :class:`Resolved`.
     :raises AppError: unknown flavor, image or group, or a flavor without a
         valid price.
+    :raises opie_sched.autoscaler.spot.MarketError: the market cannot price
+        a preemptible flavor (unreachable, bad answer, unknown pool...).
     """
     from openstack import exceptions as sdk_exc
+    from opie_sched.autoscaler import spot
     here = 'application %s' % app.name
-    types, ids = [], {}
+    use_market = market is not None and bool(market_url)
+    pool = market_pool or spot.DEFAULT_POOL
+    types, ids, sources = [], {}, {}
     for spec in app.flavors:
         try:
             flavor = conn.compute.find_flavor(
                 spec.name, ignore_missing=False, get_extra_specs=True)
         except sdk_exc.ResourceNotFound:
             raise AppError('%s: flavor %s does not exist' % (here, spec.name))
-        price = spec.price
+        price, source = spec.price, 'file'
+        if price is None and use_market and _preemptible(
+                flavor, '%s: flavor %s' % (here, spec.name)):
+            try:
+                price, quote = market.flavor_price(market_url, pool, flavor)
+            except spot.MarketError as exc:
+                raise spot.MarketError('flavor %s: %s' % (spec.name, exc))
+            source = quote.describe(pool)
         if price is None:
             specs = getattr(flavor, 'extra_specs', None) or {}
             if price_extra_spec not in specs:
@@ -341,8 +424,10 @@ def resolve(app, conn, price_extra_spec='opie:price'):
             price = parse_price(specs[price_extra_spec],
                                 '%s: extra spec %s of flavor %s' % (
                                     here, price_extra_spec, spec.name))
+            source = 'extra spec %s' % price_extra_spec
         types.append(repacking.VMType(spec.name, price, spec.capacity))
         ids[spec.name] = flavor.id
+        sources[spec.name] = source
     try:
         image = conn.image.find_image(app.image, ignore_missing=False)
     except sdk_exc.ResourceNotFound:
@@ -363,4 +448,5 @@ def resolve(app, conn, price_extra_spec='opie:price'):
                            'id' % (here, app.server_group))
         group_id = group.id
     return Resolved(types=repacking.vm_types(types), flavor_ids=ids,
-                    image_id=image.id, group_id=group_id)
+                    image_id=image.id, group_id=group_id,
+                    price_sources=sources)

@@ -4,7 +4,9 @@
 ``list_opts()`` returns ``[(group, opts)]`` for oslo-config-generator.
 
 Units: times are **seconds** except ``stability_interval`` (hours, the
-unit of Paper V's ``d``); prices are currency per **hour**.
+unit of Paper V's ``d``); prices are currency per **hour** (the spot
+market's, per unit-hour, are turned into per-hour flavor prices, see
+:mod:`opie_sched.autoscaler.spot`).
 """
 
 import os
@@ -97,12 +99,34 @@ autoscaler_opts = [
              'its own.'),
     cfg.FloatOpt(
         'health_request_timeout', default=5.0, min=0.01,
-        help='Seconds one health or HTTP demand request may take.'),
+        help='Seconds one health, HTTP demand or spot market request may '
+             'take.'),
     cfg.StrOpt(
         'price_extra_spec', default='opie:price',
         help='Flavor extra spec holding the flavor\'s price in currency '
              'per hour, used for flavors whose price the applications file '
-             'does not give.'),
+             'does not give (nor the spot market, for a preemptible flavor '
+             'when market_url is set).'),
+    cfg.StrOpt(
+        'market_url',
+        help='Versioned endpoint of the opie-market spot market API, e.g. '
+             'http://market:8785/v1. When set, a preemptible flavor '
+             '(extra spec opie:preemptible=true) whose price the '
+             'applications file does not give is priced at the market: '
+             'sum over the pool\'s resources of the current price per '
+             'unit-hour (GET <market_url>/prices, Merkat eq. 1) times the '
+             'flavor\'s amount (vCPUs, MB of RAM), in currency per hour, '
+             'fetched once per round with the cloud connection\'s '
+             'keystoneauth session (plain HTTP when it has no auth). This '
+             'comes before the price extra spec. When the market cannot '
+             'price a flavor (unreachable, unknown pool, bad answer) the '
+             'application keeps its current set that round. An '
+             'application may set its own (or null: no market).'),
+    cfg.StrOpt(
+        'market_pool', default='default',
+        help='The spot market pool (a host aggregate of the market\'s '
+             '[opie_market] pools, or "default") whose prices price the '
+             'preemptible flavors. An application may set its own.'),
     cfg.StrOpt(
         'cloud',
         help='clouds.yaml cloud to connect to (default: OS_CLOUD and the '

@@ -7,9 +7,13 @@ Each round, for every application of the applications file
    another replica holds it, skip the application this round (two replicas
    never act on one application at once);
 2. resolve the flavors, prices, image and group; read the demand ``C_req``
-   (:mod:`opie_sched.autoscaler.demand`). A bad declaration, a missing or
-   invalid demand, or one needing more than ``max_servers`` servers keeps
-   the current set and logs why;
+   (:mod:`opie_sched.autoscaler.demand`). A price is the applications
+   file's, else the spot market's for a preemptible flavor when
+   ``market_url`` is set (:mod:`opie_sched.autoscaler.spot`; the market's
+   prices are fetched once per round), else the flavor's extra spec. A bad
+   declaration, unavailable market prices, a missing or invalid demand, or
+   one needing more than ``max_servers`` servers keeps the current set and
+   logs why;
 3. list the running set (ACTIVE servers of the declared flavors);
 4. plan. Scale-in first: when the running set over-provisions, its
    cheapest subset still covering ``C_req`` (free, only stops). Then
@@ -33,6 +37,7 @@ import uuid
 from opie_sched.autoscaler import app as app_mod
 from opie_sched.autoscaler import demand as demand_mod
 from opie_sched.autoscaler import executor as executor_mod
+from opie_sched.autoscaler import spot
 from opie_sched import repacking
 
 LOG = logging.getLogger(__name__)
@@ -60,16 +65,20 @@ class AutoscalerService:
     :param coordinator: optional started tooz coordinator; default one on
         ``[opie_autoscaler] coordination_url``, started by :meth:`start`.
     :param observer: passed to the default executor.
+    :param market: optional :class:`~.spot.SpotPrices`; default one on the
+        connection's keystoneauth session (plain HTTP without auth).
     """
 
     def __init__(self, conf, conn=None, applications=None, executor=None,
-                 coordinator=None, member_id=None, observer=None):
+                 coordinator=None, member_id=None, observer=None,
+                 market=None):
         self.conf = conf
         self.opts = conf.opie_autoscaler
         self._conn = conn
         self.applications = applications
         self._executor = executor
         self._observer = observer
+        self._market = market
         self.coordinator = coordinator
         self._own_coordinator = coordinator is None
         self.member_id = member_id or 'opie-autoscaler-%s-%d-%s' % (
@@ -95,6 +104,23 @@ class AutoscalerService:
                 health_timeout=self.opts.health_request_timeout,
                 observer=self._observer)
         return self._executor
+
+    @property
+    def market(self):
+        """The :class:`~.spot.SpotPrices` of the preemptible flavors."""
+        if self._market is None:
+            self._market = spot.SpotPrices(
+                session=self._market_session,
+                timeout=self.opts.health_request_timeout)
+        return self._market
+
+    def _market_session(self):
+        """The connection's keystoneauth session if it authenticates, else
+        None (plain ``requests``)."""
+        session = getattr(self.conn, 'session', None)
+        if session is None or getattr(session, 'auth', None) is None:
+            return None
+        return session
 
     def start(self):
         """Join the coordination backend (when not given one)."""
@@ -138,6 +164,7 @@ class AutoscalerService:
         """
         if self.coordinator is None:
             self.start()
+        self.market.new_round()  # market prices: fetched once per round
         error = None
         try:
             apps = self.load_applications()
@@ -201,13 +228,26 @@ class AutoscalerService:
 
     def _step(self, application):
         problem = None
+        market_url = self._param(application, 'market_url')
+        if not market_url and 'market_pool' in application.overrides:
+            problem = ('market_pool %s is given but no market_url (here or '
+                       'in [opie_autoscaler])'
+                       % application.overrides['market_pool'])
         try:
-            resolved = app_mod.resolve(application, self.conn,
-                                       self.opts.price_extra_spec)
-            source = application.demand_source()
+            if problem is None:
+                if market_url:
+                    app_mod.check_market_url(market_url, 'market_url')
+                resolved = app_mod.resolve(
+                    application, self.conn, self.opts.price_extra_spec,
+                    market=self.market if market_url else None,
+                    market_url=market_url,
+                    market_pool=self._param(application, 'market_pool'))
+                source = application.demand_source()
         except (app_mod.AppError, repacking.RepackingError,
                 demand_mod.DemandError) as exc:
             problem = str(exc)
+        except spot.MarketError as exc:
+            problem = 'market prices unavailable: %s' % exc
         if problem is None:
             try:
                 required = source.read()
@@ -244,6 +284,9 @@ class AutoscalerService:
                                  self._param(application, 'max_servers')))
         summary = describe(resolved.types, required, inv.counts, target,
                            result, source.describe())
+        market_prices = resolved.market_prices()
+        if market_prices:
+            summary += '; spot prices: ' + market_prices
         if target == inv.counts:
             LOG.debug('Application %s: no change. %s', application.name,
                       summary)

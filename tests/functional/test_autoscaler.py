@@ -10,15 +10,19 @@ rollback) and after every round.
 Flavors (capacity unit: requests/s; price currency/hour):
 ``as.1`` 1 vCPU, c=10, p=1.0; ``as.2`` 2 vCPU, c=25, p=1.6; ``as.4``
 4 vCPU, c=60, p=3.0 -- the bigger the cheaper per unit of capacity, so
-Paper V's optimal sets change shape as the demand moves.
+Paper V's optimal sets change shape as the demand moves. The spot-market
+test adds the base's preemptible ``medium.preemptible`` (2 vCPU, 4000 MB),
+c=25, priced by the real opie-market REST API.
 """
 
+from decimal import Decimal
 import os
 import threading
 
 import fixtures
 import openstack
 from oslo_config import cfg
+from wsgi_intercept import interceptor
 
 from nova import exception as nova_exc
 from nova.virt import fake as nova_fake
@@ -26,11 +30,23 @@ from nova.virt import fake as nova_fake
 from opie_sched.autoscaler import app as app_mod
 from opie_sched.autoscaler import opts
 from opie_sched.autoscaler import service as service_mod
+from opie_sched.market.api import app as market_api
+from opie_sched.market.api import policy as market_policy
+from opie_sched.market.db import api as market_db
+from opie_sched.market import engine as market_engine
+from opie_sched.market import opts as market_opts
 from tests.functional import base
 from tests.functional import clients
 
 FLAVORS = {'as.1': (1, 10, 1.0), 'as.2': (2, 25, 1.6),
            'as.4': (4, 60, 3.0)}
+#: c_i of every flavor the tests' applications run on.
+CAPACITY = dict({n: c for n, (_, c, _) in FLAVORS.items()},
+                **{'medium.preemptible': 25})
+MARKET_ENDPOINT = 'http://market.opie-sched.test:80'
+HOUR = 3600
+#: A period start of the market (aligned on the hour).
+T0 = 495000 * HOUR
 
 
 class AutoscalerTest(base.OpieNovaTestCase):
@@ -100,7 +116,7 @@ class AutoscalerTest(base.OpieNovaTestCase):
 
     @staticmethod
     def capacity(counts):
-        return sum(FLAVORS[f][1] * n for f, n in counts.items())
+        return sum(CAPACITY[f] * n for f, n in counts.items())
 
     def observe(self, event, server_id):
         active, _ = self.server_set()
@@ -192,3 +208,76 @@ class AutoscalerTest(base.OpieNovaTestCase):
         out, after, statuses = self.round(110)
         self.assertEqual(('reconfigured', {'as.4': 2}), (out.action, after))
         self.assertEqual(['ACTIVE', 'ACTIVE'], statuses)
+
+    # -- spot market prices ----------------------------------------------
+
+    def market(self):
+        """The real opie-market API (noauth) on a sqlite store, reachable
+        at :data:`MARKET_ENDPOINT` through wsgi-intercept; the store."""
+        state = self.useFixture(fixtures.TempDir()).path
+        store = market_db.MarketStore(
+            'sqlite:///' + os.path.join(state, 'market.sqlite'))
+        store.sync()
+        self.addCleanup(store.dispose)
+        conf = cfg.ConfigOpts()
+        market_opts.register_opts(conf)
+        conf([], project='opie_sched')
+        conf.set_override('api_auth_strategy', 'noauth',
+                          group=market_opts.GROUP)
+        api = market_api.build_app(
+            conf, store=store,
+            cloud=market_engine.Cloud(self.conn, 'hypervisors'),
+            enforcer=market_policy.enforcer(conf))
+        intercept = interceptor.RequestsInterceptor(lambda: api,
+                                                    url=MARKET_ENDPOINT)
+        intercept.install_intercept()
+        self.addCleanup(intercept.uninstall_intercept)
+        return store
+
+    @staticmethod
+    def publish(store, period_start, vcpus, memory_mb):
+        """Record a period's prices (currency per unit-hour) as the
+        market engine does."""
+        store.create_period(period_start, HOUR, 'test', [], {'default': {
+            'prices': {'vcpus': Decimal(vcpus),
+                       'memory_mb': Decimal(memory_mb)},
+            'capacity': {'vcpus': Decimal(16),
+                         'memory_mb': Decimal(32000)},
+            'bids': {'vcpus': Decimal(0), 'memory_mb': Decimal(0)}}})
+
+    def test_spot_price_rise_moves_the_mix_off_preemptible(self):
+        store = self.market()
+        image = next(iter(self.conn.image.images()))
+        # medium.preemptible has no price of its own: the market's.
+        self.service.applications = [app_mod.parse_application({
+            'name': 'web', 'server_group': 'web', 'image': image.id,
+            'networks': 'none',
+            'flavors': {'as.2': {'capacity': 25, 'price': 1.6},
+                        'medium.preemptible': {'capacity': 25}},
+            'demand': {'source': 'file', 'path': self.demand_file},
+            'market_url': MARKET_ENDPOINT + '/v1'})]
+        # No prices published yet: nothing is booted.
+        out, after, _ = self.round(20)
+        self.assertEqual(('kept', {}), (out.action, after))
+        self.assertIn('has published no prices yet', out.reason)
+        # 2 vCPU x 0.25 + 4000 MB x 0.0001 = 0.9/h < as.2's 1.6/h.
+        self.publish(store, T0, '0.25', '0.0001')
+        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+            out, after, _ = self.round(20)
+        self.assertEqual(('reconfigured', {'medium.preemptible': 1}),
+                         (out.action, after))
+        self.assertIn('spot prices: medium.preemptible 0.9/h (market %s/v1 '
+                      'pool default period %s)' % (
+                          MARKET_ENDPOINT, market_engine.iso(T0)),
+                      log.output)
+        # The spot price rises to 2 x 1.0 + 0.4 = 2.4/h: repacked onto
+        # as.2, make-before-break.
+        self.publish(store, T0 + HOUR, '1.0', '0.0001')
+        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+            out, after, _ = self.round(20)
+        self.assertEqual(('reconfigured', {'as.2': 1}), (out.action, after))
+        self.assertTrue(out.plan['repack'])
+        self.assertAlmostEqual(0.8, out.saving_per_hour)
+        self.assertIn('price 2.4/h -> 1.6/h', log.output)
+        self.assertEqual(['up', 'deleted', 'round'],
+                         [e[0] for e in self.events])

@@ -8,6 +8,7 @@ file backend never act on one application at once.
 Run with ``stestr run tests.unit.test_autoscaler``.
 """
 
+import decimal
 import json
 import os
 import threading
@@ -16,6 +17,7 @@ import fixtures
 from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 import requests
+from requests_mock.contrib import fixture as rm_fixture
 import testtools
 
 from opie_sched.autoscaler import app as app_mod
@@ -23,12 +25,24 @@ from opie_sched.autoscaler import demand
 from opie_sched.autoscaler import executor as ex
 from opie_sched.autoscaler import opts
 from opie_sched.autoscaler import service as svc
+from opie_sched.autoscaler import spot
 from opie_sched.cmd import autoscaler as cmd
+from opie_sched import flavors as flavors_mod
+
+D = decimal.Decimal
 
 # c_i (capacity unit), p_i (currency/hour)
 FLAVORS = {'as.1': {'capacity': 10, 'price': 1.0},
            'as.2': {'capacity': 25, 'price': 1.6},
            'as.4': {'capacity': 60, 'price': 3.0}}
+
+
+# vCPUs, RAM (MB), disk (GB) of the fake flavors (default 1, 1000, 10).
+SIZES = {'as.2': (2, 2000, 20), 'as.4': (4, 4000, 40),
+         'sp.2': (2, 4000, 20), 'sp.4': (4, 8000, 40)}
+#: Preemptible flavors of the fake cloud (opie_sched.flavors' extra specs).
+SPOT_SPECS = {name: flavors_mod.preemptible_extra_specs(*SIZES[name])
+              for name in ('sp.2', 'sp.4')}
 
 
 def app_doc(**kw):
@@ -88,7 +102,9 @@ class FakeCompute:
     def find_flavor(self, name, ignore_missing=True, get_extra_specs=False):
         if name not in FLAVORS and name not in self.extra_specs:
             raise sdk_exc.ResourceNotFound('no flavor %s' % name)
-        return Obj(id='id-' + name, name=name,
+        vcpus, ram, disk = SIZES.get(name, (1, 1000, 10))
+        return Obj(id='id-' + name, name=name, vcpus=vcpus, ram=ram,
+                   disk=disk, ephemeral=0,
                    extra_specs=self.extra_specs.get(name, {}))
 
     # servers
@@ -772,6 +788,381 @@ class ServiceTest(testtools.TestCase):
         self.assertEqual(b'opie-autoscaler.web', svc.lock_name('web'))
 
 
+# -- spot market prices ------------------------------------------------------
+
+MARKET = 'http://market:8785/v1'
+PRICES_URL = MARKET + '/prices'
+
+
+def market_body(vcpus='0.25', memory_mb='0.0001', pool='default',
+                period='2026-11-22T10:00:00Z'):
+    """A ``GET /v1/prices`` body (opie_sched.market.api.app), one more pool
+    ``gpu`` that is ten times dearer."""
+    rows = []
+    for name, factor in ((pool, 1), ('gpu', 10)):
+        for resource, price, unit in (('vcpus', vcpus, 'vCPU'),
+                                      ('memory_mb', memory_mb, 'MB')):
+            rows.append({'pool': name, 'resource': resource,
+                         'price': str(float(price) * factor),
+                         'unit': 'per %s-hour' % unit})
+    return {'period_start': period, 'period_seconds': 3600, 'prices': rows}
+
+
+class SpotPricesTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.http = self.useFixture(rm_fixture.Fixture())
+        self.http.get(PRICES_URL, json=market_body())
+        self.flavor = Obj(name='sp.2', vcpus=2, ram=4000)
+
+    def test_price_is_the_sum_over_resources(self):
+        # Merkat eq. 1 prices per unit-hour x the flavor's amounts:
+        # 2 vCPU x 0.25 + 4000 MB x 0.0001 = 0.9 per hour.
+        market = spot.SpotPrices()
+        price, quote = market.flavor_price(MARKET, 'default', self.flavor)
+        self.assertAlmostEqual(0.9, price)
+        self.assertEqual('2026-11-22T10:00:00Z', quote.period_start)
+        self.assertEqual('market %s pool default period '
+                         '2026-11-22T10:00:00Z' % MARKET,
+                         quote.describe('default'))
+        price, _ = market.flavor_price(MARKET + '/', 'gpu', self.flavor)
+        self.assertAlmostEqual(9.0, price)
+        # Exact decimal arithmetic on the market's decimal text.
+        self.assertEqual(D('0.9000'), spot.flavor_price(
+            {'vcpus': D('0.25'), 'memory_mb': D('0.0001')}, 2, 4000))
+
+    def test_fetched_once_per_round(self):
+        market = spot.SpotPrices()
+        for pool in ('default', 'gpu', 'default'):
+            market.flavor_price(MARKET, pool, self.flavor)
+        self.assertEqual(1, self.http.call_count)
+        self.http.get(PRICES_URL, json=market_body(vcpus='1'))
+        price, _ = market.flavor_price(MARKET, 'default', self.flavor)
+        self.assertAlmostEqual(0.9, price)  # still this round's prices
+        market.new_round()
+        price, _ = market.flavor_price(MARKET, 'default', self.flavor)
+        self.assertAlmostEqual(2.4, price)
+        self.assertEqual(2, self.http.call_count)
+        # A failure is not retried within the round either.
+        self.http.get(PRICES_URL, status_code=503)
+        market.new_round()
+        for _ in range(2):
+            self.assertRaises(spot.MarketError, market.quote, MARKET)
+        self.assertEqual(3, self.http.call_count)
+
+    def test_keystoneauth_session_or_plain_requests(self):
+        class Session:
+            calls = []
+
+            def get(self, url, **kw):
+                self.calls.append((url, kw))
+                return Obj(status_code=200,
+                           text=json.dumps(market_body()))
+        session = Session()
+        lazily = []
+        market = spot.SpotPrices(session=lambda: lazily.append(1) or session,
+                                 timeout=3)
+        self.assertEqual([], lazily)
+        market.quote(MARKET)
+        self.assertEqual([(PRICES_URL, {
+            'timeout': 3, 'raise_exc': False,
+            'headers': {'Accept': 'application/json'}})], session.calls)
+        self.assertEqual(0, self.http.call_count)
+        # The service: the connection's session when it authenticates,
+        # plain requests (no token) otherwise.
+        s = svc.AutoscalerService(make_conf(self.useFixture(
+            fixtures.TempDir()).path), conn=FakeConn())
+        self.assertIsNone(s._market_session())
+        s._conn.session = Obj(auth=None)
+        self.assertIsNone(s._market_session())
+        s._conn.session = Obj(auth='plugin')
+        self.assertIs(s._conn.session, s._market_session())
+        s._conn.session = None
+        s.market.quote(MARKET)
+        self.assertEqual(1, self.http.call_count)
+        self.assertNotIn('X-Auth-Token', self.http.last_request.headers)
+
+    def test_errors_say_why(self):
+        market = spot.SpotPrices()
+        cases = [
+            (dict(exc=requests.ConnectionError('connection refused')),
+             'GET %s failed: connection refused' % PRICES_URL),
+            (dict(status_code=404, json={'error': {
+                'code': 404, 'message': 'no resource /prices'}}),
+             'answered 404: no resource /prices (market_url must be the '
+             'versioned endpoint'),
+            (dict(status_code=401, text='denied'), 'answered 401'),
+            (dict(text='<html>'), 'the answer is not JSON'),
+            (dict(json=[1, 2]), 'not a prices document'),
+            (dict(json={'prices': [{'pool': 'default', 'resource': 'vcpus',
+                                    'price': 'cheap'}]}),
+             'prices[0].price: not a number'),
+            (dict(json={'prices': [{'pool': 'default', 'resource': 'vcpus',
+                                    'price': '-1'}]}),
+             'must be a finite number >= 0'),
+            (dict(json={'prices': [{'pool': '', 'resource': 'vcpus',
+                                    'price': '1'}]}),
+             'pool must be a non-empty string'),
+            (dict(json={'prices': [{'pool': 'p', 'resource': 'vcpus'}]}),
+             'no price'),
+            (dict(json={'prices': 2 * [{'pool': 'default',
+                                        'resource': 'vcpus',
+                                        'price': '1'}]}),
+             'pool default has two vcpus prices'),
+            (dict(json={'period_start': None, 'period_seconds': None,
+                        'prices': []}), 'has published no prices yet'),
+            (dict(json={'prices': [{'pool': 'default', 'resource': 'vcpus',
+                                    'price': '1'}]}),
+             'pool default: no memory_mb price'),
+            (dict(json={'prices': [
+                {'pool': 'default', 'resource': r, 'price': '1'}
+                for r in ('vcpus', 'memory_mb', 'disk_gb')]}),
+             'resource(s) disk_gb have no flavor amount'),
+            (dict(json=market_body(vcpus='0', memory_mb='0')),
+             'the spot price of flavor sp.2 is 0/h (no bids and no reserve '
+             'price)'),
+        ]
+        for response, why in cases:
+            self.http.get(PRICES_URL, **response)
+            market.new_round()
+            e = self.assertRaises(spot.MarketError, market.flavor_price,
+                                  MARKET, 'default', self.flavor)
+            self.assertIn(why, str(e), response)
+        self.http.get(PRICES_URL, json=market_body())
+        market.new_round()
+        e = self.assertRaises(spot.MarketError, market.flavor_price, MARKET,
+                              'gpu2', self.flavor)
+        self.assertIn("market %s has no pool 'gpu2' (pools: default, gpu)"
+                      % MARKET, str(e))
+
+
+class SpotResolveTest(testtools.TestCase):
+    """Price precedence: file > market (preemptible only) > extra spec."""
+
+    def setUp(self):
+        super().setUp()
+        self.http = self.useFixture(rm_fixture.Fixture())
+        self.http.get(PRICES_URL, json=market_body())
+        specs = {name: dict(s, **{'opie:price': '5.0'})
+                 for name, s in SPOT_SPECS.items()}
+        specs['as.9'] = {'opie:price': '0.5'}
+        self.conn = FakeConn(extra_specs=specs)
+        self.app = app_mod.parse_application(app_doc(flavors={
+            'as.1': {'capacity': 10, 'price': 1.0},   # file price
+            'as.9': {'capacity': 100},                # extra spec
+            'sp.2': {'capacity': 25},                 # market
+            'sp.4': {'capacity': 60, 'price': 2.0},   # file beats market
+        }))
+
+    def prices(self, **kw):
+        r = app_mod.resolve(self.app, self.conn, market=spot.SpotPrices(),
+                            **kw)
+        return {t.name: t.price for t in r.types}, r
+
+    def test_precedence(self):
+        prices, r = self.prices(market_url=MARKET)
+        self.assertEqual({'as.1': 1.0, 'as.9': 0.5, 'sp.4': 2.0},
+                         {k: v for k, v in prices.items() if k != 'sp.2'})
+        self.assertAlmostEqual(0.9, prices['sp.2'])
+        period = 'period 2026-11-22T10:00:00Z'
+        self.assertEqual({'as.1': 'file', 'as.9': 'extra spec opie:price',
+                          'sp.2': 'market %s pool default %s'
+                          % (MARKET, period), 'sp.4': 'file'},
+                         r.price_sources)
+        self.assertEqual('sp.2 0.9/h (market %s pool default %s)'
+                         % (MARKET, period), r.market_prices())
+        # Another pool.
+        prices, _ = self.prices(market_url=MARKET, market_pool='gpu')
+        self.assertAlmostEqual(9.0, prices['sp.2'])
+        # No market named: the extra spec prices the preemptible flavor,
+        # and the market is not asked.
+        calls = self.http.call_count
+        prices, r = self.prices(market_url=None)
+        self.assertEqual(5.0, prices['sp.2'])
+        self.assertEqual('', r.market_prices())
+        self.assertEqual(calls, self.http.call_count)
+        # Only file prices: the market is not asked either.
+        app = app_mod.parse_application(app_doc())
+        app_mod.resolve(app, self.conn, market=spot.SpotPrices(),
+                        market_url=MARKET)
+        self.assertEqual(calls, self.http.call_count)
+
+    def test_invalid_preemptible_flavor(self):
+        specs = dict(SPOT_SPECS['sp.2'])
+        specs['resources:VCPU'] = '2'
+        conn = FakeConn(extra_specs={'sp.2': specs})
+        app = app_mod.parse_application(app_doc(flavors={
+            'sp.2': {'capacity': 25}}))
+        e = self.assertRaises(app_mod.AppError, app_mod.resolve, app, conn,
+                              market=spot.SpotPrices(), market_url=MARKET)
+        self.assertIn('flavor sp.2: cannot price it at the market', str(e))
+        self.assertIn('resources:VCPU=2 must be 0', str(e))
+
+    def test_declaration(self):
+        a = app_mod.parse_application(app_doc(market_url=MARKET,
+                                              market_pool='gpu'))
+        self.assertEqual({'market_url': MARKET, 'market_pool': 'gpu'},
+                         a.overrides)
+        a = app_mod.parse_application(app_doc(market_url=None))
+        self.assertEqual({'market_url': None}, a.overrides)
+        for change, why in (({'market_url': 'market:8785'}, 'http(s) URL'),
+                            ({'market_url': 3}, 'non-empty string'),
+                            ({'market_pool': ''}, 'non-empty string'),
+                            ({'market_pool': None}, 'non-empty string')):
+            e = self.assertRaises(app_mod.AppError,
+                                  app_mod.parse_application,
+                                  app_doc(**change))
+            self.assertIn(why, str(e))
+            self.assertIn(next(iter(change)), str(e))
+
+
+class SpotServiceTest(testtools.TestCase):
+    """The service on market prices: the mix follows the spot price, and
+    every market problem keeps the current set."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.http = self.useFixture(rm_fixture.Fixture())
+        self.http.get(PRICES_URL, json=market_body())
+        self.conn = FakeConn(extra_specs=dict(SPOT_SPECS))
+        self.demand = os.path.join(self.dir, 'demand')
+        with open(self.demand, 'w') as f:
+            f.write('20')
+
+    def service(self, names=('web',), **overrides):
+        # as.2 (file price 1.6/h) or the preemptible sp.2 (market price),
+        # both capacity 25.
+        apps = [app_mod.parse_application(app_doc(
+            name=name, demand={'source': 'file', 'path': self.demand},
+            flavors={'as.2': {'capacity': 25, 'price': 1.6},
+                     'sp.2': {'capacity': 25}})) for name in names]
+        overrides.setdefault('market_url', MARKET)
+        s = svc.AutoscalerService(
+            make_conf(self.dir, **overrides), conn=self.conn,
+            applications=apps, executor=make_executor(self.conn))
+        s.start()
+        self.addCleanup(s.stop)
+        return s
+
+    def counts(self):
+        counts = {}
+        for server in self.conn.compute.db.values():
+            name = server.flavor['original_name']
+            counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def test_mix_follows_the_spot_price(self):
+        s = self.service()
+        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+            [out] = s.run_once()
+        self.assertEqual(('reconfigured', {'sp.2': 1}),
+                         (out.action, self.counts()))
+        self.assertIn('spot prices: sp.2 0.9/h (market %s pool default '
+                      'period 2026-11-22T10:00:00Z)' % MARKET, log.output)
+        # The spot price rises to 2.4/h > 1.6/h: repacked to as.2.
+        self.http.get(PRICES_URL, json=market_body(
+            vcpus='1', period='2026-11-22T11:00:00Z'))
+        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+            [out] = s.run_once()
+        self.assertEqual(('reconfigured', {'as.2': 1}),
+                         (out.action, self.counts()))
+        self.assertTrue(out.plan['repack'])
+        self.assertAlmostEqual(0.8, out.saving_per_hour)
+        self.assertIn('price 2.4/h -> 1.6/h', log.output)
+        self.assertIn('spot prices: sp.2 2.4/h', log.output)
+        self.assertEqual([('create', 'sp.2'), ('create', 'as.2'),
+                          ('delete', 'sp.2')], self.conn.compute.log)
+        # An application's own pool overrides the option.
+        self.assertEqual('gpu', s._param(app_mod.parse_application(
+            app_doc(market_pool='gpu')), 'market_pool'))
+
+    def test_fetched_once_per_round_for_all_applications(self):
+        s = self.service(names=('web', 'api', 'db'))
+        s.run_once()
+        self.assertEqual(1, self.http.call_count)
+        s.run_once()
+        self.assertEqual(2, self.http.call_count)
+
+    def test_market_errors_keep_the_set(self):
+        s = self.service()
+        s.run_once()
+        self.assertEqual({'sp.2': 1}, self.counts())
+        log_before = list(self.conn.compute.log)
+        with open(self.demand, 'w') as f:
+            f.write('50')  # would need a second server
+        cases = [
+            (dict(exc=requests.ConnectionError('connection refused')),
+             'GET %s failed: connection refused' % PRICES_URL),
+            (dict(status_code=500, json={'error': {
+                'code': 500, 'message': 'the market API failed'}}),
+             'answered 500: the market API failed'),
+            (dict(text='{"prices": '), 'the answer is not JSON'),
+            (dict(json={'prices': 'cheap'}), 'not a prices document'),
+            (dict(json=market_body(pool='other')),
+             "has no pool 'default' (pools: gpu, other)"),
+        ]
+        for response, why in cases:
+            self.http.get(PRICES_URL, **response)
+            with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+                [out] = s.run_once()
+            self.assertEqual('kept', out.action, out.reason)
+            self.assertTrue(out.reason.startswith(
+                'market prices unavailable: flavor sp.2: '), out.reason)
+            self.assertIn(why, out.reason)
+            self.assertIn('Application web: market prices unavailable: '
+                          'flavor sp.2: ', log.output)
+            self.assertIn(why, log.output)
+            self.assertIn('keeping the current set', log.output)
+            self.assertEqual(log_before, self.conn.compute.log)
+        # An unknown pool of the application's own.
+        self.http.get(PRICES_URL, json=market_body())
+        s.applications = [app_mod.parse_application(app_doc(
+            demand={'source': 'file', 'path': self.demand},
+            flavors={'sp.2': {'capacity': 25}}, market_pool='gpu2'))]
+        [out] = s.run_once()
+        self.assertEqual('kept', out.action)
+        self.assertIn("has no pool 'gpu2'", out.reason)
+        # A pool named without any market.
+        s.conf.set_override('market_url', None, group=opts.GROUP)
+        [out] = s.run_once()
+        self.assertEqual('kept', out.action)
+        self.assertIn('market_pool gpu2 is given but no market_url',
+                      out.reason)
+        self.assertEqual(log_before, self.conn.compute.log)
+        # A configured market_url that is not an http(s) URL.
+        s.conf.set_override('market_url', 'market:8785', group=opts.GROUP)
+        [out] = s.run_once()
+        self.assertEqual('kept', out.action)
+        self.assertIn('market_url must be an http(s) URL', out.reason)
+        # The market back: the round acts again.
+        s.conf.set_override('market_url', MARKET, group=opts.GROUP)
+        s.applications = [app_mod.parse_application(app_doc(
+            demand={'source': 'file', 'path': self.demand},
+            flavors={'sp.2': {'capacity': 25}}))]
+        [out] = s.run_once()
+        self.assertEqual(('reconfigured', {'sp.2': 2}),
+                         (out.action, self.counts()))
+
+    def test_no_market_url_uses_the_extra_spec(self):
+        specs = {n: dict(v, **{'opie:price': '1.0'})
+                 for n, v in SPOT_SPECS.items()}
+        self.conn = FakeConn(extra_specs=specs)
+        s = self.service(market_url=None)
+        [out] = s.run_once()
+        self.assertEqual({'sp.2': 1}, out.target)
+        self.assertEqual(0, self.http.call_count)
+        # An application may turn the configured market off.
+        s = self.service()
+        s.applications = [app_mod.parse_application(app_doc(
+            demand={'source': 'file', 'path': self.demand},
+            flavors={'sp.2': {'capacity': 25}}, market_url=None))]
+        [out] = s.run_once()
+        self.assertEqual('none', out.action)
+        self.assertEqual(0, self.http.call_count)
+
+
 class CommandTest(testtools.TestCase):
 
     def test_parse_config(self):
@@ -795,5 +1186,5 @@ class CommandTest(testtools.TestCase):
                          'stability_interval', 'gain_threshold',
                          'repack_time', 'c_extra', 'dry_run',
                          'coordination_url', 'boot_timeout',
-                         'health_url'} <= names)
+                         'health_url', 'market_url', 'market_pool'} <= names)
         self.assertTrue(opts.DEFAULT_COORDINATION_URL.startswith('file://'))
