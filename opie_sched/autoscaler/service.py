@@ -30,7 +30,6 @@ Each round, for every application of the applications file
 import logging
 import os
 import socket
-import threading
 import time
 import uuid
 
@@ -38,6 +37,7 @@ from opie_sched.autoscaler import app as app_mod
 from opie_sched.autoscaler import demand as demand_mod
 from opie_sched.autoscaler import executor as executor_mod
 from opie_sched.autoscaler import spot
+from opie_sched import coordination
 from opie_sched import repacking
 
 LOG = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def lock_name(app_name):
     return (LOCK_PREFIX + app_name).encode('utf-8')
 
 
-class AutoscalerService:
+class AutoscalerService(coordination.CoordinatedLoop):
     """The autoscaler of the applications of one applications file.
 
     :param conf: a ``cfg.ConfigOpts`` with the ``[opie_autoscaler]``
@@ -79,11 +79,9 @@ class AutoscalerService:
         self._executor = executor
         self._observer = observer
         self._market = market
-        self.coordinator = coordinator
-        self._own_coordinator = coordinator is None
+        self._init_loop(coordinator)
         self.member_id = member_id or 'opie-autoscaler-%s-%d-%s' % (
             socket.gethostname(), os.getpid(), uuid.uuid4().hex[:6])
-        self._stop = threading.Event()
 
     # -- wiring -------------------------------------------------------------
 
@@ -122,25 +120,8 @@ class AutoscalerService:
             return None
         return session
 
-    def start(self):
-        """Join the coordination backend (when not given one)."""
-        if self.coordinator is None:
-            from tooz import coordination
-            self.coordinator = coordination.get_coordinator(
-                self.opts.coordination_url, self.member_id.encode())
-            self.coordinator.start(start_heart=True)
-        return self
-
-    def request_stop(self):
-        """Make :meth:`run_forever` return after the current round."""
-        self._stop.set()
-
-    def stop(self):
-        """Stop the loop and leave the coordination backend."""
-        self._stop.set()
-        if self._own_coordinator and self.coordinator is not None:
-            self.coordinator.stop()
-            self.coordinator = None
+    def _coordination_url(self):
+        return self.opts.coordination_url
 
     # -- rounds -------------------------------------------------------------
 
