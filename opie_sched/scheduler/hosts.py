@@ -202,20 +202,31 @@ class RequestView:
                 self._instances.get((hs.host, hs.nodename), [])
                 for hs in host_states}
 
-    def host_views(self, host_states, leaving=()):
+    def host_views(self, host_states, leaving=(), request=None):
         """``{(host, node): HostView}`` for the given HostStates.
 
         :param leaving: extra instance uuids to treat as leaving (victims
             already being terminated by another request).
+        :param request: :class:`~opie_sched.preemption.model.Resources` to
+            be placed, or None. When given, the instances of hosts whose
+            full state already fits it are not loaded (their views have no
+            instances: nothing there needs to be preempted), which spares
+            the bulk load on a cloud with free room.
         """
-        host_states = list(host_states)
-        self._ensure_loaded(host_states)
-        gone = set(leaving) | self.planned_victims
-        views = {}
+        states = {}
         for hs in host_states:
             capacity, used = full_state(hs)
-            insts = self._instances.get((hs.host, hs.nodename), [])
-            views[(hs.host, hs.nodename)] = model.HostView(
+            states[(hs.host, hs.nodename)] = (hs, capacity, used)
+        needy = [hs for hs, capacity, used in states.values()
+                 if request is None
+                 or not request.fits_in(capacity - used)]
+        self._ensure_loaded(needy)
+        needy = {(hs.host, hs.nodename) for hs in needy}
+        gone = set(leaving) | self.planned_victims
+        views = {}
+        for key, (hs, capacity, used) in states.items():
+            insts = self._instances.get(key, []) if key in needy else []
+            views[key] = model.HostView(
                 name=hs.nodename or hs.host, capacity=capacity, used=used,
                 instances=[instance_info(i, gone) for i in insts])
         return views

@@ -57,7 +57,8 @@ def plans_for(host_states, spec_obj):
     policy = cost_policy()
     now = timeutils.utcnow(with_timezone=True)
     return {key: planner.plan_host(hv, request, policy, now)
-            for key, hv in view.host_views(host_states).items()}
+            for key, hv in view.host_views(host_states,
+                                           request=request).items()}
 
 
 class _BulkWeigher(weights.BaseHostWeigher):
@@ -143,7 +144,7 @@ class PreemptibleCountWeigher(_BulkWeigher):
             return [0.0] * len(host_states)
         view = hosts.view_for(spec_obj)
         request = hosts.request_resources(spec_obj)
-        views = view.host_views(host_states)
+        views = view.host_views(host_states, request=request)
         result = []
         for hs in host_states:
             hv = views[(hs.host, hs.nodename)]

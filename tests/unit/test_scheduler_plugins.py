@@ -231,3 +231,30 @@ class ProportionalShareWeigherTest(_PluginTest):
         got = self.weigh([market_weights.ProportionalShareWeigher],
                          self.bid_hosts(), spec)
         self.assertEqual({0.0}, {w for _, w in got})
+
+
+class BulkLoadTest(_PluginTest):
+    """Instances are loaded only for hosts that would need preemption."""
+
+    def test_hosts_with_room_are_not_loaded(self):
+        roomy = [host_state('h%d' % i, [instance('i%d' % i, 'h%d' % i,
+                                                 MEDIUM, True)])
+                 for i in range(3)]
+        full = host_state('full', [instance('f1', 'full', LARGE, True),
+                                   instance('f2', 'full', LARGE, True)])
+        load = self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.hosts.load_instances',
+            return_value={('full', 'full'): list(full.instances.values())}))
+        hosts.set_current_view(hosts.RequestView(ctx=None))
+        got = dict(self.weigh(weights.all_weighers(), roomy + [full],
+                              request(LARGE, False)))
+        load.mock.assert_called_once_with(None, {None: {'full'}})
+        self.assertEqual('full', min(got, key=got.get))
+
+    def test_nothing_loaded_when_every_host_fits(self):
+        roomy = [host_state('h%d' % i, []) for i in range(3)]
+        load = self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.hosts.load_instances'))
+        hosts.set_current_view(hosts.RequestView(ctx=None))
+        self.weigh(weights.all_weighers(), roomy, request(LARGE, False))
+        load.mock.assert_not_called()
