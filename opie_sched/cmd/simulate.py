@@ -31,11 +31,12 @@ import sys
 from opie_sched.simulator import cloud as cloud_mod
 from opie_sched.simulator import engine
 from opie_sched.simulator import policies
+from opie_sched.simulator import scenarios as named
 from opie_sched.workload import generator
 from opie_sched.workload import mapping
 from opie_sched.workload import swf
 
-SCENARIOS = ('nasa-backfill',)
+SCENARIOS = ('nasa-backfill',) + tuple(named.SCENARIOS)
 NASA_TRACE = 'NASA-iPSC-1993-3.1-cln.swf.gz'
 #: Job numbers of the generated backfill start above this, so they never
 #: collide with a trace's.
@@ -210,8 +211,24 @@ def _progress_every(args, n):
     return max(1, n // 5)
 
 
+def _run_named(args, say):
+    """A scenario of :mod:`opie_sched.simulator.scenarios`."""
+    result, text, seconds = named.run(args.scenario, reduced=args.reduced,
+                                      seed=args.seed)
+    if args.format == 'json':
+        sys.stdout.write(json.dumps(dict(result, runtime_s=seconds),
+                                    default=str) + '\n')
+    else:
+        say(text)
+        say('')
+        say('runtime: %.1f s' % seconds)
+    return 0
+
+
 def _run_scenario(args, say):
     from opie_sched.simulator import report
+    if args.scenario in named.SCENARIOS:
+        return _run_named(args, say)
     traces = args.traces_dir or default_traces_dir()
     path = os.path.join(traces, NASA_TRACE)
     if not os.path.isfile(path):
@@ -303,7 +320,12 @@ def register(subparsers):
                      help='generate N requests (default: %(default)s)')
     src.add_argument('--scenario', choices=SCENARIOS,
                      help='a named scenario: nasa-backfill replays the NASA '
-                          'trace with and without preemptible backfilling')
+                          'trace with and without preemptible backfilling; '
+                          'the others print a paper\'s table next to ours '
+                          '(opie_sched.simulator.scenarios)')
+    p.add_argument('--reduced', action='store_true',
+                   help='named scenarios other than nasa-backfill: the '
+                        'small version run by the unit tests')
     p.add_argument('--hosts', type=int, default=16,
                    help='simulated hosts (default: %(default)s)')
     p.add_argument('--host-vcpus', type=float, default=8)

@@ -167,3 +167,63 @@ def diurnal_cpu(t, cpu_l, u, s):
         wave = numpy.sin(2.0 * math.pi * numpy.asarray(t, dtype=float)
                          / DAY - phase)
     return (cpu_l / 2.0) * (1.0 + u * wave)
+
+
+def thesis_vm_workload(seed=DEFAULT_SEED, hours=24.0, services=100,
+                       batch_rate_per_min=1.0, vm_types=None,
+                       batch_min=60.0, batch_cap=None, exponent=2.0,
+                       boot=600.0):
+    """The mixed workload of thesis Paper IV §5.1 (services and batch).
+
+    * Services (interactive): ``services`` VMs present from time 0 for the
+      whole run; CPU demand :func:`diurnal_cpu` with ``cpu_l`` the VM
+      type's CPU, amplitude ``u`` and phase ``s`` uniform in [0, 1];
+      memory demand proportional (eq. 15, ``beta`` = the type's memory /
+      CPU, so demand stays within the reservation).
+    * Batch jobs: Poisson arrivals (``batch_rate_per_min`` per minute);
+      usage equal to their reservation; lifetime a truncated power law of
+      exponent ``exponent`` on [``batch_min``, ``batch_cap``] s plus
+      ``boot`` s (10 minutes of boot time), capped at the run
+      (``batch_cap`` default: the run's length).
+    * VM types: ``vm_types`` ``{name: (cpu, memory)}``, each drawn
+      uniformly (default: the thesis' Table 2, ECU and GB).
+
+    :returns: list of dicts ``{id, kind ('service' or 'batch'), type, cpu,
+        mem, arrival (s), end (s or None), u, s}`` sorted by arrival.
+    """
+    if vm_types is None:
+        vm_types = THESIS_VM_TYPES
+    horizon = hours * 3600.0
+    cap = horizon if batch_cap is None else batch_cap
+    names = sorted(vm_types)
+    rng_type = random.Random('%s-type' % seed)
+    rng_svc = random.Random('%s-service' % seed)
+    rng_arr = random.Random('%s-arrival' % seed)
+    rng_life = random.Random('%s-life' % seed)
+    out = []
+    for k in range(services):
+        name = rng_type.choice(names)
+        cpu, mem = vm_types[name]
+        out.append({'id': k, 'kind': 'service', 'type': name, 'cpu': cpu,
+                    'mem': mem, 'arrival': 0.0, 'end': None,
+                    'u': rng_svc.random(), 's': rng_svc.random()})
+    t = 0.0
+    while batch_rate_per_min > 0:
+        t += rng_arr.expovariate(batch_rate_per_min / 60.0)
+        if t >= horizon:
+            break
+        name = rng_type.choice(names)
+        cpu, mem = vm_types[name]
+        life = min(bounded_power_law(rng_life, batch_min, cap, exponent)
+                   + boot, horizon)
+        out.append({'id': len(out), 'kind': 'batch', 'type': name,
+                    'cpu': cpu, 'mem': mem, 'arrival': t, 'end': t + life,
+                    'u': 0.0, 's': 0.0})
+    return out
+
+
+#: VM types of thesis Paper IV Table 2: name -> (ECU, memory GB).
+THESIS_VM_TYPES = {
+    'c3.xlarge': (4, 7.5), 'c3.2xlarge': (8, 15), 'r3.large': (2, 15.25),
+    'r3.xlarge': (4, 30.5), 'm3.large': (2, 7.5), 'm3.xlarge': (4, 15),
+}

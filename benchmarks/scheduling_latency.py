@@ -1,0 +1,721 @@
+#!/usr/bin/env python
+"""Scheduling latency: opie-scheduler versus stock Nova 34 (issue 6).
+
+Usage::
+
+    python benchmarks/scheduling_latency.py [--nodes 100,1000] [--repeat N]
+    python benchmarks/scheduling_latency.py --quick      # 10 nodes, 2 repeats
+
+Wall time of one ``select_destinations`` call (one normal ``medium`` server,
+2 vCPU / 4000 MB / 40 GB), made directly on the scheduler managers of one
+all-in-one Nova 34 running in this process (:class:`EmbeddedCloud`: API,
+conductor, scheduler, Placement over wsgi-intercept, sqlite, fake virt
+driver). Two managers share the same databases and Placement and are timed
+alternately, repetition by repetition, so both see the same machine load:
+
+* **opie** — the scheduler *service* of the cloud,
+  ``OpieSchedulerManager``, configured as the DevStack plugin does:
+  nova's default ``enabled_filters`` plus ``PreemptibleFullStateFilter``,
+  ``weight_classes`` = nova's ``all_weighers`` plus ``PreemptionCostWeigher``
+  and ``PreemptibleCountWeigher``;
+* **stock** — a plain ``nova.scheduler.manager.SchedulerManager`` built in
+  the same process with nova's default filters and weighers.
+
+Scenarios (paper host 8 vCPU / 16000 MB / 200 GB, paper flavors):
+
+(a) *no preemption needed*: every node holds one preemptible ``large``
+    (4 / 8000 / 80); the request fits every node's full state.
+(b) *preemption needed*: every node's full state is filled with preemptible
+    ``large`` + ``medium`` + 2 ``small`` (8 / 16000 / 160). Placement admits
+    the normal request on every node (its standard classes count normal
+    instances only); opie's manager chooses the victims on the chosen node
+    right after the claim, terminates them through nova's compute API and
+    holds the request until the fake compute has deleted them
+    (``[opie_preemption] poll_interval``, default 0.5 s, sets how often it
+    looks). The benchmark asserts that victims were chosen on the selected
+    node and that they are gone afterwards. Stock Nova admits the request
+    on the same state without preempting anything (it overcommits the
+    host), so (b) opie/stock is the price of the preemption phase.
+(c) *retry design* (NoValidHost -> terminate -> schedule again): the stock
+    manager on the (b) state but with the preemptible instances' Placement
+    allocations moved to the standard VCPU / MEMORY_MB / DISK_GB classes
+    (preemptibles counted as normal). Timed: the first
+    ``select_destinations`` (raises NoValidHost), choosing victims on one
+    node (always the same node; one ComputeNode read, one instance query and
+    the same exact victim selection opie uses), deleting their Placement
+    allocations and Instance records directly (no compute round trip, no
+    wait), and the second ``select_destinations`` (asserted to land on that
+    node). This is only the scheduling side of that design: a real
+    retry also fails the boot, re-creates the server and goes through the
+    conductor again.
+
+How the state is faked (setup, never timed):
+
+* One nova-compute service (host ``compute1``, fake driver) is started
+  normally; its resource tracker creates node ``compute1`` (ComputeNode
+  record, Placement provider with the standard inventory plus the
+  ``CUSTOM_PREEMPTIBLE_*`` inventory from opie's provider config file).
+  The other N-1 nodes are copies of it: ComputeNode records of the same
+  service (same fields, own name and uuid) and Placement providers with the
+  same inventories and traits, created directly. Starting N services, or
+  letting the resource tracker discover N nodes (~0.17 s a node), is too
+  slow at N = 1000.
+* Instances are ``Instance`` records created directly in the cell database
+  (``host=compute1``, ``node=<node>``, ``vm_state=active``, the instance's
+  own copy of the preemptible flavor with its extra specs, ``launched_at``
+  drawn from a seeded generator up to three days back, so the billing-period
+  costs differ), with their Placement allocations written in bulk with
+  ``POST /allocations`` against the ``CUSTOM_PREEMPTIBLE_*`` classes (or,
+  for (c), the standard classes). Every node's ComputeNode usage
+  (``vcpus_used``, ``memory_mb_used``, ``free_ram_mb``, ``local_gb_used``,
+  ``free_disk_gb``, ``running_vms``, ``stats``) is written to the sum of
+  its instances' flavors, as the resource tracker would.
+* The scheduler managers are given the host's instance list the way
+  nova-compute pushes it with ``track_instance_changes`` (the default):
+  ``host_manager._instance_info['compute1'] = {instances, updated: True}``.
+  Without that, nova would query the host's instances once per node, a
+  cost that only exists because all nodes here belong to one service.
+* Between repetitions: the normal request's allocation is deleted; the
+  victims of (b)/(c) are re-created (new uuids, same node, flavors and
+  launch times) with their allocations, so every repetition sees the same
+  state. With ``--check`` (always on with ``--quick``) every node's
+  Placement usages are compared with this bookkeeping at each phase.
+
+Order: one untimed warm-up call per path; (a) opie and stock alternate
+call by call (which goes first alternates too); (b) likewise; (c) runs in
+blocks between the (b) blocks, b c b c (half of the repetitions each),
+because moving 4000 allocations between the custom and the standard
+classes takes ~30 s at 1000 nodes. (b) "decide" is opie's time minus its
+terminate-and-wait phase (``OpieSchedulerManager._execute``, timed by a
+wrapper); it still shares the CPU with the fake compute finishing the
+deletion in another thread.
+
+Known artefacts of one service with many nodes: opie's bulk instance query
+filters on the host name, which here returns the instances of all N nodes
+(as N real hosts would); nova's ``HostState.instances`` of every node holds
+the whole host's instance dict (a shared reference; only the affinity
+filters/weighers read it and they return early without a server group).
+"""
+
+import argparse
+import collections
+import contextlib
+import datetime
+import logging
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+import warnings
+
+#: The normal flavor requested in every scenario.
+REQUEST_FLAVOR = 'medium'
+#: Preemptible fill of one node in (a) and, added to it, in (b).
+FILL_A = ('large',)
+FILL_B_EXTRA = ('medium', 'small', 'small')
+COMPUTE_HOST = 'compute1'
+PROJECT = 'bench-project'
+USER = 'bench-user'
+
+STANDARD = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+CUSTOM = ('CUSTOM_PREEMPTIBLE_VCPU', 'CUSTOM_PREEMPTIBLE_MEMORY_MB',
+          'CUSTOM_PREEMPTIBLE_DISK_GB')
+
+
+def _quiet():
+    """Keep nova's deprecation and eventlet chatter off the table."""
+    warnings.filterwarnings('ignore')
+    os.environ.setdefault('OS_DEBUG', '0')
+
+
+class NoValid(Exception):
+    pass
+
+
+def build_cloud_class():
+    # Imported late: nova's import-time setup is slow and noisy.
+    logging.getLogger('oslo_service.periodic_task').setLevel(logging.WARNING)
+    from nova import conf as nova_conf
+    from opie_sched.demo import cloud
+    from opie_sched.scheduler import manager  # noqa: F401 (registers opts)
+
+    conf = nova_conf.CONF
+    stock_filters = list(conf._get_opt_info(
+        'enabled_filters', 'filter_scheduler')['opt'].default)
+    stock_weighers = list(conf._get_opt_info(
+        'weight_classes', 'filter_scheduler')['opt'].default)
+
+    class BenchCloud(cloud.EmbeddedCloud):
+        """One compute service; the scheduler service runs opie."""
+
+        STOCK_FILTERS = stock_filters
+        STOCK_WEIGHERS = stock_weighers
+        OPIE_FLAGS = {
+            'available_filters': [
+                'nova.scheduler.filters.all_filters',
+                'opie_sched.scheduler.filters.all_filters'],
+            'enabled_filters': stock_filters + ['PreemptibleFullStateFilter'],
+            'weight_classes': stock_weighers + [
+                'opie_sched.scheduler.weights.PreemptionCostWeigher',
+                'opie_sched.scheduler.weights.PreemptibleCountWeigher'],
+        }
+
+        def __init__(self, poll_interval=None):
+            extra = {'filter_scheduler': dict(self.OPIE_FLAGS),
+                     # the reconciler must not run in the middle of a rep
+                     'opie_reconciler': {'run_in_scheduler': False}}
+            if poll_interval is not None:
+                extra['opie_preemption'] = {'poll_interval': poll_interval}
+            super().__init__(hosts=1, opie=True, extra_flags=extra)
+            self.HOSTS = (COMPUTE_HOST,)
+
+    return BenchCloud
+
+
+class Bench:
+    """State faking and timed calls for one cloud of N nodes."""
+
+    def __init__(self, cloud, n_nodes, seed):
+        from nova import context as nova_context
+        from nova import objects
+        from nova.scheduler import manager as nova_manager
+
+        self.cloud = cloud
+        self.n = n_nodes
+        self.rng = random.Random(seed)
+        self.objects = objects
+        self.ctx = nova_context.get_admin_context()
+        self.ctx.project_id = PROJECT
+        self.ctx.user_id = USER
+        self.cctx = nova_context.RequestContext.from_dict(self.ctx.to_dict())
+        nova_context.set_target_cell(self.cctx, cloud.cell)
+        self.placement = cloud.placement
+        self.flavors = {}
+        for name, fid in cloud.flavor_ids.items():
+            self.flavors[name] = objects.Flavor.get_by_flavor_id(self.ctx, fid)
+        self.opie = cloud.scheduler.manager
+        # The stock manager: nova's defaults for filters and weighers.
+        cloud.flags(enabled_filters=cloud.STOCK_FILTERS,
+                    weight_classes=cloud.STOCK_WEIGHERS,
+                    group='filter_scheduler')
+        with _no_instance_info_init():
+            self.stock = nova_manager.SchedulerManager()
+        cloud.flags(group='filter_scheduler', **cloud.OPIE_FLAGS)
+        # instrument opie's termination phase (terminate + wait)
+        self.exec_log = []
+        real_execute = self.opie._execute
+
+        def _execute(context, pending):
+            start = time.perf_counter()
+            try:
+                return real_execute(context, pending)
+            finally:
+                self.exec_log.append((time.perf_counter() - start, [
+                    (p.plan.host, [i.uuid for i, _ in p.plan.victims])
+                    for p in pending]))
+        self.opie._execute = _execute
+        # (node name -> ComputeNode), (uuid -> (node, flavor, launched_at))
+        self.nodes = {}
+        self.node_uuid = {}
+        self.instances = {}
+        self.by_node = collections.defaultdict(set)
+        self.alloc_classes = CUSTOM
+        self.consumer_gen = {}
+
+    # -- nodes ---------------------------------------------------------
+
+    def make_nodes(self):
+        objects = self.objects
+        tmpl = objects.ComputeNodeList.get_all(self.cctx)[0]
+        inv = self.placement.get('/resource_providers/%s/inventories'
+                                 % tmpl.uuid).body['inventories']
+        traits = self.placement.get('/resource_providers/%s/traits'
+                                    % tmpl.uuid, version='1.6').body['traits']
+        skip = {'id', 'uuid', 'hypervisor_hostname', 'created_at',
+                'updated_at', 'deleted_at', 'deleted'}
+        fields = [f for f in tmpl.fields
+                  if f not in skip and tmpl.obj_attr_is_set(f)]
+        self.nodes[tmpl.hypervisor_hostname] = tmpl
+        for i in range(1, self.n):
+            name = '%s-n%04d' % (COMPUTE_HOST, i)
+            cn = objects.ComputeNode(context=self.cctx)
+            for f in fields:
+                setattr(cn, f, getattr(tmpl, f))
+            cn.hypervisor_hostname = name
+            cn.create()
+            self.placement.post('/resource_providers',
+                                {'name': name, 'uuid': cn.uuid},
+                                version='1.20')
+            self.placement.put('/resource_providers/%s/inventories' % cn.uuid,
+                               {'resource_provider_generation': 0,
+                                'inventories': inv})
+            self.placement.put('/resource_providers/%s/traits' % cn.uuid,
+                               {'resource_provider_generation': 1,
+                                'traits': traits}, version='1.6')
+            self.nodes[name] = cn
+        self.node_uuid = {n: cn.uuid for n, cn in self.nodes.items()}
+        self.node_order = sorted(self.nodes)
+
+    # -- instances -----------------------------------------------------
+
+    def _resources(self, flavor_name, classes):
+        f = self.flavors[flavor_name]
+        return dict(zip(classes, (f.vcpus, f.memory_mb,
+                                  f.root_gb + f.ephemeral_gb)))
+
+    def create_instances(self, specs):
+        """Instance records + bulk Placement allocations.
+
+        :param specs: list of ``(node, flavor name, launched_at)``.
+        :returns: list of new uuids.
+        """
+        objects = self.objects
+        from nova.network import model as network_model
+        from oslo_utils import uuidutils
+        new = []
+        for node, fname, launched in specs:
+            flavor = self.flavors[fname + '.preemptible']
+            inst = objects.Instance(
+                context=self.cctx, uuid=uuidutils.generate_uuid(),
+                project_id=PROJECT, user_id=USER, host=COMPUTE_HOST,
+                node=node, compute_id=self.nodes[node].id,
+                vm_state='active', power_state=1,
+                task_state=None, display_name='p-%s' % fname,
+                flavor=flavor, instance_type_id=flavor.id,
+                vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
+                root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
+                launched_at=launched, launched_on=COMPUTE_HOST,
+                availability_zone='nova', image_ref='', metadata={},
+                system_metadata={},
+                info_cache=objects.InstanceInfoCache(
+                    network_info=network_model.NetworkInfo()))
+            inst.create()
+            objects.InstanceMapping(
+                context=self.ctx, instance_uuid=inst.uuid,
+                cell_mapping=self.cloud.cell, project_id=PROJECT,
+                user_id=USER, queued_for_delete=False).create()
+            self.instances[inst.uuid] = (node, fname, launched)
+            self.by_node[node].add(inst.uuid)
+            new.append(inst.uuid)
+        self.write_allocations(new, self.alloc_classes, fresh=True)
+        return new
+
+    def write_allocations(self, uuids, classes, fresh=False):
+        for start in range(0, len(uuids), 500):
+            body = {}
+            for u in uuids[start:start + 500]:
+                node, fname, _ = self.instances[u]
+                body[u] = {
+                    'allocations': {self.node_uuid[node]: {
+                        'resources': self._resources(fname, classes)}},
+                    'project_id': PROJECT, 'user_id': USER,
+                    'consumer_generation': (None if fresh
+                                            else self.consumer_gen[u])}
+            self.placement.post('/allocations', body, version='1.28')
+            for u in body:
+                self.consumer_gen[u] = (0 if fresh
+                                        else self.consumer_gen[u]) + 1
+        if fresh and uuids and not hasattr(self, '_gen_checked'):
+            # learn the generation placement gives a new consumer
+            got = self.placement.get('/allocations/%s' % uuids[0],
+                                     version='1.28').body
+            delta = got['consumer_generation'] - self.consumer_gen[uuids[0]]
+            self._gen_checked = delta
+        if fresh:
+            for u in uuids:
+                self.consumer_gen[u] += self._gen_checked
+
+    def check_usages(self, extra=()):
+        """Untimed sanity check: Placement usages = our bookkeeping."""
+        want = {n: collections.Counter() for n in self.nodes}
+        for u, (node, fname, _) in self.instances.items():
+            want[node].update(self._resources(fname, self.alloc_classes))
+        for node, rp in self.node_uuid.items():
+            got = self.placement.get('/resource_providers/%s/usages'
+                                     % rp).body['usages']
+            got = {k: v for k, v in got.items() if v}
+            assert got == dict(want[node]), (node, got, dict(want[node]))
+
+    def switch_allocations(self, classes):
+        """Move every preemptible's allocation to ``classes``."""
+        if classes != self.alloc_classes:
+            self.write_allocations(sorted(self.instances), classes)
+            self.alloc_classes = classes
+
+    def forget(self, uuids):
+        for u in uuids:
+            node = self.instances.pop(u)[0]
+            self.by_node[node].discard(u)
+            self.consumer_gen.pop(u, None)
+
+    def fill(self, flavor_names):
+        """Add one preemptible of each flavor to every node."""
+        specs = []
+        now = datetime.datetime.now(datetime.timezone.utc)
+        for node in self.node_order:
+            for fname in flavor_names:
+                specs.append((node, fname, now - datetime.timedelta(
+                    seconds=self.rng.uniform(600, 3 * 86400))))
+        self.create_instances(specs)
+        for node in self.node_order:
+            self.set_usage(node)
+        self.push_instance_info()
+
+    def set_usage(self, node):
+        """ComputeNode usage = the sum of the node's instances' flavors."""
+        cn = self.nodes[node]
+        vcpus = mem = disk = 0
+        for u in self.by_node[node]:
+            f = self.flavors[self.instances[u][1]]
+            vcpus += f.vcpus
+            mem += f.memory_mb
+            disk += f.root_gb + f.ephemeral_gb
+        cn.vcpus_used = vcpus
+        cn.memory_mb_used = mem
+        cn.free_ram_mb = cn.memory_mb - mem
+        cn.local_gb_used = disk
+        cn.free_disk_gb = cn.local_gb - disk
+        cn.running_vms = len(self.by_node[node])
+        stats = dict(cn.stats or {})
+        stats.update(num_instances=str(len(self.by_node[node])),
+                     num_vm_active=str(len(self.by_node[node])))
+        cn.stats = stats
+        cn.save()
+
+    def push_instance_info(self):
+        """What nova-compute pushes with track_instance_changes."""
+        insts = {u: self.objects.Instance(self.cctx, uuid=u)
+                 for u in self.instances}
+        for mgr in (self.opie, self.stock):
+            mgr.host_manager._instance_info[COMPUTE_HOST] = {
+                'instances': dict(insts), 'updated': True}
+
+    # -- requests ------------------------------------------------------
+
+    def request_spec(self, uuid):
+        objects = self.objects
+        return objects.RequestSpec.from_components(
+            self.ctx, uuid, {'properties': {}},
+            self.flavors[REQUEST_FLAVOR], None,
+            objects.InstancePCIRequests(requests=[]), {}, None, None,
+            project_id=PROJECT, user_id=USER)
+
+    def select(self, mgr, uuid):
+        """One timed select_destinations; returns (seconds, node)."""
+        import oslo_messaging
+        from nova import exception
+        spec = self.request_spec(uuid)
+        start = time.perf_counter()
+        try:
+            sel = mgr.select_destinations(
+                self.ctx, spec_obj=spec, instance_uuids=[uuid],
+                return_objects=True, return_alternates=False)
+        except (exception.NoValidHost, oslo_messaging.ExpectedException) as e:
+            elapsed = time.perf_counter() - start
+            inner = getattr(e, 'exc_info', (None, e))[1]
+            if not isinstance(inner, exception.NoValidHost):
+                raise
+            raise NoValid(elapsed)
+        return time.perf_counter() - start, sel[0][0].nodename
+
+    def release_claim(self, uuid):
+        self.placement.delete('/allocations/%s' % uuid)
+
+    def new_uuid(self):
+        from oslo_utils import uuidutils
+        return uuidutils.generate_uuid()
+
+    def alive(self, uuids):
+        """Victims not yet deleted (opie's own criterion: vm_state)."""
+        insts = self.objects.InstanceList.get_by_filters(
+            self.cctx, {'uuid': list(uuids), 'deleted': False},
+            expected_attrs=[])
+        return {i.uuid for i in insts if i.vm_state != 'deleted'}
+
+    def wait_destroyed(self, uuids, timeout=60.0):
+        """Untimed: let the fake compute finish (row destroyed, Placement
+        allocation gone) before the victims are re-created."""
+        deadline = time.monotonic() + timeout
+        while True:
+            insts = self.objects.InstanceList.get_by_filters(
+                self.cctx, {'uuid': list(uuids), 'deleted': False},
+                expected_attrs=[])
+            allocs = [u for u in uuids if self.placement.get(
+                '/allocations/%s' % u).body['allocations']]
+            if not insts and not allocs:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError('victims not destroyed: %s %s' % (
+                    [i.uuid for i in insts], allocs))
+            time.sleep(0.02)
+
+    def restore(self, gone):
+        """Re-create deleted preemptibles (same node, flavor, launch)."""
+        specs = [self.instances[u] for u in gone]
+        nodes = {s[0] for s in specs}
+        self.forget(gone)
+        self.create_instances(specs)
+        for node in nodes:
+            self.set_usage(node)
+        self.push_instance_info()
+
+    # -- the scenarios -------------------------------------------------
+
+    def run_plain(self, mgr, expect_preemption):
+        """(a)/(b) on one manager; returns (total s, exec s or None)."""
+        uuid = self.new_uuid()
+        del self.exec_log[:]
+        elapsed, node = self.select(mgr, uuid)
+        execd = None
+        if mgr is self.opie and expect_preemption:
+            assert len(self.exec_log) == 1, 'opie terminated nothing'
+            execd, plans = self.exec_log[0]
+            victims = [u for host, us in plans for u in us]
+            assert victims, 'opie chose no victims'
+            assert all(self.instances[u][0] == node for u in victims), \
+                'victims are not on the selected node %s' % node
+            left = self.alive(victims)
+            assert not left, 'victims still alive: %s' % sorted(left)
+            self.wait_destroyed(victims)
+            self.restore(victims)
+        else:
+            assert not self.exec_log, 'unexpected preemption'
+        self.release_claim(uuid)
+        return elapsed, execd
+
+    def run_retry(self):
+        """(c) NoValidHost -> terminate -> select again; returns seconds."""
+        from oslo_utils import timeutils
+        from opie_sched.preemption import model
+        from opie_sched.preemption import planner
+        from opie_sched.scheduler import hosts
+        from opie_sched.scheduler import weights
+
+        objects = self.objects
+        uuid = self.new_uuid()
+        node = self.node_order[0]
+        start = time.perf_counter()
+        try:
+            self.select(self.stock, uuid)
+        except NoValid:
+            pass
+        else:
+            raise AssertionError('(c): the first select did not fail')
+        # choose the victims on one node, exactly as opie would
+        cn = objects.ComputeNode.get_by_host_and_nodename(
+            self.cctx, COMPUTE_HOST, node)
+        insts = objects.InstanceList.get_by_host_and_node(
+            self.cctx, COMPUTE_HOST, node,
+            expected_attrs=['flavor', 'metadata'])
+        capacity, used = hosts.compute_node_state(cn)
+        hv = model.HostView(name=node, capacity=capacity, used=used,
+                            instances=[hosts.instance_info(i) for i in insts])
+        f = self.flavors[REQUEST_FLAVOR]
+        plan = planner.plan_host(
+            hv, model.Resources(f.vcpus, f.memory_mb, f.root_gb),
+            weights.cost_policy(), timeutils.utcnow(with_timezone=True))
+        victims = [i.uuid for i, _ in plan.victims]
+        assert all(self.instances[v][0] == node for v in victims)
+        by_uuid = {i.uuid: i for i in insts}
+        for v in victims:
+            self.placement.delete('/allocations/%s' % v)
+            by_uuid[v].destroy()
+        elapsed2, chosen = self.select(self.stock, uuid)
+        total = time.perf_counter() - start
+        assert victims, '(c): no victims chosen'
+        assert chosen == node, '(c): landed on %s, not %s' % (chosen, node)
+        self.release_claim(uuid)
+        self.restore(victims)
+        return total
+
+
+@contextlib.contextmanager
+def _no_instance_info_init():
+    """Build a HostManager without its async instance-info load (nova's
+    docstring suggests mocking it; push_instance_info fills it)."""
+    from nova.scheduler import host_manager
+    real = host_manager.HostManager._init_instance_info
+    host_manager.HostManager._init_instance_info = lambda self, *a: None
+    try:
+        yield
+    finally:
+        host_manager.HostManager._init_instance_info = real
+
+
+def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
+              check=False):
+    t0 = time.monotonic()
+    cloud = cloud_cls(poll_interval=poll_interval)
+    cloud.start()
+    try:
+        # nova's StandardLogging formats every DEBUG record; keep the
+        # benchmark's own overhead (equal for both managers) low.
+        logging.getLogger().setLevel(logging.INFO)
+        bench = Bench(cloud, n_nodes, seed)
+        bench.make_nodes()
+        log('  nova up and %d nodes made at %.1f s'
+            % (n_nodes, time.monotonic() - t0))
+        bench.fill(FILL_A)
+        setup = time.monotonic() - t0
+        log('  %d nodes ready in %.1f s' % (n_nodes, setup))
+        res = collections.defaultdict(list)
+        # warm-up (first-call imports and caches), not counted
+        bench.run_plain(bench.opie, False)
+        bench.run_plain(bench.stock, False)
+        # (a) interleaved
+        for i in range(repeat):
+            pair = [(bench.opie, 'a_opie'), (bench.stock, 'a_stock')]
+            if i % 2:
+                pair.reverse()
+            for mgr, key in pair:
+                res[key].append(bench.run_plain(mgr, False)[0])
+        log('  (a) done at %.1f s' % (time.monotonic() - t0))
+        bench.fill(FILL_B_EXTRA)
+        if check:
+            bench.check_usages()
+        log('  full state filled at %.1f s (%d preemptibles)'
+            % (time.monotonic() - t0, len(bench.instances)))
+        bench.run_plain(bench.opie, True)  # warm-up of the preemption path
+        # (b) and (c) in two rounds of blocks, b c b c: moving every
+        # preemptible's allocation between the custom and the standard
+        # classes costs seconds at 1000 nodes, so it is not done per rep.
+        half = (repeat + 1) // 2
+        for block in (range(half), range(half, repeat)):
+            if not len(block):
+                continue
+            t1 = time.monotonic()
+            bench.switch_allocations(CUSTOM)
+            if check:
+                bench.check_usages()
+            log('  allocations -> custom classes in %.1f s'
+                % (time.monotonic() - t1))
+            for i in block:
+                pair = [(bench.opie, 'b_opie'), (bench.stock, 'b_stock')]
+                if i % 2:
+                    pair.reverse()
+                for mgr, key in pair:
+                    total, execd = bench.run_plain(mgr, mgr is bench.opie)
+                    res[key].append(total)
+                    if execd is not None:
+                        res['b_opie_exec'].append(execd)
+                        res['b_opie_decide'].append(total - execd)
+            t1 = time.monotonic()
+            bench.switch_allocations(STANDARD)
+            if check:
+                bench.check_usages()
+            log('  (b) x%d, allocations -> standard classes in %.1f s'
+                % (len(block), time.monotonic() - t1))
+            if block[0] == 0:
+                bench.run_retry()  # warm-up
+            for i in block:
+                res['c_retry'].append(bench.run_retry())
+            log('  (c) x%d at %.1f s' % (len(block), time.monotonic() - t0))
+        log('  (b), (c) done at %.1f s' % (time.monotonic() - t0))
+    except Exception:
+        # nova's fixtures keep the log in memory: show its end
+        out = getattr(getattr(cloud, 'stdlog', None), 'logger', None)
+        if out is not None:
+            log('\n'.join(out.output.splitlines()[-60:]))
+        raise
+    finally:
+        # the fixtures' log capture ends before the thread pools' INFO
+        # goodbyes; keep them off stdout
+        logging.getLogger('nova.thread_pool_factory').setLevel(
+            logging.WARNING)
+        cloud.stop()
+    res['setup_s'] = [setup]
+    res['total_s'] = [time.monotonic() - t0]
+    return res
+
+
+def med_ms(values):
+    return statistics.median(values) * 1000.0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--nodes', default='100,1000',
+                        help='comma-separated node counts (default 100,1000)')
+    parser.add_argument('--repeat', type=int, default=5,
+                        help='timed repetitions per scenario and manager '
+                             '(default 5)')
+    parser.add_argument('--quick', action='store_true',
+                        help='10 nodes, 2 repeats (for the unit test)')
+    parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--poll-interval', type=float, default=None,
+                        help='[opie_preemption] poll_interval for (b) '
+                             '(default: opie\'s default, 0.5 s)')
+    parser.add_argument('--check', action='store_true',
+                        help='verify Placement usages against the faked '
+                             'state after every change of phase (untimed; '
+                             'always on with --quick)')
+    args = parser.parse_args(argv)
+    if args.quick:
+        nodes, repeat = [10], 2
+    else:
+        nodes = [int(x) for x in args.nodes.split(',') if x.strip()]
+        repeat = args.repeat
+    if repeat < 1 or not nodes or min(nodes) < 2:
+        parser.error('need --repeat >= 1 and node counts >= 2')
+    _quiet()
+
+    def log(msg):
+        print(msg, file=sys.stderr)
+        sys.stderr.flush()
+
+    start = time.monotonic()
+    cloud_cls = build_cloud_class()
+    from nova import conf as nova_conf
+    poll = (args.poll_interval if args.poll_interval is not None
+            else nova_conf.CONF.opie_preemption.poll_interval)
+    print('machine: %d cores (os.cpu_count), %s, Python %s, load %s'
+          % (os.cpu_count(), platform.machine(), platform.python_version(),
+             ' '.join('%.2f' % x for x in os.getloadavg())))
+    print('nova 34 in-process, Placement + sqlite; request: one normal '
+          '%s; repeat %d (medians; opie and stock alternate); '
+          'opie poll_interval %.2f s' % (REQUEST_FLAVOR, repeat, poll))
+    rows = []
+    for n in nodes:
+        log('%d nodes:' % n)
+        rows.append((n, run_scale(cloud_cls, n, repeat, args.seed,
+                                  args.poll_interval, log,
+                                  check=args.check or args.quick)))
+    print()
+    print('%6s | %9s %9s %6s | %9s %9s %9s %9s %6s %6s | %9s %7s %7s'
+          % ('nodes', 'a opie', 'a stock', 'a o/s',
+             'b opie', '(decide', '+term)', 'b stock', 'b o/s', 'b d/s',
+             'c retry', 'c r/o', 'c r/d'))
+    for n, r in rows:
+        a_o, a_s = med_ms(r['a_opie']), med_ms(r['a_stock'])
+        b_o, b_s = med_ms(r['b_opie']), med_ms(r['b_stock'])
+        b_d, b_x = med_ms(r['b_opie_decide']), med_ms(r['b_opie_exec'])
+        c_r = med_ms(r['c_retry'])
+        print('%6d | %9.1f %9.1f %6.2f | %9.1f %9.1f %9.1f %9.1f %6.2f '
+              '%6.2f | %9.1f %7.2f %7.2f'
+              % (n, a_o, a_s, a_o / a_s, b_o, b_d, b_x, b_s, b_o / b_s,
+                 b_d / b_s, c_r, c_r / b_o, c_r / b_d))
+    print()
+    print('ms = median wall time of one select_destinations (c: NoValidHost '
+          '+ victim choice + direct deletion + second select).')
+    print('o/s = opie/stock; d = opie minus its terminate-and-wait phase '
+          '(victim choice only); r/o = retry/opie total; r/d = retry/opie '
+          'decide.')
+    for n, r in rows:
+        print('ratio a opie/stock %d nodes: %.2f' % (
+            n, med_ms(r['a_opie']) / med_ms(r['a_stock'])))
+        print('ratio b opie/stock %d nodes: %.2f' % (
+            n, med_ms(r['b_opie']) / med_ms(r['b_stock'])))
+        print('ratio c retry/opie %d nodes: %.2f' % (
+            n, med_ms(r['c_retry']) / med_ms(r['b_opie'])))
+    print('setup+run per scale: %s; total %.0f s' % (
+        ', '.join('%d nodes %.0f s (setup %.0f s)' % (
+            n, r['total_s'][0], r['setup_s'][0]) for n, r in rows),
+        time.monotonic() - start))
+    sys.stdout.flush()
+    return rows
+
+
+if __name__ == '__main__':
+    main()
