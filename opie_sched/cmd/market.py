@@ -1,5 +1,10 @@
 """``opie-sched market``: what-if tools for the proportional-share market.
 
+``opie-sched market demo [--periods N] [--period-seconds S]
+[--notice-seconds S] [--format table|json]`` runs the spot market service's
+engine (:class:`opie_sched.market.engine.MarketEngine`) against the demo's
+all-in-one in-process Nova with a fake clock; see :func:`run_demo`.
+
 ``opie-sched market allocate SNAPSHOT.json [--format table|json]`` reads a
 snapshot of hosts and bidding VMs and prints, with the code of
 :mod:`opie_sched.market.pricing`: each pool's and each host's price per
@@ -48,12 +53,26 @@ Invalid snapshots fail with the path of the offending field, e.g.
 ``vms[2].bid: must not be negative, got -1``.
 """
 
+import argparse
+import contextlib
+import dataclasses
+import decimal
 import json
+import logging
+import os
+import shutil
 import sys
+import tempfile
+import time
 
 import jsonschema
 
+from opie_sched.cmd import cli
 from opie_sched.market import bids as market_bids
+from opie_sched.market import budget
+from opie_sched.market.db import models as db_models
+from opie_sched.market import engine as market_engine
+from opie_sched.market import outbid
 from opie_sched.market import pricing
 
 _POSITIVE = {'type': 'number', 'exclusiveMinimum': 0}
@@ -361,6 +380,566 @@ def _allocate(args):
     return 0
 
 
+# -- opie-sched market demo ------------------------------------------------
+
+D = decimal.Decimal
+
+#: Compute hosts of the demo's cloud (8 vCPU, 16000 MB each).
+DEMO_HOSTS = 2
+#: ``(project id, user, initial credit in currency)``.
+DEMO_PROJECTS = (('alpha', 'alice', '10'), ('beta', 'bob', '10'),
+                 ('gamma', 'carol', '1'))
+_DEMO_USERS = {project: user for project, user, _ in DEMO_PROJECTS}
+#: The project whose ledger is printed at the end.
+DEMO_LEDGER_PROJECT = 'gamma'
+#: Largest accepted bid of the demo's market, currency per hour.
+DEMO_BID_CAP = '10'
+#: Upper bound of ``--periods`` (the demo should stay short).
+DEMO_MAX_PERIODS = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoServer:
+    """A preemptible server the demo boots as its project's user.
+
+    :ivar name: server name.
+    :ivar project: owning project (a key of :data:`DEMO_PROJECTS`).
+    :ivar flavor: paper flavor (``small``: 1 vCPU, 2000 MB; ``medium``:
+        2 vCPU, 4000 MB); its ``.preemptible`` twin is booted.
+    :ivar bid: server metadata ``opie:bid``, currency per hour.
+    :ivar raise_to: when the server gets a preemption notice, its owner
+        raises the bid to this (currency per hour); None: the owner lets
+        it go.
+    """
+    name: str
+    project: str
+    flavor: str
+    bid: str
+    raise_to: str = None
+
+
+#: Demand: the servers booted at the start of each period (period 1
+#: first). Later periods boot nothing; the market keeps running.
+DEMO_WAVES = (
+    (DemoServer('alpha-1', 'alpha', 'small', '0.12'),
+     DemoServer('alpha-2', 'alpha', 'small', '0.08', raise_to='0.20'),
+     DemoServer('beta-1', 'beta', 'small', '0.10'),
+     DemoServer('gamma-1', 'gamma', 'small', '0.03')),
+    (DemoServer('beta-2', 'beta', 'medium', '0.40'),
+     DemoServer('gamma-2', 'gamma', 'medium', '0.30')),
+    (DemoServer('alpha-3', 'alpha', 'medium', '0.50'),
+     DemoServer('beta-3', 'beta', 'small', '0.15')),
+    (DemoServer('beta-4', 'beta', 'medium', '0.60'),
+     DemoServer('alpha-4', 'alpha', 'small', '0.18')),
+    (DemoServer('gamma-3', 'gamma', 'medium', '0.45'),
+     DemoServer('beta-5', 'beta', 'small', '0.22')),
+    (DemoServer('alpha-5', 'alpha', 'medium', '0.80'),),
+)
+
+#: Environment variables of nova's test fixtures that the demo turns off
+#: while its cloud runs (tox sets them for the tests): output capture
+#: would swallow the demo's progress, a test timeout would kill it.
+_FIXTURE_ENV = {'OS_STDOUT_CAPTURE': '0', 'OS_STDERR_CAPTURE': '0',
+                'OS_TEST_TIMEOUT': '0'}
+
+
+class DemoError(RuntimeError):
+    """The demo ran, but a boot or a market step failed (the periods'
+    ``errors`` and ``boot_failures`` say which)."""
+
+
+def _bounded_int(minimum, maximum=None):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError('not an integer: %r' % text)
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(
+                'must be %s, got %d' % (
+                    '>= %d' % minimum if maximum is None
+                    else 'between %d and %d' % (minimum, maximum), value))
+        return value
+    return parse
+
+
+@contextlib.contextmanager
+def _fixture_env():
+    """:data:`_FIXTURE_ENV` meanwhile; then the environment and the root
+    logger's level (nova's fixtures leave it at DEBUG) as they were."""
+    saved = {k: os.environ.get(k) for k in _FIXTURE_ENV}
+    level = logging.getLogger().level
+    os.environ.update(_FIXTURE_ENV)
+    try:
+        yield
+    finally:
+        logging.getLogger().setLevel(level)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _quiet_logging():
+    """Drop log records below WARNING meanwhile."""
+    disabled = logging.root.manager.disable
+    logging.disable(logging.INFO)
+    try:
+        yield
+    finally:
+        logging.disable(disabled)
+
+
+def _num(value):
+    return None if value is None else float(value)
+
+
+def _clock(timestamp):
+    """``HH:MM:SSZ`` of epoch seconds (the day is in the period header)."""
+    return time.strftime('%H:%M:%SZ', time.gmtime(timestamp))
+
+
+class _MarketDemo:
+    """One run of ``opie-sched market demo`` (see :func:`run_demo`)."""
+
+    def __init__(self, periods, period_seconds, notice_seconds, say):
+        self.periods = periods
+        self.period_seconds = period_seconds
+        self.notice_seconds = notice_seconds
+        self.say = say
+        self.specs = {}      # uuid -> DemoServer
+        self.owners = {}     # project -> openstacksdk connection
+        self.raised = {}     # uuid -> new bid (text)
+
+    # -- setup ---------------------------------------------------------
+
+    def _start(self, stack):
+        from opie_sched.demo import clients
+        from opie_sched.demo import cloud as cloud_mod
+        from opie_sched.market.db import api as db_api
+
+        state = tempfile.mkdtemp(prefix='opie-market-demo-')
+        stack.callback(shutil.rmtree, state, True)
+        host = self.host = cloud_mod.HOST
+        self.say('starting Nova in-process: %d hosts x (%d vCPU, %d MB), '
+                 'the opie scheduler, Placement, sqlite ...'
+                 % (DEMO_HOSTS, host['vcpus'], host['memory_mb']))
+        t0 = time.monotonic()
+        self.cloud = cloud_mod.EmbeddedCloud(hosts=DEMO_HOSTS)
+        stack.callback(self._stop_cloud)
+        self.cloud.start()
+        self.cloud.useFixture(clients.RealClients(self.cloud))
+        self.say('Nova is up (%.1f s)' % (time.monotonic() - t0))
+        self.admin = clients.connection(self.cloud, 'admin:admin')
+        for project, user, _ in DEMO_PROJECTS:
+            self.owners[project] = clients.connection(
+                self.cloud, '%s:%s' % (user, project))
+        self.image = self.cloud.glance.auto_disk_config_enabled_image['id']
+
+        path = os.path.join(state, 'market.sqlite')
+        self.store = db_api.MarketStore('sqlite:///' + path)
+        stack.callback(self.store.dispose)
+        self.store.sync()
+        self.settings = market_engine.Settings(
+            period_seconds=self.period_seconds,
+            notice_period=self.notice_seconds, bid_cap=D(DEMO_BID_CAP),
+            default_bid=D(0), preemption_action='delete')
+        self.engine = market_engine.MarketEngine(
+            self.store, market_engine.Cloud(self.admin, 'hypervisors'),
+            self.settings)
+        self.credit = budget.CreditManager(self.store)
+        self.say('market store: %s (sqlite, removed at the end)' % path)
+
+    def _stop_cloud(self):
+        self.say('stopping Nova ...')
+        # nova's fixtures leave the root logger at DEBUG; their own
+        # cleanup would log to the console (stdout: the JSON).
+        with _quiet_logging():
+            self.cloud.stop()
+
+    def _open_accounts(self, granted_at):
+        accounts = []
+        for project, user, amount in DEMO_PROJECTS:
+            self.credit.open_account(project, 0)
+            self.credit.credit(project, D(amount), granted_at,
+                               note='demo credit')
+            accounts.append({'project': project, 'user': user,
+                             'credit': _num(D(amount))})
+        return accounts
+
+    # -- the owners ----------------------------------------------------
+
+    def _boot(self, wave):
+        """Boot ``wave`` as each server's owner; wait until ACTIVE."""
+        from openstack import exceptions as sdk_exc
+        booted, failed = [], []
+        pending = []
+        for spec in wave:
+            conn = self.owners[spec.project]
+            server = conn.compute.create_server(
+                name=spec.name,
+                flavor_id=self.cloud.flavor_ids[spec.flavor + '.preemptible'],
+                image_id=self.image, networks='none',
+                metadata={'opie:bid': spec.bid})
+            self.specs[server.id] = spec
+            pending.append((spec, conn, server))
+        for spec, conn, server in pending:
+            try:
+                conn.compute.wait_for_server(server, wait=120,
+                                             interval=0.05)
+                booted.append(server.id)
+            except sdk_exc.SDKException as exc:
+                failed.append({'server': spec.name, 'server_id': server.id,
+                               'error': str(exc)})
+                conn.compute.delete_server(server.id, ignore_missing=True)
+        return booted, failed
+
+    def _react(self, uuid, notice_row):
+        """The owner of a noticed server reads the notice from its
+        metadata and, if the scenario says so, raises the bid."""
+        spec = self.specs.get(uuid)
+        if spec is None or spec.raise_to is None or uuid in self.raised:
+            return None
+        conn = self.owners[spec.project]
+        seen = conn.compute.get_server(uuid).metadata.get(
+            market_engine.NOTICE_KEY, '')
+        conn.compute.set_server_metadata(uuid,
+                                         **{'opie:bid': spec.raise_to})
+        self.raised[uuid] = spec.raise_to
+        return {'server': spec.name, 'server_id': uuid,
+                'project': spec.project,
+                'user': _DEMO_USERS[spec.project],
+                'action': 'raise bid', 'old_bid': _num(D(spec.bid)),
+                'new_bid': _num(D(spec.raise_to)),
+                'saw_notice': seen, 'deadline': notice_row['deadline']}
+
+    def _wait_gone(self, uuid):
+        from openstack import exceptions as sdk_exc
+        try:
+            self.admin.compute.wait_for_delete(
+                self.admin.compute.get_server(uuid), wait=120,
+                interval=0.05)
+        except sdk_exc.NotFoundException:
+            pass
+
+    # -- one period ----------------------------------------------------
+
+    def _name(self, uuid):
+        spec = self.specs.get(uuid)
+        return spec.name if spec else uuid
+
+    def _notice_json(self, row, at=None):
+        return {'server': self._name(row['server_uuid']),
+                'server_id': row['server_uuid'], 'project': row['project'],
+                'kind': row['kind'], 'reason': row['reason'],
+                'deadline': _num(row['deadline']),
+                'deadline_iso': market_engine.iso(row['deadline']),
+                **({} if at is None else {
+                    'at': _num(at), 'at_iso': market_engine.iso(at)})}
+
+    def period(self, index, ps):
+        """Boot the period's demand, settle it, enforce its notices."""
+        wave = DEMO_WAVES[index - 1] if index <= len(DEMO_WAVES) else ()
+        if wave:
+            self.say('period %d: booting %s ...' % (index, ', '.join(
+                '%s (%s, bid %s/h)' % (s.name, s.flavor, s.bid)
+                for s in wave)))
+        booted, failed = self._boot(wave)
+        before = {p: self.store.get_account(p).balance
+                  for p, _, _ in DEMO_PROJECTS}
+        self.say('period %d: settling at %s ...'
+                 % (index, market_engine.iso(ps)))
+        report = self.engine.tick(ps)
+        errors = list(report.errors)
+        notice_rows = {n['server_uuid']: n for n in self.store.notices()}
+        notices = [self._notice_json(notice_rows[u]) for u in report.notices]
+        actions = [a for a in (self._react(u, notice_rows[u])
+                               for u in report.notices) if a]
+        preempted, cancelled = [], []
+        last = ps
+        while True:
+            due = sorted(n['deadline'] for n in self.store.notices(
+                state=db_models.NOTICED) if last < n['deadline'] < ps +
+                self.period_seconds)
+            if not due:
+                break
+            last = due[0]
+            self.say('period %d: enforcing notices at %s ...'
+                     % (index, market_engine.iso(last)))
+            tick = self.engine.tick(last)
+            errors += tick.errors
+            rows = {n['server_uuid']: n for n in self.store.notices()}
+            for uuid in tick.preempted:
+                self._wait_gone(uuid)
+                preempted.append(self._notice_json(rows[uuid], last))
+            for uuid in tick.cancelled:
+                item = self._notice_json(rows[uuid], last)
+                item['why'] = ('bid raised to %s per hour' % self.raised[uuid]
+                               if uuid in self.raised else
+                               'no longer a victim')
+                cancelled.append(item)
+        return self._period_json(index, ps, report, booted, failed, notices,
+                                 actions, preempted, cancelled, before,
+                                 errors)
+
+    def _period_json(self, index, ps, report, booted, failed, notices,
+                     actions, preempted, cancelled, before, errors):
+        rows = self.store.period_servers(ps)
+        charged = {}
+        refilled = {}
+        for entry in report.charges:
+            if entry.key.kind == budget.KIND_CHARGE:
+                charged[entry.key.server] = -entry.amount
+            elif entry.key.kind == budget.KIND_REFILL:
+                refilled[entry.key.project] = entry.amount
+        outcome = {n['server_id']: 'noticed' for n in notices}
+        outcome.update({n['server_id']: 'notice withdrawn'
+                        for n in cancelled})
+        outcome.update({n['server_id']: 'preempted' for n in preempted})
+        servers = []
+        for row in rows:
+            uuid = row['server_uuid']
+            held = {pricing.VCPUS: row['vcpus'],
+                    pricing.MEMORY_MB: row['memory_mb']}
+            spec = self.specs.get(uuid)
+            servers.append({
+                'server': self._name(uuid), 'server_id': uuid,
+                'project': row['project'],
+                'flavor': spec.flavor if spec else None,
+                'host': row['host'], 'pool': row['pool'],
+                'vcpus': row['vcpus'], 'memory_mb': row['memory_mb'],
+                'bid': _num(row['bid']), 'bid_source': row['bid_source'],
+                'cost_per_hour': _num(outbid.hourly_cost(
+                    report.prices.get(row['pool'], {}), held)),
+                'charged': _num(charged.get(uuid, 0)),
+                'outcome': outcome.get(uuid, 'running')})
+        servers.sort(key=lambda s: (s['project'], s['server']))
+        accounts = {}
+        for project, _, _ in DEMO_PROJECTS:
+            mine = [charged[r['server_uuid']] for r in rows
+                    if r['project'] == project
+                    and r['server_uuid'] in charged]
+            accounts[project] = {
+                'start': _num(before[project]),
+                'charged': _num(sum(mine, D(0))),
+                'refilled': _num(refilled.get(project, D(0))),
+                'balance': _num(self.store.get_account(project).balance)}
+        pools = {r['pool'] for r in rows}
+        history = {(h['pool'], h['resource']): h
+                   for h in self.store.price_history(ps, ps + 1)}
+        market = {pool: {
+            'capacity': {r: _num(history[(pool, r)]['capacity'])
+                         for r in prices},
+            'bids': {r: _num(history[(pool, r)]['bids']) for r in prices}}
+            for pool, prices in report.prices.items()}
+        return {
+            'period': index, 'period_start': ps,
+            'period_start_iso': market_engine.iso(ps),
+            'period_seconds': self.period_seconds,
+            'booted': [self._name(u) for u in booted], 'boot_failures': failed,
+            'prices': {pool: {r: _num(p) for r, p in prices.items()}
+                       for pool, prices in report.prices.items()},
+            'market': market,
+            'total_bids': {pool: _num(sum(
+                (r['bid'] for r in rows if r['pool'] == pool
+                 and r['bid_source'] != market_engine.SOURCE_INVALID),
+                D(0)))
+                for pool in sorted(pools)},
+            'servers': servers, 'notices': notices, 'owner_actions': actions,
+            'cancelled': cancelled, 'preempted': preempted,
+            'accounts': accounts, 'errors': errors}
+
+    def ledger(self, project):
+        entries = []
+        for entry in self.store.entries(project):
+            key = entry.key
+            entries.append({
+                'kind': key.kind, 'server': key.server and self._name(
+                    key.server), 'server_id': key.server,
+                'time': _num(key.period_start),
+                'time_iso': market_engine.iso(key.period_start),
+                'amount': _num(entry.amount), 'balance': _num(entry.balance),
+                'note': entry.note})
+        return {'project': project, 'entries': entries}
+
+    # -- the whole run -------------------------------------------------
+
+    def run(self, on_period):
+        """Run every period; ``on_period(record)`` after each.
+
+        :returns: the JSON-ready result (see :func:`run_demo`).
+        """
+        with contextlib.ExitStack() as stack:
+            self._start(stack)
+            first = budget.period_start_for(
+                int(time.time()), self.period_seconds) + self.period_seconds
+            accounts = self._open_accounts(first)
+            periods = []
+            for index in range(1, self.periods + 1):
+                ps = first + (index - 1) * self.period_seconds
+                record = self.period(index, ps)
+                periods.append(record)
+                on_period(record)
+            return {
+                'hosts': DEMO_HOSTS,
+                'host_capacity': {r: self.host[r] for r in pricing.RESOURCES},
+                'period_seconds': self.period_seconds,
+                'notice_seconds': self.notice_seconds,
+                'preemption_action': self.settings.preemption_action,
+                'bid_cap': _num(self.settings.bid_cap),
+                'projects': accounts, 'periods': periods,
+                'ledger': self.ledger(DEMO_LEDGER_PROJECT)}
+
+
+def _money(value):
+    return pricing.pretty(D(str(value)))
+
+
+def format_demo_period(record, periods):
+    """One period of the demo as text (bids and costs currency per hour,
+    prices currency per unit-hour, charges and balances currency)."""
+    lines = ['', '== period %d/%d: %s, %s s ==' % (
+        record['period'], periods, record['period_start_iso'],
+        _money(record['period_seconds']))]
+    if record['booted']:
+        lines.append('demand: +%s' % ', +'.join(record['booted']))
+    for fail in record['boot_failures']:
+        lines.append('boot failed: %s: %s' % (fail['server'], fail['error']))
+    for pool, prices in sorted(record['prices'].items()):
+        market = record['market'][pool]
+        lines.append('prices in pool %s (sum of bids %s/h over %s): %s' % (
+            pool, _money(record['total_bids'].get(pool, 0)), ', '.join(
+                '%s %s' % (_money(market['capacity'][r]),
+                           pricing.UNITS.get(r, r)) for r in prices),
+            ', '.join('%s per %s-hour' % (_money(p), pricing.UNITS.get(r, r))
+                      for r, p in prices.items())))
+    rows = [[s['server'], s['project'], s['flavor'] or '-', s['host'] or '-',
+             _money(s['bid']), s['bid_source'], _money(s['cost_per_hour']),
+             _money(s['charged']), s['outcome']]
+            for s in record['servers']]
+    if rows:
+        lines += ['  ' + line for line in _table(
+            ['SERVER', 'PROJECT', 'FLAVOR', 'HOST', 'BID/H', 'SOURCE',
+             'COST/H', 'CHARGED', 'OUTCOME'], rows)]
+    else:
+        lines.append('no preemptible server is running')
+    for n in record['notices']:
+        lines.append('notice    %s (%s), deadline %s: %s' % (
+            n['server'], n['project'], _clock(n['deadline']), n['reason']))
+    for a in record['owner_actions']:
+        lines.append('owner     %s (%s) sees the notice on %s and raises its '
+                     'bid %s -> %s per hour' % (
+                         a['user'], a['project'], a['server'],
+                         _money(a['old_bid']), _money(a['new_bid'])))
+    for n in record['cancelled']:
+        lines.append('withdrawn %s (%s) at %s: %s' % (
+            n['server'], n['project'], _clock(n['at']), n['why']))
+    for n in record['preempted']:
+        lines.append('preempted %s (%s) at %s, deleted (%s)' % (
+            n['server'], n['project'], _clock(n['at']),
+            n['kind'].replace('_', ' ')))
+    for error in record['errors']:
+        lines.append('error     %s' % error)
+    lines += _table(['PROJECT', 'START', 'CHARGED', 'REFILL', 'BALANCE'], [
+        [p, _money(a['start']), _money(a['charged']), _money(a['refilled']),
+         _money(a['balance'])] for p, a in record['accounts'].items()])
+    return '\n'.join(lines)
+
+
+def format_demo_ledger(ledger):
+    """The ledger of one project as text (amounts and balances currency).
+    """
+    lines = ['', 'ledger of project %s:' % ledger['project']]
+    lines += ['  ' + line for line in _table(
+        ['TIME', 'KIND', 'SERVER', 'AMOUNT', 'BALANCE', 'NOTE'],
+        [[e['time_iso'], e['kind'], e['server'] or '-', _money(e['amount']),
+          _money(e['balance']), e['note']] for e in ledger['entries']])]
+    return '\n'.join(lines)
+
+
+def run_demo(periods=6, period_seconds=3600, notice_seconds=300,
+             say=None, on_period=None):
+    """Run the spot market service's engine on an embedded Nova.
+
+    Starts :class:`opie_sched.demo.cloud.EmbeddedCloud` (:data:`DEMO_HOSTS`
+    hosts), a market store (sqlite in a temporary directory, removed at
+    the end) and :class:`opie_sched.market.engine.MarketEngine` reading
+    Nova through openstacksdk as ``admin``. The projects of
+    :data:`DEMO_PROJECTS` get their credit; at the start of each period
+    their users boot the servers of :data:`DEMO_WAVES` with openstacksdk
+    (bid = server metadata ``opie:bid``), the engine settles the period
+    (``tick(period start)``: prices, charges, notices), owners react to
+    notices, and the engine enforces them at their deadlines
+    (``tick(deadline)``). The clock is fake: nothing sleeps for a period.
+
+    :param periods: number of periods (>= 1).
+    :param period_seconds: market period, seconds (> 0).
+    :param notice_seconds: notice period, seconds (>= 0, below
+        ``period_seconds``).
+    :param say: ``(text) -> None`` for progress lines.
+    :param on_period: ``(record) -> None`` after each period.
+    :returns: ``{"hosts", "host_capacity", "period_seconds",
+        "notice_seconds", "preemption_action", "bid_cap", "projects",
+        "periods": [record, ...], "ledger"}``; see the command's help.
+    :raises ValueError: invalid arguments.
+    """
+    if isinstance(periods, bool) or not isinstance(periods, int) or not (
+            1 <= periods <= DEMO_MAX_PERIODS):
+        raise ValueError('periods must be an integer between 1 and %d, got '
+                         '%r' % (DEMO_MAX_PERIODS, periods))
+    if isinstance(period_seconds, bool) or not isinstance(
+            period_seconds, int) or period_seconds < 1:
+        raise ValueError('period_seconds must be an integer >= 1, got %r'
+                         % (period_seconds,))
+    if isinstance(notice_seconds, bool) or not isinstance(
+            notice_seconds, int) or not 0 <= notice_seconds < period_seconds:
+        raise ValueError('notice_seconds must be an integer >= 0 and below '
+                         'period_seconds (%d), got %r'
+                         % (period_seconds, notice_seconds))
+    demo = _MarketDemo(periods, period_seconds, notice_seconds,
+                       say or (lambda text: None))
+    with _fixture_env():
+        return demo.run(on_period or (lambda record: None))
+
+
+def _demo(args):
+    as_json = args.format == 'json'
+    stream = sys.stderr if as_json else sys.stdout
+
+    def say(text):
+        stream.write('opie-sched market demo: %s\n' % text)
+        stream.flush()
+
+    def on_period(record):
+        if not as_json:
+            sys.stdout.write(format_demo_period(record, args.periods) + '\n')
+            sys.stdout.flush()
+
+    if args.notice_seconds >= args.period_seconds:
+        raise cli.UsageError(
+            '--notice-seconds (%d) must be below --period-seconds (%d): the '
+            'demo enforces every notice within its period'
+            % (args.notice_seconds, args.period_seconds))
+    try:
+        result = run_demo(args.periods, args.period_seconds,
+                          args.notice_seconds, say=say, on_period=on_period)
+    except ValueError as exc:
+        raise cli.UsageError(str(exc))
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2) + '\n')
+    else:
+        sys.stdout.write(format_demo_ledger(result['ledger']) + '\n')
+    sys.stdout.flush()
+    errors = sum(len(p['errors']) + len(p['boot_failures'])
+                 for p in result['periods'])
+    if errors:
+        raise DemoError('%d market or boot errors (see the periods above)'
+                        % errors)
+    return 0
+
+
 def register(subparsers):
     parser = subparsers.add_parser(
         'market', help='what-if tools for the proportional-share spot '
@@ -376,3 +955,29 @@ def register(subparsers):
     al.add_argument('--format', choices=['table', 'json'], default='table')
     al.set_defaults(func=_allocate,
                     errors=(SnapshotError, market_bids.BidError))
+    demo = sub.add_parser(
+        'demo', help='run the spot market service on an all-in-one '
+                     'in-process Nova: rising demand, prices, notices, '
+                     'preemptions and balances, period by period',
+        description='Starts Nova in-process (%d fake hosts of 8 vCPU, '
+                    '16000 MB), three projects with credit whose users '
+                    'boot preemptible servers with bids (server metadata '
+                    'opie:bid), and runs the opie-market engine period by '
+                    'period with a fake clock. Prices are currency per '
+                    'unit-hour, bids and costs currency per hour, charges '
+                    'and balances currency. With --format json, progress '
+                    'goes to standard error and one JSON document to '
+                    'standard output.' % DEMO_HOSTS)
+    demo.add_argument('--periods', type=_bounded_int(1, DEMO_MAX_PERIODS),
+                      default=6, help='market periods to run (default '
+                                      '%(default)s)')
+    demo.add_argument('--period-seconds', type=_bounded_int(1), default=3600,
+                      help='length of a market period, seconds (default '
+                           '%(default)s; the clock is fake)')
+    demo.add_argument('--notice-seconds', type=_bounded_int(0), default=300,
+                      help='seconds between a preemption notice and the '
+                           'deletion, below --period-seconds (default '
+                           '%(default)s)')
+    demo.add_argument('--format', choices=['table', 'json'],
+                      default='table')
+    demo.set_defaults(func=_demo, errors=(DemoError,))

@@ -8,5 +8,13 @@
   §4.1.3).
 * :mod:`.outbid` -- servers whose bid no longer covers the spot price.
 
-All money and resource amounts are :class:`decimal.Decimal`.
+The ``opie-market`` service around that core (Nova only through
+openstacksdk): :mod:`.engine` (one period: prices, charges, notices,
+preemptions; leader election), :mod:`.service` (wiring, the periodic
+loop), :mod:`.db` (the store), :mod:`.api` (REST API), :mod:`.osc`
+(``openstack spot ...``), :mod:`.opts` (``[opie_market]``). ``opie-sched
+market demo`` runs the engine against the demo's embedded Nova.
+
+All money and resource amounts are :class:`decimal.Decimal`: money in
+currency, bids currency per hour, prices currency per unit-hour.
 """

@@ -2,7 +2,7 @@
 
 The service under test talks to Nova only through an openstacksdk
 ``Connection`` (keystoneauth ``admin_token`` auth against the fixture's
-endpoint, see :mod:`tests.functional.clients`). The test observes the
+endpoint, see :mod:`opie_sched.demo.clients`). The test observes the
 application's servers independently through nova's own test client after
 every operation of the executor (each server up, each server deleted, each
 rollback) and after every round.
@@ -36,7 +36,7 @@ from opie_sched.market.db import api as market_db
 from opie_sched.market import engine as market_engine
 from opie_sched.market import opts as market_opts
 from tests.functional import base
-from tests.functional import clients
+from opie_sched.demo import clients
 
 FLAVORS = {'as.1': (1, 10, 1.0), 'as.2': (2, 25, 1.6),
            'as.4': (4, 60, 3.0)}

@@ -17,6 +17,7 @@ import openstack
 from openstack import exceptions as sdk_exc
 import webob
 
+from opie_sched.demo import clients
 from opie_sched.market.api import app as api_app
 from opie_sched.market.api import policy
 from opie_sched.market import budget
@@ -24,7 +25,6 @@ from opie_sched.market.db import api as db_api
 from opie_sched.market import engine
 from opie_sched.market import opts
 from tests.functional import base
-from tests.functional import clients
 
 D = Decimal
 HOUR = 3600

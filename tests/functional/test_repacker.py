@@ -3,7 +3,7 @@
 The service reads Nova (servers, hypervisors, aggregates) and Placement
 (inventories) and live-migrates through an openstacksdk ``Connection``
 (keystoneauth ``admin_token`` auth against the fixtures' endpoints, see
-:mod:`tests.functional.clients`); the test checks the result through
+:mod:`opie_sched.demo.clients`); the test checks the result through
 nova's own test client (``OS-EXT-SRV-ATTR:host``).
 
 Hosts are the paper's 8 vCPU / 16000 MB: host1 runs one small preemptible
@@ -23,11 +23,11 @@ import openstack
 from oslo_config import cfg
 
 from opie_sched.cmd import repacker as cmd
+from opie_sched.demo import clients
 from opie_sched.repacker import executor as ex
 from opie_sched.repacker import opts
 from opie_sched.repacker import service as svc
 from tests.functional import base
-from tests.functional import clients
 
 
 class RepackerTest(base.OpieNovaTestCase):

@@ -5,8 +5,8 @@ in-process Nova running the opie scheduler, exactly as an operator types
 the commands (see the README's walk-through).
 """
 
+from opie_sched.demo import clients
 from tests.functional import base
-from tests.functional import clients
 
 
 class OperatorPathTest(base.OpieNovaTestCase):

@@ -1,5 +1,7 @@
 """Real OpenStack clients (python-openstackclient, openstacksdk and the
-``opie-sched`` CLI) against the in-process Nova of a functional test.
+``opie-sched`` CLI) against an in-process Nova: the demo's
+:class:`~opie_sched.demo.cloud.EmbeddedCloud` or a functional test
+(:class:`~opie_sched.demo.cloud.OpieNovaTestCase`).
 
 Nova's API fixture stubs keystone: it builds the request context from
 ``X-Auth-User``/``X-Auth-Project-Id``/``X-Roles`` headers that only nova's
@@ -9,6 +11,16 @@ middleware reads it) and the compute endpoint of the fixture. Glance is
 nova's in-memory GlanceFixture; a read-only Image API v2 endpoint in front
 of it (through wsgi-intercept, like the compute API) lets ``openstack server
 create --image`` look its image up.
+
+Usage::
+
+    cloud = EmbeddedCloud(hosts=2).start()
+    cloud.useFixture(RealClients(cloud))      # stopped by cloud.stop()
+    alice = connection(cloud, 'alice:project-a')   # openstacksdk
+    alice.compute.create_server(...)
+
+Like the embedded cloud, this needs nova's functional-test fixtures and
+their test-only dependencies (``fixtures``, ``wsgi-intercept``).
 """
 
 import contextlib
@@ -16,8 +28,12 @@ import io
 import json
 
 import fixtures
+from keystoneauth1 import loading
+from keystoneauth1 import session as ks_session
+import openstack
 from wsgi_intercept import interceptor
 
+from nova.api import auth as nova_auth
 from nova import context as nova_context
 
 IMAGE_ENDPOINT = 'http://image.opie-sched.test:80'
@@ -75,10 +91,61 @@ class _ImageAPI:
         return [data]
 
 
-class RealClients(fixtures.Fixture):
-    """Let real clients reach the test's Nova; see the module docstring.
+def parse_token(token):
+    """``(user, project)`` of a ``user:project`` token.
 
-    :param test: a started nova ``_IntegratedTestBase`` test case.
+    :raises ValueError: ``token`` is not text of that form.
+    """
+    if not isinstance(token, str):
+        raise ValueError('token must be text "user:project", got %r'
+                         % (token,))
+    user, sep, project = token.partition(':')
+    if not sep or not user or not project or ':' in project:
+        raise ValueError('token must be "user:project" (both non-empty, '
+                         'one colon), got %r' % token)
+    return user, project
+
+
+def real_clients_enabled():
+    """Whether a :class:`RealClients` fixture is in use (nova's API then
+    accepts ``user:project`` tokens)."""
+    return (nova_auth.NovaKeystoneContext._create_context
+            is _token_context)
+
+
+def connection(cloud, token='admin:admin'):
+    """An openstacksdk connection to ``cloud``'s Nova as ``token``.
+
+    The user ``admin`` gets the ``admin`` role (all projects' servers,
+    os-hypervisors, flavor extra specs); any other user is a ``member``
+    and ``reader`` of its project. There is no Keystone: the compute
+    endpoint is the fixture's, the session's token is sent as is.
+
+    :param cloud: a started :class:`~opie_sched.demo.cloud.EmbeddedCloud`
+        (or nova ``_IntegratedTestBase`` test) with a :class:`RealClients`
+        fixture in use.
+    :param token: ``"user:project"``.
+    :returns: ``openstack.connection.Connection``.
+    :raises ValueError: a malformed token.
+    :raises RuntimeError: no :class:`RealClients` fixture is in use, so
+        Nova would refuse the token.
+    """
+    parse_token(token)
+    if not real_clients_enabled():
+        raise RuntimeError('nova does not accept "user:project" tokens: '
+                           'use a RealClients(cloud) fixture first, e.g. '
+                           'cloud.useFixture(RealClients(cloud))')
+    auth = loading.get_plugin_loader('admin_token').load_from_options(
+        endpoint=cloud.api_fixture.base_url, token=token)
+    return openstack.connection.Connection(
+        session=ks_session.Session(auth=auth))
+
+
+class RealClients(fixtures.Fixture):
+    """Let real clients reach the cloud's Nova; see the module docstring.
+
+    :param test: a started nova ``_IntegratedTestBase`` test case, e.g.
+        an :class:`~opie_sched.demo.cloud.EmbeddedCloud`.
     """
 
     def __init__(self, test):
@@ -98,6 +165,11 @@ class RealClients(fixtures.Fixture):
         self.auth_args = [
             '--os-auth-type', 'admin_token', '--os-token', 'admin:admin',
             '--os-endpoint', self.test.api_fixture.base_url]
+
+    def connection(self, token='admin:admin'):
+        """An openstacksdk connection as ``token`` (see
+        :func:`connection`)."""
+        return connection(self.test, token)
 
     def openstack(self, *args):
         """Run ``openstack ARGS`` in-process; parsed JSON output (with
