@@ -54,16 +54,26 @@ class ReplayResult:
     samples: list = dataclasses.field(default_factory=list)
     failures: list = dataclasses.field(default_factory=list)
 
-    def utilisation(self, kinds=('normal', 'preemptible')):
-        """Time-weighted vCPU utilisation over the replay (0..1)."""
+    def utilisation(self, kinds=('normal', 'preemptible'), window=None):
+        """Time-weighted vCPU utilisation (0..1).
+
+        :param kinds: which classes count (``'normal'``, ``'preemptible'``).
+        :param window: ``(start, end)`` in virtual seconds; default the
+            replay's own first to last sample. Comparing two replays needs
+            one window: after the last sample nothing runs.
+        """
         if len(self.samples) < 2 or self.capacity_vcpus <= 0:
             return 0.0
+        start, end = window or (self.samples[0].t, self.samples[-1].t)
         area = 0.0
         for a, b in zip(self.samples, self.samples[1:]):
+            lo, hi = max(a.t, start), min(b.t, end)
+            if hi <= lo:
+                continue
             used = ((a.normal_vcpus if 'normal' in kinds else 0)
                     + (a.preemptible_vcpus if 'preemptible' in kinds else 0))
-            area += used * (b.t - a.t)
-        span = self.samples[-1].t - self.samples[0].t
+            area += used * (hi - lo)
+        span = end - start
         return area / (span * self.capacity_vcpus) if span > 0 else 0.0
 
 

@@ -10,13 +10,26 @@ matplotlib.use('Agg')
 from matplotlib import pyplot  # noqa: E402
 
 
+def common_window(results):
+    """``(start, end)`` virtual seconds covering every replay's samples."""
+    spans = [(r.samples[0].t, r.samples[-1].t) for r in results if r.samples]
+    if not spans:
+        return None
+    return min(s for s, _ in spans), max(e for _, e in spans)
+
+
 def summary(with_pre, baseline, cost_unit='s'):
     """Text table comparing the replay with and without backfilling.
 
     :param with_pre: :class:`~opie_sched.demo.replay.ReplayResult` of the
         replay with preemptible instances.
     :param baseline: the same replay with normal requests only, or None.
+
+    Utilisation is measured over one window for both replays: from the
+    first request to the last server's end in either of them.
     """
+    results = [with_pre] + ([baseline] if baseline else [])
+    window = common_window(results)
     rows = [
         ('requests (normal / preemptible)', lambda r: '%d (%d / %d)' % (
             r.requests, r.normal_requests, r.preemptible_requests)),
@@ -29,21 +42,21 @@ def summary(with_pre, baseline, cost_unit='s'):
         ('total preemption cost (%s)' % cost_unit,
          lambda r: '%.0f' % r.preemption_cost),
         ('vCPU utilisation, all', lambda r: '%.1f %%' % (
-            100 * r.utilisation())),
+            100 * r.utilisation(window=window))),
         ('vCPU utilisation, normal', lambda r: '%.1f %%' % (
-            100 * r.utilisation(('normal',)))),
+            100 * r.utilisation(('normal',), window=window))),
         ('vCPU utilisation, preemptible', lambda r: '%.1f %%' % (
-            100 * r.utilisation(('preemptible',)))),
+            100 * r.utilisation(('preemptible',), window=window))),
         ('wall time (s)', lambda r: '%.0f' % r.wall_seconds),
     ]
-    results = [with_pre] + ([baseline] if baseline else [])
     head = ['%-42s' % ''] + ['%24s' % r.label for r in results]
     lines = [''.join(head), '-' * len(''.join(head))]
     for name, fmt in rows:
         lines.append('%-42s' % name + ''.join('%24s' % fmt(r)
                                               for r in results))
     if baseline:
-        gain = 100 * (with_pre.utilisation() - baseline.utilisation())
+        gain = 100 * (with_pre.utilisation(window=window)
+                      - baseline.utilisation(window=window))
         lines.append('')
         lines.append('preemptible backfilling adds %.1f points of vCPU '
                      'utilisation; normal requests failed: %d with '
