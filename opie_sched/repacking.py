@@ -73,6 +73,7 @@ current_i)``), (2) fewest servers, (3) least total capacity, (4) the count
 vector in ascending flavor-name order that is lexicographically smallest.
 """
 
+import abc
 import dataclasses
 import fractions
 import math
@@ -899,7 +900,7 @@ class Simulation:
     total_cost: float
 
 
-class Strategy:
+class Strategy(metaclass=abc.ABCMeta):
     """Base class of the autoscaling strategies of Paper V, section 4.
 
     Each step ``t`` of a demand series (``demand[t]`` the total load, in
@@ -1005,9 +1006,9 @@ class Strategy:
                  else self.c_extra)
         return extra * self.repack_time
 
+    @abc.abstractmethod
     def step(self, load, prev):
         """``(S_t, R_t, reconfigured)`` from ``S_{t-1}`` (vectors)."""
-        raise NotImplementedError
 
     def run(self, demand, step_hours=1.0):
         """Simulate over ``demand`` (sequence of numbers >= 0).

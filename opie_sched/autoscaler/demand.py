@@ -20,6 +20,7 @@ returns the demand as a float or raises :class:`DemandError` saying why
 current set of servers and logs that reason.
 """
 
+import abc
 import json
 import math
 import numbers
@@ -105,7 +106,7 @@ def _positive(value, what, allow_none=True):
     return float(value)
 
 
-class DemandSource:
+class DemandSource(metaclass=abc.ABCMeta):
     """Base class of the demand sources (plugin interface).
 
     Subclasses take their options as keyword arguments (validated in
@@ -116,12 +117,12 @@ class DemandSource:
     #: the plugin name
     name = None
 
+    @abc.abstractmethod
     def read(self):
         """The current demand ``C_req``, a float >= 0 (capacity unit).
 
         :raises DemandError: missing or invalid demand (says why).
         """
-        raise NotImplementedError
 
     def describe(self):
         """A short description for logs."""
