@@ -108,7 +108,10 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
     def _plan_victims(self, view, host_state, instance_uuid):
         with self._inflight_lock:
             inflight = set(self._inflight)
-        hv = view.host_views([host_state], leaving=inflight)[
+        # The claim was consumed into the host state: a host still within
+        # capacity needs no victims, and its instances are not loaded.
+        hv = view.host_views([host_state], leaving=inflight,
+                             request=planner.model.ZERO)[
             (host_state.host, host_state.nodename)]
         now = timeutils.utcnow(with_timezone=True)
         plan = planner.plan_host(hv, planner.model.ZERO,
