@@ -937,3 +937,54 @@ class ServiceTest(testtools.TestCase):
         # no driver: no notifier
         conf.set_override('driver', [], 'oslo_messaging_notifications')
         self.assertIsNone(service.make_notifier(conf))
+
+
+class KeystoneAuthTest(_APIBase):
+    """The API behind the real keystonemiddleware ``auth_token`` (what
+    ``[opie_market] api_auth_strategy = keystone`` and the paste pipeline
+    ``main`` use); keystonemiddleware's own fixture validates the tokens in
+    place of Keystone."""
+
+    def setUp(self):
+        super().setUp()
+        from keystonemiddleware import auth_token
+        from keystonemiddleware import fixture as ksm_fixture
+        self.tokens = self.useFixture(ksm_fixture.AuthTokenFixture())
+        conf = cfg.ConfigOpts()
+        opts.register_opts(conf)
+        conf([])
+        self.app = auth_token.AuthProtocol(
+            api_app.MarketAPI(self.store, self.cloud, self.settings,
+                              policy.enforcer(conf), clock=lambda: T0 + 0.5),
+            {'oslo_config_config': conf, 'delay_auth_decision': False,
+             'www_authenticate_uri': 'http://keystone.example/identity'})
+
+    def token(self, project, roles):
+        token_id = 'token-%s-%s' % (project, '-'.join(roles))
+        self.tokens.add_token_data(
+            token_id=token_id, user_id='user-' + project,
+            project_id=project, role_list=roles)
+        return token_id
+
+    def test_token_identifies_the_project(self):
+        member_a = self.token('pA', ['member', 'reader'])
+        status, body = self.call('GET', '/v1/servers/srv-a/bid', member_a)
+        self.assertEqual((200, '1'), (status, body['bid']['bid']))
+        # pA's token cannot see pB's server, whatever headers it sends.
+        self.assertEqual(404, self.call('GET', '/v1/servers/srv-b/bid',
+                                        member_a)[0])
+        self.assertEqual(200, self.call('GET', '/v1/account', member_a)[0])
+
+    def test_admin_only_and_invalid_tokens(self):
+        member_a = self.token('pA', ['member', 'reader'])
+        admin = self.token('admin-project', ['admin', 'member', 'reader'])
+        grant = {'amount': '5', 'note': 'test'}
+        self.assertEqual(403, self.call('POST', '/v1/accounts/pA/credit',
+                                        member_a, grant)[0])
+        self.assertEqual(201, self.call('POST', '/v1/accounts/pA/credit',
+                                        admin, grant)[0])
+        req = webob.Request.blank('/v1/prices')
+        req.headers['X-Auth-Token'] = 'not-a-token'
+        self.assertEqual(401, req.get_response(self.app).status_int)
+        self.assertEqual(401, webob.Request.blank('/v1/prices').get_response(
+            self.app).status_int)
