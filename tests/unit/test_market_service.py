@@ -988,3 +988,31 @@ class KeystoneAuthTest(_APIBase):
         self.assertEqual(401, req.get_response(self.app).status_int)
         self.assertEqual(401, webob.Request.blank('/v1/prices').get_response(
             self.app).status_int)
+
+
+class SharesAPITest(_APIBase):
+    """GET /v1/shares: who is under-served (Merkat §3.1), admin only."""
+
+    def test_shares_and_errors(self):
+        # h1 now holds 2 + 2 + 8 = 12 vCPU of requests on 8 vCPU.
+        self.cloud.add('srv-c', 'pC', 1, host='h1', vcpus=8, ram=8000)
+        self.assertEqual(403, self.call('GET', '/v1/shares', 'u:pA')[0])
+        status, body = self.call('GET', '/v1/shares')
+        self.assertEqual(200, status)
+        rows = {r['server_id']: r for r in body['shares']}
+        self.assertEqual({'srv-a', 'srv-b', 'srv-c'}, set(rows))
+        # Rows come most under-served first.
+        errors = [D(r['error']) for r in body['shares']]
+        self.assertEqual(sorted(errors), errors)
+        on_h1 = sum(D(r['host_shares']['vcpus']) for r in rows.values()
+                    if r['host'] == 'h1')
+        self.assertLessEqual(on_h1, 8 + D('1e-9'))
+        for row in rows.values():
+            for resource, err in row['errors'].items():
+                host = D(row['host_shares'][resource])
+                cluster = D(row['cluster'][resource])
+                self.assertAlmostEqual(float((host - cluster) / host),
+                                       float(D(err)), places=9)
+        # The big low bidder cannot get its pool-wide share on its host.
+        self.assertLess(D(rows['srv-c']['error']), 0)
+        self.assertEqual('srv-c', body['shares'][0]['server_id'])

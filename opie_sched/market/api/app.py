@@ -12,6 +12,8 @@ currency per hour, prices in currency per unit-hour; times ISO 8601 UTC)::
     GET  /v1/account[?project_id=]      own account (admin: any)
     GET  /v1/account/ledger[?project_id=][&limit=][&since=]
     POST /v1/accounts/{project_id}/credit   {"amount": "10", "note": ""}
+    GET  /v1/shares                     per-host shares and allocation
+                                        errors (admin; Merkat §3.1)
     PUT  /v1/reserve-price              {"reserve_price": {"vcpus": "0.01"},
                                          "pool": "*"}   (admin)
 
@@ -180,9 +182,11 @@ class MarketAPI:
                   conditions={'method': ['POST']})
         m.connect('/v1/reserve-price', action='reserve',
                   conditions={'method': ['PUT']})
+        m.connect('/v1/shares', action='shares',
+                  conditions={'method': ['GET']})
         self._paths = {'/', '/v1', '/v1/prices', '/v1/prices/history',
                        '/v1/account', '/v1/account/ledger',
-                       '/v1/reserve-price'}
+                       '/v1/reserve-price', '/v1/shares'}
 
     # -- plumbing ----------------------------------------------------------
 
@@ -411,6 +415,32 @@ class MarketAPI:
         LOG.info('project %s credited %s by %s', project_id, amount,
                  ctx.user_id)
         return 201, {'entry': _entry_json(entry)}
+
+    def shares(self, req, ctx):
+        """Per-host proportional shares and allocation errors now.
+
+        Merkat §3.1: each running preemptible server's share of its host
+        (``host_shares``) next to what the pool as one machine would give it
+        (``cluster``), per resource, and the allocation error
+        ``(a_host - a_cluster) / a_host`` (negative: under-served). Computed
+        from the cloud and the bids as they are now, with the engine's own
+        pricing code.
+        """
+        self.authorize(ctx, policy.SHARES_GET, {'project_id':
+                                                ctx.project_id})
+        engine = market_engine.MarketEngine(self.store, self.cloud,
+                                            self.settings)
+        servers, _rejected = engine.collect(self.clock())
+        pools, _snapshot, shares = engine.price(servers)
+        rows = [{'server_id': uuid, 'host': vm.host, 'pool': vm.pool,
+                 'bids': vm.bids, 'cluster': vm.cluster,
+                 'host_shares': vm.host_shares, 'errors': vm.errors,
+                 'error': vm.error}
+                for uuid, vm in sorted(shares.items(),
+                                       key=lambda kv: (kv[1].error, kv[0]))]
+        return 200, {'prices': self._price_rows(
+            {pool: p['prices'] for pool, p in pools.items()}),
+            'shares': rows}
 
     def reserve(self, req, ctx):
         self.authorize(ctx, policy.RESERVE_SET, {'project_id':

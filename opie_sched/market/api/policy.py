@@ -21,6 +21,7 @@ ACCOUNT_GET = 'opie_market:account:get'
 LEDGER_GET = 'opie_market:ledger:get'
 ACCOUNT_CREDIT = 'opie_market:account:credit'
 RESERVE_SET = 'opie_market:reserve_price:set'
+SHARES_GET = 'opie_market:shares:get'
 
 BASE_RULES = [
     policy.RuleDefault('context_is_admin', 'role:admin',
@@ -58,6 +59,10 @@ API_RULES = [
     policy.DocumentedRuleDefault(
         RESERVE_SET, ADMIN, 'Set reserve prices.',
         [{'path': '/v1/reserve-price', 'method': 'PUT'}]),
+    policy.DocumentedRuleDefault(
+        SHARES_GET, ADMIN, "Every preemptible server's per-host share and "
+        "allocation error (who is under-served).",
+        [{'path': '/v1/shares', 'method': 'GET'}]),
 ]
 
 
