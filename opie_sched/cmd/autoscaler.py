@@ -18,16 +18,9 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from opie_sched.autoscaler import opts
+from opie_sched.cmd import service_config
 
 LOG = logging.getLogger(__name__)
-
-cli_opts = [
-    cfg.BoolOpt('once', default=False,
-                help='Run one round over every application and exit.'),
-    cfg.BoolOpt('dry-run', default=False,
-                help='Only log the plans; boot and delete nothing '
-                     '(overrides [opie_autoscaler] dry_run).'),
-]
 
 
 def parse_config(argv, conf=None):
@@ -35,14 +28,12 @@ def parse_config(argv, conf=None):
 
     :param argv: arguments without the program name.
     """
-    conf = conf or cfg.ConfigOpts()
-    logging.register_options(conf)
-    opts.register_opts(conf)
-    conf.register_cli_opts(cli_opts)
-    conf(argv, project='opie_sched', prog='opie-autoscaler')
-    if conf.dry_run:
-        conf.set_override('dry_run', True, group=opts.GROUP)
-    return conf
+    return service_config.parse(
+        argv, 'opie-autoscaler', opts.register_opts, opts.GROUP,
+        once_help='Run one round over every application and exit.',
+        dry_run_help='Only log the plans; boot and delete nothing '
+                     '(overrides [opie_autoscaler] dry_run).',
+        conf=conf)
 
 
 def main(argv=None):

@@ -20,29 +20,20 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from opie_sched.repacker import opts
+from opie_sched.cmd import service_config
 
 LOG = logging.getLogger(__name__)
-
-cli_opts = [
-    cfg.BoolOpt('once', default=False,
-                help='Run one period and exit.'),
-    cfg.BoolOpt('dry-run', default=False,
-                help='Print the plan as a table; migrate nothing '
-                     '(overrides [opie_repacker] dry_run).'),
-]
 
 
 def parse_config(argv, conf=None):
     """A ``cfg.ConfigOpts`` with every option registered and ``argv``
     parsed (arguments without the program name)."""
-    conf = conf or cfg.ConfigOpts()
-    logging.register_options(conf)
-    opts.register_opts(conf)
-    conf.register_cli_opts(cli_opts)
-    conf(argv, project='opie_sched', prog='opie-repacker')
-    if conf.dry_run:
-        conf.set_override('dry_run', True, group=opts.GROUP)
-    return conf
+    return service_config.parse(
+        argv, 'opie-repacker', opts.register_opts, opts.GROUP,
+        once_help='Run one period and exit.',
+        dry_run_help='Print the plan as a table; migrate nothing '
+                     '(overrides [opie_repacker] dry_run).',
+        conf=conf)
 
 
 def _print(text):
