@@ -8,7 +8,9 @@
 #                      write this compute host's provider config
 #   stack extra        run opie-scheduler as n-sch; create preemptible twins
 #                      of $OPIE_SCHED_TWIN_FLAVORS
-#   unstack            stop opie-scheduler
+#                      and the enabled companion services (opie-market,
+#                      opie-market-api, opie-autoscaler, opie-repacker)
+#   unstack            stop opie-scheduler and the companion services
 #   clean              remove the provider config file
 #
 # Settings: devstack/settings.
@@ -134,6 +136,60 @@ function create_opie_sched_flavors {
     done
 }
 
+# The companion services' configuration file: Nova through clouds.yaml,
+# state (sqlite market, locks) in $OPIE_SCHED_STATE_DIR.
+function configure_opie_sched_services {
+    sudo install -d -o "$STACK_USER" "$OPIE_SCHED_CONF_DIR" "$OPIE_SCHED_STATE_DIR"
+    iniset "$OPIE_SCHED_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
+    if is_service_enabled opie-market opie-market-api; then
+        iniset "$OPIE_SCHED_CONF" opie_market state_dir "$OPIE_SCHED_STATE_DIR/market"
+        iniset "$OPIE_SCHED_CONF" opie_market cloud "$OPIE_SCHED_CLOUD"
+        iniset "$OPIE_SCHED_CONF" opie_market api_port "$OPIE_SCHED_MARKET_PORT"
+        iniset "$OPIE_SCHED_CONF" opie_market api_auth_strategy keystone
+        configure_keystone_authtoken_middleware "$OPIE_SCHED_CONF" opie-market
+    fi
+    if is_service_enabled opie-autoscaler; then
+        iniset "$OPIE_SCHED_CONF" opie_autoscaler cloud "$OPIE_SCHED_CLOUD"
+        iniset "$OPIE_SCHED_CONF" opie_autoscaler coordination_url \
+            "file://$OPIE_SCHED_STATE_DIR/locks"
+        if [[ -n "$OPIE_SCHED_AUTOSCALER_APPS" ]]; then
+            iniset "$OPIE_SCHED_CONF" opie_autoscaler applications_file \
+                "$OPIE_SCHED_AUTOSCALER_APPS"
+        fi
+        if is_service_enabled opie-market-api; then
+            iniset "$OPIE_SCHED_CONF" opie_autoscaler market_url \
+                "http://$SERVICE_HOST:$OPIE_SCHED_MARKET_PORT/v1"
+        fi
+    fi
+    if is_service_enabled opie-repacker; then
+        iniset "$OPIE_SCHED_CONF" opie_repacker cloud "$OPIE_SCHED_CLOUD"
+        iniset "$OPIE_SCHED_CONF" opie_repacker state_dir "$OPIE_SCHED_STATE_DIR/repacker"
+        if [[ "$OPIE_SCHED_REPACKER_EXECUTE" != "True" ]]; then
+            iniset "$OPIE_SCHED_CONF" opie_repacker dry_run True
+        fi
+    fi
+}
+
+function start_opie_sched_services {
+    local conf="--config-file $OPIE_SCHED_CONF"
+    if is_service_enabled opie-market opie-market-api; then
+        "$OPIE_SCHED_BIN_DIR/opie-market" $conf db sync \
+            || die $LINENO "opie-market db sync failed"
+        create_service_user opie-market admin
+    fi
+    run_process opie-market "$OPIE_SCHED_BIN_DIR/opie-market $conf run"
+    run_process opie-market-api "$OPIE_SCHED_BIN_DIR/opie-market $conf api"
+    run_process opie-autoscaler "$OPIE_SCHED_BIN_DIR/opie-autoscaler $conf"
+    run_process opie-repacker "$OPIE_SCHED_BIN_DIR/opie-repacker $conf"
+}
+
+function stop_opie_sched_services {
+    local service
+    for service in opie-market opie-market-api opie-autoscaler opie-repacker; do
+        stop_process $service
+    done
+}
+
 function cleanup_opie_sched {
     rm -f "$OPIE_SCHED_PROVIDER_CONFIG_FILE"
 }
@@ -149,6 +205,9 @@ if is_service_enabled nova; then
     elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
         echo_summary "Configuring Nova for opie_sched"
         configure_opie_sched
+        if is_service_enabled opie-market opie-market-api opie-autoscaler opie-repacker; then
+            configure_opie_sched_services
+        fi
 
     elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
         if [[ "$OPIE_SCHED_ENABLE_SCHEDULER" == "True" ]] && \
@@ -160,12 +219,17 @@ if is_service_enabled nova; then
             echo_summary "Creating preemptible flavors"
             create_opie_sched_flavors
         fi
+        if is_service_enabled opie-market opie-market-api opie-autoscaler opie-repacker; then
+            echo_summary "Starting the opie_sched companion services"
+            start_opie_sched_services
+        fi
     fi
 
     if [[ "$1" == "unstack" ]]; then
         if [[ "$OPIE_SCHED_ENABLE_SCHEDULER" == "True" ]]; then
             stop_process n-sch
         fi
+        stop_opie_sched_services
     fi
 
     if [[ "$1" == "clean" ]]; then
