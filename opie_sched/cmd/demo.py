@@ -48,6 +48,8 @@ def _run(args):
     # nova's fixtures leave the root logger at DEBUG; the plot would log
     # every font matplotlib considers.
     logging.getLogger('matplotlib').setLevel(logging.WARNING)
+    # ... and nova's thread pools report their shutdown at each teardown.
+    logging.getLogger('nova.thread_pool_factory').setLevel(logging.WARNING)
     from opie_sched.demo import cloud as cloud_mod
     from opie_sched.demo import replay
     from opie_sched.demo import report
