@@ -31,10 +31,16 @@ import fixtures
 from keystoneauth1 import loading
 from keystoneauth1 import session as ks_session
 import openstack
+from openstack import service_description
 from wsgi_intercept import interceptor
 
 from nova.api import auth as nova_auth
 from nova import context as nova_context
+
+#: openstacksdk's proxy factory as the library ships it (nova's
+#: OpenStackSDKFixture replaces it with one that gives Placement a generic
+#: REST proxy; real clients here get the real Placement proxy back).
+_REAL_MAKE_PROXY = service_description.ServiceDescription._make_proxy
 
 IMAGE_ENDPOINT = 'http://image.opie-sched.test:80'
 
@@ -162,6 +168,17 @@ class RealClients(fixtures.Fixture):
         self.addCleanup(intercept.uninstall_intercept)
         self.useFixture(fixtures.EnvironmentVariable(
             'OS_IMAGE_ENDPOINT_OVERRIDE', IMAGE_ENDPOINT + '/v2'))
+        # Placement, as the in-process fixture serves it, for openstacksdk's
+        # typed Placement proxy (nova's own report client is patched by
+        # its PlacementFixture and does not use openstacksdk).
+        self.useFixture(fixtures.MockPatchObject(
+            service_description.ServiceDescription, '_make_proxy',
+            _REAL_MAKE_PROXY))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_PLACEMENT_ENDPOINT_OVERRIDE',
+            self.test.placement_fixture.endpoint))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_PLACEMENT_API_VERSION', '1'))
         self.auth_args = [
             '--os-auth-type', 'admin_token', '--os-token', 'admin:admin',
             '--os-endpoint', self.test.api_fixture.base_url]

@@ -5,6 +5,11 @@ in-process Nova running the opie scheduler, exactly as an operator types
 the commands (see the README's walk-through).
 """
 
+import fixtures
+import yaml
+
+from nova.compute import provider_config as nova_provider_config
+
 from opie_sched.demo import clients
 from tests.functional import base
 
@@ -65,3 +70,26 @@ class OperatorPathTest(base.OpieNovaTestCase):
         self.assertEqual({'spot-%d' % i for i in range(4)} - alive,
                          {p['name'] for p in preempted})
         self.assertEqual({'DELETED'}, {p['status'] for p in preempted})
+
+
+class ProviderConfigTest(base.OpieNovaTestCase):
+    HOSTS = ('host1', 'host2')
+
+    def test_from_placement_is_a_valid_nova_provider_config(self):
+        cli = self.useFixture(clients.RealClients(self))
+        path = self.useFixture(fixtures.TempDir()).path + '/opie.yaml'
+        cli.opie_sched('provider-config', '--from-placement', '--node',
+                       'host2', '--output', path)
+        with open(path) as f:
+            doc = yaml.safe_load(f)
+        # nova-compute's own validation accepts it.
+        nova_provider_config._validate_provider_config(doc, path)
+        [provider] = doc['providers']
+        self.assertEqual(self._get_provider_uuid_by_host('host2'),
+                         provider['identification']['uuid'])
+        totals = {k: v['total'] for item in
+                  provider['inventories']['additional']
+                  for k, v in item.items()}
+        self.assertEqual({'CUSTOM_PREEMPTIBLE_VCPU': 8,
+                          'CUSTOM_PREEMPTIBLE_MEMORY_MB': 16000,
+                          'CUSTOM_PREEMPTIBLE_DISK_GB': 200}, totals)
