@@ -71,6 +71,9 @@ class SpotClient:
     def prices(self):
         return self._call('GET', '/prices')
 
+    def shares(self):
+        return self._call('GET', '/shares')
+
     def history(self, start=None, end=None, pool=None, resource=None):
         return self._call('GET', '/prices/history', params={
             'start': start, 'end': end, 'pool': pool,
@@ -129,6 +132,19 @@ class PriceList(command.Lister):
         return (('Pool', 'Resource', 'Price', 'Unit', 'Period start'),
                 [(p['pool'], p['resource'], p['price'], p['unit'],
                   data['period_start']) for p in data['prices']])
+
+
+class ShareList(command.Lister):
+    """Per-host shares and allocation errors of the running preemptible
+    servers, most under-served first (admin; Merkat §3.1)."""
+
+    def take_action(self, parsed_args):
+        rows = _client(self).shares()['shares']
+        return (('Server', 'Host', 'Pool', 'vCPU share', 'vCPU pool-wide',
+                 'Error'),
+                [(r['server_id'], r['host'], r['pool'],
+                  r['host_shares'].get('vcpus'), r['cluster'].get('vcpus'),
+                  r['error']) for r in rows])
 
 
 class PriceHistory(command.Lister):

@@ -869,6 +869,12 @@ class OSCTest(_APIBase):
         self.assertEqual('pA', dict(zip(columns, row))['project_id'])
         self.assertRaises(osc_exc.CommandError, self.run_command,
                           osc.AccountShow, ['--project', 'pB'])
+        columns, rows = self.run_command(osc.ShareList, [],
+                                         token='admin:admin')
+        self.assertEqual({'srv-a', 'srv-b'}, {r[0] for r in rows})
+        error = self.assertRaises(osc_exc.CommandError, self.run_command,
+                                  osc.ShareList, [])
+        self.assertIn('HTTP 403', str(error))
 
 
 # -- the service loop and oslo.messaging -------------------------------------
