@@ -7,6 +7,7 @@ or tooz's file driver on one machine.
 """
 
 import abc
+import signal
 import threading
 
 
@@ -14,9 +15,27 @@ class CoordinatedLoop(metaclass=abc.ABCMeta):
     """Coordinator lifecycle and stop flag of a periodic service.
 
     Subclasses set ``self.coordinator`` (a tooz coordinator or None to have
-    :meth:`start` create one), ``self.member_id`` (str) and call
-    :meth:`_init_loop`; they implement :meth:`_coordination_url`.
+    :meth:`start` create one), ``self.member_id`` (str), ``self._conn``
+    (an openstacksdk Connection or None) and ``self.opts`` (their option
+    group, with a ``cloud`` option), call :meth:`_init_loop`, and implement
+    :meth:`_coordination_url` and ``run_forever()``.
     """
+
+    @property
+    def conn(self):
+        """The openstacksdk Connection (clouds.yaml entry ``opts.cloud``,
+        or the ``OS_*`` variables), made on first use."""
+        if self._conn is None:
+            import openstack
+            self._conn = openstack.connect(cloud=self.opts.cloud)
+        return self._conn
+
+    def run_until_signalled(self):
+        """``run_forever()`` until SIGTERM or SIGINT asks it to stop
+        after the current round."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.request_stop())
+        self.run_forever()
 
     def _init_loop(self, coordinator):
         self.coordinator = coordinator

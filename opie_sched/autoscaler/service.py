@@ -86,13 +86,6 @@ class AutoscalerService(coordination.CoordinatedLoop):
     # -- wiring -------------------------------------------------------------
 
     @property
-    def conn(self):
-        if self._conn is None:
-            import openstack
-            self._conn = openstack.connect(cloud=self.opts.cloud)
-        return self._conn
-
-    @property
     def executor(self):
         if self._executor is None:
             self._executor = executor_mod.Executor(

@@ -11,7 +11,6 @@ application failed, 1 otherwise); otherwise the service loops every
 ``--dry-run`` only logs the plans.
 """
 
-import signal
 import sys
 
 from oslo_config import cfg
@@ -60,11 +59,9 @@ def main(argv=None):
                 LOG.info('Application %s: %s %s', out.app, out.action,
                          out.reason)
             return 1 if any(o.action == 'error' for o in outcomes) else 0
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: service.request_stop())
         LOG.info('opie-autoscaler running every %g s',
                  conf.opie_autoscaler.interval)
-        service.run_forever()
+        service.run_until_signalled()
         return 0
     finally:
         service.stop()

@@ -13,7 +13,6 @@ SIGTERM or SIGINT. ``--dry-run`` prints the plan as a table and migrates
 nothing.
 """
 
-import signal
 import sys
 
 from oslo_config import cfg
@@ -70,12 +69,10 @@ def main(argv=None, conn=None):
                 sys.stderr.write('opie-repacker: error: %s\n' % period.error)
                 return 1
             return 3 if period.status == 'locked' else 0
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: service.request_stop())
         LOG.info('opie-repacker: sampling every %g s, planning every %g s',
                  conf.opie_repacker.sample_interval,
                  conf.opie_repacker.interval)
-        service.run_forever()
+        service.run_until_signalled()
         return 0
     finally:
         service.stop()

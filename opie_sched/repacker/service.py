@@ -92,13 +92,6 @@ class RepackerService(coordination.CoordinatedLoop):
     # -- wiring -------------------------------------------------------------
 
     @property
-    def conn(self):
-        if self._conn is None:
-            import openstack
-            self._conn = openstack.connect(cloud=self.opts.cloud)
-        return self._conn
-
-    @property
     def collector(self):
         if self._collector is None:
             path = (os.path.join(self.opts.state_dir, HISTORY_FILE)
