@@ -65,7 +65,52 @@ preemption_opts = [
              'and the reconciler finishes the job.'),
     cfg.FloatOpt(
         'poll_interval', default=0.5, min=0.01,
-        help='Seconds between checks that victims have released the host.'),
+        help='Longest interval in seconds between checks that victims have '
+             'released the host. Checks start at 0.02 s and double up to '
+             'this value, so a victim deleted quickly is seen quickly.'),
+    cfg.StrOpt(
+        'coordination_url', default=None,
+        help='tooz backend URL for the locks every scheduler worker and '
+             'host share: one lock per resource provider around choosing '
+             'and reserving victims, and the reconciler\'s leadership. '
+             'Possible values: unset (default) - the file driver in '
+             '``$state_path/opie_sched/locks``, correct for all workers of '
+             'ONE scheduler host only; ``redis://host:6379``, '
+             '``mysql://user:pass@host/db``, ``etcd3+http://host:2379``, '
+             '... - a backend every scheduler host reaches; required when '
+             'opie-scheduler runs on several hosts.'),
+    cfg.FloatOpt(
+        'reservation_timeout', default=300.0, min=1,
+        help='Seconds a victim reserved by a scheduler worker counts as '
+             'leaving for the other workers before its request has '
+             'terminated it. A reservation older than this was left by a '
+             'worker that died or hung; the victim becomes an ordinary '
+             'candidate again. Keep it well above the time one scheduling '
+             'request takes.'),
+    cfg.IntOpt(
+        'retry_interval', default=60, min=1,
+        help='Seconds the reconciler waits before terminating again a '
+             'victim whose termination did not complete (a failed delete, '
+             'a compute service down, a scheduler that died between stop '
+             'and delete). The wait doubles after each attempt, up to '
+             '``max_retry_interval``.'),
+    cfg.IntOpt(
+        'max_retry_interval', default=3600, min=1,
+        help='Longest wait in seconds between two termination attempts of '
+             'one victim. Related options: ``retry_interval``.'),
+    cfg.IntOpt(
+        'max_attempts', default=5, min=1,
+        help='Termination attempts after which a victim that is still not '
+             'gone gets an instance fault and an ERROR log line for the '
+             'operator at every further attempt.'),
+    cfg.IntOpt(
+        'max_lifetime', default=0, min=0,
+        help='Longest life of a preemptible server in seconds, after which '
+             'the reconciler terminates it like a victim (Google\'s '
+             'preemptible VMs stop after 24 h: 86400). Possible values: 0 '
+             '(default) - no limit; N > 0 - seconds since the server was '
+             'launched. A preemptible flavor may set its own limit with '
+             'the extra spec ``opie:max_lifetime`` (seconds, 0 = none).'),
     cfg.FloatOpt(
         'preemption_cost_weight_multiplier', default=10.0,
         help='Multiplier of PreemptionCostWeigher. Its weights are already '
@@ -105,7 +150,10 @@ reconciler_opts = [
         help='Run the reconciler periodically inside opie-scheduler.'),
     cfg.IntOpt(
         'interval', default=60, min=1,
-        help='Seconds between reconciler runs.'),
+        help='Seconds between reconciler runs (honoured to the second). '
+             'Only one reconciler runs per cloud: every scheduler worker '
+             'tries to take the reconciler lock on '
+             '``[opie_preemption] coordination_url`` and the holder runs.'),
     cfg.BoolOpt(
         'dry_run', default=False,
         help='Log what would be terminated without terminating anything.'),

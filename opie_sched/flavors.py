@@ -10,7 +10,7 @@ Placement resource classes to the custom preemptible ones::
     resources:DISK_GB=0
     resources:CUSTOM_PREEMPTIBLE_VCPU=<flavor vCPUs>
     resources:CUSTOM_PREEMPTIBLE_MEMORY_MB=<flavor RAM, MB>
-    resources:CUSTOM_PREEMPTIBLE_DISK_GB=<flavor root + ephemeral disk, GB>
+    resources:CUSTOM_PREEMPTIBLE_DISK_GB=<root + ephemeral + swap disk, GB>
 
 Nova applies the ``resources:`` overrides when it asks Placement for
 allocation candidates (zero amounts are dropped from the query), so the
@@ -88,12 +88,25 @@ def _amount(what, value, minimum):
     return value
 
 
+def disk_gb(root_gb, ephemeral_gb, swap_mb):
+    """Disk a flavor claims, as Nova counts ``DISK_GB``
+    (``nova.scheduler.utils.resources_from_flavor``): root + ephemeral +
+    swap rounded up to a whole GB. GB (int).
+
+    :param root_gb: root disk in GB; ``ephemeral_gb`` in GB; ``swap_mb`` in
+        MB (None or '' count as 0, as the compute API may return them).
+    """
+    return (int(root_gb or 0) + int(ephemeral_gb or 0)
+            + -(-int(swap_mb or 0) // 1024))
+
+
 def preemptible_extra_specs(vcpus, ram_mb, disk_gb):
     """The extra specs that make a flavor of this size preemptible.
 
     :param vcpus: the flavor's vCPUs (int >= 1).
     :param ram_mb: the flavor's RAM in MB (int >= 1).
-    :param disk_gb: the flavor's root + ephemeral disk in GB (int >= 0).
+    :param disk_gb: the flavor's disk as :func:`disk_gb` counts it (int
+        >= 0).
     :returns: dict of str -> str: the marker, the three standard classes
         set to ``'0'`` and the three preemptible classes set to the amounts.
         Other extra specs of the flavor are not included.
@@ -120,6 +133,30 @@ def _marker(extra_specs):
     return strutils.bool_from_string(value, strict=True)
 
 
+def is_marked_preemptible(extra_specs):
+    """Whether extra specs carry the marker ``opie:preemptible=true``.
+
+    The one definition of "preemptible" that the scheduler, the reconciler
+    and the market share: an instance is preemptible when its own copy of
+    the flavor (``instance.flavor.extra_specs``; for openstacksdk, the
+    server's embedded ``flavor["extra_specs"]``, API >= 2.47) carries the
+    marker with a true value (``oslo_utils.strutils.bool_from_string``,
+    not strict: ``true``, ``1``, ``yes``, ``on``, any case). A missing or
+    non-boolean value means *not* preemptible: a server is never treated
+    as a victim by mistake. A resize to a flavor without the marker ends
+    the server's preemptible life. Whether the flavor's resources are
+    consistent is a separate check (:func:`is_preemptible`,
+    :func:`check_preemptible_flavor`).
+
+    :param extra_specs: mapping of extra specs (str -> str), or None.
+    :returns: bool.
+    """
+    value = (extra_specs or {}).get(MARKER_KEY)
+    if value is None or isinstance(value, bool):
+        return value is True
+    return strutils.bool_from_string(str(value), strict=False)
+
+
 def _as_int(value):
     if isinstance(value, bool):
         raise ValueError(value)
@@ -142,7 +179,7 @@ def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
     :param vcpus: the flavor's vCPUs, or None to check only that the
         preemptible vCPU amount is a positive integer.
     :param ram_mb: the flavor's RAM in MB, or None (likewise).
-    :param disk_gb: the flavor's root + ephemeral disk in GB, or None
+    :param disk_gb: the flavor's disk as :func:`disk_gb` counts it, or None
         (likewise, >= 0).
     :returns: list of str, one sentence per problem; empty when valid.
     """
@@ -236,7 +273,7 @@ def is_preemptible(extra_specs, vcpus=None, ram_mb=None, disk_gb=None):
 
     :param extra_specs: dict of extra specs (str -> str), or None.
     :param vcpus: optional flavor vCPUs; ``ram_mb`` optional RAM in MB;
-        ``disk_gb`` optional root + ephemeral disk in GB.
+        ``disk_gb`` optional disk as :func:`disk_gb` counts it.
     :returns: bool.
     :raises InvalidPreemptibleFlavor: when the marker is not boolean-like, or
         is true while the resource extra specs are inconsistent.
@@ -284,7 +321,8 @@ def create_preemptible_twin(conn, base, name=None, is_public=None):
     The twin has the base flavor's vCPUs, RAM (MB), root disk, ephemeral
     disk and swap (GB, GB, MB), description and visibility, the base's extra
     specs except its ``resources*:`` ones, and the preemptible extra specs
-    of :func:`preemptible_extra_specs` (disk = root + ephemeral). A private
+    of :func:`preemptible_extra_specs` (disk = root + ephemeral + swap
+    rounded up to GB, as Nova counts DISK_GB). A private
     twin of a private base gets the same project access list.
 
     :param conn: an ``openstack.connection.Connection`` (admin: creating
@@ -328,7 +366,7 @@ def create_preemptible_twin(conn, base, name=None, is_public=None):
 
     vcpus = base_flavor.vcpus
     ram = base_flavor.ram
-    disk = (base_flavor.disk or 0) + (base_flavor.ephemeral or 0)
+    disk = disk_gb(base_flavor.disk, base_flavor.ephemeral, base_flavor.swap)
 
     specs = {}
     dropped = []

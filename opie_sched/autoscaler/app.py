@@ -31,6 +31,8 @@ the list alone. An APP::
     max_servers: 20              # most servers the application may run
     market_url: http://market:8785/v1   # spot market (null: none)
     market_pool: default         # the market pool pricing its flavors
+    # slo: {policy: themis-vertical-deadline, ...}  # market SLO controller
+    #   instead of the repacking planner, see opie_sched.autoscaler.policies
 
 A flavor's price ``p_i`` (currency per hour, Paper V's price of VM type
 *i*) is, in this order of precedence:
@@ -64,7 +66,7 @@ _NAME_RE = re.compile(r'^[A-Za-z0-9._-]+$')
 _KEYS = {'name', 'server_group', 'tag', 'image', 'networks', 'flavors',
          'demand', 'budget', 'budget_period', 'stability_interval',
          'gain_threshold', 'repack_time', 'c_extra', 'health_url',
-         'boot_timeout', 'max_servers', 'market_url', 'market_pool'}
+         'boot_timeout', 'max_servers', 'market_url', 'market_pool', 'slo'}
 #: Keys overriding the [opie_autoscaler] option of the same name.
 OVERRIDES = ('stability_interval', 'gain_threshold', 'repack_time',
              'c_extra', 'health_url', 'boot_timeout', 'max_servers',
@@ -103,6 +105,7 @@ class Application:
     budget: float = None
     budget_period: float = 1.0
     overrides: dict = dataclasses.field(default_factory=dict)
+    slo: dict = None
 
     @property
     def owner(self):
@@ -265,10 +268,19 @@ def parse_application(doc, where='applications file'):
             _positive(value, '%s: %s' % (here, key),
                       zero=key in ('gain_threshold', 'repack_time'))
         overrides[key] = value
+    slo_spec = doc.get('slo')
+    if slo_spec is not None:
+        from opie_sched.autoscaler import policies
+        try:
+            policies.load_policy(slo_spec, '%s: slo' % here)
+        except policies.PolicyError as exc:
+            raise AppError(str(exc))
+        slo_spec = dict(slo_spec)
     return Application(
         name=name, server_group=group, tag=tag, image=image,
         networks=networks, flavors=tuple(flavors), demand=dict(spec),
-        budget=budget, budget_period=period, overrides=overrides)
+        budget=budget, budget_period=period, overrides=overrides,
+        slo=slo_spec)
 
 
 def parse_applications(doc, where='applications file'):
@@ -363,7 +375,8 @@ def _preemptible(flavor, what):
     from opie_sched import flavors as flavors_mod
     disk = getattr(flavor, 'disk', None)
     if disk is not None:
-        disk += getattr(flavor, 'ephemeral', None) or 0
+        disk = flavors_mod.disk_gb(disk, getattr(flavor, 'ephemeral', None),
+                                   getattr(flavor, 'swap', None))
     try:
         return flavors_mod.is_preemptible(
             getattr(flavor, 'extra_specs', None) or {},

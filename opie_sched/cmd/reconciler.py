@@ -4,7 +4,10 @@ Reads nova.conf like any nova service (``--config-file``). Each round finds
 the hosts whose full state exceeds capacity and terminates their cheapest
 preemptible instances (see :mod:`opie_sched.scheduler.reconciler`).
 ``--once`` runs one round and exits; otherwise it loops every
-``[opie_reconciler] interval`` seconds.
+``[opie_reconciler] interval`` seconds. Like the reconciler inside
+opie-scheduler, it runs only while it holds the reconciler lock on
+``[opie_preemption] coordination_url``: start it on several hosts and one
+acts at a time.
 """
 
 from nova import monkey_patch; monkey_patch.patch(backend='threading')  # noqa
@@ -36,17 +39,24 @@ def main():
     config.parse_args(sys.argv)
     logging.setup(CONF, 'nova')
     objects.register_all()
+    from opie_sched.scheduler import locks
     from opie_sched.scheduler import reconciler
     rec = reconciler.Reconciler()
+    coord = locks.coordinator(CONF)
     while True:
+        started = time.monotonic()
         try:
-            acted = rec.run_once()
-            LOG.info('Reconciler round done: %d host(s) repaired',
-                     len(acted))
+            if coord.hold(locks.RECONCILER_LOCK):
+                acted = rec.run_once()
+                LOG.info('Reconciler round done: %d host(s) repaired',
+                         len(acted))
+            else:
+                LOG.info('Another reconciler holds the lock; waiting')
         except Exception:
             LOG.exception('Reconciler round failed')
             if CONF.once:
                 return 1
         if CONF.once:
             return 0
-        time.sleep(CONF.opie_reconciler.interval)
+        time.sleep(max(CONF.opie_reconciler.interval
+                       - (time.monotonic() - started), 0))

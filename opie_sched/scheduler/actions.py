@@ -24,12 +24,13 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 import nova.conf
-from nova import context as nova_context
 from nova import exception
 from nova import objects
 from nova import rpc
 
+from opie_sched.preemption import victim_state
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import reservations
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -62,16 +63,23 @@ def _cell_context(ctx, cell_uuid):
     Nova records an instance action's start time from its context's
     timestamp, so every step (mark, stop, delete) gets a fresh one.
     """
-    cctxt = nova_context.RequestContext.from_dict(ctx.to_dict())
-    cctxt.timestamp = timeutils.utcnow()
-    if cell_uuid is not None:
-        nova_context.set_target_cell(cctxt,
-                                     hosts._cell_mapping(ctx, cell_uuid))
-    return cctxt
+    return reservations.cell_context(ctx, cell_uuid)
+
+
+def _add_fault(cctxt, instance, message, details):
+    fault = objects.InstanceFault(context=cctxt)
+    fault.instance_uuid = instance.uuid
+    fault.code = 409
+    fault.message = message[:255]
+    fault.details = details
+    fault.host = CONF.host
+    fault.create()
 
 
 def mark_victim(cctxt, instance, preempted_by, reason):
-    """Record on the instance why it is being preempted."""
+    """Tell the owner why the instance is being preempted: server metadata
+    and tag (informational: the service never reads them back), an
+    instance fault and the ``preempt`` instance action."""
     now = timeutils.utcnow(with_timezone=True).strftime('%Y-%m-%dT%H:%M:%SZ')
     instance.metadata = dict(instance.metadata or {},
                              **{hosts.PREEMPTED_BY_KEY: preempted_by,
@@ -83,13 +91,7 @@ def mark_victim(cctxt, instance, preempted_by, reason):
     except exception.TooManyTags:
         LOG.warning('Instance %s has too many tags to add %s',
                     instance.uuid, hosts.PREEMPTED_TAG)
-    fault = objects.InstanceFault(context=cctxt)
-    fault.instance_uuid = instance.uuid
-    fault.code = 409
-    fault.message = ('Preempted: %s' % reason)[:255]
-    fault.details = reason
-    fault.host = CONF.host
-    fault.create()
+    _add_fault(cctxt, instance, 'Preempted: %s' % reason, reason)
     # "openstack server event list" shows this action, with the request id
     # of the preemptor's request, even after the victim is deleted.
     objects.InstanceAction.action_start(cctxt, instance.uuid, PREEMPT_ACTION,
@@ -98,44 +100,96 @@ def mark_victim(cctxt, instance, preempted_by, reason):
                                          want_result=False)
 
 
-def terminate(ctx, cell_uuid, uuids, preempted_by, reason, action=None):
-    """Mark and terminate victims.
+def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None):
+    """Terminate victims, recording each attempt in their service-owned
+    state so that a failed or interrupted termination is retried by the
+    reconciler (:mod:`opie_sched.preemption.victim_state`).
 
     :param ctx: admin RequestContext.
     :param cell_uuid: cell of the victims' host (None: current database).
     :param uuids: victim instance uuids.
-    :param preempted_by: the preemptor's instance uuid, or ``reconciler``.
-    :param reason: text shown to the victims' owners.
+    :param preempted_by: the preemptor's instance uuid, or a cause
+        (``reconciler``, ``max-lifetime``).
+    :param reasons: ``{uuid: text}`` shown to each victim's owner (or one
+        text for all).
     :param action: ``delete`` or ``stop`` (default ``[opie_preemption]
         action``).
-    :returns: list of uuids actually terminated (victims already gone or
-        being deleted by someone else are skipped).
+    :returns: list of uuids whose termination was requested now (victims
+        already gone, already being deleted by someone else or no longer
+        preemptible are skipped).
     """
-    action = action or CONF.opie_preemption.action
+    opts = CONF.opie_preemption
+    action = action or opts.action
+    if isinstance(reasons, str):
+        reasons = dict.fromkeys(uuids, reasons)
     cctxt = _cell_context(ctx, cell_uuid)
+    rows = {}
+    try:
+        rows = reservations.load_by_uuid(cctxt, uuids)
+    except Exception:
+        LOG.exception('Could not load victims %s', uuids)
     done = []
     for uuid in uuids:
-        try:
-            inst = objects.Instance.get_by_uuid(
-                cctxt, uuid, expected_attrs=['metadata', 'flavor'])
-        except exception.InstanceNotFound:
+        inst = rows.get(uuid)
+        if inst is None:
             LOG.info('Victim %s is already gone', uuid)
             continue
-        if inst.task_state is not None and action == 'delete' and \
-                inst.task_state in hosts._LEAVING_TASK_STATES:
+        if inst.task_state in hosts._LEAVING_TASK_STATES:
             LOG.info('Victim %s is already being deleted', uuid)
             continue
-        try:
-            mark_victim(cctxt, inst, preempted_by, reason)
-            if action == 'stop' and inst.vm_state == 'active':
-                compute_api().stop(cctxt, inst)
-            else:
-                compute_api().delete(cctxt, inst)
+        if not hosts.flavor_is_preemptible(inst.flavor):
+            # resized to a normal flavor since it was chosen
+            LOG.warning('Victim %s is no longer preemptible; not '
+                        'terminating it', uuid)
+            reservations.clear_state(inst)
+            continue
+        if _terminate_one(cctxt, inst, preempted_by, reasons.get(uuid, ''),
+                          action, ctx.request_id):
             done.append(uuid)
-        except Exception:
-            LOG.exception('Could not %s victim %s; the reconciler will retry',
-                          action, uuid)
     return done
+
+
+def _terminate_one(cctxt, inst, preempted_by, reason, action, request_id):
+    opts = CONF.opie_preemption
+    now = timeutils.utcnow(with_timezone=True)
+    state = hosts.victim_state(inst) or victim_state.reserve(
+        preempted_by, now, request_id, reason)
+    first = state.state != victim_state.TERMINATING
+    state = state.terminating(now, opts.retry_interval,
+                              opts.max_retry_interval)
+    try:
+        # The service-owned record first: from here on a crash or a
+        # failing delete is retried by the reconciler.
+        reservations.write_state(inst, state)
+        if first:
+            mark_victim(cctxt, inst, state.preemptor or preempted_by,
+                        state.reason or reason)
+        if action == 'stop' and first and inst.vm_state == 'active':
+            compute_api().stop(cctxt, inst)
+        else:
+            compute_api().delete(cctxt, inst)
+        return True
+    except exception.InstanceNotFound:
+        LOG.info('Victim %s is already gone', inst.uuid)
+        return False
+    except Exception as exc:
+        if state.attempts >= opts.max_attempts:
+            LOG.error('Could not %s victim %s after %d attempts (%s); the '
+                      'reconciler tries again at %s. Check its compute '
+                      'service.', action, inst.uuid, state.attempts, exc,
+                      victim_state.format_time(state.next_attempt))
+            try:
+                _add_fault(cctxt, inst,
+                           'Preemption failed %d times: %s'
+                           % (state.attempts, exc), str(exc))
+            except Exception:
+                LOG.exception('Could not record a fault on %s', inst.uuid)
+        else:
+            LOG.warning('Could not %s victim %s (attempt %d: %s); the '
+                        'reconciler tries again at %s', action, inst.uuid,
+                        state.attempts, exc,
+                        victim_state.format_time(state.next_attempt))
+        return False
 
 
 def delete_stopped(ctx, cell_uuid, uuids):
@@ -165,21 +219,28 @@ def _states(ctx, cell_uuid, uuids):
 def wait_for(ctx, cell_uuid, uuids, done, timeout, interval):
     """Poll (one query per round) until ``done(instance)`` holds for all.
 
+    Rounds start 0.02 s apart and the spacing doubles up to ``interval``
+    seconds, so a victim that goes quickly is seen quickly and a slow one
+    costs few queries.
+
     :returns: True when all reached the state before ``timeout`` seconds.
     """
     deadline = time.monotonic() + timeout
     pending = set(uuids)
+    pause = min(0.02, interval)
     while pending:
         found = _states(ctx, cell_uuid, pending)
         pending = {u for u in pending
                    if u in found and not done(found[u])}
         if not pending:
             return True
-        if time.monotonic() >= deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             LOG.warning('Timed out after %.1f s waiting for %s',
                         timeout, sorted(pending))
             return False
-        time.sleep(interval)
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, interval)
     return True
 
 
@@ -216,9 +277,17 @@ def release(ctx, cell_uuid, uuids, timeout=None):
                     opts.poll_interval)
 
 
-def notify(ctx, plan, preempted_by, request_id, action):
-    """Emit the ``opie.instance.preempt`` versioned notification."""
+def notify(ctx, plan, preempted_by, request_id, action, terminated=None):
+    """Emit the ``opie.instance.preempt`` versioned notification.
+
+    :param terminated: uuids actually terminated (default: every planned
+        victim); only those are listed.
+    """
     if CONF.notifications.notification_format not in ('both', 'versioned'):
+        return
+    victims = [(inst, cost) for inst, cost in plan.victims
+               if terminated is None or inst.uuid in terminated]
+    if not victims:
         return
     payload = {
         'nova_object.name': 'PreemptionPayload',
@@ -229,10 +298,10 @@ def notify(ctx, plan, preempted_by, request_id, action):
             'preemptor_uuid': preempted_by,
             'request_id': request_id,
             'action': action,
-            'total_cost': plan.total_cost,
+            'total_cost': sum(cost for _, cost in victims),
             'victims': [{'uuid': inst.uuid, 'project_id': inst.project_id,
                          'name': inst.name, 'cost': cost}
-                        for inst, cost in plan.victims],
+                        for inst, cost in victims],
         },
     }
     try:

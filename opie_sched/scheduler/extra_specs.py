@@ -56,6 +56,19 @@ EXTRA_SPEC_VALIDATORS = [
             'pattern': r'[0-9]+(\.[0-9]+)?',
         },
     ),
+    base.ExtraSpecValidator(
+        name='opie:max_lifetime',
+        description=(
+            'Longest life of a preemptible server of this flavor in '
+            'seconds, after which the reconciler terminates it; overrides '
+            '[opie_preemption] max_lifetime. 0 means no limit.'
+        ),
+        value={
+            'type': int,
+            'description': 'Seconds, 0 or more.',
+            'min': 0,
+        },
+    ),
 ]
 
 

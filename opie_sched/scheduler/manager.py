@@ -1,8 +1,9 @@
 """The opie scheduler manager: Nova's SchedulerManager plus the preemption
 phase, in the same scheduling pass.
 
-López García et al. (``seeds/preemptible-instances-scheduler.txt``, Alg. 2
-and 6) add a third phase after filtering and weighing: on the chosen host,
+López García et al., "An efficient cloud scheduler design supporting
+preemptible instances" (Future Generation Computer Systems, 2019; Alg. 2 and
+6) add a third phase after filtering and weighing: on the chosen host,
 select the preemptible instances to terminate. Current Nova has no pluggable
 scheduler driver, so this subclass is run by the ``opie-scheduler`` console
 script in place of ``nova-scheduler``.
@@ -10,19 +11,27 @@ script in place of ``nova-scheduler``.
 This is the one module that touches private SchedulerManager methods:
 
 * ``_schedule`` — wraps a request in a per-request view (bulk-loaded host
-  instances, victims planned so far);
+  instances, victims reserved so far, the provider summaries);
 * ``_consume_selected_host`` — runs right after the Placement claim of each
-  instance; when the request is normal and the host's full state is now over
-  capacity, the victims are chosen here (not yet terminated);
+  instance; when the request is normal and the host holds preemptible
+  instances, the host's lock is taken, its full state is read from
+  Placement's allocations (every worker's claims) and victims are chosen
+  and *reserved* (service-owned system metadata), so that every other
+  worker and scheduler host counts them as leaving;
+* ``_get_alternate_hosts`` — drops from a normal request's alternates the
+  hosts whose full state has no room for it (the conductor claims an
+  alternate without the scheduler, so nobody could choose victims there);
 * ``_ensure_sufficient_hosts`` — runs once every instance is claimed; only
-  when the whole request succeeded are the victims terminated, and the
-  request is held (up to ``[opie_preemption] release_timeout``) until they
-  have released the host, so the normal server does not start on an
-  overcommitted host.
+  when the whole request succeeded are the victims terminated (a failed
+  request clears its reservations), and the request is held (up to
+  ``[opie_preemption] release_timeout``) until they have released the host,
+  so the normal server does not start on an overcommitted host.
+
+Guarantees and limits are in the README ("What is guaranteed").
 """
 
 import collections
-import threading
+import time
 
 from oslo_log import log as logging
 from oslo_service import periodic_task
@@ -37,7 +46,9 @@ from opie_sched import conf as opie_conf
 from opie_sched.preemption import planner
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import locks
 from opie_sched.scheduler import reconciler
+from opie_sched.scheduler import reservations
 from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
@@ -45,7 +56,20 @@ CONF = nova.conf.CONF
 opie_conf.register_opts(CONF)
 
 _Pending = collections.namedtuple(
-    'Pending', 'plan cell_uuid preemptor_uuid')
+    'Pending', 'plan cell_uuid preemptor_uuid reasons')
+
+#: Seconds a worker waits for a host's preemption lock.
+LOCK_TIMEOUT = 60.0
+
+
+def victim_reasons(plan, preemptor_uuid, request_id):
+    """``{victim uuid: text}`` telling each owner why, with that victim's
+    own cost."""
+    return {inst.uuid: (
+        'instance terminated by the scheduler on host %s to make room for '
+        'instance %s (request %s); this victim\'s cost %g of a total %g'
+        % (plan.host, preemptor_uuid, request_id, cost, plan.total_cost))
+        for inst, cost in plan.victims}
 
 
 class OpieSchedulerManager(nova_manager.SchedulerManager):
@@ -53,10 +77,8 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # victims being terminated by any request of this process
-        self._inflight = set()
-        self._inflight_lock = threading.Lock()
         self.reconciler = reconciler.Reconciler()
+        self._opie_last_reconcile = None
 
     # -- the request wrapper ------------------------------------------------
 
@@ -71,8 +93,9 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             and not scheduler_utils.request_is_rebuild(spec_obj)
             and not hosts.request_is_preemptible(spec_obj))
         view.pending = []
-        with self._inflight_lock:
-            view.planned_victims |= self._inflight
+        view.executed = False
+        view.summaries = provider_summaries or {}
+        view.request_id = context.request_id
         hosts.set_current_view(view)
         try:
             return super()._schedule(
@@ -81,20 +104,29 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                 return_alternates)
         finally:
             hosts.set_current_view(None)
-            self._forget(view)
+            if view.pending and not view.executed:
+                # the request failed after victims were reserved
+                self._unreserve(view)
 
-    def _forget(self, view):
-        with self._inflight_lock:
-            for pending in view.pending:
-                self._inflight.difference_update(
-                    inst.uuid for inst, _ in pending.plan.victims)
+    def _unreserve(self, view):
+        for item in view.pending:
+            try:
+                reservations.unreserve(
+                    view.ctx, item.cell_uuid,
+                    [inst.uuid for inst, _ in item.plan.victims])
+            except Exception:
+                LOG.exception('Could not clear reservations of %s; they '
+                              'expire after reservation_timeout',
+                              item.plan.host)
 
     # -- phase three: choose victims after each claim ----------------------
 
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
+        before = hosts.consumed_disk_gb(selected_host)
         super()._consume_selected_host(selected_host, spec_obj,
                                        instance_uuid=instance_uuid)
+        hosts.note_consumed(selected_host, spec_obj, before)
         view = hosts.current_view()
         if view is None or not getattr(view, 'preempt', False):
             return
@@ -106,48 +138,96 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                           'host', selected_host.host, instance_uuid)
 
     def _plan_victims(self, view, host_state, instance_uuid):
-        with self._inflight_lock:
-            inflight = set(self._inflight)
-        # The claim was consumed into the host state: a host still within
-        # capacity needs no victims, and its instances are not loaded.
-        hv = view.host_views([host_state], leaving=inflight,
-                             request=planner.model.ZERO)[
-            (host_state.host, host_state.nodename)]
-        now = timeutils.utcnow(with_timezone=True)
-        plan = planner.plan_host(hv, planner.model.ZERO,
-                                 weights.cost_policy(), now)
-        if not plan.needs_preemption:
+        """Choose and reserve victims on the claimed host, under its lock,
+        from Placement's allocations (every worker's claims)."""
+        rp_uuid = host_state.uuid
+        summary = view.summaries.get(rp_uuid)
+        capacity = reservations.summary_capacity(summary)
+        if capacity is None:
+            capacity, used = hosts.full_state(host_state)
+            if (used - capacity).fits_in(planner.model.ZERO):
+                return
+        elif not reservations.summary_has_preemptible(summary):
+            # No preemptible instance there when the candidates were
+            # read: nothing to preempt (a preemptible claim racing in
+            # since is the reconciler's).
             return
-        if not plan.feasible:
-            LOG.warning('Instance %s was claimed on host %s whose full '
-                        'state cannot be brought within capacity: %s. The '
-                        'reconciler will repair what it can.',
-                        instance_uuid, host_state.host, plan.reason)
-            return
-        uuids = [inst.uuid for inst, _ in plan.victims]
-        view.planned_victims.update(uuids)
-        with self._inflight_lock:
-            self._inflight.update(uuids)
+        with locks.coordinator(CONF).lock(locks.host_lock_name(rp_uuid),
+                                          LOCK_TIMEOUT):
+            now = timeutils.utcnow(with_timezone=True)
+            hv, rows = reservations.fresh_host_view(
+                view.ctx, self.placement_client, rp_uuid,
+                host_state.cell_uuid, capacity,
+                host_state.nodename or host_state.host,
+                view.planned_victims, now)
+            plan = planner.plan_host(hv, planner.model.ZERO,
+                                     weights.cost_policy(), now)
+            if not plan.needs_preemption:
+                return
+            if not plan.feasible:
+                LOG.warning('Instance %s was claimed on host %s whose full '
+                            'state cannot be brought within capacity: %s. '
+                            'The reconciler will repair what it can.',
+                            instance_uuid, host_state.host, plan.reason)
+                return
+            reasons = victim_reasons(plan, instance_uuid, view.request_id)
+            reserved = reservations.reserve(
+                reservations.cell_context(view.ctx, host_state.cell_uuid),
+                [rows[inst.uuid] for inst, _ in plan.victims],
+                instance_uuid, view.request_id, reasons, now)
+        view.planned_victims.update(reserved)
         view.pending.append(_Pending(plan, host_state.cell_uuid,
-                                     instance_uuid))
+                                     instance_uuid, reasons))
         LOG.info('Preemption decision for instance %s: %s', instance_uuid,
                  planner.describe_plan(plan))
+
+    # -- alternates: never a host that would need preemption ---------------
+
+    def _get_alternate_hosts(self, selected_hosts, spec_obj, hosts_, index,
+                             num_alts, alloc_reqs_by_rp_uuid=None,
+                             allocation_request_version=None,
+                             selected_alloc_reqs=None):
+        """Alternates of a normal request only include hosts whose full
+        state has room for it: the cell conductor claims an alternate
+        itself on a reschedule, without the scheduler, so no victims could
+        be chosen there (a reschedule then fails like a stock one when no
+        such host is left)."""
+        view = hosts.current_view()
+        if num_alts and view is not None and getattr(view, 'preempt', False):
+            try:
+                request = hosts.request_resources(spec_obj)
+                kept = []
+                for hs in hosts_:
+                    capacity, used = hosts.full_state(hs)
+                    if hs in selected_hosts or request.fits_in(
+                            capacity - used):
+                        kept.append(hs)
+                hosts_ = kept
+            except Exception:
+                LOG.exception('Could not check alternates; keeping nova\'s')
+        return super()._get_alternate_hosts(
+            selected_hosts, spec_obj, hosts_, index, num_alts,
+            alloc_reqs_by_rp_uuid=alloc_reqs_by_rp_uuid,
+            allocation_request_version=allocation_request_version,
+            selected_alloc_reqs=selected_alloc_reqs)
 
     # -- after every instance is claimed: terminate and wait ---------------
 
     def _ensure_sufficient_hosts(self, context, hosts_, required_count,
                                  claimed_uuids=None):
-        # Raises NoValidHost when the request failed: nothing is preempted.
+        # Raises NoValidHost when the request failed: nothing is preempted
+        # and _schedule clears the reservations.
         super()._ensure_sufficient_hosts(context, hosts_, required_count,
                                          claimed_uuids)
         view = hosts.current_view()
         if view is None or not getattr(view, 'pending', None):
             return
+        view.executed = True
         try:
             self._execute(context, view.pending)
         except Exception:
-            LOG.exception('Preemption failed; the reconciler will repair '
-                          'the hosts')
+            LOG.exception('Preemption failed; the reconciler will finish '
+                          'terminating the reserved victims')
 
     def _execute(self, context, pending):
         ctx = nova_context.get_admin_context()
@@ -155,41 +235,44 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         by_cell = collections.defaultdict(list)
         for item in pending:
             victims = [inst.uuid for inst, _ in item.plan.victims]
-            reason = ('instance terminated by the scheduler on host %s to '
-                      'make room for instance %s (request %s), victim cost '
-                      '%g of a total %g' % (
-                          item.plan.host, item.preemptor_uuid,
-                          context.request_id,
-                          dict((i.uuid, c) for i, c in
-                               item.plan.victims).get(victims[0], 0),
-                          item.plan.total_cost))
             done = actions.terminate(ctx, item.cell_uuid, victims,
-                                     item.preemptor_uuid, reason)
+                                     item.preemptor_uuid, item.reasons)
             actions.notify(ctx, item.plan, item.preemptor_uuid,
-                           context.request_id, CONF.opie_preemption.action)
-            by_cell[item.cell_uuid].extend(done)
+                           context.request_id, CONF.opie_preemption.action,
+                           terminated=done)
+            by_cell[item.cell_uuid].extend(victims)
         for cell_uuid, uuids in by_cell.items():
             if uuids and not actions.release(ctx, cell_uuid, uuids):
-                LOG.warning('Victims %s did not release their hosts within '
-                            '%s s; letting the request proceed',
-                            uuids, CONF.opie_preemption.release_timeout)
+                LOG.warning(
+                    'Victims %s did not release their host within '
+                    'release_timeout (%s s): request %s proceeds on a host '
+                    'whose full state may still be over capacity. The '
+                    'reconciler keeps terminating them (they stay '
+                    'reserved as terminating); check their compute '
+                    'services.', sorted(uuids),
+                    CONF.opie_preemption.release_timeout,
+                    context.request_id)
 
     # -- the reconciler ----------------------------------------------------
 
-    @periodic_task.periodic_task(spacing=60, run_immediately=False)
+    @periodic_task.periodic_task(spacing=1, run_immediately=False)
     def _opie_reconcile(self, context):
-        """Periodic repair of overcommitted hosts (``[opie_reconciler]``)."""
+        """Periodic repair of overcommitted hosts (``[opie_reconciler]``):
+        every ``interval`` seconds, by the one worker of the cloud holding
+        the reconciler lock."""
         opts = CONF.opie_reconciler
         if not opts.run_in_scheduler:
             return
-        now = timeutils.utcnow()
-        last = getattr(self, '_opie_last_reconcile', None)
-        if last is not None and (now - last).total_seconds() < opts.interval:
+        now = time.monotonic()
+        if (self._opie_last_reconcile is not None
+                and now - self._opie_last_reconcile < opts.interval):
             return
         self._opie_last_reconcile = now
-        with self._inflight_lock:
-            inflight = set(self._inflight)
         try:
-            self.reconciler.run_once(context, skip=inflight)
+            if not locks.coordinator(CONF).hold(locks.RECONCILER_LOCK):
+                LOG.debug('Another worker holds the reconciler lock')
+                return
+            self.reconciler.run_once(context,
+                                     placement=self.placement_client)
         except Exception:
             LOG.exception('Reconciler run failed')

@@ -1,17 +1,33 @@
-"""The overcommit reconciler: restore full state <= capacity on every host.
+"""The reconciler: finish what the scheduler started, restore full state <=
+capacity on every host, and end preemptible servers past their lifetime.
 
-The scheduler cannot catch everything: it may die between the Placement
-claim and the termination of victims, two preemptible requests may race past
-the full-state filter, and normal instances arrive by migration, evacuation
-or a forced host. The reconciler reads every compute node's full state
-(ComputeNode records, as the scheduler does) and its instances (one query
-per cell), and terminates the cheapest preemptible instances of each
-overcommitted host with the same selection code as the scheduler.
+The scheduler cannot catch everything: it may die after reserving victims or
+between stopping and deleting them, a victim's delete may fail (compute
+service down), two preemptible requests may race past the full-state
+filter, and normal instances arrive by migration, evacuation or a forced
+host. Each round, per cell:
 
-It is idempotent: instances already being preempted or deleted count as
-released and are never chosen twice, so running it again (or in two places)
-changes nothing once the hosts are back within capacity.
+1. reservations older than ``[opie_preemption] reservation_timeout`` (left
+   by a worker that died before its request finished) are cleared;
+2. victims whose termination did not complete are terminated again once
+   their backoff has passed (``retry_interval`` doubling up to
+   ``max_retry_interval``; after ``max_attempts`` every further failure
+   also records an instance fault and an ERROR log line);
+3. compute nodes whose ComputeNode record is over capacity are re-read
+   from Placement under the host's lock (as the scheduler does) and their
+   cheapest preemptible instances terminated with the same selection code;
+4. when ``[opie_preemption] max_lifetime`` or a flavor's
+   ``opie:max_lifetime`` is set, preemptible servers older than their limit
+   are terminated like victims.
+
+Victims already reserved or terminating count as leaving, so running it
+again (or a second reconciler) changes nothing once hosts are within
+capacity. Only one runs per cloud: see
+:mod:`opie_sched.scheduler.locks`.
 """
+
+import collections
+import datetime
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -22,25 +38,63 @@ from nova import objects
 
 from opie_sched.preemption import model
 from opie_sched.preemption import planner
+from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import locks
+from opie_sched.scheduler import reservations
 from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
 PREEMPTED_BY = 'reconciler'
+LIFETIME = 'max-lifetime'
+LIFETIME_KEY = 'opie:max_lifetime'
+
+
+def lifetime_limit(flavor, default):
+    """Seconds a preemptible server of ``flavor`` may live: the flavor's
+    ``opie:max_lifetime`` (an int >= 0; 0 = no limit), else ``default``.
+    A malformed value is ignored (the API validates new flavors)."""
+    specs = getattr(flavor, 'extra_specs', None) or {}
+    value = specs.get(LIFETIME_KEY)
+    if value is not None:
+        try:
+            value = int(value)
+            if value >= 0:
+                return value
+        except (TypeError, ValueError):
+            pass
+    return default
 
 
 class Reconciler:
     """Finds and repairs overcommitted hosts."""
 
-    def host_views(self, ctx, skip=()):
-        """``[(cell_uuid, HostView)]`` of every compute node, all cells."""
-        result = []
+    def __init__(self, placement=None):
+        self._placement = placement
+
+    def placement(self):
+        """nova's SchedulerReportClient (made on first use)."""
+        if self._placement is None:
+            from nova.scheduler.client import report
+            self._placement = report.report_client_singleton()
+        return self._placement
+
+    @staticmethod
+    def _cells(ctx):
         for cell in objects.CellMappingList.get_all(ctx):
-            if cell.uuid == objects.CellMapping.CELL0_UUID:
-                continue
+            if cell.uuid != objects.CellMapping.CELL0_UUID:
+                yield cell
+
+    def host_views(self, ctx, skip=()):
+        """``[(cell_uuid, HostView)]`` of every compute node, all cells,
+        from the ComputeNode records (every instance loaded: for reports
+        and ``--dry-run``; the repair reads Placement instead)."""
+        result = []
+        now = timeutils.utcnow(with_timezone=True)
+        for cell in self._cells(ctx):
             with nova_context.target_cell(ctx, cell) as cctxt:
                 nodes = objects.ComputeNodeList.get_all(cctxt)
                 if not nodes:
@@ -52,13 +106,14 @@ class Reconciler:
                 result.append((cell.uuid, model.HostView(
                     name=node.hypervisor_hostname, capacity=capacity,
                     used=used,
-                    instances=[hosts.instance_info(i, skip) for i in
+                    instances=[hosts.instance_info(i, skip, now) for i in
                                insts.get((node.host,
                                           node.hypervisor_hostname), [])])))
         return result
 
     def plan(self, ctx, skip=()):
-        """``[(cell_uuid, HostPlan)]`` for every overcommitted host."""
+        """``[(cell_uuid, HostPlan)]`` for every overcommitted host, as the
+        ComputeNode records show them (no lock, nothing reserved)."""
         policy = weights.cost_policy()
         now = timeutils.utcnow(with_timezone=True)
         plans = []
@@ -67,37 +122,180 @@ class Reconciler:
                 plans.append((cell_uuid, plan))
         return plans
 
-    def run_once(self, ctx=None, skip=(), dry_run=None):
-        """One reconciliation round.
+    def run_once(self, ctx=None, skip=(), dry_run=None, placement=None):
+        """One reconciliation round (steps 1-4 of the module docstring).
 
         :param ctx: admin RequestContext (default: a new admin context).
-        :param skip: instance uuids already being terminated elsewhere.
+        :param skip: instance uuids to treat as leaving.
         :param dry_run: only log (default ``[opie_reconciler] dry_run``).
+        :param placement: nova's SchedulerReportClient (default: made once).
         :returns: list of ``HostPlan`` acted upon (or that would be).
         """
+        if placement is not None:
+            self._placement = placement
         ctx = ctx or nova_context.get_admin_context()
         if not ctx.is_admin:
             ctx = ctx.elevated()
         dry_run = CONF.opie_reconciler.dry_run if dry_run is None \
             else dry_run
         acted = []
-        for cell_uuid, plan in self.plan(ctx, skip):
+        for cell in self._cells(ctx):
+            with nova_context.target_cell(ctx, cell) as cctxt:
+                if not dry_run:
+                    self._expire_reservations(cctxt)
+                    self._retry_terminations(ctx, cell.uuid, cctxt)
+                acted.extend(self._repair_cell(ctx, cell.uuid, cctxt, skip,
+                                               dry_run))
+                acted.extend(self._end_lifetimes(ctx, cell.uuid, cctxt,
+                                                 dry_run))
+        return acted
+
+    # -- 1 and 2: what the scheduler left unfinished -------------------------
+
+    @staticmethod
+    def _victims(cctxt, state):
+        insts = objects.InstanceList.get_by_filters(
+            cctxt, {'deleted': False,
+                    'system_metadata': {victim_state.KEY_STATE: state}},
+            expected_attrs=['flavor', 'system_metadata'])
+        for inst in insts:
+            vs = hosts.victim_state(inst)
+            if vs is not None and vs.state == state:
+                yield inst, vs
+
+    def _expire_reservations(self, cctxt):
+        now = timeutils.utcnow(with_timezone=True)
+        lease = CONF.opie_preemption.reservation_timeout
+        for inst, vs in self._victims(cctxt, victim_state.RESERVED):
+            if not vs.is_leaving(now, lease):
+                LOG.info('Reconciler: reservation of victim %s by %s '
+                         'expired (its request never finished); it is a '
+                         'candidate again', inst.uuid, vs.preemptor)
+                reservations.clear_state(inst)
+
+    def _retry_terminations(self, ctx, cell_uuid, cctxt):
+        now = timeutils.utcnow(with_timezone=True)
+        due = [inst for inst, vs in
+               self._victims(cctxt, victim_state.TERMINATING)
+               if vs.retry_due(now)
+               and inst.task_state not in hosts._LEAVING_TASK_STATES]
+        if not due:
+            return
+        LOG.info('Reconciler: terminating again %d victim(s) whose '
+                 'termination did not complete: %s', len(due),
+                 sorted(i.uuid for i in due))
+        actions.terminate(ctx, cell_uuid, [i.uuid for i in due],
+                          PREEMPTED_BY, {}, action='delete')
+
+    # -- 3: overcommitted hosts ---------------------------------------------
+
+    def _repair_cell(self, ctx, cell_uuid, cctxt, skip, dry_run):
+        acted = []
+        policy = weights.cost_policy()
+        for node in objects.ComputeNodeList.get_all(cctxt):
+            capacity, used = hosts.compute_node_state(node)
+            if (used - capacity).fits_in(model.ZERO):
+                continue
+            try:
+                plan = self._repair_node(ctx, cell_uuid, node, policy, skip,
+                                         dry_run)
+            except Exception:
+                LOG.exception('Reconciler could not repair host %s',
+                              node.hypervisor_hostname)
+                continue
+            if plan is not None:
+                acted.append(plan)
+        return acted
+
+    def _repair_node(self, ctx, cell_uuid, node, policy, skip, dry_run):
+        client = self.placement()
+        with locks.coordinator(CONF).lock(locks.host_lock_name(node.uuid),
+                                          60.0):
+            now = timeutils.utcnow(with_timezone=True)
+            capacity = reservations.provider_capacity(client, ctx,
+                                                      node.uuid)
+            hv, rows = reservations.fresh_host_view(
+                ctx, client, node.uuid, cell_uuid, capacity,
+                node.hypervisor_hostname, skip, now)
+            plans = planner.overcommit_plans([hv], policy, now)
+            if not plans:
+                return None
+            plan = plans[0]
             if not plan.feasible:
                 LOG.warning('Reconciler: %s', planner.describe_plan(plan))
-                continue
+                return None
             LOG.info('Reconciler%s: %s', ' (dry run)' if dry_run else '',
                      planner.describe_plan(plan))
-            acted.append(plan)
             if dry_run:
+                return plan
+            reasons = {inst.uuid: (
+                'terminated by the reconciler: host %s was over its '
+                'capacity; this victim\'s cost %g of a total %g'
+                % (plan.host, cost, plan.total_cost))
+                for inst, cost in plan.victims}
+            reservations.reserve(
+                reservations.cell_context(ctx, cell_uuid),
+                [rows[inst.uuid] for inst, _ in plan.victims],
+                PREEMPTED_BY, ctx.request_id, reasons, now)
+        self._finish(ctx, cell_uuid, plan, PREEMPTED_BY, reasons)
+        return plan
+
+    @staticmethod
+    def _finish(ctx, cell_uuid, plan, cause, reasons):
+        uuids = [inst.uuid for inst, _ in plan.victims]
+        done = actions.terminate(ctx, cell_uuid, uuids, cause, reasons)
+        actions.notify(ctx, plan, cause, ctx.request_id,
+                       CONF.opie_preemption.action, terminated=done)
+        if CONF.opie_preemption.action == 'stop' and done:
+            # graceful mode: finish the job (stop, grace, delete)
+            actions.release(ctx, cell_uuid, done)
+
+    # -- 4: maximum lifetime --------------------------------------------------
+
+    def _lifetime_enabled(self, ctx):
+        if CONF.opie_preemption.max_lifetime > 0:
+            return True
+        for flavor in objects.FlavorList.get_all(ctx):
+            if lifetime_limit(flavor, 0) > 0:
+                return True
+        return False
+
+    def _end_lifetimes(self, ctx, cell_uuid, cctxt, dry_run):
+        if not self._lifetime_enabled(ctx):
+            return []
+        now = timeutils.utcnow(with_timezone=True)
+        default = CONF.opie_preemption.max_lifetime
+        expired = collections.defaultdict(list)
+        insts = objects.InstanceList.get_by_filters(
+            cctxt, {'deleted': False},
+            expected_attrs=['flavor', 'system_metadata'])
+        for inst in insts:
+            if (not hosts.flavor_is_preemptible(inst.flavor)
+                    or inst.launched_at is None
+                    or hosts.instance_is_leaving(inst, now=now)):
                 continue
-            uuids = [inst.uuid for inst, _ in plan.victims]
-            reason = ('terminated by the reconciler: host %s was over its '
-                      'capacity (total victim cost %g)'
-                      % (plan.host, plan.total_cost))
-            actions.terminate(ctx, cell_uuid, uuids, PREEMPTED_BY, reason)
-            actions.notify(ctx, plan, PREEMPTED_BY, ctx.request_id,
-                           CONF.opie_preemption.action)
-            if CONF.opie_preemption.action == 'stop':
-                # graceful mode: finish the job (stop, grace, delete)
-                actions.release(ctx, cell_uuid, uuids)
+            limit = lifetime_limit(inst.flavor, default)
+            launched = inst.launched_at
+            if launched.tzinfo is None:
+                launched = launched.replace(tzinfo=datetime.timezone.utc)
+            age = (now - launched).total_seconds()
+            if limit > 0 and age >= limit:
+                expired[(inst.node or inst.host or '?')].append(
+                    (hosts.instance_info(inst, now=now), limit))
+        acted = []
+        for node, items in sorted(expired.items()):
+            plan = planner.HostPlan(
+                host=node, needs_preemption=True, feasible=True,
+                victims=tuple((info, 0.0) for info, _ in items),
+                reason='maximum lifetime reached')
+            reasons = {info.uuid: (
+                'terminated: this preemptible server reached its maximum '
+                'lifetime of %d s' % limit) for info, limit in items}
+            LOG.info('Reconciler%s: %d preemptible server(s) on %s reached '
+                     'their maximum lifetime: %s',
+                     ' (dry run)' if dry_run else '', len(items), node,
+                     sorted(reasons))
+            acted.append(plan)
+            if not dry_run:
+                self._finish(ctx, cell_uuid, plan, LIFETIME, reasons)
         return acted

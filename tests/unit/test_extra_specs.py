@@ -30,9 +30,16 @@ class ExtraSpecValidatorsTest(testtools.TestCase):
         self.assertIn('opie:bid', validators.VALIDATORS)
         self.assertIn('opie', validators.NAMESPACES)
 
+    def test_max_lifetime(self):
+        self.assertValid('opie:max_lifetime', '86400')
+        self.assertValid('opie:max_lifetime', '0')
+        self.assertInvalid('opie:max_lifetime', '-1')
+        self.assertInvalid('opie:max_lifetime', '1 day')
+
     def test_register(self):
         specs = extra_specs.register()
-        self.assertEqual({'opie:preemptible', 'opie:bid', 'opie:price'},
+        self.assertEqual({'opie:preemptible', 'opie:bid', 'opie:price',
+                          'opie:max_lifetime'},
                          {v.name for v in specs})
         for v in specs:
             self.assertIsInstance(v, base.ExtraSpecValidator)

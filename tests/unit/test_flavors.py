@@ -395,13 +395,15 @@ class CreatePreemptibleTwinTest(testtools.TestCase):
                          (stored['vcpus'], stored['ram'], stored['disk'],
                           stored['ephemeral'], stored['swap'],
                           stored['is_public'], stored['description']))
-        expected = flavors.preemptible_extra_specs(1, 2048, 25)
+        # disk as Nova counts DISK_GB: root 20 + ephemeral 5 + swap 512 MB
+        # rounded up to 1 GB
+        expected = flavors.preemptible_extra_specs(1, 2048, 26)
         expected.update({'hw:mem_page_size': 'any',
                          'trait:HW_CPU_X86_AVX2': 'required'})
         self.assertEqual(expected, stored['extra_specs'])
         self.assertEqual(expected, flavor.extra_specs)
         self.assertTrue(flavors.is_preemptible(flavor.extra_specs, 1, 2048,
-                                               25))
+                                               26))
 
     def test_by_id_with_name_and_visibility(self):
         flavor = flavors.create_preemptible_twin(
@@ -503,6 +505,6 @@ class CreatePreemptibleTwinTest(testtools.TestCase):
                  if r.method == 'POST' and 'os-extra_specs' in r.path]
         self.assertEqual(1, len(posts))
         self.assertEqual(
-            set(flavors.preemptible_extra_specs(1, 2048, 25)) |
+            set(flavors.preemptible_extra_specs(1, 2048, 26)) |
             {'hw:mem_page_size', 'trait:HW_CPU_X86_AVX2'},
             set(json.loads(posts[0].body)['extra_specs']))

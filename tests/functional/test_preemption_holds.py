@@ -1,0 +1,290 @@
+"""Preemption that holds on a real in-process Nova: forged metadata,
+failing deletes, release timeouts, disk-only shortfalls, maximum lifetime,
+alternates, and two scheduler services racing on the same hosts."""
+
+import threading
+import time
+from unittest import mock
+
+from oslo_utils.fixture import uuidsentinel as uuids
+
+from nova import context as nova_context
+from nova import objects
+from nova.scheduler import manager as nova_manager
+from nova.tests import fixtures as nova_fixtures
+
+from opie_sched import flavors
+from opie_sched.preemption import victim_state as vs
+from opie_sched.scheduler import actions
+from opie_sched.scheduler import hosts
+from opie_sched.scheduler import reconciler
+from tests.functional import base
+from tests.functional import test_preemption
+
+_Helpers = test_preemption._Helpers
+
+
+class _Base(base.OpieNovaTestCase, _Helpers):
+    HOSTS = ('host1',)
+    EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False}}
+
+    def sysmeta(self, server_id):
+        ctx = nova_context.get_admin_context(read_deleted='yes')
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            inst = objects.Instance.get_by_uuid(
+                cctxt, server_id, expected_attrs=['system_metadata'])
+            return vs.VictimState.from_metadata(inst.system_metadata)
+
+    def full_used(self, host):
+        usages = self.usages(host)
+        return tuple(usages.get(std, 0) + usages.get(pre, 0)
+                     for std, pre in flavors.CLASS_MAP.items())
+
+
+class ForgedMetadataTest(_Base):
+
+    def test_owner_metadata_does_not_protect_a_server(self):
+        # billing period costs: 100 s is the cheapest of the two
+        p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
+        # the owner writes every key the service ever used
+        self.api.post_server_metadata(p[0]['id'], {
+            hosts.PREEMPTED_BY_KEY: 'x', hosts.PREEMPTED_AT_KEY: 'now',
+            vs.KEY_STATE: vs.TERMINATING})
+        normal = self.boot('large', name='normal')
+        self.assertEqual({p[1]['id'], normal['id']}, self.live_uuids())
+        self.assertTrue(self.db_instance(p[0]['id']).deleted)
+        self.assertEqual((8, 16000, 160), self.full_used('host1'))
+
+
+class DiskShortfallTest(_Base):
+
+    def test_disk_only_shortfall_is_preempted(self):
+        self.flavor_ids['disky.preemptible'] = self._create_flavor(
+            name='disky.preemptible', vcpu=1, memory_mb=1000, disk=150,
+            extra_spec=flavors.preemptible_extra_specs(1, 1000, 150))
+        self.flavor_ids['disk-normal'] = self._create_flavor(
+            name='disk-normal', vcpu=1, memory_mb=1000, disk=100)
+        disky = self.boot('disky.preemptible', name='disky')
+        small = self.boot('small.preemptible', name='small')
+        # vCPU and RAM have room (2 of 8, 2000 of 16000); disk does not
+        # (150 + 20 + 100 > 200): only disk makes disky a victim.
+        normal = self.boot('disk-normal', name='normal')
+        self.assertEqual({small['id'], normal['id']}, self.live_uuids())
+        self.assertTrue(self.db_instance(disky['id']).deleted)
+        self.assertLessEqual(self.full_used('host1')[2], 200)
+
+
+class FailingDeleteTest(_Base):
+    EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False},
+                   'opie_preemption': {'release_timeout': 1,
+                                       'retry_interval': 1,
+                                       'max_attempts': 2}}
+
+    def test_failed_delete_is_retried_with_backoff_then_fault(self):
+        p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
+        real = actions.compute_api()
+        broken = mock.Mock(wraps=real)
+        broken.delete.side_effect = RuntimeError('compute service down')
+        with mock.patch.object(actions, 'compute_api', return_value=broken), \
+                self.assertLogs('opie_sched.scheduler.manager',
+                                level='WARNING') as logs:
+            normal = self.boot('large', name='normal')
+        # the request proceeded after release_timeout with a clear warning
+        self.assertIn('did not release their host within release_timeout',
+                      '\n'.join(logs.output))
+        self.assertIn(p[0]['id'], self.live_uuids())
+        state = self.sysmeta(p[0]['id'])
+        self.assertEqual((vs.TERMINATING, 1, normal['id']),
+                         (state.state, state.attempts, state.preemptor))
+        rec = reconciler.Reconciler()
+        # A second failing attempt after the backoff: attempts reach
+        # max_attempts, so the operator gets a fault.
+        time.sleep(1.1)
+        with mock.patch.object(actions, 'compute_api', return_value=broken):
+            rec.run_once()
+        self.assertEqual(2, self.sysmeta(p[0]['id']).attempts)
+        self.assertIn('Preemption failed 2 times',
+                      self.db_instance(p[0]['id']).fault.message)
+        # Still in backoff (2 s now): nothing else is chosen meanwhile.
+        rec.run_once()
+        self.assertEqual(2, self.sysmeta(p[0]['id']).attempts)
+        self.assertIn(p[1]['id'], self.live_uuids())
+        # The compute service is back: the next round finishes the job.
+        time.sleep(2.1)
+        rec.run_once()
+        self._wait_until_deleted(p[0])
+        self.assertEqual({p[1]['id'], normal['id']}, self.live_uuids())
+        self.assertEqual((8, 16000, 160), self.full_used('host1'))
+
+
+class CrashedWorkerTest(_Base):
+    EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False},
+                   'opie_preemption': {'reservation_timeout': 1}}
+
+    def test_reservation_of_a_dead_worker_expires(self):
+        p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
+        # a worker reserved p0 and died before its request finished
+        ctx = nova_context.get_admin_context()
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            inst = objects.Instance.get_by_uuid(
+                cctxt, p[0]['id'], expected_attrs=['system_metadata'])
+            from opie_sched.scheduler import reservations
+            reservations.write_state(inst, vs.reserve(
+                'dead-request', hosts.timeutils.utcnow(with_timezone=True)))
+        time.sleep(1.1)
+        reconciler.Reconciler().run_once()
+        self.assertIsNone(self.sysmeta(p[0]['id']))
+        self.assertEqual({p[0]['id'], p[1]['id']}, self.live_uuids())
+
+
+class MaxLifetimeTest(_Base):
+    EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False},
+                   'opie_preemption': {'max_lifetime': 3600}}
+
+    def test_old_preemptibles_are_terminated(self):
+        p = self.fill_with_preemptibles('host1', 'medium', [4000, 100])
+        normal = self.boot('medium', name='normal')
+        self.set_runtime(normal['id'], 10 ** 5)
+        acted = reconciler.Reconciler().run_once()
+        self.assertEqual(1, len(acted))
+        self._wait_until_deleted(p[0])
+        self.assertEqual({p[1]['id'], normal['id']}, self.live_uuids())
+        self.assertIn(actions.PREEMPT_ACTION,
+                      [a['action'] for a in
+                       self.api.get_instance_actions(p[0]['id'])])
+        [note] = self.preempt_notifications()
+        data = note['payload']['nova_object.data']
+        self.assertEqual(reconciler.LIFETIME, data['preemptor_uuid'])
+        self.assertEqual([p[0]['id']], [v['uuid'] for v in data['victims']])
+
+
+class AlternatesTest(_Base):
+    HOSTS = ('host1', 'host2', 'host3')
+
+    def test_alternates_exclude_hosts_that_would_need_preemption(self):
+        self.fill_with_preemptibles('host2', 'large', [100, 200])
+        seen = []
+        original = nova_manager.SchedulerManager._get_alternate_hosts
+
+        def spy(self_, selected, spec, hosts_, *args, **kwargs):
+            seen.append(({h.host for h in selected},
+                         {h.host for h in hosts_}))
+            return original(self_, selected, spec, hosts_, *args, **kwargs)
+
+        with mock.patch.object(nova_manager.SchedulerManager,
+                               '_get_alternate_hosts', spy):
+            self.boot('large', name='normal')
+        [(selected, offered)] = seen
+        self.assertNotIn('host2', offered - selected)
+        self.assertEqual({'host1', 'host3'}, offered)
+
+
+class TwoSchedulersRaceTest(_Base):
+    """Two scheduler services (two manager objects, each with its own
+    memory, as two workers have) place normal instances on the same
+    preemptible-full host: no host ends over capacity, no victim is chosen
+    twice or without need, no normal server fails (the reconciler is off).
+    """
+
+    HOSTS = ('host1', 'host2')
+
+    def setUp(self):
+        super().setUp()
+        # nova's start_service() refuses a second scheduler; the service
+        # fixture it wraps does not: both listen on the scheduler topic.
+        self.useFixture(nova_fixtures.ConfPatcher(host='scheduler2'))
+        self.scheduler2 = self.useFixture(nova_fixtures.ServiceFixture(
+            'scheduler', host='scheduler2',
+            manager=base.OPIE_MANAGER)).service
+        self.useFixture(nova_fixtures.ConfPatcher(host='fake-mini'))
+
+    def claim(self, rp_uuid, consumer, vcpus, ram, disk):
+        """A normal claim in Placement, as a worker makes it."""
+        body = {'allocations': {rp_uuid: {'resources': {
+            'VCPU': vcpus, 'MEMORY_MB': ram, 'DISK_GB': disk}}},
+            'project_id': self.api.project_id, 'user_id': 'u',
+            'consumer_generation': None}
+        self.placement.put('/allocations/%s' % consumer, body,
+                           version='1.28')
+
+    def summary(self, rp_uuid):
+        inv = self.placement.get('/resource_providers/%s/inventories'
+                                 % rp_uuid).body['inventories']
+        used = self.placement.get('/resource_providers/%s/usages'
+                                  % rp_uuid).body['usages']
+        return {'resources': {
+            rc: {'capacity': (i['total'] - i['reserved'])
+                 * i['allocation_ratio'], 'used': used.get(rc, 0)}
+            for rc, i in inv.items()}}
+
+    def test_two_planners_on_one_host(self):
+        pre = self.fill_with_preemptibles('host1', 'medium',
+                                          [100, 200, 300, 400])
+        rp = self._get_provider_uuid_by_host('host1')
+        cell = self.cell_mappings['cell1'].uuid
+        # Both workers claimed a normal medium on host1 (Placement admits
+        # both on the normal state) before either chose victims.
+        preemptors = [uuids.preemptor_a, uuids.preemptor_b]
+        for consumer in preemptors:
+            self.claim(rp, consumer, 2, 4000, 40)
+        summary = self.summary(rp)
+        host = mock.Mock(uuid=rp, cell_uuid=cell, host='host1',
+                         nodename='host1')
+        views = []
+        managers = (self.scheduler.manager, self.scheduler2.manager)
+        threads = []
+        for manager, preemptor in zip(managers, preemptors):
+            view = hosts.RequestView(nova_context.get_admin_context())
+            view.preempt, view.pending = True, []
+            view.summaries, view.request_id = {rp: summary}, 'req-' + \
+                preemptor[:8]
+            views.append(view)
+            threads.append(threading.Thread(
+                target=manager._plan_victims, args=(view, host, preemptor)))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        chosen = [inst.uuid for view in views for item in view.pending
+                  for inst, _ in item.plan.victims]
+        # Whichever planner took the lock first saw both claims and chose
+        # for the whole overcommit; the other saw those victims reserved
+        # and chose none: two victims in all, the two cheapest (billing
+        # period: 100 s and 200 s), none twice.
+        self.assertEqual(sorted([pre[0]['id'], pre[1]['id']]),
+                         sorted(chosen))
+        for victim in (pre[0], pre[1]):
+            self.assertEqual(vs.RESERVED, self.sysmeta(victim['id']).state)
+        for manager, view in zip(managers, views):
+            manager._execute(nova_context.get_admin_context(), view.pending)
+        for victim in (pre[0], pre[1]):
+            self._wait_until_deleted(victim)
+        self.assertEqual({pre[2]['id'], pre[3]['id']}, self.live_uuids())
+        self.assertEqual((8, 16000, 160), self.full_used('host1'))
+
+    def test_concurrent_normal_boots(self):
+        # End to end through the API; the in-memory message bus hands the
+        # requests to either scheduler service (the multi-process cloud's
+        # Tempest tier races real workers).
+        pre = []
+        for host in self.HOSTS:
+            pre += self.fill_with_preemptibles(
+                host, 'medium', [100 + i for i in range(4)])
+        posted = []
+        for i in range(4):
+            req = self._build_server(name='normal-%d' % i,
+                                     flavor_id=self.flavor_ids['medium'],
+                                     networks='none')
+            posted.append(self.api.post_server({'server': req}))
+        servers = [self._wait_for_state_change(s, 'ACTIVE') for s in posted]
+        self.assertEqual(4, len(servers))
+        for host in self.HOSTS:
+            used = self.full_used(host)
+            self.assertLessEqual(used[0], 8, host)
+            self.assertLessEqual(used[1], 16000, host)
+        # exactly the victims needed: 4 normal mediums need 4 mediums
+        alive = self.live_uuids()
+        self.assertEqual(4, len([p for p in pre if p['id'] not in alive]))
+        self.assertEqual(8, len(alive))

@@ -1,0 +1,207 @@
+"""Victim state on Nova objects: what counts as leaving, the authoritative
+full state from Placement allocations, Nova-like disk accounting."""
+
+import datetime
+from unittest import mock
+
+import fixtures
+from oslo_utils.fixture import uuidsentinel as uuids
+import testtools
+
+from nova import objects
+from nova.tests.unit.scheduler import fakes
+
+from opie_sched import flavors
+from opie_sched.preemption import victim_state as vs
+from opie_sched.scheduler import hosts
+from opie_sched.scheduler import reservations
+
+objects.register_all()
+
+NOW = datetime.datetime(2026, 11, 23, 12, 0, 0,
+                        tzinfo=datetime.timezone.utc)
+
+
+def flavor(vcpus, ram, root, preemptible=True, ephemeral=0, swap=0):
+    specs = flavors.preemptible_extra_specs(
+        vcpus, ram, flavors.disk_gb(root, ephemeral, swap)) \
+        if preemptible else {}
+    return objects.Flavor(vcpus=vcpus, memory_mb=ram, root_gb=root,
+                          ephemeral_gb=ephemeral, swap=swap,
+                          extra_specs=specs)
+
+
+def instance(uuid, flv, metadata=None, sysmeta=None, image_ref='img',
+             task_state=None, vm_state='active'):
+    return objects.Instance(
+        uuid=uuid, host='h', node='h', flavor=flv, launched_at=NOW,
+        metadata=metadata or {}, system_metadata=sysmeta or {},
+        task_state=task_state, vm_state=vm_state, display_name=uuid,
+        project_id='p', image_ref=image_ref)
+
+
+class LeavingTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags = self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF.opie_preemption, 'reservation_timeout', 300))
+
+    def test_user_metadata_cannot_make_a_server_leave(self):
+        # the owner sets the keys the service once used: nothing changes
+        inst = instance(uuids.a, flavor(1, 2000, 20), metadata={
+            hosts.PREEMPTED_BY_KEY: 'x', hosts.PREEMPTED_AT_KEY: 'now',
+            vs.KEY_STATE: vs.TERMINATING})
+        self.assertFalse(hosts.instance_is_leaving(inst, now=NOW))
+        info = hosts.instance_info(inst, now=NOW)
+        self.assertFalse(info.leaving)
+        self.assertTrue(info.preemptible)
+
+    def test_service_owned_state_decides(self):
+        reserved = vs.reserve('p', NOW - datetime.timedelta(seconds=10))
+        inst = instance(uuids.a, flavor(1, 2000, 20),
+                        sysmeta=reserved.as_metadata())
+        self.assertTrue(hosts.instance_is_leaving(inst, now=NOW))
+        stale = vs.reserve('p', NOW - datetime.timedelta(seconds=301))
+        inst = instance(uuids.b, flavor(1, 2000, 20),
+                        sysmeta=stale.as_metadata())
+        self.assertFalse(hosts.instance_is_leaving(inst, now=NOW))
+        term = stale.terminating(NOW, 60, 3600)
+        inst = instance(uuids.c, flavor(1, 2000, 20),
+                        sysmeta=term.as_metadata())
+        self.assertTrue(hosts.instance_is_leaving(inst, now=NOW))
+
+    def test_vm_and_task_states(self):
+        self.assertTrue(hosts.instance_is_leaving(
+            instance(uuids.a, flavor(1, 2000, 20), task_state='deleting'),
+            now=NOW))
+        self.assertTrue(hosts.instance_is_leaving(
+            instance(uuids.a, flavor(1, 2000, 20), vm_state='soft-delete'),
+            now=NOW))
+
+
+class DiskAccountingTest(testtools.TestCase):
+
+    def test_swap_counted_and_volume_root_excluded(self):
+        flv = flavor(2, 4000, 40, ephemeral=10, swap=1536)
+        self.assertEqual(40 + 10 + 2, hosts.flavor_resources(flv).disk_gb)
+        self.assertEqual(12, hosts.flavor_resources(
+            flv, boot_from_volume=True).disk_gb)
+        bfv = instance(uuids.v, flv, image_ref='')
+        self.assertEqual(12, hosts.instance_info(bfv, now=NOW)
+                         .resources.disk_gb)
+
+    def test_request_resources_like_nova(self):
+        spec = objects.RequestSpec(flavor=flavor(2, 4000, 40, swap=512),
+                                   is_bfv=True, num_instances=1)
+        self.assertEqual((2, 4000, 1), tuple(hosts.request_resources(spec)))
+        spec.is_bfv = False
+        self.assertEqual((2, 4000, 41), tuple(hosts.request_resources(spec)))
+
+    def test_consumed_disk_counts_in_the_full_state(self):
+        hs = fakes.FakeHostState('h', 'h', {
+            'vcpus_total': 8, 'vcpus_used': 0, 'total_usable_ram_mb': 16000,
+            'free_ram_mb': 16000, 'total_usable_disk_gb': 200,
+            'disk_mb_used': 100 * 1024, 'free_disk_mb': 100 * 1024,
+            'cpu_allocation_ratio': 1.0, 'ram_allocation_ratio': 1.0,
+            'disk_allocation_ratio': 1.0})
+        spec = objects.RequestSpec(flavor=flavor(2, 4000, 40, False),
+                                   is_bfv=False, num_instances=1,
+                                   pci_requests=None, numa_topology=None,
+                                   instance_group=None)
+        for _ in range(2):
+            before = hosts.consumed_disk_gb(hs)
+            hs.consume_from_request(spec)
+            hosts.note_consumed(hs, spec, before)
+        capacity, used = hosts.full_state(hs)
+        # nova never raises disk_mb_used: opie adds what was consumed
+        self.assertEqual(100 * 1024, hs.disk_mb_used)
+        self.assertEqual((4, 8000, 180), tuple(used))
+        # nova refreshes the host state from the compute node: the
+        # consumption is then in disk_mb_used and no longer added
+        hs.free_disk_mb = 20 * 1024
+        hs.disk_mb_used = 180 * 1024
+        hs.updated = NOW
+        self.assertEqual(180, hosts.full_state(hs)[1].disk_gb)
+
+
+class FakePlacement:
+
+    def __init__(self, allocations):
+        self.allocations = allocations
+        self.urls = []
+
+    def get(self, url, version=None, global_request_id=None):
+        self.urls.append(url)
+        resp = mock.Mock(status_code=200)
+        resp.json.return_value = {'allocations': {
+            c: {'resources': r} for c, r in self.allocations.items()}}
+        return resp
+
+
+class FreshHostViewTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF.opie_preemption, 'reservation_timeout', 300))
+        self.rows = {}
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.reservations.load_by_uuid',
+            side_effect=lambda cctxt, uuids: {
+                u: self.rows[u] for u in uuids if u in self.rows}))
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.reservations.cell_context'))
+
+    def test_every_claim_counts_and_victims_are_sized_by_allocation(self):
+        pre = flavors.CLASS_MAP
+        client = FakePlacement({
+            # a normal instance (claimed by another worker, in flight)
+            uuids.n1: {'VCPU': 4, 'MEMORY_MB': 8000, 'DISK_GB': 80},
+            # a preemptible boot-from-volume server: no disk allocation
+            uuids.p_bfv: {pre['VCPU']: 2, pre['MEMORY_MB']: 4000},
+            # a preemptible server with swap: disk as nova counted it
+            uuids.p_swap: {pre['VCPU']: 2, pre['MEMORY_MB']: 4000,
+                           pre['DISK_GB']: 41},
+            # a preemptible reserved by another worker
+            uuids.p_res: {pre['VCPU']: 2, pre['MEMORY_MB']: 4000,
+                          pre['DISK_GB']: 40},
+            # a migration record holding a preemptible's old resources
+            uuids.migration: {pre['VCPU']: 1, pre['MEMORY_MB']: 1000},
+        })
+        flv = flavor(2, 4000, 40)
+        self.rows = {
+            uuids.p_bfv: instance(uuids.p_bfv, flv, image_ref=''),
+            uuids.p_swap: instance(uuids.p_swap, flv),
+            uuids.p_res: instance(uuids.p_res, flv, sysmeta=vs.reserve(
+                'other', NOW).as_metadata()),
+        }
+        capacity = (8, 16000, 200)
+        hv, rows = reservations.fresh_host_view(
+            None, client, 'rp', None, reservations.model.Resources(
+                *capacity), 'h', now=NOW)
+        self.assertEqual(['/resource_providers/rp/allocations'],
+                         client.urls)
+        self.assertEqual((11, 21000, 161), tuple(hv.used))
+        by_uuid = {i.uuid: i for i in hv.instances}
+        self.assertEqual({uuids.p_bfv, uuids.p_swap, uuids.p_res},
+                         set(by_uuid))
+        self.assertEqual(0, by_uuid[uuids.p_bfv].resources.disk_gb)
+        self.assertEqual(41, by_uuid[uuids.p_swap].resources.disk_gb)
+        self.assertTrue(by_uuid[uuids.p_res].leaving)
+        self.assertEqual({uuids.p_bfv, uuids.p_swap},
+                         {i.uuid for i in hv.preemptible_instances})
+
+    def test_summary_helpers(self):
+        summary = {'resources': {
+            'VCPU': {'capacity': 8, 'used': 2},
+            'MEMORY_MB': {'capacity': 15488, 'used': 0},
+            'DISK_GB': {'capacity': 200, 'used': 0},
+            flavors.VCPU_CLASS: {'capacity': 8, 'used': 0}}}
+        self.assertEqual((8, 15488, 200),
+                         tuple(reservations.summary_capacity(summary)))
+        self.assertFalse(reservations.summary_has_preemptible(summary))
+        summary['resources'][flavors.VCPU_CLASS]['used'] = 1
+        self.assertTrue(reservations.summary_has_preemptible(summary))
+        self.assertTrue(reservations.summary_has_preemptible(None))
+        self.assertIsNone(reservations.summary_capacity({'resources': {}}))

@@ -1,0 +1,68 @@
+"""The service-owned victim state (pure rules, no Nova)."""
+
+import datetime
+
+import testtools
+
+from opie_sched.preemption import victim_state as vs
+
+T0 = datetime.datetime(2026, 11, 23, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def later(seconds):
+    return T0 + datetime.timedelta(seconds=seconds)
+
+
+class VictimStateTest(testtools.TestCase):
+
+    def test_round_trip_through_metadata(self):
+        state = vs.reserve('preemptor-uuid', T0, 'req-1', 'why').terminating(
+            later(5), 60, 3600)
+        meta = state.as_metadata()
+        self.assertTrue(all(isinstance(v, str) for v in meta.values()))
+        self.assertTrue(set(meta) <= set(vs.KEYS))
+        self.assertEqual(state, vs.VictimState.from_metadata(meta))
+
+    def test_missing_or_garbled_record_is_no_record(self):
+        self.assertIsNone(vs.VictimState.from_metadata({}))
+        self.assertIsNone(vs.VictimState.from_metadata(None))
+        meta = vs.reserve('x', T0).as_metadata()
+        self.assertIsNone(vs.VictimState.from_metadata(
+            dict(meta, **{vs.KEY_STATE: 'leaving-forever'})))
+        self.assertIsNone(vs.VictimState.from_metadata(
+            dict(meta, **{vs.KEY_SINCE: 'yesterday'})))
+        # a bad attempt count is read as 0, not as an error
+        state = vs.VictimState.from_metadata(
+            dict(meta, **{vs.KEY_ATTEMPTS: 'many'}))
+        self.assertEqual(0, state.attempts)
+
+    def test_reservation_is_leaving_only_during_its_lease(self):
+        state = vs.reserve('x', T0)
+        self.assertTrue(state.is_leaving(later(299), lease=300))
+        self.assertFalse(state.is_leaving(later(300), lease=300))
+
+    def test_terminating_is_always_leaving(self):
+        state = vs.reserve('x', T0).terminating(T0, 60, 3600)
+        self.assertTrue(state.is_leaving(later(10 ** 6), lease=1))
+
+    def test_retry_is_due_after_the_backoff(self):
+        state = vs.reserve('x', T0).terminating(T0, 60, 3600)
+        self.assertEqual(1, state.attempts)
+        self.assertFalse(state.retry_due(later(59)))
+        self.assertTrue(state.retry_due(later(60)))
+        second = state.terminating(later(60), 60, 3600)
+        self.assertEqual(2, second.attempts)
+        self.assertEqual(later(180), second.next_attempt)
+        self.assertFalse(vs.reserve('x', T0).retry_due(later(10 ** 6)))
+
+    def test_backoff_doubles_up_to_the_maximum(self):
+        self.assertEqual([60, 120, 240, 480, 500],
+                         [vs.backoff(n, 60, 500) for n in range(1, 6)])
+        self.assertEqual(500, vs.backoff(10 ** 6, 60, 500))
+        self.assertRaises(ValueError, vs.backoff, 0, 60, 500)
+        self.assertRaises(ValueError, vs.backoff, 1, -1, 500)
+
+    def test_times_are_utc_text(self):
+        self.assertEqual('2026-11-23T12:00:00Z', vs.format_time(T0))
+        self.assertEqual(T0, vs.parse_time('2026-11-23T12:00:00Z'))
+        self.assertIsNone(vs.parse_time('2026-11-23 12:00'))
