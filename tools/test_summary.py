@@ -1,4 +1,6 @@
-"""Print the last stestr run as one plain line: 'N passed, N failed, N skipped'.
+"""Print the last stestr run as one plain line.
+
+The line reads 'N passed, N failed, N skipped'.
 
 stestr's own summary ("Totals ... - Passed: N") is not a format every CI
 reader knows; this line is.

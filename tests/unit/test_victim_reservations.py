@@ -205,3 +205,61 @@ class FreshHostViewTest(testtools.TestCase):
         self.assertTrue(reservations.summary_has_preemptible(summary))
         self.assertTrue(reservations.summary_has_preemptible(None))
         self.assertIsNone(reservations.summary_capacity({'resources': {}}))
+
+
+class TerminateTest(testtools.TestCase):
+    """actions.terminate on instances as the database returns them."""
+
+    def setUp(self):
+        super().setUp()
+        from opie_sched.scheduler import actions
+        self.actions = actions
+        self.rows = {}
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.reservations.load_by_uuid',
+            side_effect=lambda cctxt, uuids: {
+                u: self.rows[u] for u in uuids if u in self.rows}))
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.reservations.cell_context'))
+        self.api = mock.Mock()
+        self.useFixture(fixtures.MockPatchObject(
+            actions, 'compute_api', return_value=self.api))
+        self.useFixture(fixtures.MockPatchObject(actions, 'mark_victim'))
+        self.saved = []
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.reservations.write_state',
+            side_effect=lambda inst, state: self.saved.append(
+                (inst.uuid, state))))
+        self.cleared = []
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.reservations.clear_state',
+            side_effect=lambda inst: self.cleared.append(inst.uuid)))
+        self.ctx = mock.Mock(request_id='req-1')
+
+    def test_a_victim_resized_to_a_normal_flavor_is_spared(self):
+        self.rows[uuids.a] = instance(uuids.a, flavor(2, 4000, 40, False))
+        self.assertEqual([], self.actions.terminate(
+            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+        self.api.delete.assert_not_called()
+        self.assertEqual([uuids.a], self.cleared)
+
+    def test_state_is_written_before_the_delete_and_failure_is_kept(self):
+        self.rows[uuids.a] = instance(uuids.a, flavor(2, 4000, 40))
+        self.api.delete.side_effect = RuntimeError('compute down')
+        with self.assertLogs('opie_sched.scheduler.actions', 'WARNING'):
+            done = self.actions.terminate(self.ctx, None, [uuids.a],
+                                          uuids.p, 'why', action='delete')
+        self.assertEqual([], done)
+        [(uuid, state)] = self.saved
+        self.assertEqual((uuids.a, vs.TERMINATING, 1, uuids.p),
+                         (uuid, state.state, state.attempts,
+                          state.preemptor))
+        self.assertIsNotNone(state.next_attempt)
+
+    def test_gone_and_deleting_victims_are_skipped(self):
+        self.rows[uuids.b] = instance(uuids.b, flavor(2, 4000, 40),
+                                      task_state='deleting')
+        self.assertEqual([], self.actions.terminate(
+            self.ctx, None, [uuids.a, uuids.b], uuids.p, 'why'))
+        self.api.delete.assert_not_called()
+        self.api.stop.assert_not_called()
