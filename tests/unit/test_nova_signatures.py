@@ -1,0 +1,70 @@
+"""Pins every nova signature opie_sched overrides or relies on, so that a
+nova release changing one fails here, by name, instead of breaking the
+scheduler at run time."""
+
+import inspect
+
+import testtools
+
+from nova.scheduler.client import report
+from nova.scheduler import host_manager
+from nova.scheduler import manager as nova_manager
+
+from opie_sched.scheduler import manager as opie_manager
+
+
+def params(func):
+    return list(inspect.signature(func).parameters)
+
+
+class NovaSignatureTest(testtools.TestCase):
+
+    OVERRIDDEN = {
+        '_schedule': ['self', 'context', 'spec_obj', 'instance_uuids',
+                      'alloc_reqs_by_rp_uuid', 'provider_summaries',
+                      'allocation_request_version', 'return_alternates'],
+        '_consume_selected_host': ['selected_host', 'spec_obj',
+                                   'instance_uuid'],
+        '_ensure_sufficient_hosts': ['self', 'context', 'hosts',
+                                     'required_count', 'claimed_uuids'],
+        '_get_alternate_hosts': ['self', 'selected_hosts', 'spec_obj',
+                                 'hosts', 'index', 'num_alts',
+                                 'alloc_reqs_by_rp_uuid',
+                                 'allocation_request_version',
+                                 'selected_alloc_reqs'],
+    }
+
+    def test_overridden_scheduler_manager_methods(self):
+        for name, expected in self.OVERRIDDEN.items():
+            self.assertEqual(expected,
+                             params(getattr(nova_manager.SchedulerManager,
+                                            name)), name)
+            # ours accept the same arguments by the same names (the
+            # second positional may be named hosts_ to keep the module
+            # name free)
+            ours = params(getattr(opie_manager.OpieSchedulerManager, name))
+            self.assertEqual(len(expected) + (1 if expected[0] != 'self'
+                                              else 0), len(ours), name)
+
+    def test_consume_selected_host_is_a_staticmethod_in_nova(self):
+        self.assertIsInstance(
+            inspect.getattr_static(nova_manager.SchedulerManager,
+                                   '_consume_selected_host'), staticmethod)
+
+    def test_host_state_fields_read(self):
+        hs = host_manager.HostState('h', 'n', None)
+        for attr in ('vcpus_total', 'vcpus_used', 'total_usable_ram_mb',
+                     'free_ram_mb', 'total_usable_disk_gb', 'disk_mb_used',
+                     'free_disk_mb', 'cpu_allocation_ratio',
+                     'ram_allocation_ratio', 'disk_allocation_ratio',
+                     'updated', 'uuid', 'cell_uuid', 'instances'):
+            self.assertTrue(hasattr(hs, attr), attr)
+        self.assertEqual(['self', 'spec_obj'],
+                         params(host_manager.HostState.consume_from_request))
+
+    def test_placement_client(self):
+        self.assertIsInstance(
+            inspect.getattr_static(nova_manager.SchedulerManager,
+                                   'placement_client'), property)
+        self.assertEqual(['self', 'url', 'version', 'global_request_id'],
+                         params(report.SchedulerReportClient.get))
