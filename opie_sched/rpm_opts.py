@@ -52,8 +52,8 @@ rpm_opts = [
              'of the efficiency term; Paper IV §5.3 aims at 0.75).'),
     cfg.StrOpt(
         'efficiency_formula', default='distance',
-        choices=[('distance', 'E = max over CPU and RAM of |target - '
-                              'utilisation after placement|: hosts ending '
+        choices=[('distance', 'E = max over CPU and RAM of abs(target - '
+                              'utilisation after placement): hosts ending '
                               'closest to the target win.'),
                  ('literal', 'E = max(target - cpu, target - mem) as '
                              'printed in eq. 10-11: fuller hosts always '
@@ -106,6 +106,33 @@ rpm_opts = [
         'rpm_distance_weight_multiplier', default=1.0,
         help='Multiplier of RPMDistanceWeigher (per-aggregate override: '
              '``rpm_distance_weight_multiplier``).'),
+    cfg.StrOpt(
+        'discovery', default='local',
+        choices=[('local', 'Paper IV Alg. 1: each triggered host looks '
+                           'for destinations among discovery_neighbours '
+                           'random neighbours per round (60 % its server '
+                           'group, 30 % its cluster, 10 % anywhere); an '
+                           'overload takes the first round\'s best, an '
+                           'underload the best of discovery_max_ttl + 1 '
+                           'rounds.'),
+                 ('global', 'Every host is a candidate destination (a '
+                            'centralised planner).')],
+        help='Where opie-repacker looks for migration destinations (the '
+             'discovery of Paper IV §4.3).'),
+    cfg.IntOpt(
+        'discovery_neighbours', default=rpm.NEIGHBOURS, min=1,
+        help='k, neighbours per discovery round (Paper IV §5.2: 20). '
+             'With k >= hosts - 1 local discovery sees every host.'),
+    cfg.IntOpt(
+        'discovery_max_ttl', default=rpm.MAX_TTL, min=0,
+        help='MaxTTL of Paper IV Alg. 1: rounds an underload collects '
+             'candidates before the best is chosen (the thesis gives no '
+             'value).'),
+    cfg.IntOpt(
+        'discovery_seed',
+        help='Seed of the neighbour draws (same hosts + same seed = same '
+             'plan, for tests and replays). Unset: a fresh seed each '
+             'period.'),
 ]
 
 reliability_group = cfg.OptGroup(
@@ -168,6 +195,18 @@ def register_opts(conf):
         copy = cfg.OptGroup(group.name, title=group.title, help=group.help)
         conf.register_group(copy)
         conf.register_opts(opts, group=copy)
+
+
+def discovery_policy(conf):
+    """Keyword arguments of :class:`opie_sched.repacker.planner.Policy`
+    for the discovery options of ``[opie_rpm]`` (``discovery``,
+    ``neighbours``, ``max_ttl``, ``seed``); ``conf`` has
+    :func:`register_opts` applied."""
+    group = conf.opie_rpm
+    return {'discovery': group.discovery,
+            'neighbours': group.discovery_neighbours,
+            'max_ttl': group.discovery_max_ttl,
+            'seed': group.discovery_seed}
 
 
 def list_opts():

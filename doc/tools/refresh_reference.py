@@ -1,0 +1,308 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Refresh the captured parts of the documentation.
+
+The CLI reference (``doc/source/cli/opie-sched.rst``,
+``openstack-spot.rst`` and the usage texts of ``services.rst``) and the
+simulator's scenario tables (``doc/source/simulator/index.rst``) are not
+generated at build time: rendering them would need nova installed in the
+docs environment. This script runs the commands and rewrites those pages,
+each stamped with the date and the command it ran, so that nothing on them
+pretends to be live::
+
+    .tox/py3/bin/python doc/tools/refresh_reference.py \\
+        [--bin-dir .tox/py3/bin] [--only cli|scenarios] [--timeout 600]
+
+Commands are run from ``--bin-dir`` (default: the directory of this
+Python). A command that fails leaves a line saying so on the page.
+"""
+
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SOURCE = os.path.join(ROOT, 'doc', 'source')
+
+OPIE_GROUPS = ['demo', 'preempt', 'flavor', 'provider-config',
+               'reliability', 'repack', 'market', 'simulate', 'devcloud']
+SERVICES = ['opie-scheduler', 'opie-reconciler', 'opie-market',
+            'opie-autoscaler', 'opie-repacker']
+SPOT = ['price list', 'price history', 'bid set', 'bid show',
+        'account show', 'share list']
+
+#: (name, what it runs, the paper's table or figure, or None)
+SCENARIOS = [
+    ('nasa-backfill',
+     'The NASA Ames iPSC/860 trace (Parallel Workloads Archive, SWF) '
+     'replayed with and without preemptible backfilling: the utilisation a '
+     'provider gains by filling idle capacity with preemptible servers '
+     'that normal jobs preempt (the motivation of [LopezGarcia2019]_). '
+     'Needs the trace ``NASA-iPSC-1993-3.1-cln.swf.gz`` of the Parallel '
+     'Workloads Archive in ``--traces-dir`` (default: ``../shared/traces`` '
+     'next to the repository); no paper table to compare with.', None),
+    ('diehard-table2',
+     'Die-Hard vs Proportional vs HRF on the thesis topology, '
+     'S_min = 0.9999, T = 80 h, K = 500, 700, 1000.',
+     '[PaperVI]_ Table 2'),
+    ('diehard-tables34',
+     'Die-Hard, Proportional and HRF at S_min = 0.999, K = 500, 80 h and '
+     '168 h under three capacity models (one task per host, the thesis\' '
+     'background load, a domain holding the whole job).',
+     '[PaperVI]_ Tables 3 and 4'),
+    ('repacking-tables',
+     'S_base, S_delta, S_Full and the repacked variants on the Increase and '
+     'Seasonal workloads, applications A and B, cheap (4 min) and expensive '
+     '(20 min) reconfigurations, d = 1000 min, K = 1 %.',
+     '[PaperV]_ Tables 3 and 6'),
+    ('repacking-tables45',
+     'S_delta_Repacked with a short and a long stability interval d, cheap '
+     'and expensive reconfigurations, and the realised stability interval '
+     'of each repack.', '[PaperV]_ Tables 4 and 5'),
+    ('themis-value',
+     'Themis\' proportional-share market (the SLO controllers, '
+     'work-conserving shares) vs FCFS and EDF on the first HPC2N jobs, and '
+     'Merkat vs a batch scheduler.',
+     '[Themis2012]_ Fig. 5, [ThemisSLO2013]_ Fig. 2, [Merkat2013]_ §5.4.3'),
+    ('rpm-vs-ffd',
+     'RPM vs FFD-sum with the local discovery of Alg. 1 on the thesis\' '
+     'load.', '[PaperIV]_ Table 4'),
+    ('preemption-latency',
+     'Scheduling latency of opie vs the unmodified scheduler vs the retry '
+     'design.', '[LopezGarcia2019]_ Fig. 2'),
+    ('p2p-consolidation',
+     'Paper II\'s six allocation policies on a scale-free overlay, with and '
+     'without re-consolidation.', '[PaperII]_ Fig. 2 and Table 2'),
+    ('gossip-redistribution',
+     'Random, Incremental, Merge and Merge+Imb gossip consolidation.',
+     '[PaperIII]_ Figs. 2-5'),
+]
+
+SIMULATOR_INTRO = '''\
+=========================
+The simulator's scenarios
+=========================
+
+``opie-sched simulate`` replays a workload (a Standard Workload Format
+trace, or a generated one) on a simulated data centre with the *same*
+pure preemption code the Nova scheduler plugins run: the dual host state
+([LopezGarcia2019]_ §3), the ranking (Alg. 4) and the exact victim
+selection (Alg. 5), next to the baselines ``stock``, ``first-fit`` and
+``retry`` (``--policy all``). CSV and PNG go to ``--output-dir``.
+
+Named scenarios reproduce a paper's table or figure and print the paper's
+numbers next to ours; a result that does not reproduce is printed with the
+reason, never tuned toward the paper's number::
+
+    opie-sched simulate --scenario NAME [--reduced] [--seed N] \
+[--format text|json]
+
+``--reduced`` runs the small version of the same experiment that the unit
+tests run (seconds instead of minutes); without it, the full experiment.
+
+.. important::
+
+   The tables below are **not live**: each was measured once on {date},
+   on a shared 2-core machine, with the command shown above it (opie_sched
+   as of that day). Re-run the command for current numbers; the reduced
+   versions use fewer jobs, hosts or seeds than the papers, so their
+   absolute values differ from the full runs.
+
+'''
+
+OPIE_INTRO = '''\
+==========
+opie-sched
+==========
+
+The operator's and researcher's command: preemptible flavors, provider
+configs, what-if tools for every algorithm, the simulator, the demo and
+the devcloud. Cloud commands take the standard ``--os-cloud`` and
+``--os-*`` options of openstacksdk (before the subcommand), e.g.
+``opie-sched --os-cloud devstack-admin preempt list``.
+
+'''
+
+SPOT_INTRO = '''\
+==============
+openstack spot
+==============
+
+The ``spot`` plugin of python-openstackclient, installed with opie_sched
+(entry points ``openstack.cli.extension`` and ``openstack.spot.v1``). It
+talks to the market REST API (:doc:`/api/market`) found in the catalog as
+service type ``spot-market``, or at ``--os-spot-endpoint`` /
+``OS_SPOT_ENDPOINT``. Like every ``openstack`` command it formats its
+output with ``-f table|json|yaml|csv|value`` and selects columns with
+``-c``.
+
+'''
+
+
+def fill(text):
+    return textwrap.fill(text, 74, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def title(text, char):
+    return '%s\n%s\n' % (text, char * len(text))
+
+
+def block(text):
+    return '.. code-block:: text\n\n%s\n' % textwrap.indent(text, '   ')
+
+
+def run(argv, timeout):
+    """stdout+stderr of ``argv`` and its wall time, or (None, None)."""
+    start = datetime.datetime.now()
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, cwd=ROOT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print('  failed: %s' % exc, file=sys.stderr)
+        return None, None
+    seconds = (datetime.datetime.now() - start).total_seconds()
+    if proc.returncode != 0:
+        print('  exit %d' % proc.returncode, file=sys.stderr)
+        return None, None
+    return proc.stdout.rstrip(), seconds
+
+
+def usage(bin_dir, argv, timeout):
+    print(' '.join(argv + ['--help']), file=sys.stderr)
+    text, _ = run([os.path.join(bin_dir, argv[0])] + argv[1:] + ['--help'],
+                  timeout)
+    if text is None or not text.startswith('usage'):
+        return None
+    return '\n'.join(line.rstrip() for line in text.splitlines())
+
+
+def note(date):
+    return fill('The usage texts on this page were captured on %s with '
+                "each command's ``--help``; the installed command's own "
+                '``--help`` is authoritative.' % date) + '\n'
+
+
+def refresh_cli(bin_dir, date, timeout):
+    parts = [OPIE_INTRO, note(date), '\n']
+    top = usage(bin_dir, ['opie-sched'], timeout)
+    if top is not None:
+        parts += [block(top.split('\nAuthentication Options:')[0].rstrip()),
+                  '\n', fill('The remaining global options are the '
+                             'standard keystoneauth and openstacksdk '
+                             '``--os-*`` options (authentication, TLS, '
+                             'service selection and API version), as in '
+                             'the ``openstack`` client.'), '\n\n']
+    for group in OPIE_GROUPS:
+        text = usage(bin_dir, ['opie-sched', group], timeout)
+        parts.append('\n%s\n' % title('opie-sched ' + group, '-'))
+        if text is None:
+            parts.append('(``opie-sched %s --help`` failed)\n' % group)
+            continue
+        parts.append(block(text))
+        subs = re.findall(r'^    ([a-z][a-z-]+)', text.split(
+            '\noptions:')[0], re.M)
+        for sub in subs:
+            sub_text = usage(bin_dir, ['opie-sched', group, sub], timeout)
+            if sub_text is None:
+                continue
+            parts.append('\n%s\n' % title(
+                'opie-sched %s %s' % (group, sub), '~'))
+            parts.append(block(sub_text))
+    write(os.path.join(SOURCE, 'cli', 'opie-sched.rst'), ''.join(parts))
+
+    parts = [SPOT_INTRO, note(date), '\n']
+    for command in SPOT:
+        text = usage(bin_dir, ['openstack', 'spot'] + command.split(),
+                     timeout)
+        parts.append('\n%s\n' % title('openstack spot ' + command, '-'))
+        parts.append(block(text) if text is not None else
+                     '(``openstack spot %s --help`` failed)\n' % command)
+    write(os.path.join(SOURCE, 'cli', 'openstack-spot.rst'), ''.join(parts))
+
+    path = os.path.join(SOURCE, 'cli', 'services.rst')
+    with open(path) as f:
+        page = f.read().split('\nUsage texts\n')[0].rstrip() + '\n'
+    page += '\n%s\n%s' % (title('Usage texts', '='), note(date))
+    for service in SERVICES:
+        text = usage(bin_dir, [service], timeout)
+        if text is not None:
+            page += '\n%s\n%s' % (title(service + ' --help', '-'),
+                                  block(text))
+    write(path, page)
+
+
+def refresh_scenarios(bin_dir, date, timeout):
+    parts = [SIMULATOR_INTRO.replace('{date}', date)]
+    for name, what, paper in SCENARIOS:
+        parts.append('%s\n' % title(name, '='))
+        parts.append(fill(what + (' Paper: %s.' % paper if paper else ''))
+                     + '\n\n')
+        if name == 'nasa-backfill':
+            args = ['--scenario', name, '--no-plot', '--progress-every',
+                    '0']
+        else:
+            args = ['--scenario', name, '--reduced']
+        shown = 'opie-sched simulate %s --output-dir DIR' % ' '.join(args)
+        print(shown, file=sys.stderr)
+        with tempfile.TemporaryDirectory() as out:
+            text, seconds = run([os.path.join(bin_dir, 'opie-sched'),
+                                 'simulate'] + args + ['--output-dir', out],
+                                timeout)
+            if text is not None:
+                text = text.replace(out, 'DIR')
+        if text is None:
+            parts.append('Not measured on %s: ``%s`` failed.\n\n'
+                         % (date, shown))
+            continue
+        text = '\n'.join(line.rstrip() for line in text.splitlines())
+        parts.append(fill('Measured on %s with ``%s`` (%.1f s wall time, '
+                          'start-up included):' % (date, shown, seconds))
+                     + '\n\n' + block(text) + '\n')
+    write(os.path.join(SOURCE, 'simulator', 'index.rst'),
+          ''.join(parts).rstrip() + '\n')
+
+
+def write(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+    print('wrote %s' % os.path.relpath(path, ROOT), file=sys.stderr)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--bin-dir', default=os.path.dirname(sys.executable),
+                        help='where opie-sched, openstack and the services '
+                             'are installed (default: next to this Python)')
+    parser.add_argument('--only', choices=['cli', 'scenarios'],
+                        help='refresh only one part')
+    parser.add_argument('--timeout', type=float, default=600.0,
+                        help='seconds per command (default 600)')
+    args = parser.parse_args(argv)
+    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    if args.only in (None, 'cli'):
+        refresh_cli(args.bin_dir, date, args.timeout)
+    if args.only in (None, 'scenarios'):
+        refresh_scenarios(args.bin_dir, date, args.timeout)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
