@@ -374,7 +374,38 @@ def _host_count(value, path, host_names):
     return _check_int(value, path, 0)
 
 
-def thesis_topology(seed=0):
+#: A host of the Paper VI evaluation (§4): 4 CPU cores, 16 GB of memory.
+HOST_CORES, HOST_MEMORY_GB = 4, 16
+
+
+def host_slots(rng, task_cores, task_memory_gb, background=True,
+               cores=HOST_CORES, memory_gb=HOST_MEMORY_GB):
+    """Tasks of one job a host can take (Paper VI §4).
+
+    The host carries a background load "uniformly chosen within the
+    available capacity range": a CPU and a memory load drawn independently
+    and uniformly in [0, ``cores``] and [0, ``memory_gb``]. The job's
+    identical tasks (``task_cores`` cores, ``task_memory_gb`` GB) fill what
+    is left: ``min(floor(free cores / task cores), floor(free GB / task
+    GB))``.
+
+    :param rng: :class:`random.Random`.
+    :param background: False for an idle host (the whole capacity free).
+    :returns: int >= 0.
+    :raises PlanError: a non-positive task size.
+    """
+    if not task_cores > 0 or not task_memory_gb > 0:
+        raise PlanError('task size must be > 0, got %r cores, %r GB'
+                        % (task_cores, task_memory_gb))
+    free_cpu, free_mem = float(cores), float(memory_gb)
+    if background:
+        free_cpu -= rng.uniform(0, cores)
+        free_mem -= rng.uniform(0, memory_gb)
+    return int(min(math.floor(free_cpu / task_cores + 1e-9),
+                   math.floor(free_mem / task_memory_gb + 1e-9)))
+
+
+def thesis_topology(seed=0, task=None, background=True):
     """The evaluation cluster of Paper VI §4, as far as the text fixes it.
 
     9600 hosts (racks of 80) behind 120 ToR switches form 61 network
@@ -389,21 +420,36 @@ def thesis_topology(seed=0):
     assumption that domains fail independently; we give two domains one
     PDU and two a redundant pair, so that the uncoverable power risk over
     80 h (about 2·λT = 6.4e-5) matches the plateau of the thesis' Table 1
-    (1 − 0.9999376 = 6.2e-5). The thesis' random background load is not
-    modelled: every host is free.
+    (1 − 0.9999376 = 6.2e-5): a calibration to Table 1, not a derivation.
+
+    Capacity (a cell's ``hosts`` are task slots):
+
+    * ``task`` None: one task per host, every host free (the thesis'
+      background load not modelled);
+    * ``task = (cores, GB)``: each host's slots for tasks of that size
+      (:func:`host_slots`) under the random background load of §4 (drawn
+      with ``random.Random('<seed>-background')``, so the ToR rates do not
+      change), or with the whole host free when ``background`` is False.
+
+    :raises PlanError: a non-positive task size.
     """
     rng = random.Random(seed)
     low, high = NETWORK_FAILURE_RATE_RANGE
     power = [Domain('pdu-%d' % (j + 1), (DEFAULT_POWER_FAILURE_RATE,) *
                     (1 if j < 2 else 2)) for j in range(4)]
     pdus = [0] * 16 + [1] * 15 + [2] * 15 + [3] * 15
+    bg_rng = random.Random('%s-background' % seed)
     network, cells = [], []
     for i, pdu in enumerate(pdus):
         tors = 1 if i >= 59 else 2
         name = 'net-%02d' % (i + 1)
         network.append(Domain(name, tuple(rng.uniform(low, high)
                                           for _ in range(tors))))
-        cells.append(Cell(name, power[pdu].name, 80 * tors))
+        hosts = 80 * tors
+        if task is not None:
+            hosts = sum(host_slots(bg_rng, task[0], task[1], background)
+                        for _ in range(hosts))
+        cells.append(Cell(name, power[pdu].name, hosts))
     return Topology(network, power, cells)
 
 

@@ -909,7 +909,8 @@ class Strategy(metaclass=abc.ABCMeta):
     step that both starts and stops servers is a *reconfiguration* and pays
     ``R = C_extra * repack_time`` (``C_extra`` by default the price of the
     servers started); pure scale-out or scale-in is free, as in the thesis
-    where S_delta and S_base cost the same for cheap and expensive R.
+    where S_delta and S_base cost the same for cheap and expensive R --
+    except for :class:`SFull`, whose every change is a reconfiguration.
 
     Shared scale-in rule: when ``S_{t-1}`` over-provisions, keep the
     cheapest subset of it that still covers the load (exact, ties as
@@ -997,10 +998,10 @@ class Strategy(metaclass=abc.ABCMeta):
         ok, _, _ = _decide(P, P_hat, self.d, R, self.K)
         return (opt, R, True) if ok else (vec, Fraction(0), False)
 
-    def _cost_of(self, old, new):
+    def _cost_of(self, old, new, scaling_is_free=True):
         started = [max(0, b - a) for a, b in zip(old, new)]
         stopped = any(a > b for a, b in zip(old, new))
-        if not stopped or not any(started):
+        if not any(started) or (scaling_is_free and not stopped):
             return Fraction(0)  # pure scale-out or scale-in: free
         extra = (self.cat.price_of(started) if self.c_extra is None
                  else self.c_extra)
@@ -1076,17 +1077,31 @@ class SFull(Strategy):
     """S_Full (Paper V, 4.3): input total load, optimal set, always repacks.
 
     Every step runs the optimal set for the total load (ties towards
-    reusing ``S_{t-1}``) without a cost-benefit test; a step that starts
-    and stops servers pays R.
+    reusing ``S_{t-1}``) without a cost-benefit test. Its scaling is
+    reconfiguration: "the cost of running the application with this
+    strategy is the sum of the resource set cost plus the cost of
+    reconfigurations at each timestep" (Paper V §4, item 3). So every step
+    whose set differs from ``S_{t-1}`` counts as a reconfiguration and
+    pays ``R = C_extra × repacking time`` for the servers it starts, a
+    pure scale-out included (the Δload strategies add servers outside any
+    reconfiguration, free); a pure scale-in starts nothing and pays 0.
+    ``scaling_is_free=True`` restores the old accounting (only steps that
+    start *and* stop servers pay and count), for comparison.
     """
 
     name = 'S_Full'
 
+    def __init__(self, types, scaling_is_free=False, **kwargs):
+        super().__init__(types, **kwargs)
+        self.scaling_is_free = bool(scaling_is_free)
+
     def step(self, load, prev):
         vec = self._optimal(load, prev)
-        R = self._cost_of(prev, vec)
-        changed = (any(a > b for a, b in zip(prev, vec))
-                   and any(b > a for a, b in zip(prev, vec)))
+        R = self._cost_of(prev, vec, self.scaling_is_free)
+        grew = any(b > a for a, b in zip(prev, vec))
+        shrank = any(a > b for a, b in zip(prev, vec))
+        changed = (grew and shrank) if self.scaling_is_free else (
+            grew or shrank)
         return vec, R, changed
 
 

@@ -20,6 +20,7 @@ import collections
 import enum
 import math
 import numbers
+import random
 
 #: Desired utilisation of a host (Paper IV §5.3: "we aim for 75%").
 TARGET_UTILISATION = 0.75
@@ -36,6 +37,18 @@ DEFAULT_LAMBDAS = (0.2, 0.2, 0.2, 0.2, 0.2)
 MAX_DISTANCE = 3
 #: Dist: same server group, same cluster, another cluster (§4.3.1).
 SAME_GROUP, SAME_CLUSTER, OTHER_CLUSTER = 1, 2, 3
+#: k, the neighbours of a node agent's local view per round (Paper IV
+#: §5.2: "each PM at each timestep only knows about k = 20 random
+#: neighbors").
+NEIGHBOURS = 20
+#: Probabilities that a neighbour is drawn from the same server group,
+#: from the same cluster, or from the whole data centre (§5.2: 0.6, 0.3,
+#: 0.1).
+LOCALITY = (0.6, 0.3, 0.1)
+#: MaxTTL of Alg. 1, discovery rounds of an event that may wait
+#: (underload, new service request). The thesis gives no value; 3 is ours
+#: (four rounds of k neighbours in all, see :func:`discover`).
+MAX_TTL = 3
 
 
 class RPMError(ValueError):
@@ -349,6 +362,160 @@ def score(terms, lambdas=DEFAULT_LAMBDAS):
     """
     lambdas = check_lambdas(lambdas)
     return sum(lam * term for lam, term in zip(lambdas, terms))
+
+
+# -- local discovery (Alg. 1) ------------------------------------------------
+
+def check_locality(locality):
+    """The three locality probabilities as a tuple of floats.
+
+    :raises RPMError: not three values, a negative one, or a sum that
+        differs from 1 by more than 1e-6.
+    """
+    values = tuple(float(_finite(v, 'locality')) for v in locality)
+    if len(values) != 3 or any(v < 0 for v in values):
+        raise RPMError('locality must be three probabilities >= 0 (same '
+                       'group, same cluster, anywhere), got %r' % (values,))
+    if abs(sum(values) - 1.0) > 1e-6:
+        raise RPMError('locality probabilities must add up to 1, got %r'
+                       % (values,))
+    return values
+
+
+class Overlay(object):
+    """The topology-aware peer sampling service of Paper IV §4.1 and §5.2
+    (a newscast variant): each round a node agent gets ``k`` distinct
+    random neighbours, each drawn from its own server group with
+    probability ``locality[0]``, from its cluster (another group) with
+    ``locality[1]`` and from the whole data centre with ``locality[2]``.
+
+    When the chosen tier has no host left the draw falls back to the next
+    wider tier (group -> cluster -> anywhere), so a small group or a host
+    without topology still gets ``min(k, hosts - 1)`` neighbours; with
+    ``k >= hosts - 1`` the view is every other host (the global view).
+
+    :param locations: iterable of :class:`Location` (unique hosts).
+    :param k: neighbours per round, int >= 1.
+    :param locality: three probabilities adding up to 1.
+    :raises RPMError: bad ``k``, ``locality`` or duplicate hosts.
+    """
+
+    def __init__(self, locations, k=NEIGHBOURS, locality=LOCALITY):
+        if (isinstance(k, bool) or not isinstance(k, numbers.Integral)
+                or k < 1):
+            raise RPMError('k must be an integer >= 1, got %r' % (k,))
+        self.k = int(k)
+        self.locality = check_locality(locality)
+        self.locations = {}
+        for loc in locations:
+            if loc.host in self.locations:
+                raise RPMError('duplicate host %r' % (loc.host,))
+            self.locations[loc.host] = loc
+        self.hosts = sorted(self.locations, key=str)
+        self._groups = collections.defaultdict(list)
+        self._clusters = collections.defaultdict(list)
+        for name in self.hosts:
+            loc = self.locations[name]
+            if loc.group is not None:
+                self._groups[(loc.cluster, loc.group)].append(name)
+            if loc.cluster is not None:
+                self._clusters[loc.cluster].append(name)
+
+    def _tiers(self, source):
+        loc = self.locations[source]
+        group = (self._groups.get((loc.cluster, loc.group), [])
+                 if loc.group is not None else [])
+        cluster = (self._clusters.get(loc.cluster, [])
+                   if loc.cluster is not None else [])
+        in_group = set(group)
+        return (group, [h for h in cluster if h not in in_group],
+                self.hosts)
+
+    def sample(self, rng, source):
+        """One round of neighbours of ``source`` (list of host names, in
+        drawing order).
+
+        :param rng: a :class:`random.Random` (the caller seeds it).
+        :raises RPMError: unknown source host.
+        """
+        if source not in self.locations:
+            raise RPMError('unknown host %r' % (source,))
+        tiers = [[h for h in tier if h != source]
+                 for tier in self._tiers(source)]
+        wanted = min(self.k, len(tiers[2]))
+        chosen, seen = [], {source}
+        while len(chosen) < wanted:
+            draw, acc, tier = rng.random(), 0.0, 2
+            for index, p in enumerate(self.locality):
+                acc += p
+                if draw < acc:
+                    tier = index
+                    break
+            for pool in tiers[tier:]:
+                left = [h for h in pool if h not in seen]
+                if left:
+                    pick = left[rng.randrange(len(left))]
+                    chosen.append(pick)
+                    seen.add(pick)
+                    break
+        return chosen
+
+
+class Discovery(collections.namedtuple('Discovery',
+                                       'best score rounds candidates')):
+    """Outcome of :func:`discover`: the chosen host (None: the event is
+    pending), its score, the rounds used and the candidate list."""
+
+
+def discover(rng, overlay, source, rank, urgent, max_ttl=MAX_TTL):
+    """The discovery of Paper IV Alg. 1 for one event of host ``source``.
+
+    Each round the overlay gives new neighbours (:meth:`Overlay.sample`)
+    and ``rank`` returns the best of them with capacity, ``(host, score)``,
+    or None. An *urgent* event (overload, new batch request: lines 10-12)
+    is placed on the first round's best peer; otherwise (underload, new
+    service request: lines 6-9) the best peer of each round joins the
+    candidate list for ``max_ttl`` rounds and the candidate of lowest score
+    is chosen when the lifetime reaches MaxTTL (§4.2: "the placement
+    candidate with the lowest score value will then be selected"). A round
+    without a peer only ages the event (lines 18-20); at MaxTTL without any
+    candidate the event is pending (lines 14-16).
+
+    :param rng: :class:`random.Random`. :param overlay: :class:`Overlay`.
+    :param rank: callable ``rank(hosts) -> (host, score) or None``.
+    :param urgent: bool, see above. :param max_ttl: int >= 0.
+    :returns: :class:`Discovery`; ties keep the earlier candidate.
+    """
+    candidates = []
+    life = 0
+    rounds = 0
+    while True:
+        rounds += 1
+        best = rank(overlay.sample(rng, source))
+        if best is not None:
+            candidates.append(best)
+            if urgent or life >= max_ttl:
+                break
+            life += 1
+            continue
+        if life >= max_ttl:
+            break
+        life += 1
+    if not candidates:
+        return Discovery(None, None, rounds, ())
+    host, value = candidates[0]
+    for cand in candidates[1:]:
+        if cand[1] < value - 1e-12:
+            host, value = cand
+    return Discovery(host, value, rounds, tuple(candidates))
+
+
+def seeded_rng(seed):
+    """A :class:`random.Random` for ``seed`` (int or str); None: seeded
+    from the operating system (not reproducible)."""
+    if seed is None:
+        return random.Random(random.SystemRandom().getrandbits(64))
+    return random.Random(seed)
 
 
 # -- triggers -----------------------------------------------------------------

@@ -36,6 +36,7 @@ import uuid
 from opie_sched.autoscaler import app as app_mod
 from opie_sched.autoscaler import demand as demand_mod
 from opie_sched.autoscaler import executor as executor_mod
+from opie_sched.autoscaler import policies
 from opie_sched.autoscaler import spot
 from opie_sched import coordination
 from opie_sched import repacking
@@ -79,6 +80,10 @@ class AutoscalerService(coordination.CoordinatedLoop):
         self._executor = executor
         self._observer = observer
         self._market = market
+        #: Per-application state of the SLO policies (opie_sched.
+        #: autoscaler.policies.step), kept across rounds.
+        self.slo_state = {}
+        self._slo_client = None
         self._init_loop(coordinator)
         self.member_id = member_id or 'opie-autoscaler-%s-%d-%s' % (
             socket.gethostname(), os.getpid(), uuid.uuid4().hex[:6])
@@ -104,6 +109,15 @@ class AutoscalerService(coordination.CoordinatedLoop):
                 session=self._market_session,
                 timeout=self.opts.health_request_timeout)
         return self._market
+
+    @property
+    def slo_client(self):
+        """The :class:`~.policies.MarketClient` setting the SLO bids."""
+        if self._slo_client is None:
+            self._slo_client = policies.MarketClient(
+                session=self._market_session,
+                timeout=self.opts.health_request_timeout)
+        return self._slo_client
 
     def _market_session(self):
         """The connection's keystoneauth session if it authenticates, else
@@ -201,6 +215,9 @@ class AutoscalerService(coordination.CoordinatedLoop):
                                     reason=reason)
 
     def _step(self, application):
+        if application.slo is not None:
+            # A market SLO controller sizes and bids for it (issue 13).
+            return policies.step(self, application)
         problem = None
         market_url = self._param(application, 'market_url')
         if not market_url and 'market_pool' in application.overrides:

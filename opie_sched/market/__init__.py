@@ -1,12 +1,20 @@
 """Proportional-share spot market for preemptible servers (nova-free core).
 
-* :mod:`.pricing` -- prices, proportional shares, allocation errors and
-  worst-fit decreasing placement (Merkat eq. 1 and §3.1, Themis §III.B).
+* :mod:`.pricing` -- work-conserving prices and proportional shares
+  (Merkat eq. 1 with maximum allocations, §3.1; Themis §III.B; the price
+  falls to the reserve when the demand fits), allocation errors and
+  worst-fit decreasing placement; what a share means on a real
+  hypervisor (``quota:cpu_shares``).
 * :mod:`.bids` -- parsing and validating bids (currency per hour).
 * :mod:`.budget` -- the credit manager: accounts, refills, per-period
   charges in an idempotent ledger, out-of-credit detection (Merkat §2.2,
   §4.1.3).
-* :mod:`.outbid` -- servers whose bid no longer covers the spot price.
+* :mod:`.outbid` -- the one market rule used by the engine, the API and
+  the scheduler's weigher: shares, out-of-bid servers (share below the
+  flavor under contention) and what each server pays (its share's cost).
+* :mod:`.rebalance` -- tabu-search migrations that reduce the allocation
+  error (Themis Fig. 2, Merkat §3.1); run by the repacker
+  (:mod:`opie_sched.repacker.tabu`).
 
 The ``opie-market`` service around that core (Nova only through
 openstacksdk): :mod:`.engine` (one period: prices, charges, notices,

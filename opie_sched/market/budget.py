@@ -10,10 +10,16 @@ applications *at a rate*. Here:
   ``refill_rate`` (currency per hour) and a ``cap`` (currency): a refill
   never lifts the balance above the cap; bank credits are not capped;
 * every period of ``period_seconds`` (e.g. 3600 s), each running
-  preemptible server is charged ``sum_r price_r * held_r *
-  period_seconds / 3600`` -- the spot price of its pool (currency per
-  unit-hour, :func:`.pricing.spot_price`) times what it holds (vCPU, MB)
-  times the period (hours); charges may drive the balance below zero;
+  preemptible server is charged what its share costs,
+  ``charge_per_hour * period_seconds / 3600`` with ``charge_per_hour =
+  sum_r p*_r * a_r`` from :func:`.outbid.assess` -- its bid when its
+  share is ``b / p*`` (Themis SLO-policies §2: "users are charged for the
+  cost of used resources, i.e., the VM bids, at each scheduling period";
+  Merkat §2.3: "VMs are billed based on their bids"), less when the
+  work-conserving cap (its flavor) binds, the reserve cost of its flavor
+  when the pool is not contended. A server without an assessed charge
+  pays ``sum_r price_r * held_r`` (:func:`period_charge`). Charges may
+  drive the balance below zero;
 * every change is a :class:`LedgerEntry` (``charge``, ``credit``,
   ``refill``) with an idempotency :class:`EntryKey`: a charge is keyed by
   ``(project, server, period start)``, a refill by ``(project, period
@@ -123,6 +129,22 @@ def period_charge(prices, held, period_seconds):
     return quantize(outbid.hourly_cost(prices, held) * hours)
 
 
+def server_charge(server, prices, period_seconds):
+    """What ``server`` (:class:`.outbid.Server`) pays for one period.
+
+    Its ``charge_per_hour`` (:func:`.outbid.assess`) times the period in
+    hours when it has one, else :func:`period_charge` of what it holds at
+    ``prices`` (its pool's, currency per unit-hour).
+
+    :returns: Decimal >= 0 rounded to :data:`QUANTUM`, currency.
+    """
+    if server.charge_per_hour is None:
+        return period_charge(prices, server.held, period_seconds)
+    hours = Decimal(_period(period_seconds)) / HOUR
+    return quantize(_non_negative(server.charge_per_hour,
+                                  'charge per hour') * hours)
+
+
 def refill_amount(account, period_seconds):
     """The refill of one period: ``rate * hours``, capped.
 
@@ -183,6 +205,12 @@ class LedgerEntry:
     balance: Decimal
     period_seconds: int = None
     note: str = ''
+
+
+@dataclasses.dataclass(frozen=True)
+class _Charged:
+    held: dict
+    charge_per_hour: Decimal
 
 
 class LedgerStore(abc.ABC):
@@ -264,7 +292,7 @@ def _lowest_bid_first(servers, prices, period_seconds):
 
 def _most_expensive_first(servers, prices, period_seconds):
     def key(server):
-        cost = period_charge(prices.get(server.pool, {}), server.held,
+        cost = server_charge(server, prices.get(server.pool, {}),
                              period_seconds)
         return (-cost,) + outbid.preemption_key(server)
     return sorted(servers, key=key)
@@ -349,8 +377,8 @@ class CreditManager:
             period_seconds)
 
     def charge(self, project, server, period_start, period_seconds, prices,
-               held):
-        """Charge ``server`` for one period (see :func:`period_charge`).
+               held, charge_per_hour=None):
+        """Charge ``server`` for one period.
 
         Keyed by ``(project, server, period_start)``: charging the same
         period again returns the first charge, even with other prices.
@@ -358,10 +386,21 @@ class CreditManager:
         :param prices: mapping ``resource -> price`` of the server's pool
             (currency per unit-hour).
         :param held: mapping ``resource -> units`` the server holds.
+        :param charge_per_hour: what its share costs per hour
+            (:func:`.outbid.assess`), currency per hour; None:
+            :func:`period_charge` of ``held`` at ``prices``.
         """
-        cost = period_charge(prices, held, period_seconds)
-        note = ', '.join('%s %s at %s' % (r, held[r], prices.get(r, 0))
-                         for r in pricing.order_resources(held))
+        if charge_per_hour is None:
+            cost = period_charge(prices, held, period_seconds)
+            note = ', '.join('%s %s at %s' % (r, held[r], prices.get(r, 0))
+                             for r in pricing.order_resources(held))
+        else:
+            cost = server_charge(
+                _Charged(held, charge_per_hour), prices, period_seconds)
+            note = 'share cost %s per hour at %s' % (
+                pricing.pretty(charge_per_hour), ', '.join(
+                    '%s %s' % (r, prices.get(r, 0))
+                    for r in pricing.order_resources(held)))
         key = EntryKey(KIND_CHARGE, project, server, period_start)
         return self._post(key, lambda account: -cost, period_seconds, note)
 
@@ -383,7 +422,8 @@ class CreditManager:
         for server in mine:
             entries.append(self.charge(
                 project, server.uuid, period_start, period_seconds,
-                prices.get(server.pool, {}), server.held))
+                prices.get(server.pool, {}), server.held,
+                server.charge_per_hour))
         return entries
 
     def out_of_credit(self, project, servers, prices, period_seconds,
@@ -410,7 +450,7 @@ class CreditManager:
                               % (policy, ', '.join(sorted(POLICIES))))
         balance = self.balance(project)
         mine = [s for s in servers if s.project == project]
-        costs = {s.uuid: period_charge(prices.get(s.pool, {}), s.held,
+        costs = {s.uuid: server_charge(s, prices.get(s.pool, {}),
                                        period_seconds) for s in mine}
         due = sum(costs.values(), ZERO)
         victims = []

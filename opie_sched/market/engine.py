@@ -4,24 +4,33 @@ Each period of ``period_seconds`` (aligned on the epoch, see
 :func:`opie_sched.market.budget.period_start_for`), the tooz leader
 (:class:`Leadership`) settles the period once (:meth:`MarketEngine.tick`):
 
-1. **Prices** (Merkat eq. 1): the running preemptible servers and their
-   bids are read through openstacksdk (:class:`Cloud`); a bid is server
-   metadata ``opie:bid`` > flavor extra spec ``opie:bid`` > the configured
-   default (:func:`opie_sched.market.bids.resolve_bid`). Invalid bids are
-   logged and left out of the prices. Each pool's price per resource is
-   ``max(reserve, sum(bids) / capacity)`` (currency per unit-hour);
-   per-host shares and allocation errors (Merkat §3.1) are computed with
-   them (:func:`opie_sched.market.pricing.allocate`).
+1. **Prices** (Merkat eq. 1, work-conserving): the running preemptible
+   servers (flavor marker ``opie:preemptible=true``,
+   :func:`opie_sched.flavors.is_marked_preemptible`, the scheduler's
+   definition too) and their bids are read through openstacksdk
+   (:class:`Cloud`); a bid is server metadata ``opie:bid`` > flavor extra
+   spec ``opie:bid`` > the configured default
+   (:func:`opie_sched.market.bids.resolve_bid`). Invalid bids are logged
+   and count as 0 (they never change a price). Each pool's price per
+   resource clears the market with the flavors as maximum allocations
+   (:func:`opie_sched.market.pricing.clear_market`): the eq. 1 price
+   ``sum(bids) / capacity`` under contention, the reserve when the demand
+   fits; per-host shares and allocation errors (Merkat §3.1) are computed
+   the same way (:func:`opie_sched.market.pricing.allocate`).
 2. **Checkpoint**: the prices, the server snapshot (what each server holds
    and bids) and the period row are written in one transaction; a replay
    of the period (after a crash, or by another replica) reads them back
    instead of recomputing, so a period is priced once.
 3. **Charges** (Merkat §2.2, §4.1.3): every project with servers in the
-   snapshot is refilled, then each server is charged ``sum_r price_r *
-   held_r * period_seconds / 3600`` -- ledger entries with idempotency
-   keys, so a replay posts nothing twice.
+   snapshot is refilled, then each server is charged what its share of
+   the pool costs, ``sum_r p*_r * a_r * period_seconds / 3600``
+   (:func:`opie_sched.market.outbid.assess`: its bid, or less when its
+   flavor caps its share) -- ledger entries with idempotency keys, so a
+   replay posts nothing twice.
 4. **Notices**: out-of-bid servers (:func:`opie_sched.market.outbid.
-   out_of_bid`; a server with an invalid bid bids 0) and the servers of
+   assess`: a share below the flavor under contention, or a bid below
+   the reserve cost of the flavor; a server with an invalid bid bids 0)
+   and the servers of
    projects that cannot pay the next period (:meth:`opie_sched.market.
    budget.CreditManager.out_of_credit`) get server metadata
    ``opie:preempt_notice`` (reason and deadline) and
@@ -29,9 +38,15 @@ Each period of ``period_seconds`` (aligned on the epoch, see
    notification. A noticed server that is no longer a victim has its
    notice withdrawn.
 
+A noticed server resized to a normal flavor is no longer in the market:
+its notice is withdrawn and it is not charged any more.
+
 At every tick the leader also **enforces** expired notices: the server's
-case is checked again (a raised bid or a new credit cancels the notice),
-then it is marked like the scheduler's victims (metadata
+case is checked again (a raised bid, a new credit, or a flavor that is no
+longer preemptible cancels the notice; a server in the middle of a
+resize, migration or other task waits for the next tick), then, just
+before acting, the server is read once more and the same checks run
+again; only then is it marked like the scheduler's victims (metadata
 ``opie:preempted_by``/``opie:preempted_at``, tag ``opie-preempted``) and
 stopped or deleted (``preemption_action``). A notice moves to
 ``preempted`` in one conditional update, so two replicas never both
@@ -84,11 +99,19 @@ EVENT_PRICE_UPDATE = 'opie.market.price.update'
 EVENT_NOTICE = 'opie.market.preempt.notice'
 EVENT_PREEMPTED = 'opie.market.preempt.end'
 
+#: Why a notice is withdrawn from a server resized to a normal flavor.
+NOT_PREEMPTIBLE = ('no longer preemptible (its flavor lost the marker '
+                   'opie:preemptible=true, e.g. a resize to a normal '
+                   'flavor): it left the market')
+
 #: Nova metadata values are at most 255 characters.
 _METADATA_MAX = 255
 
 #: Server statuses that hold resources and are charged.
 RUNNING = ('ACTIVE',)
+#: Server statuses of a move or rebuild in progress: enforcement waits.
+BUSY_STATUSES = ('BUILD', 'MIGRATING', 'REBUILD', 'RESIZE', 'REVERT_RESIZE',
+                 'VERIFY_RESIZE')
 
 
 class ConfigError(ValueError):
@@ -210,13 +233,19 @@ class ServerInfo:
     metadata: dict
     created_at: float = None
     name: str = None
+    task_state: str = None
 
     @property
     def preemptible(self):
-        try:
-            return flavors.is_preemptible(self.extra_specs)
-        except flavors.InvalidPreemptibleFlavor:
-            return False
+        """The flavor marker (:func:`opie_sched.flavors.
+        is_marked_preemptible`), the scheduler's definition."""
+        return flavors.is_marked_preemptible(self.extra_specs)
+
+    @property
+    def busy(self):
+        """True while Nova works on the server (resize, migration,
+        rebuild, ...): the market does not act on it then."""
+        return bool(self.task_state) or self.status in BUSY_STATUSES
 
 
 def _server_info(server):
@@ -229,7 +258,8 @@ def _server_info(server):
         memory_mb=int(flavor.get('ram') or 0),
         extra_specs=dict(flavor.get('extra_specs') or {}),
         metadata=dict(server.metadata or {}),
-        created_at=_epoch(server.created_at), name=server.name)
+        created_at=_epoch(server.created_at), name=server.name,
+        task_state=getattr(server, 'task_state', None))
 
 
 class Cloud:
@@ -241,6 +271,15 @@ class Cloud:
         ``CUSTOM_PREEMPTIBLE_VCPU``/``CUSTOM_PREEMPTIBLE_MEMORY_MB``, else
         ``VCPU``/``MEMORY_MB``, times the allocation ratio, minus reserved)
         or ``hypervisors`` (``os-hypervisors`` at microversion 2.87).
+        The market is contended -- prices rise above the reserve, shares
+        fall below flavors, servers go out of bid -- only when the
+        preemptible demand exceeds this capacity. With ``placement`` the
+        capacity is what Placement admits, so that happens only when an
+        inventory is lowered below its allocations; with ``hypervisors``
+        (physical sizes, hosts not up left out) it also happens when the
+        preemptible inventory is overcommitted (an allocation ratio above
+        1 lets Placement admit more preemptible vCPU than the hosts have,
+        which the market then shares by bid) or a host goes down.
     """
 
     def __init__(self, conn, capacity_source='placement'):
@@ -492,7 +531,9 @@ class PeriodReport:
     ``charges``: the period's ledger entries; ``notices``/``cancelled``/
     ``preempted``: server uuids; ``rejected``: ``{server: message}``;
     ``shares``: ``{server: VMShares}`` (Merkat §3.1), only when priced
-    now; ``replayed``: the period had been priced before this tick.
+    now; ``markets``: ``{pool: outbid.Market}`` (shares, charges and
+    out-of-bid servers of the period); ``replayed``: the period had been
+    priced before this tick.
     """
     period_start: int
     leader: bool = True
@@ -502,6 +543,7 @@ class PeriodReport:
     servers: list = dataclasses.field(default_factory=list)
     rejected: dict = dataclasses.field(default_factory=dict)
     shares: dict = dataclasses.field(default_factory=dict)
+    markets: dict = dataclasses.field(default_factory=dict)
     charges: list = dataclasses.field(default_factory=list)
     notices: list = dataclasses.field(default_factory=list)
     cancelled: list = dataclasses.field(default_factory=list)
@@ -622,6 +664,83 @@ class MarketEngine:
             reserve.setdefault(pool, {}).update(prices)
         return reserve
 
+    @staticmethod
+    def _pool_reserve(reserve, pool):
+        pool_reserve = dict(reserve.get(models.ALL_POOLS, {}))
+        pool_reserve.update(reserve.get(pool, {}))
+        return pool_reserve
+
+    def pool_inputs(self, ps, bids=None, exclude=()):
+        """``{pool: (servers, capacity, reserve, prices)}`` of period
+        ``ps``, from the recorded snapshot, capacities and prices (the
+        arguments of :func:`opie_sched.market.outbid.assess`).
+
+        :param bids: optional ``{uuid: bid}`` overriding snapshot bids
+            (currency per hour), e.g. a bid raised since.
+        :param exclude: uuids left out (servers preempted since). With
+            ``bids`` or ``exclude``, ``prices`` is None: the markets are
+            cleared again on the recorded capacities.
+        """
+        rows = self.store.period_servers(ps)
+        prices = self.store.period_prices(ps)
+        capacity = {}
+        for row in self.store.price_history(ps, ps + 1):
+            capacity.setdefault(row['pool'], {})[row['resource']] = (
+                row['capacity'])
+        reserve = self.reserve_prices()
+        by_pool = {}
+        for row in rows:
+            srv = _snapshot_server(row)
+            if srv.uuid in exclude:
+                continue
+            if bids and srv.uuid in bids:
+                srv = dataclasses.replace(srv, bid=bids[srv.uuid])
+            by_pool.setdefault(srv.pool, []).append(srv)
+        inputs = {}
+        for pool, servers in by_pool.items():
+            if not capacity.get(pool):
+                LOG.warning('pool %s has no recorded capacity for period %s;'
+                            ' its %d server(s) are not assessed', pool,
+                            iso(ps), len(servers))
+                continue
+            inputs[pool] = (servers, capacity[pool],
+                            self._pool_reserve(reserve, pool),
+                            None if bids or exclude else prices.get(pool))
+        return inputs
+
+    def assess(self, ps, bids=None, exclude=()):
+        """Every pool's market of period ``ps`` (:func:`opie_sched.market.
+        outbid.assess` of :meth:`pool_inputs`): a replay computes the same
+        shares, charges and out-of-bid servers.
+
+        :returns: ``{pool: outbid.Market}``.
+        """
+        return {pool: outbid.assess(*args) for pool, args in
+                self.pool_inputs(ps, bids, exclude).items()}
+
+    def assess_now(self, pools, snapshot):
+        """Every pool's market from :meth:`price`'s output (no store):
+        the same rule as :meth:`assess` on a period not recorded.
+
+        :returns: ``{pool: outbid.Market}``.
+        """
+        reserve = self.reserve_prices()
+        by_pool = {}
+        for row in snapshot:
+            by_pool.setdefault(row['pool'], []).append(_snapshot_server(row))
+        return {pool: outbid.assess(
+            servers, pools[pool]['capacity'],
+            self._pool_reserve(reserve, pool), pools[pool]['prices'])
+            for pool, servers in by_pool.items() if pool in pools}
+
+    @staticmethod
+    def charged_servers(markets):
+        """The servers of ``markets`` with their ``charge_per_hour``."""
+        return [dataclasses.replace(p.server,
+                                    charge_per_hour=p.charge_per_hour)
+                for market in markets.values()
+                for p in market.positions.values()]
+
     def _pools(self, hosts):
         """``{host: pool}`` from the configured aggregates."""
         pool_of = dict.fromkeys(hosts, pricing.DEFAULT_POOL)
@@ -653,6 +772,8 @@ class MarketEngine:
             by_pool.setdefault(pool, []).append(
                 pricing.Host(host, capacities[host], pool))
         snapshot, vms = [], {}
+        pool_reserves = {pool: self._pool_reserve(reserve, pool)
+                         for pool in by_pool}
         for info, bid, source in servers:
             host = info.host if info.host in pool_of else None
             pool = pool_of.get(host, pricing.DEFAULT_POOL)
@@ -672,14 +793,13 @@ class MarketEngine:
             capacity = {r: sum(h.capacity[r] for h in by_pool[pool])
                         for r in pricing.RESOURCES}
             vms.setdefault(pool, []).append(pricing.VM(
-                info.uuid, pricing.split_bid(bid, capacity, held),
+                info.uuid, pricing.split_bid(bid, capacity, held,
+                                             pool_reserves[pool]),
                 host=host, request=held, pool=pool))
         pools, shares = {}, {}
         for pool, hosts in by_pool.items():
-            pool_reserve = dict(reserve.get(models.ALL_POOLS, {}))
-            pool_reserve.update(reserve.get(pool, {}))
             allocation = pricing.allocate(hosts, vms.get(pool, []),
-                                          pool_reserve)
+                                          pool_reserves[pool])
             market = allocation.pools[pool]
             pools[pool] = {'prices': dict(market.prices),
                            'capacity': dict(market.capacity),
@@ -716,8 +836,10 @@ class MarketEngine:
         else:
             report.replayed = True
         prices = self.store.period_prices(ps)
-        servers = [_snapshot_server(r) for r in self.store.period_servers(ps)]
+        markets = self.assess(ps)
+        servers = self.charged_servers(markets)
         report.prices, report.servers = prices, servers
+        report.markets = markets
         if period['state'] == models.PRICED:
             report.charges = self.charge(ps, servers, prices)
             self.store.set_period_state(ps, models.CHARGED)
@@ -750,8 +872,11 @@ class MarketEngine:
                 project, ps, self.settings.period_seconds, servers, prices)
         return entries
 
-    def _victims(self, rows, servers, prices):
+    def _victims(self, ps, rows, servers, prices):
         """``{uuid: (kind, reason, server)}`` of the period.
+
+        Out of bid: :func:`opie_sched.market.outbid.select_victims` per
+        pool (lowest bid first, never more than needed).
 
         :param rows: the period's snapshot rows (for the bid sources).
         """
@@ -759,7 +884,10 @@ class MarketEngine:
         found = {}
         rejected = {r['server_uuid'] for r in rows
                     if r['bid_source'] == SOURCE_INVALID}
-        for item in outbid.out_of_bid(prices, servers):
+        out = [item for args in self.pool_inputs(ps).values()
+               for item in outbid.select_victims(*args)]
+        for item in sorted(out, key=lambda o: outbid.preemption_key(
+                o.server)):
             reason = item.reason
             if item.server.uuid in rejected:
                 reason = ('invalid bid (counted as 0): ' + reason)
@@ -782,8 +910,9 @@ class MarketEngine:
         return found
 
     def give_notices(self, ps, now, servers, prices, report):
-        """Notices for this period's victims; withdraw stale notices."""
-        victims = self._victims(self.store.period_servers(ps), servers,
+        """Notices for this period's victims; withdraw stale notices
+        (the case is resolved, or the server is no longer preemptible)."""
+        victims = self._victims(ps, self.store.period_servers(ps), servers,
                                 prices)
         deadline = now + self.settings.notice_period
         for uuid, (kind, reason, srv) in victims.items():
@@ -802,9 +931,18 @@ class MarketEngine:
         in_snapshot = {srv.uuid for srv in servers}
         for notice in self.store.notices(state=models.NOTICED):
             uuid = notice['server_uuid']
-            if uuid in victims or uuid not in in_snapshot:
+            if uuid in victims:
                 continue
-            self._cancel(notice, 'no longer %s' % notice['kind'], report)
+            if uuid in in_snapshot:
+                self._cancel(notice, 'no longer %s' % notice['kind'], report)
+                continue
+            try:
+                info = self.cloud.get_server(uuid)
+            except Exception:
+                LOG.exception('could not read server %s', uuid)
+                continue
+            if info is not None and not info.busy and not info.preemptible:
+                self._cancel(notice, NOT_PREEMPTIBLE, report)
 
     def _tell_owner(self, uuid, reason, deadline):
         text = ('preemption at %s (%s): %s'
@@ -830,13 +968,17 @@ class MarketEngine:
     # -- enforcing ---------------------------------------------------------
 
     def _still_victim(self, notice, info):
-        """Whether a noticed server is still to be preempted now."""
+        """Whether a noticed server is still to be preempted now.
+
+        Only a preemptible server (the flavor marker, the scheduler's
+        definition) in no transition is ever preempted.
+        """
+        if not info.preemptible:
+            return False
         latest = self.store.latest_period()
         if latest is None:
             return True
         ps = latest['period_start']
-        rows = self.store.period_servers(ps)
-        prices = self.store.period_prices(ps)
         if notice['kind'] == KIND_OUT_OF_BID:
             try:
                 bid, _ = market_bids.resolve_bid(
@@ -844,16 +986,22 @@ class MarketEngine:
                     self.settings.default_bid, self.settings.bid_cap)
             except market_bids.BidError:
                 return True
-            mine = [r for r in rows if r['server_uuid'] == info.uuid]
-            if not mine:
-                return True
-            srv = dataclasses.replace(_snapshot_server(mine[0]), bid=bid)
-            return bool(outbid.out_of_bid(prices, [srv]))
+            gone = {n['server_uuid'] for n in self.store.notices(
+                state=models.PREEMPTED)}
+            inputs = self.pool_inputs(ps, bids={info.uuid: bid},
+                                      exclude=gone - {info.uuid})
+            for args in inputs.values():
+                if info.uuid in {srv.uuid for srv in args[0]}:
+                    return info.uuid in {
+                        o.server.uuid for o in outbid.select_victims(*args)}
+            return True
         noticed = {n['server_uuid'] for n in self.store.notices(
-            project=notice['project']) if n['state'] == models.PREEMPTED}
-        mine = [_snapshot_server(r) for r in rows
-                if r['project'] == notice['project']
-                and r['server_uuid'] not in noticed]
+            project=notice['project']) if n['state'] == models.PREEMPTED
+            and n['server_uuid'] != info.uuid}
+        prices = self.store.period_prices(ps)
+        mine = [srv for srv in self.charged_servers(self.assess(ps))
+                if srv.project == notice['project']
+                and srv.uuid not in noticed]
         victims = self.credit.out_of_credit(
             notice['project'], mine, prices, self.settings.period_seconds,
             self.settings.out_of_credit_policy)
@@ -862,23 +1010,31 @@ class MarketEngine:
     def enforce(self, ps, now, report):
         """Preempt every server whose notice expired at ``now``."""
         action = self.settings.preemption_action
-        for notice in self.store.notices(state=models.NOTICED):
-            if notice['deadline'] > now:
-                continue
+        latest = self.store.latest_period()
+        order = {}
+        if latest is not None:
+            order = {r['server_uuid']: _snapshot_server(r) for r in
+                     self.store.period_servers(latest['period_start'])}
+        due = [n for n in self.store.notices(state=models.NOTICED)
+               if n['deadline'] <= now]
+        # lowest bid first: a victim spared by an earlier preemption in
+        # this tick sees the market without it (never more than needed)
+        due.sort(key=lambda n: (n['deadline'],) + (
+            outbid.preemption_key(order[n['server_uuid']])
+            if n['server_uuid'] in order
+            else (decimal.Decimal('Infinity'), True, 0, n['server_uuid'])))
+        for notice in due:
             uuid = notice['server_uuid']
             try:
-                info = self.cloud.get_server(uuid)
-                if info is None:
-                    self.store.set_notice_state(uuid, models.GONE)
-                    continue
-                if not self._still_victim(notice, info):
-                    self._cancel(notice, 'the case was resolved before the '
-                                 'deadline', report)
+                if not self._check(notice, report):
                     continue
                 if not self.store.set_notice_state(uuid, models.PREEMPTED,
                                                    action):
                     continue  # another replica took it
                 try:
+                    # just before acting: read the server once more
+                    if not self._check(notice, report, taken=True):
+                        continue
                     self._preempt(uuid, notice, action, now)
                 except Exception:
                     self.store.set_notice_state(uuid, models.NOTICED,
@@ -889,6 +1045,45 @@ class MarketEngine:
                 LOG.exception('preempting server %s failed; retrying at the '
                               'next tick', uuid)
                 report.errors.append('preempt %s: %s' % (uuid, exc))
+
+    def _check(self, notice, report, taken=False):
+        """Read the noticed server and decide whether to act now.
+
+        A gone server closes the notice (``gone``); a server that is no
+        longer preemptible (resized to a normal flavor) or whose case was
+        resolved gets its notice withdrawn; a busy server (resize,
+        migration, ...) waits for the next tick. ``taken``: the notice was
+        already moved to ``preempted`` by this replica (it is moved back,
+        or closed, when the server is spared).
+
+        :returns: True to preempt now.
+        """
+        uuid = notice['server_uuid']
+        info = self.cloud.get_server(uuid)
+        if info is None:
+            self.store.set_notice_state(
+                uuid, models.GONE,
+                expected=models.PREEMPTED if taken else models.NOTICED)
+            return False
+        if info.busy:
+            LOG.info('server %s is busy (%s, task %s): its preemption '
+                     'waits for the next tick', uuid, info.status,
+                     info.task_state)
+            if taken:
+                self.store.set_notice_state(uuid, models.NOTICED,
+                                            expected=models.PREEMPTED)
+            return False
+        if not info.preemptible:
+            why = NOT_PREEMPTIBLE
+        elif not self._still_victim(notice, info):
+            why = 'the case was resolved before the deadline'
+        else:
+            return True
+        if taken:
+            self.store.set_notice_state(uuid, models.NOTICED,
+                                        expected=models.PREEMPTED)
+        self._cancel(notice, why, report)
+        return False
 
     def _preempt(self, uuid, notice, action, now):
         self.cloud.set_metadata(uuid, {PREEMPTED_BY_KEY: PREEMPTED_BY,
@@ -914,6 +1109,20 @@ class MarketEngine:
             self.notifier.info({}, event_type, payload)
         except Exception:
             LOG.exception('could not emit %s', event_type)
+
+
+def position_json(position, period_start=None):
+    """JSON-friendly dict of an :class:`opie_sched.market.outbid.Position`
+    (units by resource; money as Decimals, currency per hour)."""
+    srv = position.server
+    body = {'pool': srv.pool, 'bid': srv.bid, 'bids': dict(position.bids),
+            'share': dict(position.shares), 'minimum': dict(srv.held),
+            'out_of_bid': position.out_of_bid,
+            'shortfall': dict(position.shortfall),
+            'charge_per_hour': position.charge_per_hour}
+    if period_start is not None:
+        body['period_start'] = iso(period_start)
+    return body
 
 
 def _prices_text(prices):

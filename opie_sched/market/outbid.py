@@ -1,14 +1,46 @@
-"""Out-of-bid servers: whose bid no longer covers the spot price.
+"""The out-of-bid rule and what a server pays: one function for all.
 
-A nova server holds a fixed amount of each resource (its flavor), so the
-market price of keeping it for one hour is ``sum_r price_r * held_r``
-(prices of its pool, Merkat eq. 1, currency per unit-hour; see
-:mod:`.pricing`). A server whose bid (currency per hour) is below that
-cost is *out of bid* -- the EC2 spot rule that Themis (HPCC'12, §II)
-recalls: an instance runs while the price stays below its bid. Out-of-bid
-servers are the first candidates for termination; they are listed lowest
-bid first, then oldest first, then by uuid (:func:`preemption_key`), so
-that every run on the same data picks the same victims.
+:func:`assess` is the market's one rule, used alike by the ``opie-market``
+engine (notices, preemptions, charges: :mod:`.engine`), its REST API
+(:mod:`.api.app`) and the scheduler's
+:class:`~opie_sched.scheduler.market_weights.ProportionalShareWeigher`.
+For a market (a pool of hosts, or one host) it splits each server's bid
+over the resources (:func:`.pricing.split_bid`), clears each resource's
+market with work-conserving caps (:func:`.pricing.clear_market`: Merkat
+eq. 1 and §3.1 maximum allocations, Themis HPCC'12 §III.B work
+conservation, reserve price = Themis ``bid_min``) and reads off, per
+server:
+
+* its **share** of each resource (units);
+* whether it is **out of bid**: its share of some resource is below its
+  *minimum*, defined as its flavor (the vCPU and MB it holds; a nova
+  server cannot run on less RAM than its flavor, and Nova gives it its
+  whole flavor of vCPUs). With the total demand within the capacity every
+  share covers its flavor (prices fall to the reserve), so only a bid
+  below the reserve cost of the flavor is then out of bid; under real
+  contention the lowest bids per unit lose. Themis §II: a VM is not
+  killed because someone else bid more while capacity is idle; the EC2
+  rule (killed as soon as the price passes the bid) that the previous
+  rule ``bid < price * flavor`` copied is the one Themis contrasts with;
+* its **charge** per hour, ``sum_r p*_r * a_r``: what its share costs at
+  the clearing price. Themis SLO-policies §2 ("users are charged for the
+  cost of used resources, i.e., the VM bids, at each scheduling period")
+  and Merkat §2.3 ("VMs are billed based on their bids"): a server whose
+  share is ``b_r / p*_r`` pays exactly its bid; a server capped at its
+  flavor pays ``p*_r * flavor_r``, less than its bid -- the bid-based
+  charge, capped by the work-conserving share. Never more than the bid;
+  with idle capacity, the reserve cost of the flavor.
+
+The engine assesses each pool as one market (the *cluster* shares of
+Merkat §3.1): the charge and the out-of-bid rule do not depend on which
+host of the pool a server landed on; the per-host shares and their
+allocation errors are what rebalancing (:mod:`.rebalance`) reduces.
+
+Out-of-bid servers are the first candidates for termination; they are
+listed lowest bid first, then oldest first, then by uuid
+(:func:`preemption_key`), so that every run on the same data picks the
+same victims; :func:`select_victims` takes them in that order only until
+the servers left are no longer out of bid (never more than needed).
 """
 
 import dataclasses
@@ -26,12 +58,14 @@ class Server:
     :ivar uuid: server id.
     :ivar bid: currency per hour (validated, see :mod:`.bids`).
     :ivar held: mapping ``resource -> units`` it holds (its flavor: vCPU,
-        MB).
+        MB); also its minimum in the out-of-bid rule.
     :ivar project: owning project (for :mod:`.budget`).
     :ivar created_at: seconds since the epoch, or None when unknown
         (sorted after every known time).
     :ivar pool: its pool (host aggregate), :data:`.pricing.DEFAULT_POOL`
         by default.
+    :ivar charge_per_hour: what it pays per hour (from :func:`assess`),
+        currency per hour; None: ``price * held`` (:func:`hourly_cost`).
     """
     uuid: str
     bid: Decimal
@@ -39,6 +73,49 @@ class Server:
     project: str = None
     created_at: float = None
     pool: str = pricing.DEFAULT_POOL
+    charge_per_hour: Decimal = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Position:
+    """A server's position in its market (:func:`assess`).
+
+    :ivar server: the :class:`Server`.
+    :ivar bids: ``resource -> bid`` (currency per hour), the split bid.
+    :ivar shares: ``resource -> units`` it is entitled to.
+    :ivar shortfall: ``resource -> units`` by which its share misses its
+        minimum (its flavor); empty when it is not out of bid.
+    :ivar charge_per_hour: currency per hour, ``sum_r p*_r * a_r`` (never
+        above its bid).
+    """
+    server: Server
+    bids: dict
+    shares: dict
+    shortfall: dict
+    charge_per_hour: Decimal
+
+    @property
+    def out_of_bid(self):
+        return bool(self.shortfall)
+
+
+@dataclasses.dataclass(frozen=True)
+class Market:
+    """One market assessed (:func:`assess`).
+
+    :ivar capacity: ``resource -> units``.
+    :ivar reserve: ``resource -> reserve price`` (currency per unit-hour).
+    :ivar prices: ``resource -> p*`` (currency per unit-hour).
+    :ivar demand: ``resource -> units`` asked by all servers.
+    :ivar contended: ``resource -> bool``, demand above capacity.
+    :ivar positions: ``uuid -> Position``, in input order.
+    """
+    capacity: dict
+    reserve: dict
+    prices: dict
+    demand: dict
+    contended: dict
+    positions: dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,12 +123,15 @@ class OutOfBid:
     """An out-of-bid server.
 
     :ivar server: the :class:`Server`.
-    :ivar cost: what it would pay at the current prices, currency per hour.
+    :ivar cost: what its flavor costs per hour at the market's prices,
+        ``sum_r p*_r * held_r``, currency per hour.
     :ivar reason: text for the owner (e.g. an instance fault message).
+    :ivar position: its :class:`Position`, or None.
     """
     server: Server
     cost: Decimal
     reason: str
+    position: Position = None
 
 
 def preemption_key(server):
@@ -72,38 +152,148 @@ def hourly_cost(prices, held):
                 for r, n in held.items()), ZERO)
 
 
-def reason_text(server, prices, cost):
-    """Why ``server`` is out of bid, for its owner (one line)."""
+def _charge(bid, share, demand, price):
+    """What one resource's share costs per hour: the bid when the share is
+    ``bid / p*`` (not capped), ``p* * demand`` when the demand caps it;
+    exact, whatever the rounding of the share."""
+    if share <= 0:
+        return ZERO
+    if share < demand:
+        return bid
+    return min(bid, price * demand)
+
+
+def assess(servers, capacity, reserve=None, prices=None):
+    """The market rule: shares, out-of-bid servers and charges.
+
+    See the module docstring for the rule and its sources.
+
+    :param servers: iterable of :class:`Server` sharing one market (a pool,
+        or one host); their ``held`` is both their demand (work-conserving
+        cap) and their minimum. Resources not in ``capacity`` are ignored.
+    :param capacity: mapping ``resource -> units`` (> 0).
+    :param reserve: optional mapping ``resource -> reserve price``
+        (currency per unit-hour, >= 0), default 0.
+    :param prices: optional mapping ``resource -> p*`` published before
+        for this market (a replayed period): shares are computed at these
+        prices instead of clearing the market again.
+    :returns: :class:`Market`.
+    :raises ValueError: duplicate uuids, a capacity <= 0, negative
+        amounts.
+    """
+    servers = list(servers)
+    names = pricing.order_resources(capacity)
+    capacity = {r: pricing.as_decimal(capacity[r]) for r in names}
+    for r, units in capacity.items():
+        if units <= 0:
+            raise ValueError('capacity of %s must be > 0, got %s'
+                             % (r, units))
+    reserve = {r: pricing.as_decimal((reserve or {}).get(r, 0))
+               for r in names}
+    by_uuid = {}
+    for srv in servers:
+        if srv.uuid in by_uuid:
+            raise ValueError('duplicate server %r' % srv.uuid)
+        by_uuid[srv.uuid] = srv
+    held = {s.uuid: {r: pricing.as_decimal(s.held.get(r, 0))
+                     for r in names} for s in servers}
+    split = {s.uuid: pricing.split_bid(s.bid, capacity, held[s.uuid],
+                                       reserve) for s in servers}
+    cleared = {}
+    for r in names:
+        cleared[r] = pricing.clear_market(
+            {u: split[u][r] for u in by_uuid}, capacity[r],
+            {u: held[u][r] for u in by_uuid}, reserve[r],
+            None if prices is None else prices.get(r, reserve[r]))
+    market_prices = {r: cleared[r].price for r in names}
+    positions = {}
+    for uuid, srv in by_uuid.items():
+        shares = {r: cleared[r].shares[uuid] for r in names}
+        shortfall = {r: held[uuid][r] - shares[r] for r in names
+                     if shares[r] < held[uuid][r]}
+        charge = sum((_charge(split[uuid][r], shares[r], held[uuid][r],
+                              market_prices[r]) for r in names), ZERO)
+        positions[uuid] = Position(srv, split[uuid], shares, shortfall,
+                                   min(charge, pricing.as_decimal(srv.bid)))
+    return Market(capacity, reserve, market_prices,
+                  {r: cleared[r].demand for r in names},
+                  {r: cleared[r].contended for r in names}, positions)
+
+
+def reason_text(position, market):
+    """Why ``position``'s server is out of bid, for its owner (one line).
+    """
+    srv = position.server
     parts = []
-    for r in pricing.order_resources(server.held):
+    below_reserve = True
+    for r in pricing.order_resources(position.shortfall):
         unit = pricing.UNITS.get(r, r)
-        parts.append('%s %s at %s per %s-hour'
-                     % (pricing.pretty(server.held[r]), unit,
-                        pricing.pretty(prices.get(r, 0)), unit))
-    return ('out of bid: your bid of %s per hour is below the spot price '
-            'of the resources the server holds in pool %r, %s per hour (%s)'
-            % (pricing.pretty(server.bid), server.pool,
-               pricing.pretty(cost),
-               ', '.join(parts)))
+        parts.append('%s of the %s %s it holds' % (
+            pricing.pretty(position.shares[r]), pricing.pretty(
+                srv.held.get(r, 0)), unit))
+        below_reserve = below_reserve and not market.contended[r]
+    cost = hourly_cost(market.prices, srv.held)
+    if below_reserve:
+        return ('out of bid: your bid of %s per hour is below the reserve '
+                'price of the resources the server holds in pool %r, %s per '
+                'hour (it buys %s)' % (
+                    pricing.pretty(srv.bid), srv.pool, pricing.pretty(cost),
+                    ', '.join(parts)))
+    return ('out of bid: pool %r is contended (%s); at the spot prices '
+            '(%s) your bid of %s per hour buys %s' % (
+                srv.pool, ', '.join(
+                    '%s %s demanded of %s' % (
+                        pricing.pretty(market.demand[r]),
+                        pricing.UNITS.get(r, r),
+                        pricing.pretty(market.capacity[r]))
+                    for r in pricing.order_resources(position.shortfall)
+                    if market.contended[r] and market.demand[r] is not None),
+                ', '.join('%s per %s-hour' % (
+                    pricing.pretty(market.prices[r]), pricing.UNITS.get(r, r))
+                    for r in pricing.order_resources(market.prices)),
+                pricing.pretty(srv.bid), ', '.join(parts)))
 
 
-def out_of_bid(prices, servers):
-    """The servers whose bid is below what their resources cost.
+def out_of_bid(market):
+    """The out-of-bid servers of an assessed market.
 
-    :param prices: mapping ``pool -> {resource: price}`` (currency per
-        unit-hour), e.g. from :func:`.pricing.allocate`'s pools.
-    :param servers: iterable of :class:`Server`.
-    :returns: list of :class:`OutOfBid` in :func:`preemption_key` order. A
-        server whose bid equals the cost is not out of bid; a server of a
-        pool without prices is never out of bid.
+    :param market: a :class:`Market` from :func:`assess`.
+    :returns: list of :class:`OutOfBid` in :func:`preemption_key` order.
     """
     found = []
-    for server in sorted(servers, key=preemption_key):
-        pool_prices = prices.get(server.pool)
-        if pool_prices is None:
-            continue
-        cost = hourly_cost(pool_prices, server.held)
-        if pricing.as_decimal(server.bid) < cost:
-            found.append(OutOfBid(server, cost,
-                                  reason_text(server, pool_prices, cost)))
+    for position in sorted(market.positions.values(),
+                           key=lambda p: preemption_key(p.server)):
+        if position.out_of_bid:
+            found.append(OutOfBid(
+                position.server,
+                hourly_cost(market.prices, position.server.held),
+                reason_text(position, market), position))
     return found
+
+
+def select_victims(servers, capacity, reserve=None, prices=None):
+    """Out-of-bid servers to preempt, never more than needed.
+
+    The market is assessed (:func:`assess`); the out-of-bid server first
+    in :func:`preemption_key` order (lowest bid, then oldest) is chosen;
+    the market is cleared again without it, and so on until nobody left
+    is out of bid. Removing one server can only raise the others' shares,
+    so the servers that stay have shares covering their flavors.
+
+    :param servers: iterable of :class:`Server` of one market.
+    :param capacity: ``resource -> units``. :param reserve: optional
+        ``resource -> reserve price``. :param prices: optional recorded
+        prices of the first assessment (see :func:`assess`).
+    :returns: list of :class:`OutOfBid`, in preemption order; each
+        ``reason`` and ``position`` from the market it was chosen in.
+    """
+    left = list(servers)
+    chosen = []
+    market = assess(left, capacity, reserve, prices)
+    while True:
+        found = out_of_bid(market)
+        if not found:
+            return chosen
+        chosen.append(found[0])
+        left = [s for s in left if s.uuid != found[0].server.uuid]
+        market = assess(left, capacity, reserve)

@@ -21,17 +21,46 @@ Units used throughout:
 * every number is a :class:`decimal.Decimal` (ints, strings and floats are
   accepted as input; a float is taken at its shortest repr).
 
-The price of a resource is ``p = max(reserve, sum(bids) / capacity)``
-(Merkat eq. 1 with a floor: Themis's ``bid_min``, Table I, is the
-provider's reserve price). A holder's
-share is ``a_i = b_i / p``, except that nobody gets more than it asked for
-or than one host has: capacity that a capped holder cannot use goes to the
-others in proportion to their bids (work conservation, Themis §III.B).
-When a cap binds, the shares are no longer ``b_i / p`` for the published
-``p``: the published price stays the eq. 1 price.
+Eq. 1 gives ``p = sum(bids) / capacity`` and ``a_i = b_i / p``
+(:func:`spot_price`). Merkat §3.1 lets a VM ask for a *maximum
+allocation* (its demand ``d_i``; for a nova server, its flavor) and
+Themis §III.B keeps the allocation *work-conserving*: capacity a capped
+holder cannot use goes to the others in proportion to their bids. The
+published price is the price that clears such a market
+(:func:`clear_market`), the work-conserving form of eq. 1::
+
+    p* = max(reserve, inf {p > 0 : sum_i min(d_i, b_i / p) <= C})
+    a_i = min(d_i, b_i / p*)
+
+When no cap binds it is the eq. 1 price; when the total demand fits in
+the capacity it falls to the reserve (Themis HPCC'12, Table I: ``bid_min``
+is the provider's reserve price, "the minimum price the users are
+charged"). Nobody is squeezed while capacity is idle: Themis §II, "our
+resource manager does not forcibly kill virtual machine instances but
+instead it diminishes the virtual machine's resource share".
+
+What a share means on a real hypervisor: opie places servers by share
+(the market's prices, notices and the scheduler's
+:class:`~opie_sched.scheduler.market_weights.ProportionalShareWeigher`),
+but Nova gives every server its whole flavor and enforces no CPU share by
+itself. An operator who wants the libvirt/KVM host to enforce
+proportional CPU time under contention sets the flavor extra spec
+``quota:cpu_shares`` (libvirt ``<cputune><shares>``, the cgroup CPU
+weight) on the preemptible flavors, e.g. in proportion to their default
+bid per vCPU (``openstack flavor set --property quota:cpu_shares=2048
+m1.small.preemptible``); a CPU-bound server then gets CPU time in
+proportion to its weight when the host's CPUs are contended, and its
+whole flavor when they are not -- the same work-conserving rule. Nova
+applies the weight at boot and resize, not when a bid changes: a
+per-server bid changes the market position (price, notices, preemption
+order), not the cgroup weight of a running server. Memory cannot be
+shared this way: a server holds its flavor's RAM, which is why the
+minimum a server needs (the out-of-bid rule, :mod:`.outbid`) is its
+whole flavor.
 """
 
 import dataclasses
+import decimal
 from decimal import Decimal
 import types
 
@@ -162,6 +191,161 @@ def proportional_shares(bids, capacity, caps=None, reserve=0):
     return {k: shares[k] for k in bids}
 
 
+# -- the work-conserving market ----------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Clearing:
+    """One resource's market, cleared (:func:`clear_market`).
+
+    :ivar price: ``p*``, currency per unit-hour (>= the reserve).
+    :ivar shares: ``key -> units`` (Decimal), same keys and order as the
+        bids; ``shares[k] <= demands[k]`` and ``sum(shares) <= capacity``.
+    :ivar demand: total demand in units, or None when a holder has no cap
+        (it would use anything).
+    :ivar contended: True when the demand exceeds the capacity (or is
+        unbounded): only then can a share fall below a demand for any
+        reason but a bid below the reserve.
+    """
+    price: Decimal
+    shares: dict
+    demand: Decimal
+    contended: bool
+
+
+def _floor_div(num, den):
+    with decimal.localcontext() as ctx:
+        ctx.rounding = decimal.ROUND_FLOOR
+        return num / den
+
+
+def _clearing_fraction(bids, capacity, demands, reserve):
+    """Progressive filling of the positive bids.
+
+    :returns: ``(num, den, starved)``: ``p* = num / den`` (None, None when
+        no positive bid is left unserved at a positive price) and the keys
+        left with nothing because the capacity ran out (only through
+        rounding).
+    """
+    active = {k: b for k, b in bids.items() if b > 0}
+    remaining = capacity
+    num = den = None
+    while active:
+        if remaining <= 0:
+            return num, den, set(active)
+        total = sum(active.values(), ZERO)
+        if reserve * remaining > total:
+            num, den = reserve, Decimal(1)
+        else:
+            num, den = total, remaining
+        capped = [k for k, b in active.items()
+                  if demands.get(k) is not None
+                  and b * den >= demands[k] * num]
+        if not capped:
+            return num, den, set()
+        for key in capped:
+            remaining -= demands[key]
+            del active[key]
+    return None, None, set()
+
+
+def clear_market(bids, capacity, demands=None, reserve=0, price=None):
+    """Price and work-conserving proportional shares of one resource.
+
+    Merkat eq. 1 (§2.3) with maximum allocations (§3.1) and work
+    conservation (Themis HPCC'12 §III.B), floored at the reserve price
+    (Themis Table I, ``bid_min``)::
+
+        p* = max(reserve, inf {p > 0 : sum_i min(d_i, b_i / p) <= C})
+        a_i = min(d_i, b_i / p*)
+
+    found by progressive filling (holders whose ``b_i / p`` reaches their
+    demand get it; the rest share what is left at the eq. 1 price of the
+    remainder). Properties (tested with hypothesis): ``a_i <= d_i``;
+    ``sum(a) <= C``; with ``sum(d) <= C`` the price is the reserve and
+    every holder whose bid covers ``reserve * d_i`` gets its demand; with
+    no binding cap ``p*`` is the eq. 1 price ``sum(b) / C``.
+
+    Zero bids never change the price. At a price of 0 (reserve 0 and every
+    positive bidder served) the capacity left over is shared by the zero
+    bidders as if they all bid the same (the limit of eq. 1 for equal
+    bids; each up to its demand); at a positive price they get 0.
+
+    Shares are rounded toward zero so that the sums above hold exactly.
+
+    :param bids: mapping ``key -> bid`` (currency per hour, >= 0).
+    :param capacity: units to share (>= 0).
+    :param demands: optional mapping ``key -> most units the holder can
+        use`` (>= 0); a missing key or None means no cap.
+    :param reserve: reserve price, currency per unit-hour (>= 0).
+    :param price: optional ``p*`` published before for this very market
+        (e.g. replaying a recorded period): the shares are computed at it
+        instead of searching for it.
+    :returns: :class:`Clearing`.
+    :raises ValueError: a negative bid, demand, capacity, reserve or
+        price.
+    """
+    demands = {k: None if d is None else as_decimal(d)
+               for k, d in (demands or _EMPTY).items()}
+    bids = {k: as_decimal(b) for k, b in bids.items()}
+    capacity = as_decimal(capacity)
+    reserve = as_decimal(reserve)
+    for what, value in ([('capacity', capacity), ('reserve', reserve)]
+                        + [('bid of %r' % (k,), b) for k, b in bids.items()]
+                        + [('demand of %r' % (k,), d)
+                           for k, d in demands.items() if d is not None]):
+        if not value.is_finite() or value < 0:
+            raise ValueError('%s must be a finite number >= 0, got %s'
+                             % (what, value))
+    bounded = all(demands.get(k) is not None for k in bids)
+    demand = (sum((demands[k] for k in bids), ZERO) if bounded else None)
+    contended = demand is None or demand > capacity
+    if price is not None:
+        price = as_decimal(price)
+        if not price.is_finite() or price < 0:
+            raise ValueError('price must be a finite number >= 0, got %s'
+                             % price)
+        num, den, starved = (price, Decimal(1), set()) if price > 0 else (
+            None, None, set())
+        reserve = price
+    else:
+        num, den, starved = _clearing_fraction(bids, capacity, demands,
+                                               reserve)
+    shares = {}
+    if num is None:
+        # every positive bidder is served at the reserve: zero bidders
+        # share the rest as equal bidders when that price is 0.
+        price = reserve
+        left = capacity
+        zero = {}
+        for key, bid in bids.items():
+            if bid > 0 and key not in starved:
+                cap = demands.get(key)
+                shares[key] = max(left, ZERO) if cap is None else cap
+                left -= shares[key]
+            elif bid > 0:
+                shares[key] = ZERO
+            else:
+                zero[key] = Decimal(1)
+        if zero and price == 0:
+            with decimal.localcontext() as ctx:
+                ctx.rounding = decimal.ROUND_FLOOR
+                shares.update(proportional_shares(
+                    zero, max(left, ZERO),
+                    {k: demands.get(k) for k in zero}))
+        else:
+            shares.update(dict.fromkeys(zero, ZERO))
+    else:
+        price = num / den
+        for key, bid in bids.items():
+            if key in starved:
+                shares[key] = ZERO
+                continue
+            share = _floor_div(bid * den, num)
+            cap = demands.get(key)
+            shares[key] = share if cap is None else min(cap, share)
+    return Clearing(price, {k: shares[k] for k in bids}, demand, contended)
+
+
 # -- Merkat §3.1: allocation error -------------------------------------------
 
 def allocation_error(host_share, cluster_share):
@@ -239,19 +423,26 @@ def worst_fit_decreasing(bids, hosts, assigned=None):
 
 # -- one server bid -> a bid per resource ------------------------------------
 
-def split_bid(bid, capacity, request=None):
+def split_bid(bid, capacity, request=None, reserve=None):
     """One server bid as a bid per resource.
 
     Merkat VMs bid per resource (§3.1); a nova server carries one bid
     (``opie:bid``, currency per hour). The bid is split in proportion to
     the fraction of the capacity the server requests of each resource,
     ``w_r = request_r / capacity_r``, ``b_r = bid * w_r / sum(w)``; with no
-    (or an all-zero) request, equally. The parts add up to ``bid`` exactly
-    (the last resource takes the rounding remainder).
+    (or an all-zero) request, equally. With reserve prices, each resource
+    first gets the reserve cost of the request, ``reserve_r * request_r``
+    (Themis Table I: ``bid_min``), and only the rest is split by ``w_r``,
+    so that a bid covering the reserve cost of the whole flavor covers it
+    for every resource; a smaller bid is split in proportion to those
+    reserve costs. The parts add up to ``bid`` exactly (the last resource
+    takes the rounding remainder).
 
     :param bid: currency per hour (>= 0).
     :param capacity: mapping ``resource -> units`` (> 0), e.g. the pool's.
     :param request: optional mapping ``resource -> units`` (>= 0).
+    :param reserve: optional mapping ``resource -> reserve price``
+        (currency per unit-hour, >= 0).
     :returns: dict ``resource -> bid`` in :func:`order_resources` order.
     """
     bid = as_decimal(bid)
@@ -259,13 +450,27 @@ def split_bid(bid, capacity, request=None):
     if not names:
         return {}
     request = request or _EMPTY
-    weights = {r: as_decimal(request.get(r, 0)) / as_decimal(capacity[r])
-               for r in names}
-    total = sum(weights.values(), ZERO)
+    reserve = reserve or _EMPTY
+    floor = {r: as_decimal(reserve.get(r, 0)) * as_decimal(
+        request.get(r, 0)) for r in names}
+    floor_total = sum(floor.values(), ZERO)
+    if floor_total > 0 and bid <= floor_total:
+        weights, total, base, rest = floor, floor_total, None, bid
+    else:
+        # w_r times the product of the capacities: exact for integers
+        weights = {}
+        for r in names:
+            weights[r] = as_decimal(request.get(r, 0))
+            for other in names:
+                if other != r:
+                    weights[r] *= as_decimal(capacity[other])
+        total = sum(weights.values(), ZERO)
+        base, rest = floor, bid - floor_total
     if total == 0:
         weights = dict.fromkeys(names, Decimal(1))
         total = Decimal(len(names))
-    parts = {r: bid * weights[r] / total for r in names[:-1]}
+    parts = {r: (base[r] if base else ZERO) + rest * weights[r] / total
+             for r in names[:-1]}
     parts[names[-1]] = bid - sum(parts.values(), ZERO)
     return parts
 
@@ -311,7 +516,8 @@ class VM:
 
 @dataclasses.dataclass(frozen=True)
 class PoolPrices:
-    """A pool's market: capacity, sum of bids and eq. 1 prices.
+    """A pool's market: capacity, sum of bids and clearing prices
+    (:func:`clear_market`).
 
     ``capacity`` in units, ``bids`` in currency per hour and ``prices`` in
     currency per unit-hour, each a mapping by resource.
@@ -434,14 +640,16 @@ def _caps_of(vms, resource, limit):
 
 
 def _market(vms, capacity, limits, resources, reserve):
-    """(bids, prices, shares) of a group of VMs sharing ``capacity``."""
+    """(bids, prices, shares) of a group of VMs sharing ``capacity``
+    (:func:`clear_market` per resource)."""
     bids, prices, shares = {}, {}, {}
     for r in resources:
         by_vm = _bids_of(vms, r)
         bids[r] = sum(by_vm.values(), ZERO)
-        prices[r] = spot_price(by_vm.values(), capacity[r], reserve[r])
-        shares[r] = proportional_shares(
-            by_vm, capacity[r], _caps_of(vms, r, limits[r]), reserve[r])
+        cleared = clear_market(by_vm, capacity[r],
+                               _caps_of(vms, r, limits[r]), reserve[r])
+        prices[r] = cleared.price
+        shares[r] = cleared.shares
     return bids, prices, shares
 
 
@@ -450,11 +658,13 @@ def allocate(hosts, vms, reserve=None):
 
     Each pool is one market. VMs without a host are placed first by
     :func:`worst_fit_decreasing` (on top of the bids already on each host).
-    Per pool and resource: the eq. 1 price and each VM's *cluster* share,
+    Per pool and resource: the clearing price (:func:`clear_market`: the
+    eq. 1 price under contention, the reserve when the demand fits) and
+    each VM's *cluster* share,
     computed as if the pool were one host but capped at the largest host
-    (Merkat §3.1's "not enforceable" allocations). Per host: the eq. 1
+    (Merkat §3.1's "not enforceable" allocations). Per host: the clearing
     price of the host and each VM's *host* share (Merkat §3.1). Caps are
-    the VMs' requests (:func:`proportional_shares`).
+    the VMs' requests.
 
     :param hosts: sequence of :class:`Host` (same resources each).
     :param vms: sequence of :class:`VM`.

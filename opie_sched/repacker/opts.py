@@ -116,6 +116,49 @@ repacker_opts = [
         'cloud',
         help='clouds.yaml entry of the service\'s credentials (default: '
              'OS_* environment variables).'),
+    cfg.StrOpt(
+        'strategy', default='rpm',
+        help='Consolidation strategy, a plugin of the stevedore namespace '
+             'opie_sched.repacker.strategies. Possible values: rpm (RPM '
+             'triggers and score, thesis Paper IV), p2p (re-consolidation '
+             'over a scale-free overlay of the hosts, thesis Paper II), '
+             'gossip (pairwise gossip redistribution of CPU and memory, '
+             'thesis Paper III), tabu (tabu-search rebalancing, when '
+             'installed). Every strategy runs under the same lock, budget '
+             'and dry-run.'),
+    cfg.IntOpt(
+        'consolidation_seed', default=0,
+        help='Seed of the p2p overlay and of the gossip peer sampling: '
+             'the same hosts give the same plan.'),
+    cfg.IntOpt(
+        'p2p_htl', default=20, min=0,
+        help='p2p: hops to live of a server\'s search request (Paper II '
+             '§4: 20).'),
+    cfg.FloatOpt(
+        'p2p_threshold', default=0.4, min=0.0, max=1.0,
+        help='p2p: re-consolidation threshold, a host whose larger used '
+             'fraction (CPU or RAM) is at most this re-places its servers '
+             '(Paper II §4: 0.4).'),
+    cfg.IntOpt(
+        'p2p_attachment', default=1, min=1,
+        help='p2p: links each new host adds in the Barabási-Albert overlay '
+             '(Paper II used 1, NetLogo\'s preferential attachment).'),
+    cfg.IntOpt(
+        'gossip_view_size', default=20, min=1,
+        help='gossip: k, partners per host per cycle (Paper III §4.2: '
+             '20).'),
+    cfg.StrOpt(
+        'gossip_strategy', default='merge-imb',
+        choices=[('merge-imb', 'Merge, else redistribute for the largest '
+                               'Gain = imbalance drop / memory moved.'),
+                 ('merge', 'One-shot merge of a pair into one host.'),
+                 ('incremental', 'Hosts under 30 % move one server per '
+                                 'interaction to a more loaded one.')],
+        help='gossip: decision function of a pair (Paper III §3.3).'),
+    cfg.IntOpt(
+        'gossip_max_cycles', default=20, min=1,
+        help='gossip: cycles before the plan is taken even if the '
+             'protocol has not converged (Paper III: 7 sufficed).'),
 ]
 
 
@@ -145,8 +188,10 @@ def policy(conf):
         (underload >= overload, λ's not adding up to 1).
     """
     from opie_sched.repacker import planner
+    from opie_sched import rpm_opts
     opts, r = conf[GROUP], conf.opie_rpm
     return planner.Policy(
+        **rpm_opts.discovery_policy(conf),
         overload=opts.overload_threshold,
         underload=opts.underload_threshold,
         window=opts.trigger_samples,

@@ -8,8 +8,23 @@ above 90 % for 10 consecutive samples; both below 30 % for 10 samples),
 processes the triggers by priority (Table 1: overload before underload)
 and, for each VM to move, ranks the destinations with the RPM score
 (§4.3.1, :mod:`opie_sched.rpm`); its *migration planner* picks the VMs.
-This module is that decision made centrally over every host, once per
-period:
+This module makes that decision for every triggered host, once per
+period. Where each node agent looks is :attr:`Policy.discovery`:
+
+* ``'local'`` (default): Alg. 1's discovery (§4.3,
+  :func:`opie_sched.rpm.discover`): each round the topology-aware peer
+  sampling service (§4.1, §5.2, :class:`opie_sched.rpm.Overlay`) gives
+  the source host ``k`` = 20 new random neighbours (0.6 same server
+  group, 0.3 same cluster, 0.1 anywhere); the best-scored neighbour with
+  room is taken at once for an overload and, for an underload, added to
+  a candidate list for MaxTTL rounds, the lowest score winning. A host
+  outside every round's view is never a destination; an instance whose
+  discovery finds nothing is unplaced (the drain is called off, the
+  overload stays). Random draws come from :attr:`Policy.seed`.
+* ``'global'``: every host is a neighbour (a centralised planner; the
+  same as ``'local'`` when ``k`` >= hosts - 1).
+
+Steps:
 
 1. **Triggers** (:func:`host_triggers`): :func:`opie_sched.rpm.host_trigger`
    on each host's history, thresholds of :class:`Policy`.
@@ -19,7 +34,8 @@ period:
 3. **Overload** (:func:`relieve_overload`): while the host's projected
    utilisation is above the overload threshold in CPU or memory, move the
    (instance, destination) pair of lowest score (the score holds DT, so
-   the cheap-to-move VMs go first, Paper IV §4.2 "migration planner").
+   the cheap-to-move VMs go first, Paper IV §4.2 "migration planner";
+   an overload is urgent: one discovery round per instance).
 4. **Underload** (:func:`drain_underload`): empty the host, **preemptible
    instances first** (the seed paper's future work: defragment the
    preemptible capacity), each to its lowest-score destination. A host
@@ -45,6 +61,9 @@ from opie_sched import rpm
 #: Reasons of a :class:`Move`.
 OVERLOAD = 'overload'
 UNDERLOAD = 'underload'
+#: Values of :attr:`Policy.discovery`.
+LOCAL, GLOBAL = 'local', 'global'
+DISCOVERY_MODES = (LOCAL, GLOBAL)
 
 
 class PlanError(ValueError):
@@ -219,6 +238,16 @@ class Policy:
     :param switchover_time: T, seconds (eq. 9).
     :param progress_threshold: X, MB (eq. 9).
     :param max_rounds: cap of the pre-copy rounds n.
+    :param discovery: ``'local'`` (Paper IV Alg. 1, the default) or
+        ``'global'`` (every host is a candidate), see the module doc.
+    :param neighbours: k, neighbours per discovery round (§5.2: 20).
+    :param locality: probabilities of a neighbour from the same server
+        group, the same cluster, anywhere (§5.2: 0.6, 0.3, 0.1).
+    :param max_ttl: MaxTTL of Alg. 1, rounds of an underload's discovery
+        (int >= 0; the thesis gives no value, ours is 3).
+    :param seed: seed (int or str) of the neighbour draws: the same hosts,
+        policy and seed give the same plan; None draws a fresh seed from
+        the operating system each plan.
     :raises PlanError: on bad values.
     """
 
@@ -234,6 +263,11 @@ class Policy:
     switchover_time: float = 0.5
     progress_threshold: float = 50.0
     max_rounds: int = 30
+    discovery: str = 'local'
+    neighbours: int = rpm.NEIGHBOURS
+    locality: tuple = rpm.LOCALITY
+    max_ttl: int = rpm.MAX_TTL
+    seed: object = None
 
     def __post_init__(self):
         for attr in ('overload', 'underload', 'target', 'alpha'):
@@ -242,18 +276,29 @@ class Policy:
             raise PlanError('underload threshold %g must be below the '
                             'overload threshold %g'
                             % (self.underload, self.overload))
-        for attr in ('window', 'max_migrations', 'max_rounds'):
+        for attr in ('window', 'max_migrations', 'max_rounds',
+                     'neighbours', 'max_ttl'):
             value = getattr(self, attr)
+            least = 1 if attr in ('window', 'neighbours') else 0
             if (isinstance(value, bool)
-                    or not isinstance(value, numbers.Integral) or value < 0
-                    or (attr == 'window' and value < 1)):
+                    or not isinstance(value, numbers.Integral)
+                    or value < least):
                 raise PlanError('policy %s must be an integer >= %d, got %r'
-                                % (attr, attr == 'window', value))
+                                % (attr, least, value))
+        if self.discovery not in DISCOVERY_MODES:
+            raise PlanError('policy discovery must be one of %s, got %r'
+                            % (', '.join(DISCOVERY_MODES), self.discovery))
+        if self.seed is not None and (
+                isinstance(self.seed, bool)
+                or not isinstance(self.seed, (numbers.Integral, str))):
+            raise PlanError('policy seed must be an int, a str or None, '
+                            'got %r' % (self.seed,))
         _number(self.bandwidth, 'policy bandwidth', positive=True)
         _number(self.switchover_time, 'policy switchover_time')
         _number(self.progress_threshold, 'policy progress_threshold')
         try:
             rpm.check_lambdas(self.lambdas)
+            rpm.check_locality(self.locality)
             rpm.efficiency_bounds(self.target, self.efficiency_formula)
             rpm.efficiency(0, 0, 0, 0, self.target, self.efficiency_formula)
         except rpm.RPMError as exc:
@@ -333,11 +378,14 @@ def host_triggers(hosts, policy):
 class _State:
     """Projected state of the hosts while a plan is built."""
 
-    def __init__(self, hosts):
+    def __init__(self, hosts, overlay=None, rng=None):
         self.hosts = {h.name: h for h in hosts}
         self.placed = {h.name: list(h.instances) for h in hosts}
         self.received = set()
         self.drained = set()
+        #: :class:`opie_sched.rpm.Overlay` (local discovery) or None.
+        self.overlay = overlay
+        self.rng = rng
 
     def requested(self, name):
         """``(vCPU, MB)`` requested on a host now."""
@@ -450,12 +498,11 @@ def move_terms(state, inst, source, destination, policy, dt_bound):
     return terms, dt
 
 
-def best_destination(state, inst, source, policy, dt_bound,
-                     consolidate=False):
-    """The :class:`Move` of ``inst`` to its lowest-score destination
-    (ties: host name), or None when nothing fits (see :func:`fits`)."""
+def _rank(state, inst, source, policy, dt_bound, consolidate, names):
+    """The :class:`Move` of ``inst`` to the lowest-score host among
+    ``names`` that fits (ties: host name), or None."""
     best = None
-    for name in sorted(state.hosts):
+    for name in sorted(names):
         if name == source or not fits(state, inst, name, policy,
                                       consolidate):
             continue
@@ -465,6 +512,34 @@ def best_destination(state, inst, source, policy, dt_bound,
             best = Move(inst.id, inst.name, source, name, None, value, terms,
                         dt, inst.preemptible)
     return best
+
+
+def best_destination(state, inst, source, policy, dt_bound,
+                     consolidate=False):
+    """The :class:`Move` of ``inst`` to its lowest-score destination, or
+    None when nothing fits (see :func:`fits`).
+
+    Global discovery (no overlay in ``state``): over every host, ties by
+    host name. Local discovery: :func:`opie_sched.rpm.discover` over the
+    overlay's rounds of neighbours of ``source``; urgent (one round when
+    something fits) unless ``consolidate`` (an underload, MaxTTL rounds).
+    """
+    if state.overlay is None:
+        return _rank(state, inst, source, policy, dt_bound, consolidate,
+                     state.hosts)
+    found = {}
+
+    def rank(names):
+        move = _rank(state, inst, source, policy, dt_bound, consolidate,
+                     names)
+        if move is None:
+            return None
+        found[move.destination] = move
+        return move.destination, move.score
+
+    result = rpm.discover(state.rng, state.overlay, source, rank,
+                          urgent=not consolidate, max_ttl=policy.max_ttl)
+    return None if result.best is None else found[result.best]
 
 
 def ordered_events(triggers, state):
@@ -535,7 +610,7 @@ def drain_underload(state, name, policy, budget, dt_bound):
     pinned = [i.id for i in instances if not i.movable]
     if pinned:
         return [], 'instance(s) %s cannot move' % ', '.join(pinned)
-    trial = _State(state.hosts.values())
+    trial = _State(state.hosts.values(), state.overlay, state.rng)
     trial.placed = {k: list(v) for k, v in state.placed.items()}
     trial.received, trial.drained = set(state.received), set(state.drained)
     trial.drained.add(name)
@@ -589,6 +664,10 @@ def plan(hosts, policy=None):
     hosts = _check_hosts(hosts)
     triggers = host_triggers(hosts, policy)
     state = _State(hosts)
+    if policy.discovery == LOCAL:
+        state.overlay = rpm.Overlay((h.location for h in hosts),
+                                    policy.neighbours, policy.locality)
+        state.rng = rpm.seeded_rng(policy.seed)
     dt_bound = data_transfer_upper_bound(hosts, policy)
     budget = policy.max_migrations
     moves, skipped = [], {}

@@ -8,9 +8,12 @@ profiler runs every 10 minutes) it runs a *period*:
 1. take the tooz lock ``opie-repacker`` without waiting; if another
    replica holds it, skip the period (two replicas never act at once);
 2. sample the hosts and build the planner's input;
-3. plan (:func:`opie_sched.repacker.planner.plan`: thesis Paper IV §4.2
-   and §5.3 triggers, overload before underload, RPM score of §4.3.1,
-   preemptible servers drained first, ``max_migrations`` per period);
+3. plan with the ``[opie_repacker] strategy``
+   (:mod:`opie_sched.repacker.strategies`; default ``rpm``:
+   :func:`opie_sched.repacker.planner.plan`, thesis Paper IV §4.2 and §5.3
+   triggers, overload before underload, RPM score of §4.3.1, preemptible
+   servers drained first; ``p2p``: thesis Paper II; ``gossip``: thesis
+   Paper III), at most ``max_migrations`` moves per period;
 4. execute the plan through live migrations (:mod:`.executor`), or only
    print and log it in dry-run mode.
 
@@ -30,6 +33,7 @@ from opie_sched.repacker import collector as collector_mod
 from opie_sched.repacker import executor as executor_mod
 from opie_sched.repacker import opts as opts_mod
 from opie_sched.repacker import planner
+from opie_sched.repacker import strategies as strategies_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -75,15 +79,19 @@ class RepackerService(coordination.CoordinatedLoop):
     :param executor: optional :class:`executor.Executor`.
     :param coordinator: optional started tooz coordinator.
     :param out: callable printing a dry-run plan (default: log only).
+    :param strategy: optional strategy object (``plan(hosts) -> Plan``);
+        default: :func:`strategies.load` of ``[opie_repacker] strategy``
+        at the first period.
     """
 
     def __init__(self, conf, conn=None, collector=None, executor=None,
-                 coordinator=None, member_id=None, out=None):
+                 coordinator=None, member_id=None, out=None, strategy=None):
         self.conf = conf
         self.opts = conf[opts_mod.GROUP]
         self._conn = conn
         self._collector = collector
         self._executor = executor
+        self._strategy = strategy
         self._init_loop(coordinator)
         self.member_id = member_id or 'opie-repacker-%s-%d-%s' % (
             socket.gethostname(), os.getpid(), uuid.uuid4().hex[:6])
@@ -110,6 +118,17 @@ class RepackerService(coordination.CoordinatedLoop):
                 timeout=self.opts.migration_timeout,
                 poll_interval=self.opts.poll_interval)
         return self._executor
+
+    @property
+    def strategy(self):
+        """The consolidation strategy.
+
+        :raises opie_sched.repacker.strategies.StrategyError: unknown or
+            broken plugin (the period reports it as an error).
+        """
+        if self._strategy is None:
+            self._strategy = strategies_mod.load(self.conf)
+        return self._strategy
 
     def _coordination_url(self):
         os.makedirs(self.opts.state_dir, exist_ok=True)
@@ -151,7 +170,7 @@ class RepackerService(coordination.CoordinatedLoop):
 
     def _period(self, dry_run):
         hosts = self.sample()
-        result = planner.plan(hosts, opts_mod.policy(self.conf))
+        result = self.strategy.plan(hosts)
         text = planner.format_plan(result, hosts)
         if dry_run and self.out is not None:
             self.out(text)

@@ -17,7 +17,6 @@ import threading
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
-from oslo_utils import strutils
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
@@ -57,9 +56,11 @@ _cell_lock = threading.Lock()
 
 
 def flavor_is_preemptible(flavor):
-    """True when the (instance's own copy of the) flavor is preemptible."""
-    specs = getattr(flavor, 'extra_specs', None) or {}
-    return strutils.bool_from_string(specs.get(flavors.MARKER_KEY, 'false'))
+    """True when the (instance's own copy of the) flavor is preemptible,
+    by the one definition the market shares
+    (:func:`opie_sched.flavors.is_marked_preemptible`)."""
+    return flavors.is_marked_preemptible(getattr(flavor, 'extra_specs',
+                                                 None))
 
 
 def disk_gb(root_gb, ephemeral_gb, swap_mb, boot_from_volume=False):
@@ -259,13 +260,16 @@ def _query_instances(ctx, hosts, light):
     if not light:
         return objects.InstanceList.get_by_filters(
             ctx, {'host': hosts, 'deleted': False},
-            expected_attrs=['flavor', 'system_metadata'])
+            expected_attrs=['flavor', 'metadata', 'system_metadata'])
     return _instance_rows(ctx, hosts)
 
 
 #: System metadata keys loaded with :class:`InstanceRow`: opie's victim
 #: state only (written by the service; users cannot write system metadata).
 ROW_METADATA_PREFIX = 'opie_victim_'
+#: Server metadata keys loaded with :class:`InstanceRow`: opie's own
+#: (``opie:bid``, read by the market weigher) only.
+ROW_SERVER_METADATA_PREFIX = 'opie:'
 
 
 class RowFlavor:
@@ -298,15 +302,16 @@ class InstanceRow:
     ``node``, ``vm_state``, ``task_state``, ``launched_at`` (timezone-aware
     UTC datetime or None), ``display_name``, ``project_id``, ``user_id``,
     ``flavor`` (:class:`RowFlavor`, or a nova ``Flavor`` for an old record
-    whose serialized flavor lacks its extra specs), ``image_ref`` and
+    whose serialized flavor lacks its extra specs), ``image_ref``,
     ``system_metadata`` (only the keys starting with
-    :data:`ROW_METADATA_PREFIX`). ``'field' in row`` works as on an
-    Instance.
+    :data:`ROW_METADATA_PREFIX`) and ``metadata`` (only the keys starting
+    with :data:`ROW_SERVER_METADATA_PREFIX`). ``'field' in row`` works as
+    on an Instance.
     """
 
     __slots__ = ('uuid', 'host', 'node', 'vm_state', 'task_state',
                  'launched_at', 'display_name', 'project_id', 'user_id',
-                 'image_ref', 'flavor', 'system_metadata')
+                 'image_ref', 'flavor', 'system_metadata', 'metadata')
 
     def __contains__(self, name):
         return name in self.__slots__
@@ -328,10 +333,11 @@ def _row_flavor(text):
 def _instance_rows(context, hosts):
     """``[InstanceRow]`` on ``hosts`` (not deleted, not soft-deleted): one
     query for the columns and the flavor, one for opie's system metadata
-    keys."""
+    keys and one for its server metadata keys."""
     inst = main_models.Instance.__table__
     extra = main_models.InstanceExtra.__table__
     meta = main_models.InstanceSystemMetadata.__table__
+    user_meta = main_models.InstanceMetadata.__table__
     alive = sa.and_(
         inst.c.host.in_(hosts), inst.c.deleted == 0,
         sa.or_(inst.c.vm_state != vm_states.SOFT_DELETED,
@@ -364,19 +370,24 @@ def _instance_rows(context, hosts):
         row.image_ref = rec.image_ref
         row.flavor = _row_flavor(rec.flavor) if rec.flavor else None
         row.system_metadata = {}
+        row.metadata = {}
         rows.append(row)
         by_uuid[row.uuid] = row
-    if rows:
-        joined = meta.join(inst, inst.c.uuid == meta.c.instance_uuid)
+    for table, prefix, attr in (
+            (meta, ROW_METADATA_PREFIX, 'system_metadata'),
+            (user_meta, ROW_SERVER_METADATA_PREFIX, 'metadata')):
+        if not rows:
+            break
+        joined = table.join(inst, inst.c.uuid == table.c.instance_uuid)
         query = sa.select(
-            meta.c.instance_uuid, meta.c.key, meta.c.value,
+            table.c.instance_uuid, table.c.key, table.c.value,
         ).select_from(joined).where(
-            alive, meta.c.deleted == 0,
-            meta.c.key.like(ROW_METADATA_PREFIX + '%'))
+            alive, table.c.deleted == 0,
+            table.c.key.like(prefix + '%'))
         for rec in context.session.execute(query):
             row = by_uuid.get(rec.instance_uuid)
             if row is not None:
-                row.system_metadata[rec.key] = rec.value
+                getattr(row, attr)[rec.key] = rec.value
     # A row without a flavor record cannot be sized: skip it, as an
     # Instance without its flavor would fail to load.
     return [r for r in rows if r.flavor is not None]

@@ -1,10 +1,27 @@
 """The proportional-share weigher of the spot market.
 
-Themis §III.B (``seeds/themis-proportional-share-slo-policies.txt``): under
-proportional sharing a VM's share of a host is ``bid / (Σ bids on the host
-+ bid)``, so a new preemptible request is best placed where the bids already
-there add up to the least — worst fit by the sum of bids. Enable it with the
-other opie weighers::
+Themis (S. Costache et al., *Themis: Economy-based automatic resource
+scaling for cloud systems*, HPCC'12, §III.B): under proportional sharing a
+VM's share of a host is ``bid / (Σ bids on the host + bid)``, so a new
+preemptible request is best placed where the bids already there add up to
+the least — worst fit by the sum of bids.
+
+The weigher applies the market's own rule (:func:`opie_sched.market.outbid.
+assess`, the function the ``opie-market`` engine and API use): on each
+host, the request and the host's preemptible instances share the host's
+capacity with work-conserving caps (their flavors); a host where the
+request's share would not cover its flavor -- it would be out of bid the
+moment it lands -- weighs 0. With idle capacity every share covers its
+flavor, so no host is penalised because others bid more.
+
+A share is what the market entitles a server to; Nova gives every server
+its whole flavor and enforces no CPU share unless the operator sets the
+flavor extra spec ``quota:cpu_shares`` (libvirt CPU weight; see
+:mod:`opie_sched.market.pricing`). The scheduler does not see the
+market's reserve prices (``[opie_market]``): a bid below the reserve cost
+of its flavor is caught by the market at its next period.
+
+Enable it with the other opie weighers::
 
     [filter_scheduler]
     weight_classes = nova.scheduler.weights.all_weighers,
@@ -22,7 +39,10 @@ import nova.conf
 from nova.scheduler import utils as scheduler_utils
 
 from opie_sched import conf as opie_conf
+from opie_sched import flavors
 from opie_sched.market import bids
+from opie_sched.market import outbid
+from opie_sched.market import pricing
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import weights
 
@@ -69,14 +89,55 @@ def instance_bid(instance):
         return bids.parse_bid(default)
 
 
+#: Key of the request in the host's market.
+_REQUEST = object()
+
+
+def request_out_of_bid(bid, vcpus, memory_mb, capacity, others):
+    """Whether a request would be out of bid on a host.
+
+    :param bid: the request's bid, currency per hour.
+    :param vcpus: its flavor's vCPUs; ``memory_mb`` its RAM, MB.
+    :param capacity: ``{"vcpus": units, "memory_mb": units}`` of the host
+        (> 0 each).
+    :param others: iterable of ``(bid, vcpus, memory_mb)`` of the host's
+        preemptible instances.
+    :returns: bool (:func:`opie_sched.market.outbid.assess`).
+    """
+    servers = [outbid.Server(_REQUEST, bid, {
+        pricing.VCPUS: vcpus, pricing.MEMORY_MB: memory_mb})]
+    for n, (b, v, m) in enumerate(others):
+        servers.append(outbid.Server(n, b, {pricing.VCPUS: v,
+                                            pricing.MEMORY_MB: m}))
+    market = outbid.assess(servers, capacity)
+    return market.positions[_REQUEST].out_of_bid
+
+
+def _capacity(host_state):
+    """The host's capacity as the market counts it (total × allocation
+    ratio), or None when unknown."""
+    try:
+        vcpus = host_state.vcpus_total * host_state.cpu_allocation_ratio
+        ram = (host_state.total_usable_ram_mb
+               * host_state.ram_allocation_ratio)
+    except (AttributeError, TypeError):
+        return None
+    if not vcpus or not ram or vcpus <= 0 or ram <= 0:
+        return None
+    return {pricing.VCPUS: pricing.as_decimal(float(vcpus)),
+            pricing.MEMORY_MB: pricing.as_decimal(float(ram))}
+
+
 class ProportionalShareWeigher(weights._BulkWeigher):
     """A preemptible request goes where its bid buys the largest share.
 
     Weight = ``bid / (Σ bids of the host's preemptible instances + bid)``
     (Themis §III.B, worst fit by the sum of bids), in [0, 1]; instances
-    already leaving (being preempted or deleted) do not count. Normal
-    requests: every host 0 (they are not in the market). A request without a
-    usable bid is weighed as bidding ``[opie_preemption] default_bid``.
+    already leaving (being preempted or deleted) do not count. A host where
+    the request would be out of bid (its work-conserving share below its
+    flavor, :func:`request_out_of_bid`) weighs 0. Normal requests: every
+    host 0 (they are not in the market). A request without a usable bid is
+    weighed as bidding ``[opie_preemption] default_bid``.
     """
 
     minval = 0.0
@@ -88,17 +149,28 @@ class ProportionalShareWeigher(weights._BulkWeigher):
             CONF.opie_preemption.proportional_share_weight_multiplier)
 
     def _weigh_all(self, host_states, spec_obj):
-        if not hosts.request_is_preemptible(spec_obj):
+        flavor = getattr(spec_obj, 'flavor', None)
+        if not flavors.is_marked_preemptible(
+                getattr(flavor, 'extra_specs', None)):
             return [0.0] * len(host_states)
-        bid = float(request_bid(spec_obj))
+        bid = request_bid(spec_obj)
         view = hosts.view_for(spec_obj)
         loaded = view.loaded_instances(host_states)
         result = []
         for hs in host_states:
-            held = sum(float(instance_bid(inst))
-                       for inst in loaded.get((hs.host, hs.nodename), [])
-                       if hosts.flavor_is_preemptible(inst.flavor)
-                       and not hosts.instance_is_leaving(inst))
-            total = held + bid
-            result.append(bid / total if total > 0 else 1.0)
+            others = [(instance_bid(inst), inst.flavor.vcpus,
+                       inst.flavor.memory_mb)
+                      for inst in loaded.get((hs.host, hs.nodename), [])
+                      if flavors.is_marked_preemptible(
+                          getattr(inst.flavor, 'extra_specs', None))
+                      and not hosts.instance_is_leaving(inst)]
+            capacity = _capacity(hs)
+            if capacity is not None and request_out_of_bid(
+                    bid, spec_obj.vcpus, spec_obj.memory_mb, capacity,
+                    others):
+                result.append(0.0)
+                continue
+            held = sum(float(b) for b, _, _ in others)
+            total = held + float(bid)
+            result.append(float(bid) / total if total > 0 else 1.0)
         return result

@@ -4,6 +4,13 @@ The market engine talks to Nova only through openstacksdk (as the
 companion service does); bids are server metadata set by the owners with
 their own openstacksdk connections. Periods are driven explicitly with a
 fake clock (``tick(now)``): no sleeping.
+
+Real contention: the preemptible vCPU inventory is overcommitted 2:1
+(Placement and the full-state filter admit 16 preemptible vCPU on an
+8-vCPU host), and the market prices the physical CPUs
+(``capacity_source = hypervisors``: 8 vCPU). Servers of a CPU-heavy
+preemptible flavor (2 vCPU, 1000 MB) fill 8 vCPU with four; a fifth makes
+the pool contended. RAM is not overcommitted and stays at the reserve.
 """
 
 import dataclasses
@@ -18,12 +25,15 @@ from openstack import exceptions as sdk_exc
 import webob
 
 from opie_sched.demo import clients
+from opie_sched.demo import cloud as demo_cloud
+from opie_sched import flavors
 from opie_sched.market.api import app as api_app
 from opie_sched.market.api import policy
 from opie_sched.market import budget
 from opie_sched.market.db import api as db_api
 from opie_sched.market import engine
 from opie_sched.market import opts
+from opie_sched import provider_config
 from tests.functional import base
 
 D = Decimal
@@ -35,11 +45,39 @@ PROJECT_A = 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
 PROJECT_B = 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'
 
 
+#: Preemptible CPU overcommitted 2:1 (see the module docstring).
+CPU_RATIO = 2.0
+#: The CPU-heavy preemptible flavor: 2 vCPU, 1000 MB, 10 GB.
+CPU2 = (2, 1000, 10)
+RESERVE = {'vcpus': D('0.1')}
+
+
+def _overcommitted_provider_config(directory, host=demo_cloud.HOST):
+    doc = provider_config.build_provider_config([dict(
+        uuid='$COMPUTE_NODE', vcpus=host['vcpus'],
+        memory_mb=host['memory_mb'], disk_gb=host['disk_gb'],
+        cpu_allocation_ratio=CPU_RATIO)])
+    path = os.path.join(directory, 'opie-preemptible.yaml')
+    with open(path, 'w') as f:
+        f.write(provider_config.dump_yaml(doc))
+    return path
+
+
 class MarketTest(base.OpieNovaTestCase):
     HOSTS = ('host1',)
+    EXTRA_FLAGS = {None: {'cpu_allocation_ratio': CPU_RATIO,
+                          'initial_cpu_allocation_ratio': CPU_RATIO,
+                          'allow_resize_to_same_host': True}}
 
     def setUp(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.demo.cloud.write_provider_config',
+            _overcommitted_provider_config))
         super().setUp()
+        self.flavor_ids['cpu2.preemptible'] = self._create_flavor(
+            name='cpu2.preemptible', vcpu=CPU2[0], memory_mb=CPU2[1],
+            disk=CPU2[2], ephemeral=0,
+            extra_spec=flavors.preemptible_extra_specs(*CPU2))
         self.useFixture(clients.RealClients(self))
         self.state = self.useFixture(fixtures.TempDir()).path
         self.url = 'sqlite:///' + os.path.join(self.state, 'market.sqlite')
@@ -47,7 +85,7 @@ class MarketTest(base.OpieNovaTestCase):
         self.admin = self.sdk('admin:admin')
         self.settings = engine.Settings(
             period_seconds=HOUR, notice_period=NOTICE, bid_cap=D(100),
-            initial_credit=D(100))
+            initial_credit=D(100), reserve_prices=RESERVE)
         self.image = self.glance.auto_disk_config_enabled_image['id']
 
     def new_store(self):
@@ -69,7 +107,7 @@ class MarketTest(base.OpieNovaTestCase):
             dataclasses.replace(self.settings, **settings),
             leadership=leadership)
 
-    def boot(self, conn, bids, prefix='s', flavor='small.preemptible'):
+    def boot(self, conn, bids, prefix='s', flavor='cpu2.preemptible'):
         """Boot one server per bid as the owner of ``conn`` (bids as
         metadata); their ids in ``bids`` order."""
         ids = []
@@ -108,23 +146,36 @@ class MarketTest(base.OpieNovaTestCase):
         first = eng.tick(T0 + 1)
         self.assertEqual([], first.errors)
         self.assertEqual(set(a), {s.uuid for s in first.servers})
-        # one 8 vCPU / 16000 MB host; Merkat eq. 1 with the bids split
-        # over vCPU and RAM: sum(bids) = 6
-        self.assertEqual({'vcpus': D(3) / 8, 'memory_mb': D(3) / 16000},
+        # 6 vCPU asked of 8: no contention, the reserve price; each pays
+        # the reserve cost of its flavor, 0.1 * 2 per hour
+        self.assertEqual({'vcpus': D('0.1'), 'memory_mb': D(0)},
                          first.prices['default'])
         self.assertEqual([], first.notices)
+        self.assertEqual({D('-0.2')},
+                         {e.amount for e in self.charges(self.store,
+                                                         PROJECT_A)})
 
-        # demand rises: project B boots three more, bids 2, 3, 3
-        b = self.boot(owner_b, (2, 3, 3), 'b')
+        # demand rises: project B boots two more, bids 2 and 3: 10 vCPU
+        # asked of 8 (Placement admitted them: 16 preemptible vCPU)
+        b = self.boot(owner_b, (2, 3), 'b')
         second = eng.tick(T0 + HOUR + 1)
-        self.assertEqual({'vcpus': D(7) / 8, 'memory_mb': D(7) / 16000},
-                         second.prices['default'])
-        # each 1 vCPU / 2000 MB server (1/8 of the host) now costs
-        # 14/8 = 1.75 per hour
+        prices = second.prices['default']
+        self.assertGreater(prices['vcpus'], D('0.1'))
+        self.assertEqual(D(0), prices['memory_mb'])   # 5000 of 16000 MB
+        market = second.markets['default']
+        self.assertEqual({'vcpus': True, 'memory_mb': False},
+                         market.contended)
+        for pos in market.positions.values():
+            self.assertLessEqual(pos.charge_per_hour, pos.server.bid)
+            self.assertLessEqual(pos.shares['vcpus'], 2)
+        self.assertLessEqual(sum(p.shares['vcpus']
+                                 for p in market.positions.values()), 8)
+        # the lowest bidder is out of bid, and removing it is enough
+        self.assertTrue(market.positions[a[0]].out_of_bid)
         self.assertEqual([a[0]], second.notices)
         notice = owner_a.compute.get_server(a[0]).metadata
-        self.assertIn('out of bid: your bid of 1 per hour is below the spot '
-                      'price', notice[engine.NOTICE_KEY])
+        self.assertIn("out of bid: pool 'default' is contended (10 vCPU "
+                      "demanded of 8)", notice[engine.NOTICE_KEY])
         self.assertEqual(engine.iso(T0 + HOUR + 1 + NOTICE),
                          notice[engine.DEADLINE_KEY])
 
@@ -135,6 +186,11 @@ class MarketTest(base.OpieNovaTestCase):
         req = webob.Request.blank('/v1/servers/%s/bid' % b[0])
         req.headers['X-Auth-Token'] = 'alice:' + PROJECT_A
         self.assertEqual(404, req.get_response(api).status_int)
+        # ...but sees its own server's position, by the engine's rule
+        req = webob.Request.blank('/v1/servers/%s/bid' % a[0])
+        req.headers['X-Auth-Token'] = 'alice:' + PROJECT_A
+        body = req.get_response(api).json
+        self.assertTrue(body['bid']['market']['out_of_bid'])
 
         self.assertEqual([], eng.tick(T0 + HOUR + NOTICE).preempted)
         third = eng.tick(T0 + HOUR + 1 + NOTICE)
@@ -144,16 +200,47 @@ class MarketTest(base.OpieNovaTestCase):
         for uuid in a[1:] + b:
             self.assertEqual('ACTIVE', self.alive(self.admin, uuid))
 
-        # next period: the market clears without the preempted server
+        # next period: 8 vCPU of 8, back to the reserve, nobody noticed
         fourth = eng.tick(T0 + 2 * HOUR + 1)
-        self.assertEqual({'vcpus': D('6.5') / 8,
-                          'memory_mb': D('6.5') / 16000},
+        self.assertEqual({'vcpus': D('0.1'), 'memory_mb': D(0)},
                          fourth.prices['default'])
         self.assertEqual([], fourth.notices)
         # A paid three periods for a[1], a[2] and two for a[0]
         self.assertEqual(8, len(self.charges(self.store, PROJECT_A)))
         self.assertEqual(3, len(self.store.price_history(T0, T0 + 3 * HOUR))
                          // 2)
+
+    def test_resize_to_a_normal_flavor_ends_the_preemptible_life(self):
+        # issue 10 item 6: a server resized to a normal flavor during its
+        # notice period is not deleted by the market, and leaves it.
+        owner = self.sdk('alice:' + PROJECT_A)
+        servers = self.boot(owner, (1, 2, 3, 3, 2))
+        eng = self.engine()
+        report = eng.tick(T0)
+        self.assertEqual([servers[0]], report.notices)
+        victim = servers[0]
+        owner.compute.resize_server(victim, self.flavor_ids['medium'])
+        owner.compute.wait_for_server(owner.compute.get_server(victim),
+                                      status='VERIFY_RESIZE', wait=60,
+                                      interval=0.05)
+        # waiting for the owner's confirmation: the market does not act
+        report = eng.tick(T0 + NOTICE)
+        self.assertEqual(([], []), (report.preempted, report.cancelled))
+        owner.compute.confirm_server_resize(victim)
+        server = owner.compute.wait_for_server(
+            owner.compute.get_server(victim), wait=60, interval=0.05)
+        self.assertEqual('medium', server.flavor['original_name'])
+        report = eng.tick(T0 + NOTICE + 1)
+        self.assertEqual(([], [victim]), (report.preempted, report.cancelled))
+        self.assertEqual('ACTIVE', self.alive(self.admin, victim))
+        self.assertNotIn(engine.NOTICE_KEY,
+                         owner.compute.get_server(victim).metadata)
+        # no more charges: the next period does not see it
+        report = eng.tick(T0 + HOUR)
+        self.assertNotIn(victim, {s.uuid for s in report.servers})
+        self.assertEqual(1, len([e for e in self.charges(self.store,
+                                                         PROJECT_A)
+                                 if e.key.server == victim]))
 
     def _conf(self):
         from oslo_config import cfg
@@ -167,11 +254,12 @@ class MarketTest(base.OpieNovaTestCase):
             'bob:' + PROJECT_B)
         [rich] = self.boot(owner_a, [4], 'rich')
         poor = self.boot(owner_b, (2, 2), 'poor')
-        budget.CreditManager(self.store).open_account(PROJECT_B, D(1))
+        budget.CreditManager(self.store).open_account(PROJECT_B, D('0.3'))
         eng = self.engine(preemption_action='stop')
         report = eng.tick(T0)
-        # sum 8, each server holds 1/8 of the pool: B pays 2 x 1 = 2
-        self.assertEqual(D(-1), self.store.get_account(PROJECT_B).balance)
+        # no contention: each server pays the reserve cost, 0.2 per hour
+        self.assertEqual(D('-0.1'),
+                         self.store.get_account(PROJECT_B).balance)
         self.assertEqual(set(poor), set(report.notices))
         meta = owner_b.compute.get_server(poor[0]).metadata
         self.assertIn('out of credit: project %s' % PROJECT_B,
@@ -225,17 +313,21 @@ class MarketTest(base.OpieNovaTestCase):
         report = restarted.tick(T0 + 20)
         self.assertEqual([], report.errors)
         self.assertTrue(report.replayed)
-        # the period is charged as priced: three servers, sum 6, 0.75 each
+        # the period is charged as priced: three servers at the reserve
+        # cost of their flavor, 0.2 each
         charged = self.charges(store, PROJECT_A)
         self.assertEqual(sorted(servers), sorted(e.key.server
                                                  for e in charged))
-        self.assertEqual({D('-0.75')}, {e.amount for e in charged})
-        self.assertEqual(D('97.75'), store.get_account(PROJECT_A).balance)
+        self.assertEqual({D('-0.2')}, {e.amount for e in charged})
+        self.assertEqual(D('99.4'), store.get_account(PROJECT_A).balance)
         self.assertEqual(2, len(store.price_history()))
         # replaying again changes nothing
         restarted.tick(T0 + 30)
         self.assertEqual(3, len(self.charges(store, PROJECT_A)))
-        # the next period sees the deletion and the new bid (sum 7)
+        # the next period sees the deletion (and the new bid, which does
+        # not matter while the pool is not contended)
         report = restarted.tick(T0 + HOUR)
-        self.assertEqual(D('7') / 2 / 8, report.prices['default']['vcpus'])
+        self.assertEqual(D('0.1'), report.prices['default']['vcpus'])
+        self.assertEqual({servers[0], servers[1]},
+                         {s.uuid for s in report.servers})
         self.assertEqual(5, len(self.charges(store, PROJECT_A)))

@@ -130,3 +130,59 @@ class RepackerTest(base.OpieNovaTestCase):
             self.assertEqual(
                 'ACTIVE', self.api.get_server(self.servers[name]['id'])[
                     'status'])
+
+    def test_p2p_strategy_plans_and_live_migrates(self):
+        """thesis Paper II re-consolidation as the repacker's strategy:
+        a dry-run plan, then a real live-migration round, under the same
+        lock and budget."""
+        service = self.make_service(strategy='p2p', max_migrations=1)
+        before = self.hosts_now()
+        period = service.run_once(dry_run=True)
+        self.assertEqual('ok', period.status, period.error)
+        self.assertEqual(before, self.hosts_now())
+        self.assertEqual([], self.api.get_migrations())
+        # host1 (12.5 %) and host2 (25 %) are at most 40 % loaded; each
+        # server goes to a more loaded host found on the overlay.
+        load = {}
+        for h in period.hosts:
+            load[h.name] = max(sum(i.cpu for i in h.instances) / h.vcpus,
+                               sum(i.memory for i in h.instances)
+                               / h.memory_mb)
+        self.assertTrue(period.plan.moves)
+        for m in period.plan.moves:
+            self.assertLessEqual(load[m.source], 0.4)
+            self.assertNotEqual(m.source, m.destination)
+        first = period.plan.moves[0]
+        self.assertGreater(load[first.destination], load[first.source])
+        period = service.run_once()
+        self.assertEqual('ok', period.status, period.error)
+        self.assertEqual([ex.DONE] + [ex.SKIPPED] * (
+            len(period.outcomes) - 1), [o.result for o in period.outcomes],
+            [o.detail for o in period.outcomes])
+        moved = period.plan.moves[0]
+        name = self.ids[moved.server]
+        self.assertEqual(moved.destination, self.hosts_now()[name])
+        self.assertEqual('ACTIVE', self.api.get_server(moved.server)[
+            'status'])
+
+    def test_gossip_strategy_plans_and_live_migrates(self):
+        """thesis Paper III gossip redistribution as the repacker's
+        strategy: a dry-run plan, then one live migration (budget 1)."""
+        service = self.make_service(strategy='gossip', max_migrations=1)
+        before = self.hosts_now()
+        period = service.run_once(dry_run=True)
+        self.assertEqual('ok', period.status, period.error)
+        self.assertEqual(before, self.hosts_now())
+        # host1 and host2 fit together in one host under α = 0.9: the
+        # pair merges, so at least one server is planned to move.
+        self.assertTrue(period.plan.moves)
+        self.assertEqual({ex.PLANNED}, {o.result for o in period.outcomes})
+        period = service.run_once()
+        self.assertEqual('ok', period.status, period.error)
+        self.assertEqual(ex.DONE, period.outcomes[0].result,
+                         period.outcomes[0].detail)
+        moved = period.plan.moves[0]
+        self.assertEqual(moved.destination,
+                         self.hosts_now()[self.ids[moved.server]])
+        self.assertEqual(1, len([o for o in period.outcomes
+                                 if o.result == ex.DONE]))

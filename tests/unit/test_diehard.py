@@ -506,3 +506,50 @@ class CLITestCase(testtools.TestCase):
                                          self.topo))
         self.assertEqual(2, self.run_cli('--tasks', '4', '--target', '0.9',
                                          '--hours', '1'))
+
+
+class BackgroundLoadTest(testtools.TestCase):
+    """Task slots under the background load of Paper VI §4."""
+
+    def test_idle_host_slots(self):
+        rng = random.Random(0)
+        self.assertEqual(4, dh.host_slots(rng, 1, 1, background=False))
+        self.assertEqual(2, dh.host_slots(rng, 2, 4, background=False))
+        # memory binds: 16 GB / 6 GB
+        self.assertEqual(2, dh.host_slots(rng, 1, 6, background=False))
+        self.assertEqual(0, dh.host_slots(rng, 5, 1, background=False))
+
+    def test_background_takes_a_uniform_share(self):
+        rng = random.Random(3)
+        slots = [dh.host_slots(rng, 1, 1) for _ in range(4000)]
+        self.assertTrue(all(0 <= s <= 4 for s in slots))
+        # E[min(floor(F_cpu), floor(F_mem))] with the free capacity F
+        # uniform on [0, 4] and [0, 16]: sum over k = 1..3 of
+        # P(both >= k) = (1 - k/4)(1 - k/16), i.e. 1.344.
+        self.assertAlmostEqual(1.344, sum(slots) / 4000.0, delta=0.06)
+        self.assertRaises(dh.PlanError, dh.host_slots, rng, 0, 1)
+
+    def test_topology_capacity_and_same_tor_rates(self):
+        plain = dh.thesis_topology(2)
+        loaded = dh.thesis_topology(2, task=(1, 1))
+        whole = dh.thesis_topology(2, task=(1, 1), background=False)
+        self.assertEqual(plain.network_domains, loaded.network_domains)
+        self.assertEqual(9600, plain.capacity)
+        self.assertEqual(4 * 9600, whole.capacity)
+        self.assertEqual(640, max(c.hosts for c in whole.cells))
+        self.assertLess(max(c.hosts for c in loaded.cells), 500)
+        self.assertEqual(loaded.cells, dh.thesis_topology(
+            2, task=(1, 1)).cells)
+
+    def test_hrf_needs_no_extra_task_when_a_domain_holds_the_job(self):
+        # Paper VI Table 3: S_min = 0.999 is below one dual-homed domain's
+        # reliability over 80 h, so HRF meets it with n = 0 ...
+        whole = dh.thesis_topology(0, task=(1, 1), background=False)
+        plan = dh.plan(whole, 500, 0.999, 80, algorithm='hrf')
+        self.assertEqual(0, plan.extra)
+        self.assertTrue(plan.met)
+        self.assertEqual([500], list(plan.placement.values()))
+        # ... not when the background load leaves no domain room for it.
+        loaded = dh.thesis_topology(0, task=(1, 1))
+        self.assertGreater(dh.plan(loaded, 500, 0.999, 80,
+                                   algorithm='hrf').extra, 0)

@@ -8,6 +8,8 @@ Run with ``stestr run tests.unit.test_market``.
 """
 
 import argparse
+import dataclasses
+import decimal
 from decimal import Decimal
 import io
 import json
@@ -21,6 +23,7 @@ import testtools
 
 from opie_sched.cmd import cli
 from opie_sched.cmd import market as market_cmd
+from opie_sched import flavors
 from opie_sched.market import bids
 from opie_sched.market import budget
 from opie_sched.market import outbid
@@ -293,11 +296,18 @@ class MerkatExampleTest(testtools.TestCase):
     def test_pools_are_separate_markets(self):
         hosts = [pricing.Host('a1', {CPU: 10}, 'gold'),
                  pricing.Host('b1', {CPU: 10}, 'silver')]
-        vms = [pricing.VM('x', {CPU: 5}, 'a1'),
-               pricing.VM('y', {CPU: 1}, None, pool='silver')]
+        vms = [pricing.VM('x', {CPU: 5}, 'a1', {CPU: 8}),
+               pricing.VM('z', {CPU: 1}, 'a1', {CPU: 4}),
+               pricing.VM('y', {CPU: 1}, None, {CPU: 2}, pool='silver')]
         result = pricing.allocate(hosts, vms, {CPU: '0.01'})
-        self.assertEqual(D(5) / 10, result.pools['gold'].prices[CPU])
-        self.assertEqual(D(1) / 10, result.pools['silver'].prices[CPU])
+        # gold: 12 vCPU asked of 10 -> contended, eq. 1 price 6 / 10; x's
+        # 8.33 would pass its 8 -> 8, z gets the 2 left at 1 / 2.
+        self.assertEqual(D(1) / 2, result.pools['gold'].prices[CPU])
+        self.assertEqual({'x': D(8), 'z': D(2)},
+                         {u: result.vms[u].cluster[CPU] for u in 'xz'})
+        # silver: 2 vCPU asked of 10 -> the price falls to the reserve.
+        self.assertEqual(D('0.01'), result.pools['silver'].prices[CPU])
+        self.assertEqual(D(2), result.vms['y'].cluster[CPU])
         self.assertEqual('b1', result.vms['y'].host)
 
     def test_bad_markets(self):
@@ -572,31 +582,236 @@ class RacyStore(budget.InMemoryStore):
 # -- out of bid --------------------------------------------------------------
 
 class OutbidTest(testtools.TestCase):
+    """The out-of-bid rule (:func:`outbid.assess`)."""
 
-    def test_order_and_reason(self):
-        # Cost per hour of 2 vCPU + 4096 MB at PRICES: 0.64 + 0.04096.
-        cost = D('0.64') + D('0.04096')
-        servers = [server('rich', '1'),
-                   server('even', cost),
-                   server('b', '0.5', created_at=20),
-                   server('a', '0.5', created_at=20),
-                   server('old', '0.5', created_at=10),
-                   server('cheap', '0.01', created_at=99),
-                   server('elsewhere', '0.01', pool='other')]
-        found = outbid.out_of_bid({pricing.DEFAULT_POOL: PRICES}, servers)
-        self.assertEqual(['cheap', 'old', 'a', 'b'],
-                         [o.server.uuid for o in found])
-        self.assertEqual(cost, found[0].cost)
+    def test_two_servers_in_an_idle_96_vcpu_pool(self):
+        # The issue's example: two 1-vCPU servers bidding 1 and 100 in a
+        # 96-vCPU pool. The eq. 1 price 101 / 96 is above the first bid,
+        # but the demand (2 vCPU) fits: the price falls to the reserve
+        # and both shares cover the flavors.
+        servers = [outbid.Server('low', D(1), {CPU: 1}),
+                   outbid.Server('high', D(100), {CPU: 1})]
+        market = outbid.assess(servers, {CPU: 96})
+        self.assertEqual({CPU: D(0)}, market.prices)
+        self.assertEqual({CPU: False}, market.contended)
+        self.assertEqual([], outbid.out_of_bid(market))
+        for uuid in ('low', 'high'):
+            self.assertEqual({CPU: D(1)}, market.positions[uuid].shares)
+            self.assertEqual(D(0), market.positions[uuid].charge_per_hour)
+        # with a reserve of 0.5 per vCPU-hour both pay the reserve cost
+        market = outbid.assess(servers, {CPU: 96}, {CPU: '0.5'})
+        self.assertEqual({CPU: D('0.5')}, market.prices)
+        self.assertEqual([], outbid.out_of_bid(market))
+        self.assertEqual([D('0.5'), D('0.5')],
+                         [p.charge_per_hour
+                          for p in market.positions.values()])
+        # ...and a bid below the reserve cost of the flavor is out of bid
+        market = outbid.assess(servers, {CPU: 96}, {CPU: 2})
+        [found] = outbid.out_of_bid(market)
+        self.assertEqual('low', found.server.uuid)
+        self.assertEqual({CPU: D('0.5')}, found.position.shortfall)
+        self.assertIn('below the reserve price', found.reason)
+        self.assertEqual(D(1), found.position.charge_per_hour)
+
+    def test_contention_order_and_reason(self):
+        # 4 vCPU of capacity, 2 vCPU per server, 6 asked: contended.
+        servers = [server('rich', '4', cpu=2, ram=0),
+                   server('b', '1', cpu=2, ram=0, created_at=20),
+                   server('a', '1', cpu=2, ram=0, created_at=20),
+                   server('old', '1', cpu=2, ram=0, created_at=10)]
+        market = outbid.assess(servers, {CPU: 4})
+        self.assertTrue(market.contended[CPU])
+        # rich gets its 2 vCPU (4 / (7/4) > 2); the 3 others share 2 at
+        # 3 / 2 per vCPU-hour: 2/3 vCPU each.
+        self.assertEqual(D(3) / 2, market.prices[CPU])
+        found = outbid.out_of_bid(market)
+        self.assertEqual(['old', 'a', 'b'], [o.server.uuid for o in found])
         reason = found[0].reason
         self.assertIn('out of bid', reason)
-        self.assertIn('0.01 per hour', reason)
-        self.assertIn('0.68096 per hour', reason)
-        self.assertIn('2 vCPU at 0.32 per vCPU-hour', reason)
-        self.assertIn('4096 MB at 0.00001 per MB-hour', reason)
+        self.assertIn("pool 'default' is contended (8 vCPU demanded of 4)",
+                      reason)
+        self.assertIn('1.5 per vCPU-hour', reason)
+        self.assertIn('buys 0.666667 of the 2 vCPU it holds', reason)
+        self.assertEqual(D(3), found[0].cost)
+        # the capped server pays its share at the price, not its bid
+        self.assertEqual(D(3), market.positions['rich'].charge_per_hour)
+        self.assertEqual(D(1), market.positions['old'].charge_per_hour)
+
+    def test_recorded_prices_give_the_same_market(self):
+        servers = [server('x', '3', cpu=2, ram=4096),
+                   server('y', '1', cpu=4, ram=8192),
+                   server('z', '0', cpu=2, ram=2048)]
+        capacity = {CPU: 6, RAM: 12288}
+        first = outbid.assess(servers, capacity, {CPU: '0.01'})
+        again = outbid.assess(servers, capacity, {CPU: '0.01'},
+                              prices=first.prices)
+        self.assertEqual(first.positions, again.positions)
+
+    def test_bad_input(self):
+        self.assertRaises(ValueError, outbid.assess,
+                          [server('x', 1)], {CPU: 0})
+        self.assertRaises(ValueError, outbid.assess,
+                          [server('x', 1), server('x', 2)], {CPU: 4})
 
     def test_hourly_cost(self):
         self.assertEqual(D('1.5'), outbid.hourly_cost({CPU: D('0.5')},
                                                       {CPU: 3, RAM: 100}))
+
+
+# -- hypothesis: the work-conserving market ---------------------------------
+
+DEMAND = st.integers(0, 64).map(D)
+MARKET_ROWS = st.lists(st.tuples(BID, DEMAND), min_size=1, max_size=8)
+COUNTS = {}
+
+
+def exact_sum(values):
+    """The sum without rounding (Decimal's default context keeps 28
+    digits; the shares are rounded down so that their exact sum fits)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 200
+        return sum(values, D(0))
+
+
+def _count(name):
+    COUNTS[name] = COUNTS.get(name, 0) + 1
+
+
+class ClearMarketPropertyTest(testtools.TestCase):
+    """Properties of :func:`pricing.clear_market` and :func:`outbid.assess`
+    (the issue's three, plus eq. 1 without binding caps)."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(MARKET_ROWS, CAPACITY, st.sampled_from(['0', '0.01', '0.5']))
+    def test_shares_never_exceed_demand_nor_capacity(self, rows, capacity,
+                                                     reserve):
+        _count('shares_bounded')
+        bids_ = {'vm%d' % i: b for i, (b, _) in enumerate(rows)}
+        demands = {'vm%d' % i: d for i, (_, d) in enumerate(rows)}
+        cleared = pricing.clear_market(bids_, capacity, demands, reserve)
+        self.assertLessEqual(exact_sum(cleared.shares.values()), capacity)
+        for key, share in cleared.shares.items():
+            self.assertGreaterEqual(share, 0)
+            self.assertLessEqual(share, demands[key])
+        self.assertGreaterEqual(cleared.price, D(reserve))
+
+    @settings(max_examples=300, deadline=None)
+    @given(MARKET_ROWS, CAPACITY, st.sampled_from(['0', '0.01', '0.5']))
+    def test_demand_within_capacity_nobody_out_of_bid(self, rows, capacity,
+                                                      reserve):
+        total = sum(d for _, d in rows)
+        if total > capacity:
+            capacity = total if total > 0 else capacity
+        _count('no_contention')
+        reserve = D(reserve)
+        # bids that cover the reserve cost of the flavor (Themis bid_min)
+        servers = [outbid.Server('vm%d' % i, b + reserve * d, {CPU: d})
+                   for i, (b, d) in enumerate(rows)]
+        market = outbid.assess(servers, {CPU: capacity}, {CPU: reserve})
+        self.assertEqual({CPU: reserve}, market.prices)
+        self.assertEqual([], outbid.out_of_bid(market))
+        for srv in servers:
+            pos = market.positions[srv.uuid]
+            self.assertEqual(srv.held, pos.shares)
+            self.assertEqual(reserve * srv.held[CPU], pos.charge_per_hour)
+
+    @settings(max_examples=300, deadline=None)
+    @given(MARKET_ROWS, CAPACITY)
+    def test_charges_never_exceed_bids_and_eq1_without_caps(self, rows,
+                                                            capacity):
+        _count('charges')
+        servers = [outbid.Server('vm%d' % i, b, {CPU: d})
+                   for i, (b, d) in enumerate(rows)]
+        market = outbid.assess(servers, {CPU: capacity})
+        for srv in servers:
+            pos = market.positions[srv.uuid]
+            self.assertLessEqual(pos.charge_per_hour, srv.bid)
+            self.assertEqual(pos.out_of_bid, pos.shares[CPU] < srv.held[CPU])
+        cleared = pricing.clear_market(
+            {s.uuid: s.bid for s in servers}, capacity)
+        if any(s.bid > 0 for s in servers):
+            # no caps: the eq. 1 price, the whole capacity handed out
+            close(self, pricing.spot_price([s.bid for s in servers],
+                                           capacity), cleared.price)
+            close(self, capacity, sum(cleared.shares.values()), places=18)
+
+    @classmethod
+    def tearDownClass(cls):
+        # printed with the test run's output (the report quotes it)
+        print('hypothesis examples run: %s' % sorted(COUNTS.items()))
+        super().tearDownClass()
+
+
+# -- billing: the papers' worked examples ------------------------------------
+
+class WorkedExampleChargesTest(testtools.TestCase):
+    """What each VM of the papers' examples is charged for one hour.
+
+    The engine charges what a server's share of its pool costs
+    (:func:`outbid.assess`, :meth:`budget.CreditManager.settle_period`).
+    A VM of the papers may use up to one host (its maximum allocation).
+    """
+
+    def charges(self, bid_of, hosts, per_host):
+        servers = [outbid.Server(u, D(b), {CPU: per_host}, 'p')
+                   for u, b in bid_of.items()]
+        market = outbid.assess(servers, {CPU: hosts * per_host})
+        charged = [dataclasses.replace(s, charge_per_hour=market.positions[
+            s.uuid].charge_per_hour) for s in servers]
+        cm = budget.CreditManager()
+        cm.open_account('p', balance=1000)
+        entries = cm.settle_period('p', T0, HOUR, charged,
+                                   {pricing.DEFAULT_POOL: market.prices})
+        return market, {e.key.server: -e.amount for e in entries
+                        if e.key.kind == 'charge'}
+
+    def test_themis_two_hosts_three_equal_bids(self):
+        # Themis HPCC'12 §III.B: 2 hosts x 100 CPU, 3 VMs bidding b = 7:
+        # p = 21 / 200, each entitled to 66.7 -> each pays its bid, 7.
+        market, charged = self.charges({'v1': 7, 'v2': 7, 'v3': 7}, 2, 100)
+        self.assertEqual(D(21) / 200, market.prices[CPU])
+        self.assertEqual({'v1': D(7), 'v2': D(7), 'v3': D(7)}, charged)
+        close(self, D(200) / 3, market.positions['v1'].shares[CPU])
+
+    def test_merkat_three_nodes(self):
+        # Merkat §3.1: 3 nodes x 100 CPU; bids 12, 12, 12, 30, 30 ->
+        # p = 96 / 300 = 0.32, allocations 37.5 and 93.75 -> each pays its
+        # bid; the provider earns p * C = 96 per hour.
+        bid_of = {'s1': 12, 's2': 12, 's3': 12, 'l1': 30, 'l2': 30}
+        market, charged = self.charges(bid_of, 3, 100)
+        self.assertEqual(D('0.32'), market.prices[CPU])
+        self.assertEqual({u: D(b) for u, b in bid_of.items()}, charged)
+        self.assertEqual(D(96), sum(charged.values()))
+        self.assertEqual(D('37.5'), market.positions['s1'].shares[CPU])
+        self.assertEqual(D('93.75'), market.positions['l1'].shares[CPU])
+
+    def test_capped_share_pays_less_than_its_bid(self):
+        # Merkat's example, but the large VMs ask for 50 CPU at most: they
+        # get 50 and pay 50 * p*, where p* = 36 / 200 clears the rest.
+        servers = [outbid.Server(u, D(b), {CPU: d}) for u, b, d in (
+            ('s1', 12, 100), ('s2', 12, 100), ('s3', 12, 100),
+            ('l1', 30, 50), ('l2', 30, 50))]
+        market = outbid.assess(servers, {CPU: 300})
+        self.assertEqual(D(36) / 200, market.prices[CPU])
+        self.assertEqual(D(9), market.positions['l1'].charge_per_hour)
+        self.assertEqual(D(12), market.positions['s1'].charge_per_hour)
+
+
+# -- one definition of "preemptible" -----------------------------------------
+
+class PreemptibleMarkerTest(testtools.TestCase):
+
+    def test_marker(self):
+        for value in ('true', 'True', '1', 'yes', 'on', True):
+            self.assertTrue(flavors.is_marked_preemptible(
+                {flavors.MARKER_KEY: value}), value)
+        for specs in (None, {}, {flavors.MARKER_KEY: 'false'},
+                      {flavors.MARKER_KEY: 'maybe'},
+                      {flavors.MARKER_KEY: False}, {'other': 'true'}):
+            self.assertFalse(flavors.is_marked_preemptible(specs), specs)
+        # the resources are a separate check: the marker alone decides
+        self.assertTrue(flavors.is_marked_preemptible(
+            {flavors.MARKER_KEY: 'true', 'resources:VCPU': '2'}))
 
 
 # -- the CLI -----------------------------------------------------------------
@@ -772,3 +987,57 @@ class MarketCLITest(testtools.TestCase):
                              os.path.join(self.tmp, 'missing.json'))
         self.assertEqual(1, code)
         self.assertIn('cannot read', self.stderr.getvalue())
+
+
+# -- the scheduler's weigher applies the same rule ---------------------------
+
+class WeigherRuleTest(testtools.TestCase):
+    """ProportionalShareWeigher: a host where the request would be out of
+    bid (:func:`outbid.assess`) weighs 0; idle capacity penalises nobody.
+    """
+
+    def test_request_out_of_bid(self):
+        from opie_sched.scheduler import market_weights
+        capacity = {CPU: D(96), RAM: D(96000)}
+        # the issue's example: bids 1 and 100 for 1 vCPU in 96
+        self.assertFalse(market_weights.request_out_of_bid(
+            D(1), 1, 1000, capacity, [(D(100), 1, 1000)]))
+        full = [(D(100), 48, 48000), (D(100), 48, 48000)]
+        self.assertTrue(market_weights.request_out_of_bid(
+            D(1), 1, 1000, capacity, full))
+        self.assertFalse(market_weights.request_out_of_bid(
+            D(1000), 1, 1000, capacity, full))
+
+    def test_weights(self):
+        from opie_sched.scheduler import market_weights
+        from tests.unit import test_scheduler_plugins as plugins
+
+        class Case(plugins._PluginTest):
+            def runTest(self):
+                pass
+
+        case = Case()
+        case.setUp()
+        self.addCleanup(case.doCleanups)
+
+        def spot(uuid, host, bid):
+            inst = plugins.instance(uuid, host, plugins.MEDIUM, True)
+            inst.metadata = {'opie:bid': bid}
+            return inst
+        hosts = case.use_hosts(
+            plugins.host_state('h-fits', [spot('a%d' % i, 'h-fits', '1')
+                                          for i in range(3)]),
+            plugins.host_state('h-rich', [spot('b%d' % i, 'h-rich', '1')
+                                          for i in range(4)]),
+            plugins.host_state('h-poor', [spot('c%d' % i, 'h-poor', '0.01')
+                                          for i in range(4)]))
+        spec = plugins.request(plugins.MEDIUM, True)
+        spec.scheduler_hints = {'opie_bid': ['0.1']}
+        got = dict(case.weigh([market_weights.ProportionalShareWeigher],
+                              hosts, spec))
+        # 8 of 8 vCPU asked: it fits, worst fit by the sum of bids
+        self.assertAlmostEqual(0.1 / 3.1, got['h-fits'], places=6)
+        # 10 of 8 asked against bids of 1: out of bid there
+        self.assertEqual(0.0, got['h-rich'])
+        # 10 of 8 asked, but it outbids the others
+        self.assertAlmostEqual(0.1 / 0.14, got['h-poor'], places=6)

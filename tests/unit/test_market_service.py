@@ -105,6 +105,12 @@ class FakeCloud:
             self._replace(uuid, status='SHUTOFF')
 
 
+#: Two 4 vCPU / 8000 MB hosts: four 2 vCPU / 4000 MB servers fill the pool,
+#: a fifth makes it contended.
+SMALL = {'h1': {'vcpus': 4, 'memory_mb': 8000},
+         'h2': {'vcpus': 4, 'memory_mb': 8000}}
+
+
 class RecordingNotifier:
     def __init__(self):
         self.sent = []
@@ -353,37 +359,69 @@ class EngineTest(testtools.TestCase):
         return engine.MarketEngine(store or self.store, self.cloud, settings,
                                    notifier=self.notifier)
 
-    def test_prices_are_eq1_and_charges_once_per_period(self):
+    def charges(self, project, store=None):
+        return {e.key.server: -e.amount
+                for e in (store or self.store).entries(project)
+                if e.key.kind == 'charge'}
+
+    def test_idle_pool_is_priced_at_the_reserve(self):
+        # 3 servers x 2 vCPU of 16: no contention -> the reserve price,
+        # nobody out of bid, each pays the reserve cost of its flavor.
         for i, bid in enumerate((1, 2, 3)):
             self.cloud.add('s%d' % i, 'pA', bid)
+        report = self.engine(reserve_prices={'vcpus': D('0.01')}).tick(T0)
+        self.assertEqual([], report.errors)
+        self.assertEqual({'default': {'vcpus': D('0.01'),
+                                      'memory_mb': D(0)}}, report.prices)
+        self.assertEqual([], report.notices)
+        self.assertEqual({'s0': D('0.02'), 's1': D('0.02'),
+                          's2': D('0.02')}, self.charges('pA'))
+
+    def test_prices_clear_the_market_and_charges_once_per_period(self):
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 4, 5)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
         self.cloud.add('normal', 'pA', 9, preemptible=False)
         eng = self.engine()
         report = eng.tick(T0 + 10)
         self.assertEqual([], report.errors)
-        # capacity 16 vCPU, 32000 MB; each 2/4000 server's bid split
-        # half/half: sum = 6 -> vcpus 3/16, memory 3/32000.
-        self.assertEqual({'default': {'vcpus': D(3) / 16,
-                                      'memory_mb': D(3) / 32000}},
+        # 10 vCPU asked of 8. Bids split half/half; vCPU bids .5 .. 2.5:
+        # eq. 1 gives 7.5 / 8; s3 and s4 reach their 2 vCPU and then s2 at
+        # 3 / 4: the last 2 vCPU go to s0 and s1 at p* = 1.5 / 2 = 0.75
+        # per vCPU-hour (memory: 0.75 / 2000 per MB-hour).
+        self.assertEqual({'default': {'vcpus': D('0.75'),
+                                      'memory_mb': D('0.000375')}},
                          report.prices)
+        shares = {u: p.shares['vcpus'] for u, p in
+                  report.markets['default'].positions.items()}
+        self.assertEqual([D(2)] * 3, [shares['s2'], shares['s3'],
+                                      shares['s4']])
+        close = self.assertAlmostEqual
+        close(2 / 3, float(shares['s0']))
+        close(4 / 3, float(shares['s1']))
         again = eng.tick(T0 + 20)
         self.assertTrue(again.replayed)
-        charges = [e for e in self.store.entries('pA')
-                   if e.key.kind == 'charge']
-        # each server holds 1/8 of the pool: 6/8 = 0.75 per hour
-        self.assertEqual([D('-0.75')] * 3, [e.amount for e in charges])
-        self.assertEqual(D('97.75'), self.store.get_account('pA').balance)
-        self.assertEqual([engine.EVENT_PRICE_UPDATE],
+        # what the share costs: s0, s1 their bids; the capped ones
+        # 0.75 * 2 + 0.000375 * 4000 = 3
+        self.assertEqual({'s0': D(1), 's1': D(2), 's2': D(3), 's3': D(3),
+                          's4': D(3)}, self.charges('pA'))
+        self.assertEqual(D(88), self.store.get_account('pA').balance)
+        # only s0 must go: without it 8 vCPU are asked of 8
+        self.assertEqual(['s0'], report.notices)
+        self.assertEqual([engine.EVENT_PRICE_UPDATE, engine.EVENT_NOTICE],
                          [e for e, _ in self.notifier.sent])
         self.assertEqual(report.shares['s0'].host, 'h1')
 
     def test_invalid_bids_never_change_a_price(self):
+        self.cloud = FakeCloud(SMALL)
         self.cloud.add('good', 'pA', 2)
         for i, bad in enumerate(('-1', 'NaN', 'abc', '51')):
             self.cloud.add('bad%d' % i, 'pB', bad)
         with fixtures.FakeLogger() as log:
             report = self.engine().tick(T0)
-        self.assertEqual({'default': {'vcpus': D(1) / 16,
-                                      'memory_mb': D(1) / 32000}},
+        # 10 vCPU asked of 8, but only 'good' bids: it gets its flavor
+        # and nobody else bids, so the price is the reserve (0).
+        self.assertEqual({'default': {'vcpus': D(0), 'memory_mb': D(0)}},
                          report.prices)
         self.assertEqual({'bad0', 'bad1', 'bad2', 'bad3'},
                          set(report.rejected))
@@ -391,24 +429,33 @@ class EngineTest(testtools.TestCase):
         self.assertIn('above the largest accepted bid 50',
                       report.rejected['bad3'])
         self.assertIn('bid rejected, not priced', log.output)
-        # they still hold resources: charged and given notice (bid 0)
-        self.assertEqual({'bad0', 'bad1', 'bad2', 'bad3'},
-                         set(report.notices))
+        # they still hold resources: they count as bidding 0 and share
+        # the 6 vCPU left as equal bidders -- 1.5 of 2 each -- so the one
+        # first in preemption order goes (never more than needed).
+        self.assertEqual(['bad0'], report.notices)
         notice = self.cloud.by_uuid['bad0'].metadata[engine.NOTICE_KEY]
         self.assertIn('invalid bid', notice)
 
     def test_lowest_bidder_noticed_then_preempted(self):
-        for i, bid in enumerate((1, 2, 3)):
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
             self.cloud.add('s%d' % i, 'pA', bid, created=i)
         eng = self.engine()
-        self.assertEqual([], eng.tick(T0).notices)
-        for i, bid in enumerate((2, 3, 3)):
-            self.cloud.add('t%d' % i, 'pB', bid, host='h2')
+        # the pool is full, not contended: nobody is out of bid
+        report = eng.tick(T0)
+        self.assertEqual([], report.notices)
+        self.assertEqual({'vcpus': D(0), 'memory_mb': D(0)},
+                         report.prices['default'])
+        self.cloud.add('t0', 'pB', 2, host='h2', created=9)
         report = eng.tick(T0 + HOUR)
-        # sum 14: each server's resources cost 14/8 = 1.75 > 1
+        # 10 vCPU asked of 8: s0, s1 and t0 get less than 2 vCPU, but
+        # without s0 (the lowest bid) everybody fits: only s0 is noticed.
+        self.assertTrue(all(report.markets['default'].positions[u]
+                            .out_of_bid for u in ('s0', 's1', 't0')))
         self.assertEqual(['s0'], report.notices)
         meta = self.cloud.by_uuid['s0'].metadata
         self.assertIn('out of bid', meta[engine.NOTICE_KEY])
+        self.assertIn('contended', meta[engine.NOTICE_KEY])
         self.assertEqual(engine.iso(T0 + HOUR + 600),
                          meta[engine.DEADLINE_KEY])
         self.assertEqual([], eng.tick(T0 + HOUR + 599).preempted)
@@ -420,20 +467,25 @@ class EngineTest(testtools.TestCase):
         self.assertIn(engine.EVENT_NOTICE, events)
         self.assertIn(engine.EVENT_PREEMPTED, events)
 
-    def test_raising_the_bid_cancels_the_notice(self):
-        for i, bid in enumerate((1, 2, 3, 2, 3, 3)):
+    def contended(self):
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 2, 3)):
             self.cloud.add('s%d' % i, 'pA', bid, created=i)
+
+    def test_raising_the_bid_cancels_the_notice(self):
+        self.contended()
         eng = self.engine(preemption_action='stop')
         self.assertEqual(['s0'], eng.tick(T0).notices)
-        self.cloud.set_metadata('s0', {'opie:bid': '2'})
+        self.cloud.set_metadata('s0', {'opie:bid': '5'})
         report = eng.tick(T0 + 600)
+        # with 5 s0 is no longer the lowest: s1 (bid 2, oldest) would be,
+        # but the notice was s0's; s0 is spared
         self.assertEqual(([], ['s0']), (report.preempted, report.cancelled))
         self.assertNotIn(engine.NOTICE_KEY,
                          self.cloud.by_uuid['s0'].metadata)
 
     def test_a_stopped_victim_restarted_is_charged_and_noticed_again(self):
-        for i, bid in enumerate((1, 2, 3, 2, 3, 3)):
-            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        self.contended()
         eng = self.engine(preemption_action='stop')
         self.assertEqual(['s0'], eng.tick(T0).notices)
         self.assertEqual(['s0'], eng.tick(T0 + 600).preempted)
@@ -449,29 +501,36 @@ class EngineTest(testtools.TestCase):
         self.assertEqual(['s0'], report.notices)
 
     def test_out_of_credit_project_is_preempted(self):
-        self.cloud.add('rich', 'pA', 3)
+        self.cloud = FakeCloud(SMALL)
+        self.cloud.add('rich', 'pA', 6, vcpus=4, ram=8000)
         self.cloud.add('poor1', 'pB', 2, created=1)
-        self.cloud.add('poor2', 'pB', 1, created=2)
+        self.cloud.add('poor2', 'pB', 2, created=2)
+        self.cloud.add('poor3', 'pB', 1, created=3)
         budget.CreditManager(self.store).open_account('pB', D('0.9'))
         eng = self.engine()
         report = eng.tick(T0)
-        # sum 6: poor1 pays 0.75, poor2 0.75 -> balance -0.6
-        self.assertEqual(D('-0.6'), self.store.get_account('pB').balance)
-        self.assertEqual({'poor1', 'poor2'}, set(report.notices))
+        # 10 vCPU asked of 8: rich gets its 4 at 6/8 ... the vCPU market
+        # clears at p* = 2.5 / 4 with poor1 and poor2 at 1.6 vCPU, poor3
+        # at 0.8; each pays its bid: 0.9 - 5 = -4.1
+        self.assertEqual(D('-4.1'), self.store.get_account('pB').balance)
+        self.assertIn('poor3', report.notices)  # out of bid
+        self.assertEqual({'poor1', 'poor2', 'poor3'}, set(report.notices))
         self.assertIn('out of credit',
                       self.cloud.by_uuid['poor1'].metadata[
                           engine.NOTICE_KEY])
-        # a credit before the deadline saves the server of the notice...
-        budget.CreditManager(self.store).credit('pB', D('1.4'), T0 + 1)
+        # a credit before the deadline saves a server of the notice...
+        budget.CreditManager(self.store).credit('pB', D('6.1'), T0 + 1)
         report = eng.tick(T0 + 600)
-        # ...balance 0.8 pays the next period of one server only: the
-        # lowest bid goes.
-        self.assertEqual(['poor2'], report.preempted)
-        self.assertEqual(['poor1'], report.cancelled)
+        # ...balance 2 pays the next period of one server: poor3 goes (out
+        # of bid, lowest), then poor1 (out of credit, lowest bid, oldest
+        # first), poor2 stays.
+        self.assertEqual(['poor3', 'poor1'], report.preempted)
+        self.assertEqual(['poor2'], report.cancelled)
         self.assertIn('rich', self.cloud.by_uuid)
 
     def test_crash_mid_period_loses_and_repeats_nothing(self):
-        for i, bid in enumerate((1, 2, 3)):
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 4, 5)):
             self.cloud.add('s%d' % i, 'pA', bid)
         calls = []
         real = budget.CreditManager.charge
@@ -489,7 +548,7 @@ class EngineTest(testtools.TestCase):
         self.assertEqual(['settle: power cut'], report.errors)
         self.assertEqual(models.PRICED, self.store.get_period(T0)['state'])
         # the server charged last goes away during the crash; bids change
-        del self.cloud.by_uuid['s2']
+        del self.cloud.by_uuid['s4']
         self.cloud.set_metadata('s0', {'opie:bid': '9'})
         # a fresh process: new store object, new engine
         restarted = new_store(self.url)
@@ -497,13 +556,73 @@ class EngineTest(testtools.TestCase):
         self.assertEqual([], report.errors)
         self.assertTrue(report.replayed)
         self.assertEqual(models.DONE, restarted.get_period(T0)['state'])
-        charges = [e for e in restarted.entries('pA')
-                   if e.key.kind == 'charge']
-        self.assertEqual(['s0', 's1', 's2'],
-                         sorted(e.key.server for e in charges))
-        self.assertEqual({D('-0.75')}, {e.amount for e in charges})
-        self.assertEqual(D('97.75'), restarted.get_account('pA').balance)
+        # charged from the recorded snapshot and prices, once each
+        self.assertEqual({'s0': D(1), 's1': D(2), 's2': D(3), 's3': D(3),
+                          's4': D(3)}, self.charges('pA', restarted))
+        self.assertEqual(D(88), restarted.get_account('pA').balance)
         self.assertEqual(2, len(restarted.price_history()))
+
+    def test_resized_to_a_normal_flavor_leaves_the_market(self):
+        # issue 10 item 6: a noticed server resized to a normal flavor
+        # during its notice period is never deleted by the market.
+        self.contended()
+        eng = self.engine()
+        self.assertEqual(['s0'], eng.tick(T0).notices)
+        normal = {'hw:cpu_policy': 'shared'}
+        # the resize is in progress: the market waits
+        self.cloud._replace('s0', status='RESIZE', task_state='resize_prep')
+        report = eng.tick(T0 + 600)
+        self.assertEqual(([], []), (report.preempted, report.cancelled))
+        # resized, waiting for confirmation, on a normal flavor
+        self.cloud._replace('s0', status='VERIFY_RESIZE', task_state=None,
+                            extra_specs=normal)
+        report = eng.tick(T0 + 610)
+        self.assertEqual(([], []), (report.preempted, report.cancelled))
+        self.cloud._replace('s0', status='ACTIVE')
+        report = eng.tick(T0 + 620)
+        self.assertEqual(([], ['s0']), (report.preempted, report.cancelled))
+        self.assertEqual([], self.cloud.terminated)
+        self.assertNotIn(engine.NOTICE_KEY,
+                         self.cloud.by_uuid['s0'].metadata)
+        # no more charges: the next period does not see it
+        report = eng.tick(T0 + HOUR)
+        self.assertNotIn('s0', {srv.uuid for srv in report.servers})
+        self.assertEqual([T0], [e.key.period_start for e in
+                                self.store.entries('pA')
+                                if e.key.server == 's0'])
+
+    def test_notice_withdrawn_at_the_next_period_after_a_resize(self):
+        self.contended()
+        eng = self.engine(notice_period=3 * HOUR)
+        self.assertEqual(['s0'], eng.tick(T0).notices)
+        self.cloud._replace('s0', extra_specs={})
+        report = eng.tick(T0 + HOUR)
+        self.assertEqual(['s0'], report.cancelled)
+        self.assertNotIn(engine.NOTICE_KEY,
+                         self.cloud.by_uuid['s0'].metadata)
+
+    def test_enforcement_rechecks_just_before_acting(self):
+        # the server is resized to a normal flavor between the first check
+        # and the action: it is spared and its notice withdrawn.
+        self.contended()
+        eng = self.engine()
+        self.assertEqual(['s0'], eng.tick(T0).notices)
+        real = self.cloud.get_server
+        reads = []
+
+        def get_server(uuid):
+            reads.append(uuid)
+            if len(reads) == 2:
+                self.cloud._replace(uuid, extra_specs={})
+            return real(uuid)
+
+        self.cloud.get_server = get_server
+        report = eng.tick(T0 + 600)
+        self.assertEqual(['s0', 's0'], reads)
+        self.assertEqual(([], ['s0']), (report.preempted, report.cancelled))
+        self.assertEqual([], self.cloud.terminated)
+        self.assertEqual(models.CANCELLED,
+                         self.store.notices()[0]['state'])
 
     def test_a_failing_cloud_is_logged_and_retried(self):
         self.cloud.add('s0', 'pA', 1)
@@ -599,7 +718,9 @@ class _APIBase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.store = new_store(sqlite_url(self))
-        self.cloud = FakeCloud()
+        # 3 vCPU / 6000 MB for 4 / 8000 asked: contended
+        self.cloud = FakeCloud({'h1': {'vcpus': 2, 'memory_mb': 4000},
+                                'h2': {'vcpus': 1, 'memory_mb': 2000}})
         self.cloud.add('srv-a', 'pA', 1)
         self.cloud.add('srv-b', 'pB', 2)
         self.cloud.add('plain-a', 'pA', preemptible=False)
@@ -641,7 +762,8 @@ class APITest(_APIBase):
         self.assertEqual(200, status)
         self.assertEqual(engine.iso(T0), body['period_start'])
         by_r = {p['resource']: D(p['price']) for p in body['prices']}
-        self.assertEqual({'vcpus': D(3) / 32, 'memory_mb': D(3) / 64000},
+        # vCPU bids 0.5 and 1 on 3 vCPU: srv-b reaches its 2 at 1 / 2
+        self.assertEqual({'vcpus': D('0.5'), 'memory_mb': D('0.00025')},
                          by_r)
         status, body = self.call(
             'GET', '/v1/prices/history?start=%s&end=%d'
@@ -662,6 +784,13 @@ class APITest(_APIBase):
         status, body = self.call('GET', '/v1/servers/srv-a/bid', 'u:pA')
         self.assertEqual((200, '1', 'metadata'), (
             status, body['bid']['bid'], body['bid']['source']))
+        # its position in the newest period, by the engine's rule
+        market = body['bid']['market']
+        self.assertEqual((True, D(1), {'vcpus': 2, 'memory_mb': 4000}),
+                         (market['out_of_bid'], D(market['charge_per_hour']),
+                          market['minimum']))
+        self.assertEqual({'vcpus': '1', 'memory_mb': '2000'},
+                         market['share'])
         # another project: as if the server did not exist
         for method, body_ in (('GET', None), ('PUT', {'bid': '5'})):
             status, body = self.call(method, '/v1/servers/srv-a/bid',
@@ -712,8 +841,8 @@ class APITest(_APIBase):
     def test_accounts_and_ledgers_are_private(self):
         status, body = self.call('GET', '/v1/account', 'u:pA')
         self.assertEqual((200, 'pA'), (status, body['account']['project_id']))
-        # each server holds 1/8 of the pool: pays 3/8 of 3
-        self.assertEqual(D('2.625'), D(body['account']['balance']))
+        # srv-a's share (1 of 2 vCPU) costs its bid, 1
+        self.assertEqual(D(2), D(body['account']['balance']))
         status, body = self.call('GET', '/v1/account/ledger', 'u:pA')
         self.assertEqual({'pA'}, {e['project_id'] for e in body['ledger']})
         self.assertEqual(['refill', 'charge'],
@@ -748,7 +877,8 @@ class APITest(_APIBase):
                                      body=bad)
             self.assertEqual(400, status, bad)
             self.assertIn(message, body['error']['message'])
-        self.assertEqual(D('7.625'), self.store.get_account('pB').balance)
+        # 3 - 2 (srv-b pays 0.5 * 2 + 0.00025 * 4000) + 5
+        self.assertEqual(D(6), self.store.get_account('pB').balance)
 
         new = {'reserve_price': {'vcpus': '0.5'}}
         self.assertEqual(403, self.call('PUT', '/v1/reserve-price', 'u:pA',
@@ -764,10 +894,13 @@ class APITest(_APIBase):
             status, body = self.call('PUT', '/v1/reserve-price', body=bad)
             self.assertEqual(400, status, bad)
             self.assertIn(message, body['error']['message'])
-        # the next period is priced at the reserve price
+        # srv-a gone, the pool is no longer contended: the next period is
+        # priced at the reserve price
+        del self.cloud.by_uuid['srv-a']
         report = engine.MarketEngine(self.store, self.cloud,
                                      self.settings).tick(T0 + HOUR)
         self.assertEqual(D('0.5'), report.prices['default']['vcpus'])
+        self.assertEqual(D(0), report.prices['default']['memory_mb'])
 
 
 # -- the command line --------------------------------------------------------
@@ -1012,7 +1145,15 @@ class SharesAPITest(_APIBase):
         self.assertEqual(sorted(errors), errors)
         on_h1 = sum(D(r['host_shares']['vcpus']) for r in rows.values()
                     if r['host'] == 'h1')
-        self.assertLessEqual(on_h1, 8 + D('1e-9'))
+        self.assertLessEqual(on_h1, 2)
+        # the engine's rule on the pool: the big low bidder is out of bid
+        self.assertEqual((True, {'vcpus': 8, 'memory_mb': 8000}),
+                         (rows['srv-c']['out_of_bid'],
+                          rows['srv-c']['minimum']))
+        for row in rows.values():
+            self.assertLessEqual(D(row['charge_per_hour']),
+                                 D({'srv-a': 1, 'srv-b': 2,
+                                    'srv-c': 1}[row['server_id']]))
         for row in rows.values():
             for resource, err in row['errors'].items():
                 host = D(row['host_shares'][resource])

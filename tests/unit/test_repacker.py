@@ -643,3 +643,91 @@ class CommandTest(testtools.TestCase):
         with mock.patch('sys.stderr', err):
             self.assertEqual(2, cmd.main(['--nope']))
         self.assertIn('unrecognized arguments: --nope', err.getvalue())
+
+
+class LocalDiscoveryTest(testtools.TestCase):
+    """The planner's default view: Paper IV Alg. 1's k neighbours."""
+
+    def cluster(self, groups=4, size=8):
+        """One busy underloaded host per group plus half-full hosts."""
+        hosts = []
+        for g in range(groups):
+            for h in range(size):
+                name = 'g%dh%d' % (g, h)
+                if h == 0:
+                    insts = [inst(name + '-a', 'small')]
+                else:
+                    insts = [inst('%s-%d' % (name, k), 'medium')
+                             for k in range(2)]
+                hosts.append(host(name, insts, group='g%d' % g,
+                                  cluster='c%d' % (g // 2)))
+        return hosts
+
+    def test_default_is_local_with_the_thesis_values(self):
+        policy = pl.Policy()
+        self.assertEqual('local', policy.discovery)
+        self.assertEqual(20, policy.neighbours)
+        self.assertEqual((0.6, 0.3, 0.1), policy.locality)
+
+    def test_destinations_are_in_the_sampled_view(self):
+        hosts = self.cluster()
+        seen = []
+        real = rpm.Overlay.sample
+
+        def spy(overlay, rng, source):
+            got = real(overlay, rng, source)
+            seen.append((source, set(got)))
+            return got
+
+        self.useFixture(fixtures.MockPatchObject(rpm.Overlay, 'sample',
+                                                 spy))
+        result = pl.plan(hosts, pl.Policy(neighbours=3, max_ttl=1, seed=4,
+                                          max_migrations=50))
+        self.assertTrue(result.moves)
+        for move in result.moves:
+            views = set().union(*(v for s, v in seen if s == move.source))
+            self.assertIn(move.destination, views)
+        # 2 rounds (MaxTTL 1) of 3 neighbours per drained instance.
+        self.assertTrue(all(len(v) == 3 for _, v in seen))
+
+    def test_same_seed_same_plan_global_differs(self):
+        hosts = self.cluster()
+        a = pl.plan(hosts, pl.Policy(neighbours=3, seed=11))
+        b = pl.plan(hosts, pl.Policy(neighbours=3, seed=11))
+        self.assertEqual(moves(a), moves(b))
+        glob = pl.plan(hosts, pl.Policy(discovery='global'))
+        big_k = pl.plan(hosts, pl.Policy(neighbours=len(hosts), seed=1))
+        self.assertEqual(moves(glob), moves(big_k))
+
+    def test_local_view_prefers_the_own_group(self):
+        hosts = self.cluster(groups=8)
+        result = pl.plan(hosts, pl.Policy(neighbours=5, seed=3,
+                                          max_migrations=50))
+        by_name = {h.name: h for h in hosts}
+        dists = [rpm.distance(by_name[m.source].location,
+                              by_name[m.destination].location)
+                 for m in result.moves]
+        self.assertTrue(dists)
+        self.assertGreater(dists.count(1), len(dists) / 2.0)
+
+    def test_bad_discovery_policy(self):
+        for kw in ({'discovery': 'both'}, {'neighbours': 0},
+                   {'max_ttl': -1}, {'locality': (0.5, 0.6, 0.1)},
+                   {'seed': 1.5}):
+            self.assertRaises(pl.PlanError, pl.Policy, **kw)
+
+
+class DiscoveryOptionsTest(testtools.TestCase):
+
+    def test_discovery_policy_from_opie_rpm(self):
+        from opie_sched import rpm_opts
+        conf = cfg.ConfigOpts()
+        rpm_opts.register_opts(conf)
+        conf([])
+        self.assertEqual({'discovery': 'local', 'neighbours': 20,
+                          'max_ttl': rpm.MAX_TTL, 'seed': None},
+                         rpm_opts.discovery_policy(conf))
+        conf.set_override('discovery', 'global', 'opie_rpm')
+        conf.set_override('discovery_seed', 5, 'opie_rpm')
+        policy = pl.Policy(**rpm_opts.discovery_policy(conf))
+        self.assertEqual(('global', 5), (policy.discovery, policy.seed))

@@ -497,6 +497,54 @@ class StrategiesTest(testtools.TestCase):
             self.assertGreater(max(cycle), 4000)
 
 
+class SFullCostTest(testtools.TestCase):
+    """S_Full pays R for every change of its set (Paper V §4, item 3)."""
+
+    TYPES = {'s': {'price': 1, 'capacity': 10},
+             'l': {'price': 3, 'capacity': 40}}
+
+    def test_pure_scale_out_pays_r(self):
+        # 10 -> 20: the optimal set adds one 's' (a pure scale-out).
+        sim = rp.make_strategy('S_Full', self.TYPES,
+                               repack_time=0.5).run([10, 20], 1.0)
+        self.assertEqual([{'s': 1}, {'s': 2}], sim.sets)
+        # Step 0 starts from nothing: one 's' started; step 1 one more.
+        self.assertEqual([0.5, 0.5], sim.reconfig_costs)
+        self.assertEqual(2, sim.reconfigurations)
+        free = rp.SFull(self.TYPES, scaling_is_free=True,
+                        repack_time=0.5).run([10, 20], 1.0)
+        self.assertEqual([0.0, 0.0], free.reconfig_costs)
+        self.assertEqual(0, free.reconfigurations)
+
+    def test_scale_in_starts_nothing_and_pays_nothing(self):
+        sim = rp.make_strategy('S_Full', self.TYPES,
+                               repack_time=0.5).run([20, 10], 1.0)
+        self.assertEqual([1.0, 0.0], sim.reconfig_costs)
+        self.assertEqual(2, sim.reconfigurations)
+
+    def test_replacement_pays_the_started_servers(self):
+        # 20 -> 40: two 's' replaced by one 'l' (price 3 x 0.5 h).
+        sim = rp.make_strategy('S_Full', self.TYPES,
+                               repack_time=0.5).run([20, 40], 1.0)
+        self.assertEqual([{'s': 2}, {'l': 1}], sim.sets)
+        self.assertEqual(1.5, sim.reconfig_costs[1])
+
+    def test_s_full_is_the_worst_repacking_variant(self):
+        demand, dt = rp.workload('increase', seed=1, hours=72,
+                                 peak=40000)
+        types = rp.thesis_types('B')
+        for minutes in (4, 20):
+            sims = {n: rp.make_strategy(
+                n, types, d=1000 / 60, repack_time=minutes / 60).run(
+                    demand, dt)
+                for n in ('S_Full', 'S_delta_Repacked', 'S_base_Repacked')}
+            full = sims.pop('S_Full')
+            for other in sims.values():
+                self.assertGreater(full.total_cost, other.total_cost)
+                self.assertGreater(full.reconfigurations,
+                                   other.reconfigurations)
+
+
 class CLITest(testtools.TestCase):
 
     def setUp(self):

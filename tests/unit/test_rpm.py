@@ -607,3 +607,122 @@ class FailureDomainFilterTest(_NovaTest):
             side_effect=RuntimeError('boom')))
         self.assertEqual([], list(reliability.FailureDomainFilter(
         ).filter_all(hosts, request(hints=HINTS, num=4))))
+
+
+# -- local discovery (Paper IV Alg. 1, §4.1, §5.2) ---------------------------
+
+def _tree(clusters=2, groups=4, hosts=16):
+    """Locations of a three-level tree: ``clusters`` × ``groups`` ×
+    ``hosts``."""
+    return [rpm.Location('c%dg%dh%d' % (c, g, h), 'g%d' % g, 'c%d' % c)
+            for c in range(clusters) for g in range(groups)
+            for h in range(hosts)]
+
+
+class OverlayTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.locs = _tree()
+        self.overlay = rpm.Overlay(self.locs)
+
+    def test_k_distinct_neighbours_never_the_source(self):
+        rng = rpm.seeded_rng(1)
+        for _ in range(50):
+            got = self.overlay.sample(rng, 'c0g0h0')
+            self.assertEqual(rpm.NEIGHBOURS, len(got))
+            self.assertEqual(len(got), len(set(got)))
+            self.assertNotIn('c0g0h0', got)
+
+    def test_locality_split_60_30_10(self):
+        # Groups large enough that no tier runs dry: the first draw of
+        # each round follows the probabilities exactly.
+        overlay = rpm.Overlay(_tree(2, 4, 64), k=1)
+        loc = dict(overlay.locations)
+        rng = rpm.seeded_rng(2)
+        counts = {1: 0, 2: 0, 3: 0}
+        n = 20000
+        for _ in range(n):
+            (peer,) = overlay.sample(rng, 'c0g0h0')
+            counts[rpm.distance(loc['c0g0h0'], loc[peer])] += 1
+        # anywhere (0.1) lands in the group 63/511, in the cluster
+        # 192/511 and elsewhere 256/511 of the time.
+        expect = {1: 0.6 + 0.1 * 63 / 511, 2: 0.3 + 0.1 * 192 / 511,
+                  3: 0.1 * 256 / 511}
+        for dist, p in expect.items():
+            self.assertAlmostEqual(p, counts[dist] / float(n), delta=0.015)
+
+    def test_small_group_falls_back_to_wider_tiers(self):
+        overlay = rpm.Overlay(_tree(2, 2, 4), k=20)
+        got = overlay.sample(rpm.seeded_rng(0), 'c0g0h0')
+        self.assertEqual(15, len(got))          # every other host
+        self.assertEqual(set(overlay.hosts) - {'c0g0h0'}, set(got))
+
+    def test_no_topology_means_random_neighbours(self):
+        locs = [rpm.Location('h%d' % i, None, None) for i in range(30)]
+        got = rpm.Overlay(locs, k=5).sample(rpm.seeded_rng(0), 'h0')
+        self.assertEqual(5, len(set(got)))
+
+    def test_deterministic_with_a_seed(self):
+        a = [self.overlay.sample(rpm.seeded_rng(7), 'c1g2h3')
+             for _ in range(2)]
+        self.assertEqual(a[0], a[1])
+        self.assertNotEqual(
+            self.overlay.sample(rpm.seeded_rng(7), 'c1g2h3'),
+            self.overlay.sample(rpm.seeded_rng(8), 'c1g2h3'))
+
+    def test_bad_input(self):
+        self.assertRaises(rpm.RPMError, rpm.Overlay, self.locs, k=0)
+        self.assertRaises(rpm.RPMError, rpm.Overlay, self.locs,
+                          locality=(0.5, 0.5, 0.5))
+        self.assertRaises(rpm.RPMError, rpm.Overlay, self.locs,
+                          locality=(1.0, 0.0))
+        self.assertRaises(rpm.RPMError, rpm.Overlay,
+                          [self.locs[0], self.locs[0]])
+        self.assertRaises(rpm.RPMError, self.overlay.sample,
+                          rpm.seeded_rng(0), 'nope')
+
+
+class DiscoverTest(testtools.TestCase):
+    """Alg. 1: urgent events take the first round's best peer, others
+    collect a candidate per round up to MaxTTL."""
+
+    def setUp(self):
+        super().setUp()
+        self.overlay = rpm.Overlay(_tree(), k=3)
+        self.seen = []
+
+    def rank_by_name(self, names):
+        self.seen.append(list(names))
+        best = min(names)
+        return best, float(sum(map(ord, best)) % 97)
+
+    def test_urgent_uses_one_round(self):
+        got = rpm.discover(rpm.seeded_rng(0), self.overlay, 'c0g0h0',
+                           self.rank_by_name, urgent=True, max_ttl=3)
+        self.assertEqual(1, got.rounds)
+        self.assertEqual(1, len(self.seen))
+        self.assertEqual(min(self.seen[0]), got.best)
+
+    def test_non_urgent_runs_max_ttl_rounds_and_keeps_the_best(self):
+        got = rpm.discover(rpm.seeded_rng(0), self.overlay, 'c0g0h0',
+                           self.rank_by_name, urgent=False, max_ttl=3)
+        self.assertEqual(4, got.rounds)
+        self.assertEqual(4, len(got.candidates))
+        self.assertEqual(min(c[1] for c in got.candidates), got.score)
+        self.assertIn((got.best, got.score), got.candidates)
+
+    def test_nothing_found_is_pending_at_max_ttl(self):
+        got = rpm.discover(rpm.seeded_rng(0), self.overlay, 'c0g0h0',
+                           lambda names: None, urgent=True, max_ttl=2)
+        self.assertIsNone(got.best)
+        self.assertEqual(3, got.rounds)
+
+    def test_empty_rounds_age_the_event(self):
+        answers = iter([None, ('x', 0.5), None, None])
+        got = rpm.discover(rpm.seeded_rng(0), self.overlay, 'c0g0h0',
+                           lambda names: next(answers), urgent=False,
+                           max_ttl=2)
+        # round 1 nothing (life 1), round 2 candidate (life 2), round 3
+        # nothing at MaxTTL: the candidate is placed.
+        self.assertEqual(('x', 0.5, 3), got[:3])

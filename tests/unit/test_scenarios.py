@@ -12,7 +12,9 @@ import testtools
 
 from opie_sched.cmd import cli
 from opie_sched.cmd import simulate
+from opie_sched.simulator import rpm_vs_ffd as rvf
 from opie_sched.simulator import scenarios
+from opie_sched.simulator import themis
 from opie_sched.workload import generator
 
 
@@ -135,52 +137,97 @@ class RepackingTablesTest(testtools.TestCase):
 
 
 class ThemisValueTest(testtools.TestCase):
+    """The themis-value scenario (opie_sched.simulator.themis; its rules
+    are tested in tests.unit.test_themis)."""
 
-    def test_reduced_ordering(self):
-        result, text = scenarios.themis_value(reduced=True, seed=42)
-        row = result['rows'][0]
-        v = row['value']
-        # What the model gives under high load: EDF >= market >= FCFS.
-        self.assertGreaterEqual(v['edf'], v['market'])
-        self.assertGreaterEqual(v['market'], v['fcfs'])
-        for policy in v:
-            self.assertLessEqual(v[policy], row['max_value'] + 1e-6)
+    def test_registered(self):
+        self.assertIs(themis.themis_value,
+                      scenarios.SCENARIOS['themis-value'])
+
+    def test_skips_without_the_trace(self):
+        empty = self.useFixture(fixtures.TempDir()).path
+        result, text = themis.themis_value(reduced=True, directory=empty)
+        self.assertTrue(result['skipped'])
+        self.assertIn(themis.TRACE, result['reason'])
+        self.assertIn('skipped', text)
+
+    def test_reduced_on_the_trace(self):
+        try:
+            themis.trace_path()
+        except themis.TraceMissing as exc:
+            self.skipTest(str(exc))
+        result, text = scenarios.themis_value(reduced=True, seed=0)
+        self.assertFalse(result['skipped'])
+        self.assertEqual(2, len(result['rows']))
+        for row in result['rows']:
+            for policy in ('market', 'fcfs', 'edf'):
+                self.assertLessEqual(row[policy]['value'],
+                                     row[policy]['max_value'] + 1e-6)
+        high = result['rows'][0]
+        self.assertEqual(0.1, high['factor'])
+        # Under high load the market and EDF beat FCFS (HPCC'12 Fig. 5).
+        self.assertGreater(high['market']['value'], high['fcfs']['value'])
+        self.assertGreater(high['edf']['value'], high['fcfs']['value'])
         self.assertIn('market/FCFS', text)
+        self.assertIn('Merkat', text)
 
-    def test_light_load_every_policy_meets_every_deadline(self):
-        for policy in ('market', 'fcfs', 'edf'):
-            jobs = scenarios.themis_jobs(30, 0.05, 32, seed=5)
-            if policy == 'market':
-                scenarios._run_market(jobs, 16, 2, seed=5)
-            else:
-                scenarios._run_queue(jobs, 32, policy)
-            for job in jobs:
-                self.assertIsNotNone(job.finish, (policy, job.jid))
-                self.assertLessEqual(job.finish, job.deadline + 1e-6)
-                self.assertAlmostEqual(job.budget * job.tasks, job.value())
 
-    def test_utilities_of_table1(self):
-        job = scenarios._Job(0, 0.0, 2, 3600.0, 2.0, 'deadline-strict')
-        self.assertEqual(0.0, job.value())
-        job.done_at_deadline = 0.5
-        job.kind = 'deadline-partial'
-        self.assertAlmostEqual(0.5 * job.budget * 2, job.value())
-        job.finish = 5400.0     # half-way between ideal and deadline
-        job.kind = 'performance-strict'
-        self.assertAlmostEqual(0.5 * job.budget * 2, job.value())
-        job.kind = 'deadline-strict'
-        self.assertAlmostEqual(job.budget * 2, job.value())
+class RepackingTables45Test(testtools.TestCase):
 
-    def test_edf_meets_more_deadlines_than_fcfs(self):
-        jobs_f = scenarios.themis_jobs(80, 3.0, 32, seed=9)
-        jobs_e = scenarios.themis_jobs(80, 3.0, 32, seed=9)
-        scenarios._run_queue(jobs_f, 32, 'fcfs')
-        scenarios._run_queue(jobs_e, 32, 'edf')
+    def test_reduced(self):
+        result, text = scenarios.run('repacking-tables45', reduced=True)[:2]
+        self.assertEqual(4 * 4, len(result['rows']))
+        for row in result['rows']:
+            self.assertGreaterEqual(row['total_cost'], row['reconfig_cost'])
+            self.assertLessEqual(row['unpaid_repacks'],
+                                 row['reconfigurations'])
+        rows = {(r['workload'], r['reconfig'], r['d_minutes']): r
+                for r in result['rows']}
+        # Cheap R: d hardly matters; the costs agree within 1 %.
+        for wl, short in (('Increase1', 180.0), ('Increase2', 100.0)):
+            a = rows[wl, 'cheap', short]['total_cost']
+            b = rows[wl, 'cheap', 1000.0]['total_cost']
+            self.assertAlmostEqual(a, b, delta=0.01 * b)
+        self.assertIn('1209.32', text)
+        self.assertEqual({'Increase1', 'Increase2', 'Seasonal1',
+                          'Seasonal2'}, set(result['directions']))
 
-        def met(jobs):
-            return sum(1 for j in jobs if j.finish is not None
-                       and j.finish <= j.deadline + 1e-6)
-        self.assertGreaterEqual(met(jobs_e), met(jobs_f))
+    def test_realised_intervals(self):
+        from opie_sched import repacking
+        from opie_sched.simulator import repacking_tables45 as rt
+        demand = [1000, 1000, 3000, 3000, 3000, 9000, 9000, 9000]
+        strategy = repacking.make_strategy(
+            'S_delta_Repacked', repacking.thesis_types('B'), d=10.0,
+            K=0.0, repack_time=0.0)
+        sim = strategy.run(demand, 1.0)
+        got = rt.realised_intervals(sim, strategy)
+        self.assertEqual(sim.reconfigurations, len(got))
+        self.assertEqual(len(demand) * 60.0,
+                         sum(m for m, _ in got) + 60.0 * next(
+                             t for t, s in enumerate(sim.sets)
+                             if s != sim.sets[0]) if got else 0)
+
+
+class DiehardTables34Test(testtools.TestCase):
+
+    def test_reduced(self):
+        result, text = scenarios.run('diehard-tables34', reduced=True)[:2]
+        self.assertEqual(2, result['runs'])
+        rows = {(r['model'], r['hours'], r['algorithm']): r
+                for r in result['rows']}
+        self.assertEqual(3 * 2 * 4, len(rows))
+        # A domain holding the job: HRF meets S_min with n = 0 at 80 h
+        # (thesis Table 3) but not at 168 h with the thesis' n = 25.
+        self.assertEqual(0, rows[('whole-domain', 80.0, 'hrf')]['extra'])
+        hrf168 = rows[('whole-domain', 168.0, 'hrf')]
+        self.assertLess(hrf168['s_at_paper_n'], 0.999)
+        self.assertGreater(rows[('background', 80.0, 'hrf')]['extra'], 0)
+        for key, row in rows.items():
+            if key[2] != 'dual':
+                self.assertTrue(row['met_all'])
+                self.assertGreaterEqual(row['reliability'], 0.999)
+        self.assertIn('Tables 3 and 4', text)
+        self.assertIn('124251', text)
 
 
 class RPMvsFFDTest(testtools.TestCase):
@@ -201,17 +248,72 @@ class RPMvsFFDTest(testtools.TestCase):
 
     def test_reduced(self):
         result, text = scenarios.rpm_vs_ffd(reduced=True, seed=42)
-        ffd, rpm_ = result['ffd'], result['rpm']
-        # RPM packs onto fewer servers and rejects no more than FFD-sum.
-        self.assertLessEqual(rpm_['active_servers'], ffd['active_servers'])
-        self.assertLessEqual(rpm_['rejected'], ffd['rejected'])
-        for run in (ffd, rpm_):
-            self.assertEqual(run['triggers'],
-                             run['overload'] + run['underload'])
-            self.assertLessEqual(run['unresolved'], run['triggers'])
-            self.assertGreaterEqual(run['data_transfer_gb'], 0)
+        self.assertEqual([42, 43], result['seeds'])
+        for policy in ('ffd', 'rpm'):
+            for run in result['runs'][policy]:
+                self.assertEqual(run['triggers'],
+                                 run['overload'] + run['underload'])
+                self.assertLessEqual(run['unresolved'], run['triggers'])
+                self.assertEqual(run['migrations'],
+                                 run['batch_migrations']
+                                 + run['service_migrations'])
+                self.assertEqual(run['migrations'], run['dist1']
+                                 + run['dist2'] + run['dist3'])
+                self.assertAlmostEqual(
+                    run['data_transfer_gb'],
+                    run['batch_data_gb'] + run['service_data_gb'])
+                self.assertGreater(run['active_servers'], 0)
         self.assertIn('Table 4', text)
         self.assertIn('-26 %', text)
+        self.assertIn('-41 %', text)
+
+    def test_same_seed_same_result(self):
+        a, _ = rvf.rpm_vs_ffd(reduced=True, seeds=[3])
+        b, _ = rvf.rpm_vs_ffd(reduced=True, seeds=[3])
+        self.assertEqual(a['runs'], b['runs'])
+
+    def test_global_discovery_option(self):
+        result, text = rvf.rpm_vs_ffd(reduced=True, seeds=[1],
+                                      discovery='global')
+        self.assertEqual('global', result['discovery'])
+        self.assertIn('global discovery', text)
+
+    def test_ffd_sum_weights_eq_20(self):
+        # Σ demand / Σ capacity per dimension.
+        self.assertEqual((0.5, 0.25), rvf.ffd_sum_weights(8, 16, 16, 64))
+        w = rvf.ffd_sum_weights(8, 16, 16, 64)
+        # eq. 19 on capacity-normalised sizes: the scarcer CPU weighs
+        # twice as much as memory.
+        self.assertAlmostEqual(0.5 * 4 / 16 + 0.25 * 16 / 64,
+                               rvf.ffd_sum_volume(w, 4, 16))
+        self.assertGreater(rvf.ffd_sum_volume(w, 8, 0),
+                           rvf.ffd_sum_volume(w, 0, 32))
+        self.assertRaises(ValueError, rvf.ffd_sum_weights, -1, 0, 1, 1)
+        self.assertRaises(ValueError, rvf.ffd_sum_weights, 1, 1, 0, 1)
+
+    def test_thesis_load(self):
+        vms = rvf.thesis_load(256, 24.0, seed=5)
+        services = sum(1 for v in vms if v['kind'] == 'service')
+        batch = len(vms) - services
+        # 230000 requests on 65536 hosts, services / batch = 0.4.
+        self.assertAlmostEqual(230000 / 65536.0 * 256, len(vms),
+                               delta=0.15 * len(vms))
+        self.assertAlmostEqual(0.4, services / float(batch), delta=0.08)
+        cpu, mem = rvf.peak_reservation(vms, 256)
+        self.assertGreater(cpu, 0.75)
+        self.assertLess(cpu, 1.05)
+
+    def test_same_rules_for_both_policies(self):
+        vms = rvf.thesis_load(32, 2.0, seed=0)
+        dcs = [rvf.DataCentre(32, vms, p) for p in rvf.POLICIES]
+        for dc in dcs:
+            dc.host[:4] = [0, 0, 1, 2]
+            dc._refresh()
+        victims = [rvf.overload_victims(dc, 0) for dc in dcs]
+        self.assertEqual(victims[0], victims[1])
+        for vm in range(5, 9):
+            self.assertEqual(dcs[0].fits(vm, 0), dcs[1].fits(vm, 0))
+        self.assertRaises(ValueError, rvf.DataCentre, 32, vms, 'bfd')
 
 
 LATENCY_OUT = '''machine: 2 cores (os.cpu_count), x86_64, Python 3.11.7

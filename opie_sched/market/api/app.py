@@ -27,6 +27,14 @@ Errors are ``{"error": {"code", "title", "message"}}``.
 Setting a bid writes server metadata ``opie:bid`` through openstacksdk
 (the market's admin connection), where the engine reads it at the next
 period (Merkat §2.3: users may change their bid at any time).
+
+The API applies the engine's rule, from the same function
+(:func:`opie_sched.market.outbid.assess`): a server's bid document
+carries its position in the newest period (``share``, ``minimum`` = its
+flavor, ``out_of_bid``, ``charge_per_hour``), and ``/v1/shares`` adds the
+same fields to every row. A server is out of bid only when its share no
+longer covers its flavor under contention (or its bid is below the
+reserve cost of its flavor); it pays what its share costs.
 """
 
 import dataclasses
@@ -306,8 +314,23 @@ class MarketAPI:
 
     # -- bids ----------------------------------------------------------------
 
-    def _bid_json(self, info):
+    def _position(self, uuid):
+        """The server's position in the newest period, or None."""
+        period = self.store.latest_period()
+        if period is None:
+            return None
+        engine = market_engine.MarketEngine(self.store, self.cloud,
+                                            self.settings)
+        for market in engine.assess(period['period_start']).values():
+            if uuid in market.positions:
+                return market_engine.position_json(
+                    market.positions[uuid], period['period_start'])
+        return None
+
+    def _bid_json(self, info, position=False):
         body = {'server_id': info.uuid, 'project_id': info.project}
+        if position:
+            body['market'] = self._position(info.uuid)
         try:
             bid, source = market_bids.resolve_bid(
                 info.metadata, info.extra_specs, self.settings.default_bid,
@@ -320,7 +343,7 @@ class MarketAPI:
 
     def get_bid(self, req, ctx, server_id):
         info = self._server(ctx, server_id, policy.BID_GET)
-        return 200, {'bid': self._bid_json(info)}
+        return 200, {'bid': self._bid_json(info, position=True)}
 
     def set_bid(self, req, ctx, server_id):
         body = _body(req, 'bid')
@@ -424,20 +447,32 @@ class MarketAPI:
         (``cluster``), per resource, and the allocation error
         ``(a_host - a_cluster) / a_host`` (negative: under-served). Computed
         from the cloud and the bids as they are now, with the engine's own
-        pricing code.
+        pricing code; ``minimum`` (the flavor), ``out_of_bid`` and
+        ``charge_per_hour`` come from :func:`opie_sched.market.outbid.
+        assess` on the pool, as the engine's notices and charges do.
         """
         self.authorize(ctx, policy.SHARES_GET, {'project_id':
                                                 ctx.project_id})
         engine = market_engine.MarketEngine(self.store, self.cloud,
                                             self.settings)
         servers, _rejected = engine.collect(self.clock())
-        pools, _snapshot, shares = engine.price(servers)
-        rows = [{'server_id': uuid, 'host': vm.host, 'pool': vm.pool,
-                 'bids': vm.bids, 'cluster': vm.cluster,
-                 'host_shares': vm.host_shares, 'errors': vm.errors,
-                 'error': vm.error}
-                for uuid, vm in sorted(shares.items(),
-                                       key=lambda kv: (kv[1].error, kv[0]))]
+        pools, snapshot, shares = engine.price(servers)
+        positions = {}
+        for pool, market in engine.assess_now(pools, snapshot).items():
+            positions.update(market.positions)
+        rows = []
+        for uuid, vm in sorted(shares.items(),
+                               key=lambda kv: (kv[1].error, kv[0])):
+            row = {'server_id': uuid, 'host': vm.host, 'pool': vm.pool,
+                   'bids': vm.bids, 'cluster': vm.cluster,
+                   'host_shares': vm.host_shares, 'errors': vm.errors,
+                   'error': vm.error}
+            if uuid in positions:
+                pos = market_engine.position_json(positions[uuid])
+                row.update(minimum=pos['minimum'],
+                           out_of_bid=pos['out_of_bid'],
+                           charge_per_hour=pos['charge_per_hour'])
+            rows.append(row)
         return 200, {'prices': self._price_rows(
             {pool: p['prices'] for pool, p in pools.items()}),
             'shares': rows}

@@ -1,0 +1,326 @@
+"""Scenario ``gossip-redistribution``: thesis Paper III, Figs. 2-5.
+
+Sedaghat, Hernández, Elmroth and Girdzijauskas, "Divide the Task,
+Multiply the Outcome: Cooperative VM Consolidation" (CloudCom 2014; thesis
+Paper III), §4-5: homogeneous PMs, the six VM types of Table 1 (their
+vCPU % and memory % of a PM), interactive VMs whose CPU follows eq. 11
+(memory in the type's proportion, eq. 12) plus constant batch VMs with
+Poisson arrivals and truncated power-law (exponent 2) lifetimes; 1000
+timesteps, demands sampled every 20th; α = 0.9; 175 W idle, 250 W full;
+k = 20 random neighbours per cycle.
+
+* **Fig. 2**: average CPU and memory utilisation of the active PMs per
+  gossip cycle under a constant load, Merge and Merge+Imb; paper: high
+  within 2-3 cycles, converged at the 7th.
+* **Figs. 3-4**: Random, Incremental, Merge, Merge+Imb over the run:
+  utilisation, active PMs, power, migrations, imbalance, batch
+  rejections, overload time. Paper (§5.2): Incremental has the lowest
+  utilisation and most active PMs after Random; Merge+Imb vs Merge: 28 %
+  fewer rejections, 12.6 % less overload time, 3.2 % less power, 25 %
+  more migrations, lower imbalance.
+* **Fig. 5**: k = 10, 20, 30, 50 under a static load: larger views
+  converge faster, with diminishing effect.
+
+Scale is ours: the paper simulates 100,000 PMs (50,000 for Fig. 5) in
+PeerSim; we keep its ratio of two VM requests per PM (half interactive,
+half batch; the split is ours) on :data:`FULL` PMs. Where Paper III is
+silent we chose (and say so in :data:`FULL`): a timestep is 86.4 s (the
+run is one day of eq. 11), batch VMs demand their type's full size, their
+lifetimes are at least 20 timesteps, a new VM goes to the most utilised
+*active* PM of its entry peer's view (the peer included) that fits
+under α, else to a sleeping PM of that view (woken up), and is rejected
+when the view has neither. ``run(strategy, vms_per_pm=8.0)`` runs the
+same experiment on a four times heavier load.
+"""
+
+import numpy as np
+
+from opie_sched.consolidation import gossip
+from opie_sched.consolidation import overlay as overlay_mod
+
+#: Paper III Table 1: name -> (vCPU % of a PM, memory % of a PM, GB).
+VM_TYPES = {
+    'c1.medium': (0.13, 0.06, 7.44), 'c3.xlarge': (0.27, 0.12, 14.88),
+    'm2.xlarge': (0.06, 0.13, 17.1), 'm2.2xlarge': (0.12, 0.27, 34.2),
+    'm3.medium': (0.03, 0.03, 3.75), 'm3.large': (0.06, 0.06, 7.5),
+}
+
+#: Paper III §5.2: Merge+Imb relative to Merge, %.
+PAPER_MERGE_IMB = {'rejections': -28.0, 'overload_time': -12.6,
+                   'power': -3.2, 'migrations': +25.0}
+#: Paper III §5.1.1: cycles to a high utilisation and to convergence.
+PAPER_FIG2 = {'high_within': (2, 3), 'converged_at': 7}
+PAPER_FIG5_K = (10, 20, 30, 50)
+
+FULL = dict(pms=200, steps=1000, monitor_every=20, view=20,
+            seconds_per_step=86.4, max_cycles=15, min_lifetime=20.0,
+            runs=3, vms_per_pm=2.0)
+REDUCED = dict(pms=40, steps=200, monitor_every=20, view=10,
+               seconds_per_step=432.0, max_cycles=10, min_lifetime=20.0,
+               runs=1, vms_per_pm=2.0)
+
+ORDER = (gossip.RANDOM, gossip.INCREMENTAL, gossip.MERGE, gossip.MERGE_IMB)
+_LABEL = {gossip.RANDOM: 'Random', gossip.INCREMENTAL: 'Incremental',
+          gossip.MERGE: 'Merge', gossip.MERGE_IMB: 'Merge+Imb'}
+
+
+class Workload:
+    """The VMs of one run (same for every strategy of a seed).
+
+    ``cpu_at(t)``/``mem_at(t)`` give every VM's demand at timestep ``t``
+    (fractions of a PM; 0 when the VM is not alive).
+    """
+
+    def __init__(self, pms, steps, seconds_per_step, min_lifetime, seed,
+                 vms_per_pm=2.0):
+        rng = np.random.default_rng(seed)
+        names = sorted(VM_TYPES)
+        n_int = int(round(pms * vms_per_pm / 2))
+        n_batch = n_int
+        count = n_int + n_batch
+        kinds = rng.integers(0, len(names), count)
+        self.cpu_nominal = np.array([VM_TYPES[names[k]][0] for k in kinds])
+        self.mem_nominal = np.array([VM_TYPES[names[k]][1] for k in kinds])
+        self.gb_nominal = np.array([VM_TYPES[names[k]][2] for k in kinds])
+        self.interactive = np.arange(count) < n_int
+        self.u = rng.uniform(0, 1, count)
+        self.s = rng.uniform(0, 1, count)
+        self.start = np.zeros(count)
+        self.end = np.full(count, float(steps) + 1)
+        # Batch: Poisson arrivals over the run; truncated power-law
+        # lifetimes (exponent 2, at least ``min_lifetime``).
+        arrivals = np.sort(rng.uniform(0, steps, n_batch))
+        life = np.minimum(min_lifetime / (1 - rng.uniform(0, 1, n_batch)),
+                          float(steps))
+        self.start[n_int:] = arrivals
+        self.end[n_int:] = arrivals + life
+        self.seconds = seconds_per_step
+
+    def factor(self, t):
+        """Eq. 11's (1 + u sin(2πt/86400 − 2πs)) / 2 per VM (1 for batch
+        VMs: their demand is constant)."""
+        f = 0.5 * (1 + self.u * np.sin(2 * np.pi * t * self.seconds / 86400
+                                       - 2 * np.pi * self.s))
+        return np.where(self.interactive, f, 1.0)
+
+    def alive(self, t):
+        return (self.start <= t) & (self.end > t)
+
+    def demand(self, t):
+        f = self.factor(t)
+        return self.cpu_nominal * f, self.mem_nominal * f, \
+            self.gb_nominal * f
+
+
+def _place(vms, host, cpu, mem, pms, sampling, rng, strategy, initial):
+    """Place ``vms`` (ids) one by one; the number rejected."""
+    c = np.zeros(pms)
+    m = np.zeros(pms)
+    on = host >= 0
+    np.add.at(c, host[on], cpu[on])
+    np.add.at(m, host[on], mem[on])
+    rejected = 0
+    a = gossip.ALPHA
+    for vm in vms:
+        if initial:
+            cands = np.arange(pms)
+        else:
+            entry = int(rng.integers(pms))
+            cands = np.concatenate(([entry], sampling.view(entry)))
+        fit = (c[cands] + cpu[vm] <= a + 1e-9) & \
+            (m[cands] + mem[vm] <= a + 1e-9)
+        busy = (c[cands] > 1e-9) | (m[cands] > 1e-9)
+        if not initial and (fit & busy).any():
+            fit &= busy
+        cands = cands[fit]
+        if not len(cands):
+            rejected += 1
+            continue
+        if initial or strategy == gossip.RANDOM:
+            pm = int(cands[int(rng.integers(len(cands)))])
+        else:
+            pm = int(cands[int(np.argmax(c[cands] + m[cands]))])
+        host[vm] = pm
+        c[pm] += cpu[vm]
+        m[pm] += mem[vm]
+    return rejected
+
+
+def _used(host, cpu, mem, pms):
+    c = np.zeros(pms)
+    m = np.zeros(pms)
+    on = host >= 0
+    np.add.at(c, host[on], cpu[on])
+    np.add.at(m, host[on], mem[on])
+    return c, m
+
+
+def run(strategy, seed=0, trace=None, **params):
+    """One run of ``strategy``; dict of means over the monitoring epochs
+    (``cpu``, ``mem``, ``active``, ``power``, ``imbalance``) and totals
+    (``migrations``, ``rejections`` of batch VMs, ``overload_time`` in
+    PM-timesteps, ``cycles``).
+
+    :param trace: optional list receiving, for the first epoch, one
+        ``metrics`` dict per gossip cycle (Fig. 2).
+    """
+    cfg = dict(FULL, **params)
+    pms = cfg['pms']
+    k = cfg['view']
+    work = Workload(pms, cfg['steps'], cfg['seconds_per_step'],
+                    cfg['min_lifetime'], seed, cfg['vms_per_pm'])
+    rng = np.random.default_rng(seed + 7)
+    sampling = overlay_mod.PeerSampling(pms, k, seed=seed + 11)
+    host = np.full(len(work.cpu_nominal), -1, dtype=np.int64)
+    every = cfg['monitor_every']
+    totals = {'migrations': 0, 'rejections': 0, 'overload_time': 0,
+              'cycles': 0}
+    samples = []
+    placed_before = np.zeros(len(host), dtype=bool)
+    for epoch, t in enumerate(range(0, cfg['steps'], every)):
+        cpu, mem, gb = work.demand(t)
+        alive = work.alive(t)
+        host[~alive] = -1
+        new = np.nonzero(alive & ~placed_before & (host < 0))[0]
+        placed_before |= alive
+        rejected = _place(new, host, cpu, mem, pms, sampling, rng, strategy,
+                          initial=(epoch == 0))
+        if epoch > 0:
+            totals['rejections'] += rejected
+        cpu = np.where(host >= 0, cpu, 0.0)
+        mem = np.where(host >= 0, mem, 0.0)
+        proto = gossip.Gossip(pms, cpu, mem, gb, host, sampling,
+                              strategy=strategy, rng=rng)
+        over = [int(sum(proto.overloaded(p) for p in range(pms)))]
+
+        def on_cycle(n, g, epoch=epoch):
+            over.append(int(sum(g.overloaded(p) for p in range(pms))))
+            if trace is not None and epoch == 0:
+                c, m = _used(g.assign, cpu, mem, pms)
+                trace.append(gossip.metrics(pms, c, m))
+
+        if trace is not None and epoch == 0:
+            c, m = _used(host, cpu, mem, pms)
+            trace.append(gossip.metrics(pms, c, m))
+        cycles = 0
+        if strategy != gossip.RANDOM:
+            cycles = proto.converge(cfg['max_cycles'], on_cycle)
+        totals['cycles'] += cycles
+        # a PM overloaded before a cycle stays so for that timestep; the
+        # ones left after the protocol for the rest of the epoch.
+        totals['overload_time'] += sum(over[:-1]) + over[-1] * max(
+            0, every - cycles)
+        totals['migrations'] += len(proto.plan())
+        proto.apply()
+        host = proto.host
+        samples.append(gossip.metrics(pms, *_used(host, cpu, mem, pms)))
+    out = {key: float(np.mean([s[key] for s in samples]))
+           for key in ('cpu', 'mem', 'active', 'power', 'imbalance')}
+    out.update(totals)
+    return out
+
+
+def convergence(strategy, k, seed=0, **params):
+    """Fig. 2 / Fig. 5 under a constant load: the first epoch's gossip
+    from the random initial placement. ``(cycles, migrations, trace)``."""
+    cfg = dict(FULL, **params)
+    trace = []
+    cfg2 = dict(cfg, steps=cfg['monitor_every'], view=k)
+    res = run(strategy, seed=seed, trace=trace, **cfg2)
+    return res['cycles'], res['migrations'], trace
+
+
+def _mean(rows, key):
+    return float(np.mean([r[key] for r in rows]))
+
+
+def gossip_redistribution(reduced=False, seed=0, table=None):
+    """Paper III Figs. 2-5, paper vs ours; ``(result, text)``."""
+    if table is None:
+        from opie_sched.simulator.scenarios import _table as table
+    params = REDUCED if reduced else FULL
+    runs = params['runs']
+    # Figs. 3-4
+    by = {}
+    for strategy in ORDER:
+        rows = [run(strategy, seed=seed + r, **params) for r in range(runs)]
+        by[strategy] = {key: _mean(rows, key) for key in rows[0]}
+    # Fig. 2
+    fig2 = {}
+    for strategy in (gossip.MERGE, gossip.MERGE_IMB):
+        cycles, moved, trace = convergence(strategy, params['view'],
+                                           seed=seed, **params)
+        final = trace[-1]
+        high = next((i for i, tr in enumerate(trace)
+                     if tr['cpu'] >= 0.9 * final['cpu']), len(trace) - 1)
+        fig2[strategy] = {'cycles': cycles, 'migrations': moved,
+                          'cycle_to_90pct_of_final_cpu': high,
+                          'cpu': [tr['cpu'] for tr in trace],
+                          'mem': [tr['mem'] for tr in trace]}
+    # Fig. 5
+    fig5 = {}
+    for k in PAPER_FIG5_K:
+        if k >= params['pms']:
+            continue
+        rows = [convergence(gossip.MERGE_IMB, k, seed=seed + r, **params)
+                for r in range(runs)]
+        fig5[k] = {'cycles': float(np.mean([r[0] for r in rows])),
+                   'migrations': float(np.mean([r[1] for r in rows]))}
+    merge, imb = by[gossip.MERGE], by[gossip.MERGE_IMB]
+
+    def rel(key):
+        return (100.0 * (imb[key] - merge[key]) / merge[key]
+                if merge[key] else None)
+
+    compare = {key: rel(key) for key in PAPER_MERGE_IMB}
+    result = {'scenario': 'gossip-redistribution', 'reduced': reduced,
+              'seed': seed, 'params': dict(params), 'strategies': by,
+              'merge_imb_vs_merge': {'paper': PAPER_MERGE_IMB,
+                                     'ours': compare},
+              'fig2': fig2, 'fig5': fig5}
+
+    def pct(v):
+        return '-' if v is None else '%+.1f %%' % v
+
+    text = [
+        'Paper III Figs. 3-4 (%d PMs, %d VMs, k=%d, %d run(s); the paper: '
+        '100,000 PMs, 200,000 VMs, 10 runs): ours'
+        % (params['pms'], int(params['vms_per_pm'] * params['pms']),
+           params['view'], runs),
+        table(['strategy', 'CPU %', 'mem %', 'active PMs', 'power W',
+               'imbalance', 'migrations', 'rejections', 'overload t'],
+              [[_LABEL[s], '%.1f' % (100 * by[s]['cpu']),
+                '%.1f' % (100 * by[s]['mem']), '%.1f' % by[s]['active'],
+                '%.0f' % by[s]['power'], '%.4f' % by[s]['imbalance'],
+                '%.0f' % by[s]['migrations'], '%.1f' % by[s]['rejections'],
+                '%.0f' % by[s]['overload_time']] for s in ORDER]),
+        '',
+        'Merge+Imb relative to Merge (Paper III §5.2):',
+        table(['metric', 'paper', 'ours'],
+              [[key, pct(PAPER_MERGE_IMB[key]), pct(compare[key])]
+               for key in PAPER_MERGE_IMB]),
+        'imbalance: paper lower with Merge+Imb (Fig. 4a); ours %.4f vs '
+        '%.4f' % (imb['imbalance'], merge['imbalance']),
+        'Incremental: paper lowest utilisation and most active PMs after '
+        'Random (Fig. 3a-c); ours CPU %.1f %% (Merge %.1f, Merge+Imb '
+        '%.1f), active %.1f (Merge %.1f, Merge+Imb %.1f)' % (
+            100 * by['incremental']['cpu'], 100 * merge['cpu'],
+            100 * imb['cpu'], by['incremental']['active'],
+            merge['active'], imb['active']),
+        '',
+        'Paper III Fig. 2 (constant load, from a random placement): paper '
+        'high utilisation within 2-3 cycles, converged at cycle 7',
+        table(['strategy', 'cycle >= 90 % of final CPU', 'converged at',
+               'CPU % per cycle'],
+              [[_LABEL[s], fig2[s]['cycle_to_90pct_of_final_cpu'],
+                fig2[s]['cycles'],
+                ' '.join('%.0f' % (100 * v) for v in fig2[s]['cpu'])]
+               for s in fig2]),
+        '',
+        'Paper III Fig. 5 (Merge+Imb, static load): paper larger k '
+        'converges faster, less and less so',
+        table(['k', 'cycles', 'migrations'],
+              [[k, '%.1f' % v['cycles'], '%.0f' % v['migrations']]
+               for k, v in sorted(fig5.items())]),
+    ]
+    return result, '\n'.join(text)

@@ -1,0 +1,235 @@
+"""Scenario ``p2p-consolidation``: thesis Paper II, Fig. 2 and Table 2.
+
+Sedaghat, Hernández and Elmroth, "Autonomic Resource Allocation for Cloud
+Data Centers: A Peer to Peer Approach" (ICCAC'14; thesis Paper II), §4-5:
+2500 nodes of 10 compute units on a Barabási-Albert overlay, ~20000 VM
+requests of 1..10 units arriving as a Poisson process over 20000 time
+units, normally distributed lifetimes, HTL = 20, re-consolidation of nodes
+at or below 40 %. The six policies of Table 1 (central/distributed entry ×
+first-fit/least-/most-utilised).
+
+* **Fig. 2** (no re-consolidation): hops, rejection ratio, U_dc, U_node,
+  profit per policy. The figure's bars are not in the text; its stated
+  findings are the comparison: Central-FF most hops, most rejections and
+  lowest U_dc (≈20 %) but high U_node (≈80 %); Dist-FF fewest hops;
+  Central-Min second most hops and rejections; distributed entry fewer
+  hops and rejections, higher U_dc and lower U_node than central; Dist-Max
+  the most profitable.
+* **Table 2** (with re-consolidation): nodes put into hibernation by
+  re-consolidation. We compare the order of the six policies.
+
+The overlay is a Barabási-Albert graph with one link per new node
+(m = 1): Paper II §4 builds it with the NetLogo Preferential Attachment
+model (its reference [13], Wilensky 2005), which attaches every new node
+by a single link. With m = 2 (a denser graph) central entry no longer
+saturates and Central-FF is no longer the worst policy (run
+``simulate(..., attachment=2)``).
+
+Paper II does not give the lifetime distribution's parameters, P_idle,
+P_max nor the power cost; ours are in :data:`FULL` and
+:class:`opie_sched.consolidation.p2p.PowerModel` (the same for every
+policy), and the paper's "time unit" is ours.
+"""
+
+import heapq
+
+import numpy as np
+
+from opie_sched.consolidation import overlay as overlay_mod
+from opie_sched.consolidation import p2p
+
+#: Paper II Table 2: nodes hibernated by re-consolidation.
+PAPER_TABLE2 = {'Central-FF': 35, 'Central-Max': 202, 'Central-Min': 2693,
+                'Dist-Max': 1030, 'Dist-FF': 2147, 'Dist-Min': 3679}
+
+#: Paper II §5 / Fig. 2, the findings stated in the text (the bars'
+#: values are not in the text): metric -> (policy with the extreme value,
+#: 'max' | 'min').
+PAPER_FIG2 = {
+    'hops': [('Central-FF', 'max'), ('Dist-FF', 'min')],
+    'rejection': [('Central-FF', 'max')],
+    'u_dc': [('Central-FF', 'min')],
+    'profit': [('Dist-Max', 'max'), ('Central-FF', 'min')],
+}
+
+ORDER = ('Central-FF', 'Central-Min', 'Central-Max', 'Dist-FF', 'Dist-Min',
+         'Dist-Max')
+
+#: The paper's set-up (§4) and our choices where it is silent.
+FULL = dict(nodes=2500, capacity=10.0, requests=20000, duration=20000.0,
+            lifetime_mean=4000.0, lifetime_sd=1000.0, htl=p2p.HTL,
+            attachment=1, reconsolidate_every=250.0, sample_every=100.0,
+            warmup=0.25)
+REDUCED = dict(nodes=250, capacity=10.0, requests=2000, duration=2000.0,
+               lifetime_mean=400.0, lifetime_sd=100.0, htl=p2p.HTL,
+               attachment=1, reconsolidate_every=50.0, sample_every=20.0,
+               warmup=0.25)
+
+
+def simulate(policy, reconsolidation, seed=0, power=None, **params):
+    """One run of one Table 1 policy.
+
+    :param policy: a key of :data:`opie_sched.consolidation.p2p.POLICIES`.
+    :param reconsolidation: run Alg. 2 every ``reconsolidate_every``.
+    :param params: overrides of :data:`FULL`.
+    :returns: dict of means over the sampled times after warm-up: ``hops``
+        (per request, rejected ones included), ``rejection`` (eq. 6),
+        ``u_dc`` (eq. 1), ``u_node`` (eq. 5), ``active`` nodes, ``profit``
+        (eq. 3, currency per time unit), plus ``hibernated`` and
+        ``migrations`` (re-consolidation totals).
+    :raises KeyError: unknown policy.
+    """
+    cfg = dict(FULL, **params)
+    entry_kind, heuristic = p2p.POLICIES[policy]
+    power = power or p2p.PowerModel()
+    rng = np.random.default_rng(seed)
+    # The same overlay and workload for every policy of a seed.
+    net = overlay_mod.ScaleFreeOverlay(cfg['nodes'], cfg['attachment'],
+                                       seed=seed)
+    work = np.random.default_rng(seed + 1)
+    gaps = work.exponential(cfg['duration'] / cfg['requests'],
+                            cfg['requests'])
+    arrivals = np.cumsum(gaps)
+    demands = work.integers(1, int(cfg['capacity']) + 1, cfg['requests'])
+    lifetimes = np.maximum(1.0, work.normal(cfg['lifetime_mean'],
+                                            cfg['lifetime_sd'],
+                                            cfg['requests']))
+    entries = work.integers(0, cfg['nodes'], cfg['requests'])
+    hub = net.hub()
+    cluster = p2p.Cluster(cfg['nodes'], cfg['capacity'])
+    events = []
+    for j in range(cfg['requests']):
+        if arrivals[j] < cfg['duration']:
+            heapq.heappush(events, (float(arrivals[j]), 1, j))
+    t = cfg['sample_every']
+    while t < cfg['duration']:
+        heapq.heappush(events, (t, 0, -1))
+        t += cfg['sample_every']
+    if reconsolidation:
+        t = cfg['reconsolidate_every']
+        while t < cfg['duration']:
+            heapq.heappush(events, (t, 2, -2))
+            t += cfg['reconsolidate_every']
+    warm = cfg['warmup'] * cfg['duration']
+    hops, demanded, served = [], 0.0, 0.0
+    samples = {'u_dc': [], 'u_node': [], 'active': [], 'profit': []}
+    hibernated = migrations = 0
+    while events:
+        now, kind, j = heapq.heappop(events)
+        if kind == 3:
+            cluster.remove(j)
+        elif kind == 1:
+            entry = hub if entry_kind == 'central' else int(entries[j])
+            walk = p2p.allocate(cluster, net, heuristic, float(demands[j]),
+                                entry, rng, htl=cfg['htl'])
+            if now >= warm:
+                hops.append(walk.hops)
+                demanded += demands[j]
+            if walk.node is not None:
+                cluster.place(j, float(demands[j]), walk.node)
+                heapq.heappush(events, (now + lifetimes[j], 3, j))
+                if now >= warm:
+                    served += demands[j]
+        elif kind == 2:
+            moved, slept = p2p.reconsolidate(cluster, net, rng,
+                                             htl=cfg['htl'])
+            migrations += moved
+            hibernated += slept
+        elif now >= warm:
+            samples['u_dc'].append(p2p.data_centre_utilisation(cluster))
+            samples['u_node'].append(p2p.node_utilisation(cluster))
+            samples['active'].append(int(cluster.active().sum()))
+            samples['profit'].append(power.profit(cluster))
+    out = {k: float(np.mean(v)) if v else 0.0 for k, v in samples.items()}
+    out.update(hops=float(np.mean(hops)) if hops else 0.0,
+               rejection=(demanded - served) / demanded if demanded else 0.0,
+               hibernated=hibernated, migrations=migrations)
+    return out
+
+
+def _rank(values):
+    """Policy names ordered by decreasing value."""
+    return [k for k, _ in sorted(values.items(), key=lambda kv: -kv[1])]
+
+
+def _spearman(a, b):
+    """Spearman rank correlation of two equal-keyed dicts."""
+    keys = sorted(a)
+    ra = np.argsort(np.argsort([a[k] for k in keys]))
+    rb = np.argsort(np.argsort([b[k] for k in keys]))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def p2p_consolidation(reduced=False, seed=0, table=None):
+    """Paper II Fig. 2 and Table 2, paper vs ours.
+
+    :param table: the formatter ``table(header, rows)`` (default: the
+        scenarios module's).
+    :returns: ``(result, text)``.
+    """
+    if table is None:
+        from opie_sched.simulator.scenarios import _table as table
+    params = REDUCED if reduced else FULL
+    fig2, tab2 = {}, {}
+    for policy in ORDER:
+        fig2[policy] = simulate(policy, False, seed=seed, **params)
+        tab2[policy] = simulate(policy, True, seed=seed, **params)
+    hibernated = {p: tab2[p]['hibernated'] for p in ORDER}
+    checks = []
+    for metric, claims in PAPER_FIG2.items():
+        values = {p: fig2[p][metric] for p in ORDER}
+        for policy, extreme in claims:
+            pick = (max if extreme == 'max' else min)(values,
+                                                      key=values.get)
+            checks.append({'metric': metric, 'paper': '%s %s' % (
+                policy, extreme), 'ours': pick, 'holds': pick == policy})
+    entry_checks = []
+    for h in ('FF', 'Min', 'Max'):
+        c, d = fig2['Central-' + h], fig2['Dist-' + h]
+        entry_checks.append({
+            'heuristic': h,
+            'fewer_hops': d['hops'] <= c['hops'],
+            'fewer_rejections': d['rejection'] <= c['rejection'],
+            'higher_u_dc': d['u_dc'] >= c['u_dc'],
+            'lower_u_node': d['u_node'] <= c['u_node']})
+    result = {
+        'scenario': 'p2p-consolidation', 'reduced': reduced, 'seed': seed,
+        'params': dict(params), 'fig2': fig2,
+        'table2': {'paper': PAPER_TABLE2, 'ours': hibernated,
+                   'paper_order': _rank(PAPER_TABLE2),
+                   'ours_order': _rank(hibernated),
+                   'spearman': _spearman(PAPER_TABLE2, hibernated)},
+        'fig2_checks': checks, 'entry_checks': entry_checks}
+    rows = [[p, '%.2f' % fig2[p]['hops'],
+             '%.1f' % (100 * fig2[p]['rejection']),
+             '%.1f' % (100 * fig2[p]['u_dc']),
+             '%.1f' % (100 * fig2[p]['u_node']),
+             '%.0f' % fig2[p]['active'], '%.2f' % fig2[p]['profit']]
+            for p in ORDER]
+    text = ['Paper II Fig. 2 (no re-consolidation; %d nodes, %d requests, '
+            'HTL %d%s): ours' % (params['nodes'], params['requests'],
+                                 params['htl'],
+                                 ', reduced' if reduced else ''),
+            table(['policy', 'hops', 'reject %', 'U_dc %', 'U_node %',
+                   'active', 'profit/t'], rows),
+            '',
+            'Fig. 2 findings stated in the paper (§5.1-5.2) vs ours:',
+            table(['metric', 'paper', 'ours', 'holds'],
+                  [[c['metric'], c['paper'], c['ours'],
+                    'yes' if c['holds'] else 'NO'] for c in checks]),
+            table(['entry: Dist vs Central', 'fewer hops', 'fewer rej.',
+                   'higher U_dc', 'lower U_node'],
+                  [[e['heuristic']] + ['yes' if e[k] else 'NO' for k in (
+                      'fewer_hops', 'fewer_rejections', 'higher_u_dc',
+                      'lower_u_node')] for e in entry_checks]),
+            '',
+            'Paper II Table 2: nodes hibernated by re-consolidation '
+            '(threshold 40 %)',
+            table(['policy', 'paper', 'ours', 'migrations'],
+                  [[p, PAPER_TABLE2[p], hibernated[p],
+                    tab2[p]['migrations']] for p in ORDER]),
+            'order paper: %s' % ' > '.join(result['table2']['paper_order']),
+            'order ours:  %s' % ' > '.join(result['table2']['ours_order']),
+            'Spearman rank correlation paper/ours: %.2f'
+            % result['table2']['spearman']]
+    return result, '\n'.join(text)

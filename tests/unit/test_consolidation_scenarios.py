@@ -1,0 +1,117 @@
+"""Reduced runs of the Paper II and Paper III scenarios.
+
+Run with ``stestr run tests.unit.test_consolidation_scenarios``.
+"""
+
+import io
+import json
+
+import fixtures
+import testtools
+
+from opie_sched.cmd import cli
+from opie_sched.simulator import gossip_redistribution as gr
+from opie_sched.simulator import p2p_consolidation as pc
+from opie_sched.simulator import scenarios
+
+
+class P2PScenarioTest(testtools.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.result, cls.text = pc.p2p_consolidation(reduced=True, seed=0)
+
+    def test_registered(self):
+        self.assertIs(pc.p2p_consolidation,
+                      scenarios.SCENARIOS['p2p-consolidation'])
+
+    def test_paper_next_to_ours(self):
+        for policy, paper in pc.PAPER_TABLE2.items():
+            self.assertIn(policy, self.text)
+            self.assertIn(str(paper), self.text)
+        self.assertIn('Table 2', self.text)
+        self.assertIn('Fig. 2', self.text)
+        self.assertEqual(set(pc.ORDER), set(self.result['fig2']))
+
+    def test_metrics_are_consistent(self):
+        for policy, row in self.result['fig2'].items():
+            self.assertGreaterEqual(row['rejection'], 0.0)
+            self.assertLessEqual(row['rejection'], 1.0)
+            self.assertLessEqual(row['hops'], pc.REDUCED['htl'])
+            # U_node >= U_dc: the active nodes are a subset of all
+            self.assertGreaterEqual(row['u_node'] + 1e-9, row['u_dc'])
+            self.assertEqual(0, row['hibernated'])     # no re-consolidation
+        for policy, count in self.result['table2']['ours'].items():
+            self.assertGreater(count, 0)
+
+    def test_direction_of_the_paper(self):
+        fig2 = self.result['fig2']
+        # distributed entry needs fewer hops and rejects less (§5.1)
+        for h in ('FF', 'Min', 'Max'):
+            self.assertLess(fig2['Dist-' + h]['hops'],
+                            fig2['Central-' + h]['hops'])
+            self.assertLess(fig2['Dist-' + h]['rejection'],
+                            fig2['Central-' + h]['rejection'])
+        # Dist-Max the most profitable (§5.2)
+        best = max(fig2, key=lambda p: fig2[p]['profit'])
+        self.assertEqual('Dist-Max', best)
+        # Table 2: Least-utilised policies hibernate the most
+        ours = self.result['table2']['ours']
+        self.assertEqual('Dist-Min', max(ours, key=ours.get))
+        self.assertGreater(ours['Central-Min'], ours['Central-Max'])
+
+    def test_deterministic(self):
+        a = pc.simulate('Dist-Max', True, seed=5, **pc.REDUCED)
+        b = pc.simulate('Dist-Max', True, seed=5, **pc.REDUCED)
+        self.assertEqual(a, b)
+
+    def test_cli(self):
+        out = self.useFixture(fixtures.MonkeyPatch('sys.stdout',
+                                                   io.StringIO())).new_value
+        rc = cli.main(['simulate', '--scenario', 'p2p-consolidation',
+                       '--reduced', '--format', 'json'])
+        self.assertEqual(0, rc)
+        data = json.loads(out.getvalue())
+        self.assertEqual('p2p-consolidation', data['scenario'])
+
+
+class GossipScenarioTest(testtools.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.result, cls.text = gr.gossip_redistribution(reduced=True,
+                                                        seed=0)
+
+    def test_registered(self):
+        self.assertIs(gr.gossip_redistribution,
+                      scenarios.SCENARIOS['gossip-redistribution'])
+
+    def test_paper_next_to_ours(self):
+        for needle in ('Figs. 3-4', 'Fig. 2', 'Fig. 5', '-28.0 %',
+                       '-12.6 %', '-3.2 %', '+25.0 %', 'Merge+Imb',
+                       'Incremental'):
+            self.assertIn(needle, self.text)
+
+    def test_direction_of_the_paper(self):
+        by = self.result['strategies']
+        # every consolidating strategy uses far fewer PMs than Random
+        for s in ('incremental', 'merge', 'merge-imb'):
+            self.assertLess(by[s]['active'], by['random']['active'] / 2)
+            self.assertGreater(by[s]['cpu'], by['random']['cpu'])
+        self.assertEqual(0, by['random']['migrations'])
+        # Merge+Imb lowers the imbalance and costs more migrations
+        self.assertLess(by['merge-imb']['imbalance'],
+                        by['merge']['imbalance'])
+        self.assertGreater(by['merge-imb']['migrations'],
+                           by['merge']['migrations'])
+        # Fig. 5: the largest view converges no slower than the smallest
+        fig5 = self.result['fig5']
+        ks = sorted(fig5)
+        self.assertLessEqual(fig5[ks[-1]]['cycles'], fig5[ks[0]]['cycles'])
+
+    def test_deterministic(self):
+        a = gr.run('merge-imb', seed=2, **gr.REDUCED)
+        b = gr.run('merge-imb', seed=2, **gr.REDUCED)
+        self.assertEqual(a, b)

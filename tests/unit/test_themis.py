@@ -1,0 +1,109 @@
+"""Rules of the Themis / Merkat simulation (opie_sched.simulator.themis):
+utilities, baselines and the market on small synthetic workloads (no
+trace needed)."""
+
+import testtools
+
+from opie_sched.simulator import themis
+
+
+def jobs(specs, kind='deadline-strict', mem=None):
+    """Jobs from ``(submit s, tasks, ideal s, deadline factor)``."""
+    return [themis.Job(i, sub, tasks, ideal, fac, kind, mem)
+            for i, (sub, tasks, ideal, fac) in enumerate(specs)]
+
+
+class UtilityTest(testtools.TestCase):
+    """SLO paper Table 1, times the tasks (B is per task and period)."""
+
+    def test_table1(self):
+        job = themis.Job(0, 0.0, 2, 3600.0, 2.0, 'deadline-strict')
+        self.assertEqual(30.0, job.budget)          # B_base / factor
+        self.assertEqual(0.0, job.value())
+        job.done_at_deadline = 0.5
+        job.kind = 'deadline-partial'
+        self.assertAlmostEqual(0.5 * 30 * 2, job.value())
+        job.finish = 5400.0     # half-way between ideal and deadline
+        job.kind = 'performance-strict'
+        self.assertAlmostEqual(0.5 * 30 * 2, job.value())
+        job.kind = 'performance-partial'    # mean of 60 and 30
+        self.assertAlmostEqual(0.75 * 30 * 2, job.value())
+        job.kind = 'deadline-strict'
+        self.assertAlmostEqual(30 * 2, job.value())
+
+
+class QueueTest(testtools.TestCase):
+    """FCFS blocks at the head; EDF orders by deadline and stops a job
+    at its deadline without knowing run times."""
+
+    def test_fcfs_head_blocks_and_backfill_does_not(self):
+        specs = [(0, 4, 3000, 10), (0, 8, 3000, 10), (0, 2, 600, 10)]
+        plain = themis.run_queue(jobs(specs), 8, 'fcfs')
+        filled = themis.run_queue(jobs(specs), 8, 'fcfs', backfill=True)
+        self.assertGreater(plain[2].finish, plain[0].finish)
+        self.assertLess(filled[2].finish, filled[0].finish)
+
+    def test_edf_runs_the_earliest_deadline_first(self):
+        specs = [(0, 8, 3000, 10), (0, 8, 3000, 1.2)]
+        done = themis.run_queue(jobs(specs), 8, 'edf')
+        self.assertTrue(done[1].met())
+        self.assertLess(done[1].finish, done[0].finish)
+
+    def test_edf_stops_at_the_deadline(self):
+        # Both want all 8 cores; the second cannot start before the
+        # first ends and is stopped at its deadline.
+        specs = [(0, 8, 6000, 1.2), (0, 8, 6000, 1.3)]
+        done = themis.run_queue(jobs(specs), 8, 'edf')
+        self.assertTrue(done[0].met())
+        self.assertFalse(done[1].met())
+        self.assertIn(done[1].state, ('dropped', 'stopped'))
+
+    def test_memory_blocks(self):
+        specs = [(0, 1, 600, 10), (0, 1, 600, 10)]
+        done = themis.run_queue(jobs(specs, mem=1.5), 8, 'fcfs',
+                                memory_gb=2.0)
+        self.assertGreater(done[1].finish, done[0].finish)
+
+
+class MarketTest(testtools.TestCase):
+    """The market with the opie_sched.slo controllers."""
+
+    def test_light_load_everybody_meets_the_deadline(self):
+        specs = [(i * 4000.0, 2, 1800.0, 3.0) for i in range(6)]
+        for mem in (None, 0.5):
+            done = jobs(specs, mem=mem)
+            themis.run_market(done, 16, 16.0 if mem else None, seed=1)
+            for job in done:
+                self.assertTrue(job.met(), (mem, job.jid, job.state))
+                self.assertAlmostEqual(job.budget * job.tasks, job.value())
+
+    def test_budget_is_charged_and_renewed(self):
+        done = jobs([(0.0, 1, 3000.0, 2.0)])
+        themis.run_market(done, 4, seed=0)
+        account = done[0].account
+        self.assertGreater(account.spent, 0)
+        self.assertLessEqual(account.balance, account.initial + 1e-9)
+
+    def test_contention_the_tight_deadline_buys_its_progress(self):
+        # 4 cores, two 4-task jobs of 6000 s: the tight deadline (7500 s,
+        # B 48) bids up to the progress it needs (0.8 core per task); an
+        # equal share would give it 62.5 % of its work by the deadline.
+        # Vertical-Deadline aims at exactly the reference progress, so it
+        # ends within a hair of the deadline (T_diff dead band, EWMA lag).
+        done = jobs([(0.0, 4, 6000.0, 1.25), (0.0, 4, 6000.0, 9.0)])
+        themis.run_market(done, 4, seed=0)
+        self.assertGreater(done[0].done_at_deadline, 0.99)
+        self.assertTrue(done[1].met())
+
+    def test_impossible_deadline_is_aborted(self):
+        done = jobs([(0.0, 8, 3000.0, 1.2)])
+        themis.run_market(done, 4, seed=0)     # 8 tasks on 4 cores
+        self.assertFalse(done[0].met())
+        self.assertEqual('aborted', done[0].state)
+
+    def test_partial_user_stops_at_the_deadline_with_partial_value(self):
+        done = jobs([(0.0, 8, 3000.0, 1.2)], kind='deadline-partial')
+        themis.run_market(done, 4, seed=0)
+        self.assertEqual('stopped', done[0].state)
+        self.assertGreater(done[0].value(), 0)
+        self.assertLess(done[0].value(), done[0].budget * 8)
