@@ -29,6 +29,7 @@ import collections
 import numpy as np
 
 from opie_sched import diehard
+from opie_sched.simulator import tables
 
 #: Thesis Paper VI Tables 3 and 4 (S_min = 0.999, K = 500): hours ->
 #: algorithm -> (extra tasks n, affinity score, reliability).
@@ -97,7 +98,6 @@ def diehard_tables34(reduced=False, seed=0):
     :returns: ``(result, text)``; ``result['rows']`` one dict per (model,
         hours, algorithm) with the means and the paper's values.
     """
-    from opie_sched.simulator import scenarios
     runs = 2 if reduced else 10
     result = {'scenario': 'diehard-tables34', 'reduced': reduced,
               'seed': seed, 'runs': runs, 'target': TARGET, 'tasks': TASKS,
@@ -144,10 +144,10 @@ def diehard_tables34(reduced=False, seed=0):
         % (TARGET, TASKS, runs, seed, seed + runs - 1),
         'capacity: ' + caps,
         '',
-        scenarios._table(['capacity', 'T', 'algorithm', 'n (ours)',
-                          'n (thesis)', 'S (ours)', 'S (thesis)',
-                          'affinity (ours)', 'affinity (thesis)',
-                          'HRF at the thesis\' n'], rows),
+        tables.text_table(['capacity', 'T', 'algorithm', 'n (ours)',
+                           'n (thesis)', 'S (ours)', 'S (thesis)',
+                           'affinity (ours)', 'affinity (thesis)',
+                           'HRF at the thesis\' n'], rows),
         '',
         'n (ours): the smallest n whose placement reaches S_min. The '
         'thesis\' HRF at 168 h (n 25, S 0.998) does not reach S_min; '

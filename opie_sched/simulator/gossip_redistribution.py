@@ -237,7 +237,7 @@ def _mean(rows, key):
 def gossip_redistribution(reduced=False, seed=0, table=None):
     """Paper III Figs. 2-5, paper vs ours; ``(result, text)``."""
     if table is None:
-        from opie_sched.simulator.scenarios import _table as table
+        from opie_sched.simulator.tables import text_table as table
     params = REDUCED if reduced else FULL
     runs = params['runs']
     # Figs. 3-4

@@ -168,7 +168,7 @@ def p2p_consolidation(reduced=False, seed=0, table=None):
     :returns: ``(result, text)``.
     """
     if table is None:
-        from opie_sched.simulator.scenarios import _table as table
+        from opie_sched.simulator.tables import text_table as table
     params = REDUCED if reduced else FULL
     fig2, tab2 = {}, {}
     for policy in ORDER:

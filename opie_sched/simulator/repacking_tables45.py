@@ -24,6 +24,7 @@ import collections
 import numpy as np
 
 from opie_sched import repacking
+from opie_sched.simulator import tables
 
 #: Thesis Paper V Tables 4 and 5 (App B, S_delta_Repacked): workload ->
 #: (short d in minutes, {(R, d): (reconfigurations, total cost)}).
@@ -87,7 +88,6 @@ def repacking_tables45(reduced=False, seed=0):
 
     :returns: ``(result, text)``.
     """
-    from opie_sched.simulator import scenarios
     kwargs = {'hours': 24, 'step_minutes': 15} if reduced else {}
     types = repacking.thesis_types('B')
     result = {'scenario': 'repacking-tables45', 'reduced': reduced,
@@ -151,10 +151,10 @@ def repacking_tables45(reduced=False, seed=0):
                          ' (reduced: 24 h, 15-min steps)' if reduced
                          else ''),
         '',
-        scenarios._table(['workload', 'R', 'd (min)', 'reconfigs (ours)',
-                          'Table 4', 'total $ (ours)', 'Table 5',
-                          'median realised interval (min)',
-                          'repacks not paid back'], rows),
+        tables.text_table(['workload', 'R', 'd (min)', 'reconfigs (ours)',
+                           'Table 4', 'total $ (ours)', 'Table 5',
+                           'median realised interval (min)',
+                           'repacks not paid back'], rows),
         '',
         '\n'.join(directions),
         '',

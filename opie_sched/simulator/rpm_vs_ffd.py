@@ -50,6 +50,7 @@ import random
 import numpy as np
 
 from opie_sched import rpm
+from opie_sched.simulator import tables
 from opie_sched.workload import generator
 
 #: Thesis Paper IV Table 4 (FFD-sum vs RPM, 10 runs, SE in brackets of
@@ -504,7 +505,6 @@ def rpm_vs_ffd(reduced=False, seed=0, discovery='local', seeds=None):
         each metric to its mean, ``result['se']`` to its standard error,
         ``result['runs']`` holds every run.
     """
-    from opie_sched.simulator import scenarios
     if reduced:
         n_hosts, hours, count = 64, 6.0, 2
     else:
@@ -570,8 +570,8 @@ def rpm_vs_ffd(reduced=False, seed=0, discovery='local', seeds=None):
            100 * mean['ffd']['peak_reserved_cpu'],
            ', '.join(map(str, seeds))),
         '',
-        scenarios._table(['metric', 'FFD-sum', 'RPM', 'RPM vs FFD (ours)',
-                          'Table 4 FFD / RPM', 'Table 4 change'], rows),
+        tables.text_table(['metric', 'FFD-sum', 'RPM', 'RPM vs FFD (ours)',
+                           'Table 4 FFD / RPM', 'Table 4 change'], rows),
         '',
         'Table 4: 65536 hosts, 24 h, 230000 requests, 10 runs. Absolute '
         'counts scale with the data centre; compare the change columns.'])

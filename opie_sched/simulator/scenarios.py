@@ -59,22 +59,14 @@ from opie_sched import diehard
 from opie_sched import repacking
 from opie_sched.simulator import gossip_redistribution
 from opie_sched.simulator import p2p_consolidation
+from opie_sched.simulator import tables
 from opie_sched.simulator import themis
 
 # -- formatting ---------------------------------------------------------------
 
 
-def _table(header, rows):
-    """A plain text table: ``header`` and ``rows`` are lists of cells."""
-    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[k]) for r in cells) for k in range(len(header))]
-    lines = []
-    for i, row in enumerate(cells):
-        lines.append('  '.join(c.ljust(w) if k == 0 else c.rjust(w)
-                               for k, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            lines.append('  '.join('-' * w for w in widths))
-    return '\n'.join(lines)
+#: The scenarios' table printer (kept under its old private name).
+_table = tables.text_table
 
 
 def _pct(new, old):

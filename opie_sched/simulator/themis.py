@@ -51,6 +51,7 @@ import random
 
 from opie_sched.market import pricing
 from opie_sched import slo
+from opie_sched.simulator import tables
 
 TRACE = 'HPC2N-2002-2.2-cln.swf.gz'
 LUBLIN_TRACE = 'lublin_256.swf.gz'
@@ -576,16 +577,7 @@ def merkat_vs_maui(path, seed=0, count=30):
     return out
 
 
-def _table(header, rows):
-    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[k]) for r in cells) for k in range(len(header))]
-    lines = []
-    for i, row in enumerate(cells):
-        lines.append('  '.join(c.ljust(w) if k == 0 else c.rjust(w)
-                               for k, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            lines.append('  '.join('-' * w for w in widths))
-    return '\n'.join(lines)
+_table = tables.text_table
 
 
 def _f(x, fmt='%.2f'):
