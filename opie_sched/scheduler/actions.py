@@ -280,6 +280,14 @@ def release(ctx, cell_uuid, uuids, timeout=None):
 def notify(ctx, plan, preempted_by, request_id, action, terminated=None):
     """Emit the ``opie.instance.preempt`` versioned notification.
 
+    The payload has the shape of a Nova versioned notification
+    (``nova_object.name``/``namespace``/``version``/``data``) but is not a
+    registered Nova object: Nova's ``EventType`` only accepts the actions
+    of its own ``NotificationAction`` enum, which has no ``preempt``, and
+    Nova's object registry belongs to Nova. Consumers (opie-market,
+    searchlight-like listeners) read it as a versioned notification of
+    namespace ``opie_sched``, version 1.0.
+
     :param terminated: uuids actually terminated (default: every planned
         victim); only those are listed.
     """
