@@ -4,9 +4,12 @@
 #
 # Phases:
 #   stack install      pip install opie_sched (develop mode) next to nova
-#   stack post-config  nova.conf: filters, weighers, provider config location;
-#                      write this compute host's provider config
-#   stack extra        run opie-scheduler as n-sch; create preemptible twins
+#   stack post-config  the scheduler options (opie-sched devcloud
+#                      scheduler-conf), provider config location; write this
+#                      compute host's provider config (opie-sched
+#                      provider-config)
+#   stack extra        run opie-scheduler as n-sch (nova.conf + the scheduler
+#                      options file); create preemptible twins
 #                      of $OPIE_SCHED_TWIN_FLAVORS
 #                      and the enabled companion services (opie-market,
 #                      opie-market-api, opie-autoscaler, opie-repacker)
@@ -14,6 +17,11 @@
 #   clean              remove the provider config file
 #
 # Settings: devstack/settings.
+#
+# The steps and configuration are those of "opie-sched devcloud up"
+# (opie_sched/devcloud): the same opie-sched subcommands (scheduler-conf,
+# provider-config, flavor create-preemptible), opie-market db sync, and the
+# market API under gunicorn through opie_sched.devcloud.wsgi.
 
 XTRACE_OPIE_SCHED=$(set +o | grep xtrace)
 set -o xtrace
@@ -23,6 +31,10 @@ set -o xtrace
 
 function install_opie_sched {
     setup_develop "$OPIE_SCHED_DIR"
+    if is_service_enabled opie-market-api; then
+        # The market API runs under gunicorn, as in devcloud.
+        pip_install gunicorn
+    fi
 }
 
 # _opie_nova_opt SECTION OPTION DEFAULT: an option of $NOVA_CONF, or DEFAULT
@@ -32,20 +44,27 @@ function _opie_nova_opt {
     echo "${value:-$3}"
 }
 
+# The scheduler options of opie_sched (filters, weighers), rendered by the
+# same command devcloud uses: opie-sched devcloud scheduler-conf. The file
+# is opie-scheduler's second --config-file (as in devcloud); when the plain
+# n-sch runs instead, its options are copied into $NOVA_CONF.
 function configure_opie_sched_filters {
-    iniset_multiline "$NOVA_CONF" filter_scheduler available_filters \
-        nova.scheduler.filters.all_filters \
-        opie_sched.scheduler.filters.all_filters
-
     local filters
     filters=$(_opie_nova_opt filter_scheduler enabled_filters "$NOVA_FILTERS")
-    if [[ ",$filters," != *",PreemptibleFullStateFilter,"* ]]; then
-        filters="${filters:+$filters,}PreemptibleFullStateFilter"
+    sudo install -d -o "$STACK_USER" -m 0755 "$(dirname "$OPIE_SCHED_SCHEDULER_CONF")"
+    "$OPIE_SCHED_BIN_DIR/opie-sched" devcloud scheduler-conf \
+        --base-filters "$filters" --output "$OPIE_SCHED_SCHEDULER_CONF" \
+        || die $LINENO "opie-sched devcloud scheduler-conf failed"
+    if [[ "$OPIE_SCHED_ENABLE_SCHEDULER" != "True" ]]; then
+        iniset_multiline "$NOVA_CONF" filter_scheduler available_filters \
+            $(awk -F' = ' '$1 == "available_filters" { print $2 }' \
+                "$OPIE_SCHED_SCHEDULER_CONF")
+        local key
+        for key in enabled_filters weight_classes; do
+            iniset "$NOVA_CONF" filter_scheduler $key \
+                "$(iniget "$OPIE_SCHED_SCHEDULER_CONF" filter_scheduler $key)"
+        done
     fi
-    iniset "$NOVA_CONF" filter_scheduler enabled_filters "$filters"
-
-    iniset "$NOVA_CONF" filter_scheduler weight_classes \
-        "nova.scheduler.weights.all_weighers,opie_sched.scheduler.weights.PreemptionCostWeigher,opie_sched.scheduler.weights.PreemptibleCountWeigher"
 }
 
 # The size of the file system holding PATH (or its closest existing parent),
@@ -114,8 +133,12 @@ function configure_opie_sched {
 # n-sch is started after the post-config phase, so the swap happens in
 # stack extra: replace the devstack@n-sch unit with opie-scheduler.
 function start_opie_scheduler {
+    local conf="--config-file $NOVA_CONF"
+    if [[ -f "$OPIE_SCHED_SCHEDULER_CONF" ]]; then
+        conf+=" --config-file $OPIE_SCHED_SCHEDULER_CONF"
+    fi
     stop_process n-sch
-    run_process n-sch "$OPIE_SCHED_BIN_DIR/opie-scheduler --config-file $NOVA_CONF"
+    run_process n-sch "$OPIE_SCHED_BIN_DIR/opie-scheduler $conf"
 }
 
 function create_opie_sched_flavors {
@@ -143,6 +166,12 @@ function configure_opie_sched_services {
     iniset "$OPIE_SCHED_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
     if is_service_enabled opie-market opie-market-api; then
         iniset "$OPIE_SCHED_CONF" opie_market state_dir "$OPIE_SCHED_STATE_DIR/market"
+        # As in devcloud: the market's database on the cloud's database
+        # server, leader election through file locks.
+        iniset "$OPIE_SCHED_CONF" opie_market connection \
+            "$(database_connection_url opie_market)"
+        iniset "$OPIE_SCHED_CONF" opie_market coordination_url \
+            "file://$OPIE_SCHED_STATE_DIR/locks"
         iniset "$OPIE_SCHED_CONF" opie_market cloud "$OPIE_SCHED_CLOUD"
         iniset "$OPIE_SCHED_CONF" opie_market api_port "$OPIE_SCHED_MARKET_PORT"
         iniset "$OPIE_SCHED_CONF" opie_market api_auth_strategy keystone
@@ -173,12 +202,22 @@ function configure_opie_sched_services {
 function start_opie_sched_services {
     local conf="--config-file $OPIE_SCHED_CONF"
     if is_service_enabled opie-market opie-market-api; then
+        recreate_database opie_market
         "$OPIE_SCHED_BIN_DIR/opie-market" $conf db sync \
             || die $LINENO "opie-market db sync failed"
         create_service_user opie-market admin
+        # The catalog entry devcloud creates too (type spot-market, used by
+        # "openstack spot ...").
+        local market_service
+        market_service=$(get_or_create_service opie-market spot-market \
+            "opie_sched spot market")
+        get_or_create_endpoint "$market_service" "$REGION_NAME" \
+            "http://$SERVICE_HOST:$OPIE_SCHED_MARKET_PORT"
     fi
     run_process opie-market "$OPIE_SCHED_BIN_DIR/opie-market $conf run"
-    run_process opie-market-api "$OPIE_SCHED_BIN_DIR/opie-market $conf api"
+    # The REST API under gunicorn with the paste pipeline "main"
+    # (keystonemiddleware), the same command devcloud runs.
+    run_process opie-market-api "/usr/bin/env OPIE_DEVCLOUD_WSGI=market OPIE_MARKET_CONFIG=$OPIE_SCHED_CONF OPIE_MARKET_PASTE=$OPIE_SCHED_MARKET_PASTE $OPIE_SCHED_BIN_DIR/gunicorn --no-control-socket --bind $SERVICE_LISTEN_ADDRESS:$OPIE_SCHED_MARKET_PORT --workers 1 --threads 4 --timeout 300 --graceful-timeout 5 --name opie-market-api opie_sched.devcloud.wsgi:application"
     run_process opie-autoscaler "$OPIE_SCHED_BIN_DIR/opie-autoscaler $conf"
     run_process opie-repacker "$OPIE_SCHED_BIN_DIR/opie-repacker $conf"
 }
@@ -191,7 +230,7 @@ function stop_opie_sched_services {
 }
 
 function cleanup_opie_sched {
-    rm -f "$OPIE_SCHED_PROVIDER_CONFIG_FILE"
+    rm -f "$OPIE_SCHED_PROVIDER_CONFIG_FILE" "$OPIE_SCHED_SCHEDULER_CONF"
 }
 
 # Dispatch

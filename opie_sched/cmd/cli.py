@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     'opie_sched.cmd.repack',
     'opie_sched.cmd.market',
     'opie_sched.cmd.simulate',
+    'opie_sched.devcloud.cli',
 )
 
 

@@ -600,4 +600,10 @@ def init_application(argv=None, paste_file=None, name='main'):
     if paste_file is None:
         return build_app(conf)
     from paste import deploy
-    return deploy.loadapp('config:%s' % paste_file, name=name)
+    # keystonemiddleware's auth_token reads its [keystone_authtoken]
+    # options from this same configuration file, not from a default path.
+    global_conf = {}
+    if conf.config_file:
+        global_conf['oslo_config_file'] = conf.config_file[-1]
+    return deploy.loadapp('config:%s' % paste_file, name=name,
+                          global_conf=global_conf)

@@ -1,0 +1,246 @@
+"""``opie-sched devcloud``: start, inspect and remove a multi-process
+all-in-one cloud on this machine.
+
+::
+
+    opie-sched devcloud up [--computes N] [--scheduler-workers N]
+        [--compute-vcpus N] [--compute-ram-mb MB] [--compute-disk-gb GB]
+        [--state-dir DIR] [--with-autoscaler] [--with-repacker]
+        [--replace] [--format text|json]
+    opie-sched devcloud status [--state-dir DIR] [--format text|json]
+    opie-sched devcloud down [--state-dir DIR]
+    opie-sched devcloud scheduler-conf [--workers N] [--base-filters LIST]
+        [--output FILE]
+
+``scheduler-conf`` prints the opie_sched options of the scheduler's
+nova.conf (the file ``opie-scheduler`` reads as a second
+``--config-file``), shared with the DevStack plugin.
+"""
+
+import json
+import os
+import sys
+import time
+
+from opie_sched.cmd import cli
+from opie_sched.devcloud import config
+from opie_sched.devcloud import layout as layout_mod
+from opie_sched.devcloud import preflight
+from opie_sched.devcloud import process
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        import argparse
+        raise argparse.ArgumentTypeError('expected an integer >= 1, got %r'
+                                         % text)
+    return value
+
+
+def _say(message):
+    sys.stderr.write('devcloud: %s\n' % message)
+    sys.stderr.flush()
+
+
+def _print_summary(summary, fmt):
+    if fmt == 'json':
+        sys.stdout.write(json.dumps(summary, indent=2, sort_keys=True)
+                         + '\n')
+        return
+    lines = ['devcloud %s in %s' % (summary.get('status'),
+                                    summary['state_dir'])]
+    if summary.get('start_seconds') is not None:
+        lines.append('  started in %.1f s' % summary['start_seconds'])
+    lines.append('  clouds.yaml: %s (clouds: %s)' % (
+        summary['clouds_yaml'], ', '.join(summary['clouds'])))
+    lines.append('  databases %s*, RabbitMQ vhost %s' % (
+        summary['db_prefix'], summary['vhost']))
+    for name, url in sorted(summary['endpoints'].items()):
+        note = (' (stand-in, not in the catalog)' if name == 'neutron' and
+                summary.get('neutron') == 'standin' else '')
+        lines.append('  %-11s %s%s' % (name, url, note))
+    width = max([len(n) for n in summary['services']] + [7])
+    for name, info in summary['services'].items():
+        extra = ''
+        if 'health' in info:
+            extra = '  %-5s %3d proc %7.1f MiB  %s' % (
+                'alive' if info['alive'] else 'DEAD', info['processes'],
+                info['rss_mib'], info['health'])
+        lines.append('  %-*s pid %-7s%s' % (width, name, info['pid'], extra))
+    if 'rss_mib_total' in summary:
+        lines.append('  RSS of all services: %.1f MiB'
+                     % summary['rss_mib_total'])
+    lines.append('  export OS_CLIENT_CONFIG_FILE=%s; openstack --os-cloud '
+                 'devcloud-demo server list' % summary['clouds_yaml'])
+    sys.stdout.write('\n'.join(lines) + '\n')
+
+
+def _up(args):
+    from opie_sched.devcloud import cloud as cloud_mod
+    try:
+        ports = layout_mod.allocate_ports(
+            layout_mod.HTTP_SERVICES,
+            layout_mod.Layout(args.state_dir).root)
+        settings = config.Settings(
+            ports, computes=args.computes,
+            scheduler_workers=args.scheduler_workers,
+            compute_vcpus=args.compute_vcpus,
+            compute_ram_mb=args.compute_ram_mb,
+            compute_disk_gb=args.compute_disk_gb,
+            allocation_ratio=args.allocation_ratio,
+            prefix=sys.prefix, debug=args.service_debug,
+            with_autoscaler=args.with_autoscaler,
+            with_repacker=args.with_repacker, neutron=args.neutron)
+    except ValueError as exc:
+        raise cli.UsageError('devcloud up: %s' % exc)
+    cloud = cloud_mod.Cloud(args.state_dir, say=_say)
+    t0 = time.monotonic()
+    try:
+        summary = cloud.up(settings, replace=args.replace)
+    except process.ServiceError as exc:
+        if exc.log:
+            sys.stderr.write('---- last lines of %s\n%s\n----\n'
+                             % (exc.log, getattr(exc, 'tail', None)
+                                or process.tail(exc.log)))
+        raise
+    summary['start_seconds'] = round(time.monotonic() - t0, 1)
+    _print_summary(summary, args.format)
+    if args.format != 'json':
+        sys.stdout.write('clouds.yaml: %s\n' % summary['clouds_yaml'])
+    return 0
+
+
+def _down(args):
+    from opie_sched.devcloud import cloud as cloud_mod
+    cloud = cloud_mod.Cloud(args.state_dir, say=_say)
+    t0 = time.monotonic()
+    stopped = cloud.down()
+    sys.stdout.write('devcloud in %s removed (%d services stopped, '
+                     '%.1f s)\n' % (cloud.layout.root, len(stopped),
+                                    time.monotonic() - t0))
+    return 0
+
+
+def _status(args):
+    from opie_sched.devcloud import cloud as cloud_mod
+    cloud = cloud_mod.Cloud(args.state_dir)
+    summary = cloud.status()
+    if summary is None:
+        sys.stdout.write('no devcloud in %s\n' % cloud.layout.root)
+        return 3
+    _print_summary(summary, args.format)
+    dead = [n for n, i in summary['services'].items() if not i['alive']]
+    return 1 if dead else 0
+
+
+def _scheduler_conf(args):
+    text = config.render(config.scheduler_conf(args.workers,
+                                               args.base_filters))
+    if args.output in (None, '-'):
+        sys.stdout.write(text)
+    else:
+        directory = os.path.dirname(os.path.abspath(args.output))
+        os.makedirs(directory, exist_ok=True)
+        with open(args.output, 'w') as f:
+            f.write(text)
+    return 0
+
+
+def register(subparsers):
+    from opie_sched.devcloud import cloud as cloud_mod
+
+    parser = subparsers.add_parser(
+        'devcloud', help='a multi-process all-in-one cloud on this machine',
+        description='Start (up), inspect (status) and remove (down) an '
+                    'all-in-one cloud made of separate processes: Keystone, '
+                    'Placement, Glance, neutron-server (API only, or a '
+                    'stand-in), nova-api, '
+                    'nova-conductor, opie-scheduler, fake nova-computes, '
+                    'opie-market and its API; MariaDB and RabbitMQ on '
+                    '127.0.0.1 (root without password, guest/guest).')
+    sub = parser.add_subparsers(dest='devcloud_command', metavar='COMMAND')
+    sub.required = True
+    errors = (preflight.MissingError, process.ServiceError,
+              cloud_mod.AlreadyUpError, layout_mod.StateError)
+
+    def state_dir(p):
+        p.add_argument('--state-dir', default=layout_mod.default_state_dir(),
+                       help='directory of the cloud: configuration, logs, '
+                            'clouds.yaml, state file (default: '
+                            '$OPIE_DEVCLOUD_STATE_DIR or %s)'
+                            % layout_mod.DEFAULT_STATE_DIR)
+
+    def fmt(p):
+        p.add_argument('--format', choices=('text', 'json'), default='text',
+                       help='output format of the summary')
+
+    up = sub.add_parser('up', help='start a cloud',
+                        description='Start a cloud and print its summary '
+                                    'and the path of its clouds.yaml '
+                                    '(clouds devcloud-admin, devcloud-demo, '
+                                    'devcloud-alt).')
+    state_dir(up)
+    fmt(up)
+    up.add_argument('--computes', type=_positive, default=2,
+                    help='number of nova-compute services (default 2)')
+    up.add_argument('--scheduler-workers', type=_positive, default=2,
+                    help='opie-scheduler worker processes (default 2)')
+    up.add_argument('--compute-vcpus', type=_positive, default=8,
+                    help='vCPUs per compute host (default 8)')
+    up.add_argument('--compute-ram-mb', type=_positive, default=16000,
+                    help='RAM per compute host, MB (default 16000)')
+    up.add_argument('--compute-disk-gb', type=_positive, default=200,
+                    help='disk per compute host, GB (default 200)')
+    up.add_argument('--allocation-ratio', type=float, default=1.0,
+                    help='cpu/ram/disk allocation ratio of the hosts '
+                         '(default 1.0)')
+    up.add_argument('--with-autoscaler', action='store_true',
+                    help='also run opie-autoscaler')
+    up.add_argument('--with-repacker', action='store_true',
+                    help='also run opie-repacker (dry run)')
+    up.add_argument('--neutron', choices=config.NEUTRON_MODES,
+                    default='server',
+                    help='server: the real neutron-server, API only (ML2 '
+                         'without agents; servers use --nic none); '
+                         'standin: a stand-in answering the few reads nova '
+                         'makes, not in the catalog (default server)')
+    up.add_argument('--replace', action='store_true',
+                    help='replace a cloud already up in the state '
+                         'directory')
+    up.add_argument('--service-debug', action='store_true',
+                    help='debug logging in every service')
+    up.set_defaults(func=_up, errors=errors)
+
+    down = sub.add_parser('down', help='stop and remove a cloud',
+                          description='Stop every process of the cloud, '
+                                      'drop its databases and RabbitMQ '
+                                      'vhost, remove its state directory.')
+    state_dir(down)
+    down.set_defaults(func=_down, errors=errors)
+
+    status = sub.add_parser('status', help='services, pids and health',
+                            description='List the services with pid, '
+                                        'memory and health. Exit code 1 '
+                                        'when one died, 3 when there is no '
+                                        'cloud.')
+    state_dir(status)
+    fmt(status)
+    status.set_defaults(func=_status, errors=errors)
+
+    sched = sub.add_parser(
+        'scheduler-conf',
+        help="print opie_sched's options of the scheduler's nova.conf",
+        description='Write the [filter_scheduler] (and [scheduler] '
+                    'workers) options that opie-scheduler reads as its '
+                    'second --config-file; used by devcloud and DevStack.')
+    sched.add_argument('--workers', type=_positive,
+                       help='[scheduler] workers (default: unset)')
+    sched.add_argument('--base-filters',
+                       help='comma-separated filters to keep before '
+                            "opie_sched's (default nova's defaults)")
+    sched.add_argument('--output', help='file to write (default stdout)')
+    sched.set_defaults(func=_scheduler_conf, errors=(OSError,))

@@ -1,0 +1,418 @@
+"""Configuration files of the devcloud's services, rendered from
+:class:`Settings`.
+
+Each ``*_conf`` function returns ``{section: {option: value}}``; a list
+value is written as the option repeated (oslo.config ``MultiStrOpt``).
+:func:`render` turns that into INI text. Nothing here starts a process or
+touches the network, so every file can be checked by unit tests.
+
+The scheduler options of opie_sched (:func:`scheduler_conf`) are shared with
+the DevStack plugin: both run ``opie-scheduler --config-file nova.conf
+--config-file <that file>``, the file written by ``opie-sched devcloud
+scheduler-conf``.
+"""
+
+import secrets
+
+#: nova's default ``[filter_scheduler] enabled_filters`` (nova 34).
+NOVA_DEFAULT_FILTERS = (
+    'ComputeFilter',
+    'ComputeCapabilitiesFilter',
+    'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter',
+    'ServerGroupAffinityFilter',
+)
+
+#: What opie_sched adds to nova's filters and weighers.
+OPIE_FILTERS = ('PreemptibleFullStateFilter',)
+OPIE_AVAILABLE_FILTERS = ('nova.scheduler.filters.all_filters',
+                          'opie_sched.scheduler.filters.all_filters')
+OPIE_WEIGHT_CLASSES = (
+    'nova.scheduler.weights.all_weighers',
+    'opie_sched.scheduler.weights.PreemptionCostWeigher',
+    'opie_sched.scheduler.weights.PreemptibleCountWeigher',
+)
+
+#: Region of every catalog entry.
+REGION = 'RegionOne'
+
+#: Users created by ``up``: cloud name -> (user, project, role).
+CLOUD_USERS = {
+    'devcloud-admin': ('admin', 'admin', 'admin'),
+    'devcloud-demo': ('demo', 'demo', 'member'),
+    'devcloud-alt': ('alt_demo', 'alt_demo', 'member'),
+}
+
+#: Service users (in project ``service``, roles admin and service).
+SERVICE_USERS = ('nova', 'placement', 'glance', 'neutron', 'opie-market')
+
+#: ``Settings.neutron``: the real neutron-server (API only: ML2 without
+#: mechanism drivers, no agents) or the stand-in of
+#: :mod:`opie_sched.devcloud.neutron_standin`.
+NEUTRON_MODES = ('server', 'standin')
+
+
+class Settings:
+    """The parameters of one devcloud (stored in its state file).
+
+    :param ports: ``{service: TCP port}`` for the HTTP services of
+        :data:`opie_sched.devcloud.layout.HTTP_SERVICES`.
+    :param computes: number of nova-compute services (>= 1).
+    :param scheduler_workers: opie-scheduler worker processes (>= 1).
+    :param compute_vcpus: vCPUs of each fake compute host.
+    :param compute_ram_mb: RAM of each fake compute host, MB.
+    :param compute_disk_gb: local disk of each fake compute host, GB.
+    :param allocation_ratio: cpu/ram/disk allocation ratio of every host
+        (the same value goes into nova.conf and the provider config).
+    :param password: password of every user of the cloud (a random one
+        when ``None``).
+    :param prefix: ``sys.prefix`` of the environment holding the services
+        (for the paste files shipped by nova and glance).
+    :raises ValueError: a count or size below 1.
+    """
+
+    FIELDS = ('ports', 'computes', 'scheduler_workers', 'compute_vcpus',
+              'compute_ram_mb', 'compute_disk_gb', 'allocation_ratio',
+              'password', 'prefix', 'host', 'mysql', 'rabbit', 'debug',
+              'with_autoscaler', 'with_repacker', 'neutron')
+
+    def __init__(self, ports, computes=2, scheduler_workers=2,
+                 compute_vcpus=8, compute_ram_mb=16000, compute_disk_gb=200,
+                 allocation_ratio=1.0, password=None, prefix='/usr',
+                 host='127.0.0.1', mysql='root@127.0.0.1:3306',
+                 rabbit='guest:guest@127.0.0.1:5672', debug=False,
+                 with_autoscaler=False, with_repacker=False,
+                 neutron='server'):
+        for name, value in (('computes', computes),
+                            ('scheduler_workers', scheduler_workers),
+                            ('compute_vcpus', compute_vcpus),
+                            ('compute_ram_mb', compute_ram_mb),
+                            ('compute_disk_gb', compute_disk_gb)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError('%s must be an integer >= 1, got %r'
+                                 % (name, value))
+        if compute_ram_mb <= 512:
+            raise ValueError('compute_ram_mb must exceed the 512 MB nova '
+                             'reserves for the host, got %r'
+                             % compute_ram_mb)
+        if neutron not in NEUTRON_MODES:
+            raise ValueError('neutron must be one of %s, got %r'
+                             % (', '.join(NEUTRON_MODES), neutron))
+        if not allocation_ratio > 0:
+            raise ValueError('allocation_ratio must be > 0, got %r'
+                             % allocation_ratio)
+        self.ports = dict(ports)
+        self.computes = computes
+        self.scheduler_workers = scheduler_workers
+        self.compute_vcpus = compute_vcpus
+        self.compute_ram_mb = compute_ram_mb
+        self.compute_disk_gb = compute_disk_gb
+        self.allocation_ratio = float(allocation_ratio)
+        self.password = password or secrets.token_hex(12)
+        self.prefix = prefix
+        self.host = host
+        self.mysql = mysql
+        self.rabbit = rabbit
+        self.debug = debug
+        self.with_autoscaler = with_autoscaler
+        self.with_repacker = with_repacker
+        self.neutron = neutron
+
+    def to_dict(self):
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls(**{k: v for k, v in data.items() if k in cls.FIELDS})
+
+    def url(self, service, path=''):
+        """The endpoint URL of an HTTP service."""
+        return 'http://%s:%d%s' % (self.host, self.ports[service], path)
+
+    @property
+    def auth_url(self):
+        return self.url('keystone', '/v3')
+
+    def db_url(self, database):
+        """SQLAlchemy URL of a MariaDB database (full name)."""
+        return 'mysql+pymysql://%s/%s?charset=utf8' % (self.mysql, database)
+
+    def transport_url(self, vhost):
+        return 'rabbit://%s/%s' % (self.rabbit, vhost)
+
+    def compute_host(self, index):
+        """Host name of compute ``index`` (1-based)."""
+        return 'devcloud-c%d' % index
+
+
+def render(sections):
+    """INI text of ``{section: {option: value}}`` (lists repeat the option,
+    booleans are ``True``/``False``, ``None`` values are left out)."""
+    lines = []
+    for section, options in sections.items():
+        lines.append('[%s]' % section)
+        for key, value in options.items():
+            if value is None:
+                continue
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                lines.append('%s = %s' % (key, item))
+        lines.append('')
+    return '\n'.join(lines)
+
+
+def _authtoken(settings, username):
+    """``[keystone_authtoken]`` of a service validating tokens."""
+    return {
+        'www_authenticate_uri': settings.auth_url,
+        'auth_url': settings.auth_url,
+        'auth_type': 'password',
+        'username': username,
+        'password': settings.password,
+        'project_name': 'service',
+        'user_domain_name': 'Default',
+        'project_domain_name': 'Default',
+        'region_name': REGION,
+        'memcached_servers': None,
+        'service_token_roles_required': True,
+    }
+
+
+def _service_auth(settings, username):
+    """keystoneauth options of a service calling another service."""
+    return {
+        'auth_type': 'password',
+        'auth_url': settings.auth_url,
+        'username': username,
+        'password': settings.password,
+        'project_name': 'service',
+        'user_domain_name': 'Default',
+        'project_domain_name': 'Default',
+        'region_name': REGION,
+    }
+
+
+def keystone_conf(settings, layout):
+    return {
+        'DEFAULT': {'debug': settings.debug},
+        'database': {'connection': settings.db_url(
+            layout.database('keystone'))},
+        'token': {'provider': 'fernet'},
+        'fernet_tokens': {'key_repository': layout.path(
+            'keystone', 'fernet-keys')},
+        'fernet_receipts': {'key_repository': layout.path(
+            'keystone', 'fernet-keys')},
+        'credential': {'key_repository': layout.path(
+            'keystone', 'credential-keys')},
+        # Without a cache a token validation takes about 1 s here.
+        'cache': {'enabled': True, 'backend': 'dogpile.cache.memory'},
+        'identity': {'password_hash_rounds': 4},
+    }
+
+
+def placement_conf(settings, layout):
+    return {
+        'DEFAULT': {'debug': settings.debug},
+        'placement_database': {'connection': settings.db_url(
+            layout.database('placement'))},
+        'api': {'auth_strategy': 'keystone'},
+        'keystone_authtoken': _authtoken(settings, 'placement'),
+    }
+
+
+def glance_conf(settings, layout):
+    return {
+        'DEFAULT': {
+            'debug': settings.debug,
+            'enabled_backends': 'fs:file',
+            'bind_host': settings.host,
+            'bind_port': settings.ports['glance'],
+            'public_endpoint': settings.url('glance'),
+        },
+        'database': {'connection': settings.db_url(
+            layout.database('glance'))},
+        'glance_store': {'default_backend': 'fs'},
+        'fs': {'filesystem_store_datadir': layout.path('glance', 'images')},
+        'os_glance_staging_store': {
+            'filesystem_store_datadir': layout.path('glance', 'staging')},
+        'os_glance_tasks_store': {
+            'filesystem_store_datadir': layout.path('glance', 'tasks')},
+        'paste_deploy': {'flavor': 'keystone'},
+        'keystone_authtoken': _authtoken(settings, 'glance'),
+        'oslo_concurrency': {'lock_path': layout.path('glance', 'locks')},
+    }
+
+
+def neutron_conf(settings, layout):
+    """neutron.conf of an API-only neutron-server: ML2 with no mechanism
+    driver and no tenant network type (servers use ``--nic none``), no
+    agents, no service plugins, no notifications to nova."""
+    return {
+        'DEFAULT': {
+            'debug': settings.debug,
+            'core_plugin': 'ml2',
+            'service_plugins': '',
+            'auth_strategy': 'keystone',
+            'transport_url': settings.transport_url(layout.vhost),
+            'api_paste_config': layout.path('etc', 'neutron',
+                                            'api-paste.ini'),
+            'notify_nova_on_port_status_changes': False,
+            'notify_nova_on_port_data_changes': False,
+            'state_path': layout.path('neutron'),
+        },
+        'database': {'connection': settings.db_url(
+            layout.database('neutron'))},
+        'keystone_authtoken': _authtoken(settings, 'neutron'),
+        'ml2': {'type_drivers': 'flat,vlan', 'tenant_network_types': '',
+                'mechanism_drivers': '', 'extension_drivers': ''},
+        'oslo_concurrency': {'lock_path': layout.path('neutron', 'locks')},
+    }
+
+
+def nova_conf(settings, layout):
+    """nova.conf shared by nova-api, nova-conductor, opie-scheduler and the
+    computes (each compute adds :func:`compute_conf`)."""
+    ratio = settings.allocation_ratio
+    return {
+        'DEFAULT': {
+            'debug': settings.debug,
+            'transport_url': settings.transport_url(layout.vhost),
+            'compute_driver': 'fake.FakeDriver',
+            'state_path': layout.path('nova'),
+            'my_ip': settings.host,
+            'cpu_allocation_ratio': ratio,
+            'ram_allocation_ratio': ratio,
+            'disk_allocation_ratio': ratio,
+            'reserved_host_memory_mb': 512,
+        },
+        'wsgi': {'api_paste_config': layout.path('etc', 'nova',
+                                                 'api-paste.ini')},
+        'api': {'auth_strategy': 'keystone'},
+        'api_database': {'connection': settings.db_url(
+            layout.database('nova_api'))},
+        'database': {'connection': settings.db_url(layout.database('nova'))},
+        'keystone_authtoken': _authtoken(settings, 'nova'),
+        'placement': _service_auth(settings, 'placement'),
+        # The stand-in is kept out of the catalog: nova is pointed at it.
+        'neutron': dict(_service_auth(settings, 'nova'),
+                        endpoint_override=settings.url('neutron')
+                        if settings.neutron == 'standin' else None),
+        'glance': {'region_name': REGION},
+        'conductor': {'workers': 1},
+        'oslo_concurrency': {'lock_path': layout.path('nova', 'locks')},
+        'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': 0},
+        'compute': {'provider_config_location': None},
+    }
+
+
+def compute_conf(settings, layout, index):
+    """The overlay config of compute ``index`` (1-based): its own host,
+    state and instances paths and provider config directory."""
+    return {
+        'DEFAULT': {
+            'host': settings.compute_host(index),
+            'state_path': layout.path('compute-%d' % index),
+            'instances_path': layout.path('compute-%d' % index,
+                                          'instances'),
+        },
+        'compute': {'provider_config_location': provider_config_dir(
+            layout, index)},
+        'oslo_concurrency': {'lock_path': layout.path(
+            'compute-%d' % index, 'locks')},
+    }
+
+
+def provider_config_dir(layout, index):
+    return layout.path('compute-%d' % index, 'provider_config')
+
+
+def provider_config_command(settings, output):
+    """``opie-sched provider-config`` arguments for one fake host (written
+    before the compute first starts; uuid ``$COMPUTE_NODE``)."""
+    ratio = '%g' % settings.allocation_ratio
+    return ['provider-config',
+            '--vcpus', str(settings.compute_vcpus),
+            '--memory-mb', str(settings.compute_ram_mb),
+            '--disk-gb', str(settings.compute_disk_gb),
+            '--reserved-vcpus', '0', '--reserved-memory-mb', '512',
+            '--reserved-disk-gb', '0',
+            '--cpu-allocation-ratio', ratio,
+            '--ram-allocation-ratio', ratio,
+            '--disk-allocation-ratio', ratio,
+            '--output', output]
+
+
+def scheduler_conf(workers=None, base_filters=None):
+    """The opie_sched part of the scheduler's nova.conf.
+
+    :param workers: ``[scheduler] workers`` (``None``: nova's default).
+    :param base_filters: the filters to keep before opie_sched's (default
+        nova's :data:`NOVA_DEFAULT_FILTERS`); a comma-separated string or a
+        list.
+    """
+    if base_filters is None:
+        base_filters = NOVA_DEFAULT_FILTERS
+    elif isinstance(base_filters, str):
+        base_filters = [f.strip() for f in base_filters.split(',')
+                        if f.strip()]
+    filters = list(base_filters)
+    filters += [f for f in OPIE_FILTERS if f not in filters]
+    conf = {
+        'filter_scheduler': {
+            'available_filters': list(OPIE_AVAILABLE_FILTERS),
+            'enabled_filters': ','.join(filters),
+            'weight_classes': ','.join(OPIE_WEIGHT_CLASSES),
+        },
+    }
+    if workers is not None:
+        conf['scheduler'] = {'workers': workers}
+    return conf
+
+
+def market_conf(settings, layout):
+    """opie_sched.conf of opie-market, its API and the companions."""
+    return {
+        'DEFAULT': {'debug': settings.debug},
+        'opie_market': {
+            'state_dir': layout.path('market'),
+            'connection': settings.db_url(layout.database('market')),
+            'cloud': 'devcloud-admin',
+            'api_auth_strategy': 'keystone',
+            'api_host': settings.host,
+            'api_port': settings.ports['market-api'],
+            'coordination_url': 'file://' + layout.path('locks'),
+        },
+        'keystone_authtoken': _authtoken(settings, 'opie-market'),
+        'opie_autoscaler': {
+            'cloud': 'devcloud-admin',
+            'coordination_url': 'file://' + layout.path('locks'),
+            'market_url': settings.url('market-api', '/v1'),
+            'applications_file': layout.path('autoscaler-apps.yaml'),
+        },
+        'opie_repacker': {
+            'cloud': 'devcloud-admin',
+            'state_dir': layout.path('repacker'),
+            'dry_run': True,
+        },
+    }
+
+
+def clouds_yaml(settings):
+    """clouds.yaml content (a dict) with the clouds of
+    :data:`CLOUD_USERS`."""
+    clouds = {}
+    for name, (user, project, _role) in CLOUD_USERS.items():
+        clouds[name] = {
+            'auth': {
+                'auth_url': settings.auth_url,
+                'username': user,
+                'password': settings.password,
+                'project_name': project,
+                'user_domain_name': 'Default',
+                'project_domain_name': 'Default',
+            },
+            'region_name': REGION,
+            'interface': 'public',
+            'identity_api_version': 3,
+        }
+    return {'clouds': clouds}

@@ -1,0 +1,121 @@
+"""What ``devcloud up`` needs on the machine, checked before anything is
+started: MariaDB, RabbitMQ (and ``rabbitmqctl``), the Python packages and
+the programs of the services."""
+
+import importlib.util
+import os
+import shutil
+import socket
+import sys
+
+#: Python packages (import name -> distribution to install).
+PACKAGES = {
+    'keystone': 'keystone',
+    'glance': 'glance',
+    'placement': 'openstack-placement',
+    'nova': 'nova',
+    'gunicorn': 'gunicorn',
+    'pymysql': 'PyMySQL',
+    'openstack': 'openstacksdk',
+    'openstackclient': 'python-openstackclient',
+}
+
+#: Programs run by ``up`` (looked up beside the Python interpreter first).
+PROGRAMS = ('keystone-manage', 'glance-manage', 'placement-manage',
+            'nova-manage', 'nova-conductor', 'opie-scheduler', 'opie-market',
+            'opie-sched', 'gunicorn')
+
+INSTALL_HINT = ("install them with: pip install -c "
+                "tools/devcloud-constraints.txt -e '.[devcloud]' "
+                "(or use: tox -e devcloud -- up)")
+
+
+class MissingError(Exception):
+    """Something ``up`` needs is missing; the message names all of it."""
+
+
+def bin_path(program):
+    """The path of ``program``: beside ``sys.executable``, else on PATH;
+    ``None`` when absent."""
+    local = os.path.join(os.path.dirname(sys.executable), program)
+    if os.access(local, os.X_OK):
+        return local
+    return shutil.which(program)
+
+
+def tcp_open(host, port, timeout=3.0):
+    """Whether a TCP connection to ``host:port`` succeeds."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def mariadb_problem(host='127.0.0.1', port=3306, user='root'):
+    """``None`` when MariaDB accepts ``user`` without password, else why."""
+    if not tcp_open(host, port):
+        return ('MariaDB/MySQL is not reachable on %s:%d (start it, e.g. '
+                'service mariadb start)' % (host, port))
+    try:
+        import pymysql
+    except ImportError:
+        return None  # reported as a missing package
+    try:
+        pymysql.connect(host=host, port=port, user=user,
+                        connect_timeout=5).close()
+    except pymysql.MySQLError as exc:
+        return ('MariaDB on %s:%d refuses user %s without password: %s'
+                % (host, port, user, exc))
+    return None
+
+
+def rabbitmq_problem(host='127.0.0.1', port=5672):
+    """``None`` when RabbitMQ listens and ``rabbitmqctl`` exists."""
+    if not tcp_open(host, port):
+        return ('RabbitMQ is not reachable on %s:%d (start it, e.g. '
+                'service rabbitmq-server start)' % (host, port))
+    if not shutil.which('rabbitmqctl'):
+        return ('rabbitmqctl not found on PATH: needed to create the '
+                "cloud's RabbitMQ vhost")
+    return None
+
+
+def missing_packages(packages=None):
+    """Distributions whose import name cannot be found."""
+    packages = PACKAGES if packages is None else packages
+    return sorted(dist for name, dist in packages.items()
+                  if importlib.util.find_spec(name) is None)
+
+
+def missing_programs(programs=PROGRAMS):
+    return [p for p in programs if bin_path(p) is None]
+
+
+def check(mysql_host='127.0.0.1', mysql_port=3306, rabbit_host='127.0.0.1',
+          rabbit_port=5672, neutron=False):
+    """Check everything; raise one error listing every problem.
+
+    :param neutron: whether the neutron package is needed (real
+        neutron-server).
+
+    :raises MissingError: something is missing (the message names it).
+    """
+    problems = []
+    packages = missing_packages()
+    if neutron:
+        packages += missing_packages({'neutron': 'neutron'})
+    if packages:
+        problems.append('Python packages missing: %s; %s'
+                        % (', '.join(packages), INSTALL_HINT))
+    programs = missing_programs(PROGRAMS + (
+        ('neutron-db-manage',) if neutron else ()))
+    if programs and not packages:
+        problems.append('programs missing: %s; %s'
+                        % (', '.join(programs), INSTALL_HINT))
+    for problem in (mariadb_problem(mysql_host, mysql_port),
+                    rabbitmq_problem(rabbit_host, rabbit_port)):
+        if problem:
+            problems.append(problem)
+    if problems:
+        raise MissingError('cannot start a devcloud: ' + '; '.join(problems))

@@ -1,0 +1,496 @@
+"""Tests of opie_sched.devcloud: configuration rendering, state layout,
+argument errors, missing-service detection, the Neutron stand-in."""
+
+import configparser
+import importlib
+import json
+import os
+import socket
+import sys
+
+import fixtures
+import testtools
+
+from opie_sched.cmd import cli
+from opie_sched.devcloud import compute
+from opie_sched.devcloud import config
+from opie_sched.devcloud import layout as layout_mod
+from opie_sched.devcloud import neutron_standin
+from opie_sched.devcloud import preflight
+from opie_sched.devcloud import process
+
+PORTS = {name: 21000 + i
+         for i, name in enumerate(layout_mod.HTTP_SERVICES)}
+
+
+def _settings(**kw):
+    kw.setdefault('password', 'pw')
+    return config.Settings(PORTS, **kw)
+
+
+def _parse(text):
+    """INI text -> ConfigParser (duplicate keys allowed as oslo does)."""
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    parser.read_string(text)
+    return parser
+
+
+class TestRender(testtools.TestCase):
+
+    def test_lists_repeat_and_none_left_out(self):
+        text = config.render({'a': {'x': ['1', '2'], 'y': None,
+                                    'z': True}})
+        self.assertEqual('[a]\nx = 1\nx = 2\nz = True\n', text)
+
+    def test_scheduler_conf_defaults(self):
+        conf = config.scheduler_conf(workers=3)
+        fs = conf['filter_scheduler']
+        self.assertEqual(
+            ','.join(config.NOVA_DEFAULT_FILTERS +
+                     ('PreemptibleFullStateFilter',)),
+            fs['enabled_filters'])
+        self.assertEqual(['nova.scheduler.filters.all_filters',
+                          'opie_sched.scheduler.filters.all_filters'],
+                         fs['available_filters'])
+        self.assertIn('opie_sched.scheduler.weights.PreemptionCostWeigher',
+                      fs['weight_classes'].split(','))
+        self.assertEqual({'workers': 3}, conf['scheduler'])
+
+    def test_scheduler_conf_keeps_base_filters_once(self):
+        conf = config.scheduler_conf(
+            base_filters='AvailabilityZoneFilter, PreemptibleFullStateFilter'
+                         ',ComputeFilter')
+        self.assertEqual(
+            'AvailabilityZoneFilter,PreemptibleFullStateFilter,'
+            'ComputeFilter', conf['filter_scheduler']['enabled_filters'])
+        self.assertNotIn('scheduler', conf)
+
+    def test_nova_conf(self):
+        layout = layout_mod.Layout('/tmp/x')
+        conf = config.nova_conf(_settings(), layout)
+        parsed = _parse(config.render(conf))
+        self.assertEqual('rabbit://guest:guest@127.0.0.1:5672/%s'
+                         % layout.vhost,
+                         parsed['DEFAULT']['transport_url'])
+        self.assertEqual('fake.FakeDriver',
+                         parsed['DEFAULT']['compute_driver'])
+        self.assertIn(layout.db_prefix + 'nova_api',
+                      parsed['api_database']['connection'])
+        # The real neutron-server is found in the catalog.
+        self.assertNotIn('endpoint_override', parsed['neutron'])
+        self.assertEqual('placement', parsed['placement']['username'])
+        self.assertEqual('1.0', parsed['DEFAULT']['cpu_allocation_ratio'])
+
+    def test_standin_kept_out_of_catalog(self):
+        conf = config.nova_conf(_settings(neutron='standin'),
+                                layout_mod.Layout('/tmp/x'))
+        # The Neutron stand-in is reached directly, never via the catalog.
+        self.assertEqual('http://127.0.0.1:%d' % PORTS['neutron'],
+                         conf['neutron']['endpoint_override'])
+
+    def test_neutron_conf_api_only(self):
+        layout = layout_mod.Layout('/tmp/x')
+        parsed = _parse(config.render(config.neutron_conf(_settings(),
+                                                          layout)))
+        self.assertEqual('ml2', parsed['DEFAULT']['core_plugin'])
+        self.assertEqual('', parsed['ml2']['mechanism_drivers'])
+        self.assertEqual('', parsed['ml2']['tenant_network_types'])
+        self.assertEqual('False', parsed['DEFAULT'][
+            'notify_nova_on_port_status_changes'])
+        self.assertIn(layout.db_prefix + 'neutron',
+                      parsed['database']['connection'])
+        self.assertEqual('neutron', parsed['keystone_authtoken']['username'])
+
+    def test_computes_are_distinct(self):
+        layout = layout_mod.Layout('/tmp/x')
+        s = _settings(computes=2)
+        one = config.compute_conf(s, layout, 1)
+        two = config.compute_conf(s, layout, 2)
+        for section, key in (('DEFAULT', 'host'), ('DEFAULT', 'state_path'),
+                             ('DEFAULT', 'instances_path'),
+                             ('compute', 'provider_config_location')):
+            self.assertNotEqual(one[section][key], two[section][key])
+        self.assertEqual('devcloud-c2', two['DEFAULT']['host'])
+
+    def test_provider_config_command_matches_sizes(self):
+        s = _settings(compute_vcpus=4, compute_ram_mb=8192,
+                      compute_disk_gb=50, allocation_ratio=2.0)
+        argv = config.provider_config_command(s, '/o.yaml')
+        args = dict(zip(argv[1::2], argv[2::2]))
+        self.assertEqual('provider-config', argv[0])
+        self.assertEqual({'--vcpus': '4', '--memory-mb': '8192',
+                          '--disk-gb': '50', '--cpu-allocation-ratio': '2',
+                          '--ram-allocation-ratio': '2',
+                          '--disk-allocation-ratio': '2',
+                          '--output': '/o.yaml'},
+                         {k: args[k] for k in (
+                             '--vcpus', '--memory-mb', '--disk-gb',
+                             '--cpu-allocation-ratio',
+                             '--ram-allocation-ratio',
+                             '--disk-allocation-ratio', '--output')})
+
+    def test_provider_config_command_parses(self):
+        # The arguments are accepted by the real 'opie-sched' parser.
+        argv = config.provider_config_command(_settings(), '-')
+        args = cli.build_parser(argv).parse_args(argv)
+        self.assertEqual(8, args.vcpus)
+        self.assertEqual(16000, args.memory_mb)
+
+    def test_market_conf(self):
+        layout = layout_mod.Layout('/tmp/x')
+        conf = config.market_conf(_settings(), layout)
+        self.assertEqual('keystone',
+                         conf['opie_market']['api_auth_strategy'])
+        self.assertEqual(PORTS['market-api'],
+                         conf['opie_market']['api_port'])
+        self.assertEqual('opie-market',
+                         conf['keystone_authtoken']['username'])
+        self.assertIn(layout.db_prefix + 'market',
+                      conf['opie_market']['connection'])
+
+    def test_clouds_yaml(self):
+        clouds = config.clouds_yaml(_settings())['clouds']
+        self.assertEqual({'devcloud-admin', 'devcloud-demo',
+                          'devcloud-alt'}, set(clouds))
+        self.assertNotEqual(clouds['devcloud-demo']['auth']['project_name'],
+                            clouds['devcloud-alt']['auth']['project_name'])
+        self.assertEqual('http://127.0.0.1:%d/v3' % PORTS['keystone'],
+                         clouds['devcloud-admin']['auth']['auth_url'])
+
+    def test_settings_round_trip(self):
+        s = _settings(computes=3, with_repacker=True)
+        again = config.Settings.from_dict(json.loads(json.dumps(
+            s.to_dict())))
+        self.assertEqual(s.to_dict(), again.to_dict())
+
+    def test_settings_errors(self):
+        for kw in ({'computes': 0}, {'scheduler_workers': -1},
+                   {'compute_vcpus': 1.5}, {'compute_ram_mb': 512},
+                   {'allocation_ratio': 0}, {'neutron': 'fake'}):
+            self.assertRaises(ValueError, _settings, **kw)
+
+    def test_random_password(self):
+        a = config.Settings(PORTS)
+        b = config.Settings(PORTS)
+        self.assertNotEqual(a.password, b.password)
+        self.assertGreaterEqual(len(a.password), 16)
+
+
+class TestLayout(testtools.TestCase):
+
+    def test_names_differ_per_state_dir(self):
+        a = layout_mod.Layout('/tmp/a')
+        b = layout_mod.Layout('/tmp/b')
+        self.assertNotEqual(a.db_prefix, b.db_prefix)
+        self.assertNotEqual(a.vhost, b.vhost)
+        self.assertEqual(a.db_prefix,
+                         layout_mod.Layout('/tmp/../tmp/a').db_prefix)
+        for name in a.databases():
+            self.assertTrue(name.startswith(a.db_prefix))
+            self.assertLessEqual(len(name), 64)
+        self.assertRaises(ValueError, a.database, 'nope')
+
+    def test_state_file(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        layout = layout_mod.Layout(root)
+        self.assertIsNone(layout.load())
+        layout.save({'a': 1})
+        self.assertEqual({'a': 1}, layout.load())
+        with open(layout.state_file, 'w') as f:
+            f.write('{not json')
+        self.assertRaises(layout_mod.StateError, layout.load)
+
+    def test_allocate_ports_skips_busy(self):
+        busy = set()
+        ports = layout_mod.allocate_ports(
+            ['a', 'b', 'c'], 'seed',
+            is_free=lambda port, host: port not in busy)
+        self.assertEqual(3, len(set(ports.values())))
+        low, high = layout_mod.PORT_RANGE
+        for port in ports.values():
+            self.assertTrue(low <= port < high)
+        busy.add(ports['b'])
+        again = layout_mod.allocate_ports(
+            ['a', 'b', 'c'], 'seed',
+            is_free=lambda port, host: port not in busy)
+        self.assertNotIn(ports['b'], again.values())
+
+    def test_allocate_ports_exhausted(self):
+        self.assertRaises(layout_mod.StateError, layout_mod.allocate_ports,
+                          ['a'], 'seed', is_free=lambda port, host: False)
+
+    def test_port_free_detects_listener(self):
+        with socket.socket() as sock:
+            sock.bind(('127.0.0.1', 0))
+            sock.listen()
+            self.assertFalse(layout_mod.port_free(sock.getsockname()[1]))
+
+
+class TestPreflight(testtools.TestCase):
+
+    def _closed_port(self):
+        with socket.socket() as sock:
+            sock.bind(('127.0.0.1', 0))
+            return sock.getsockname()[1]
+
+    def test_mariadb_unreachable(self):
+        port = self._closed_port()
+        problem = preflight.mariadb_problem('127.0.0.1', port)
+        self.assertIn('MariaDB', problem)
+        self.assertIn(str(port), problem)
+
+    def test_rabbitmq_unreachable(self):
+        port = self._closed_port()
+        self.assertIn('RabbitMQ',
+                      preflight.rabbitmq_problem('127.0.0.1', port))
+
+    def test_missing_package_named(self):
+        self.assertEqual(['not-a-dist'], preflight.missing_packages(
+            {'opie_sched_no_such_module': 'not-a-dist', 'os': 'os'}))
+
+    def test_check_names_everything(self):
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.missing_packages',
+            return_value=['keystone']))
+        port = self._closed_port()
+        exc = self.assertRaises(preflight.MissingError, preflight.check,
+                                mysql_port=port, rabbit_port=port)
+        message = str(exc)
+        for word in ('keystone', 'MariaDB', 'RabbitMQ',
+                     'devcloud-constraints'):
+            self.assertIn(word, message)
+
+    def test_neutron_package_checked_when_needed(self):
+        seen = []
+
+        def missing(packages=None):
+            seen.append(sorted(packages or preflight.PACKAGES))
+            return []
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.missing_packages',
+            side_effect=missing))
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.missing_programs',
+            return_value=[]))
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.mariadb_problem',
+            return_value=None))
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.rabbitmq_problem',
+            return_value=None))
+        preflight.check(neutron=True)
+        self.assertIn(['neutron'], seen)
+        seen[:] = []
+        preflight.check()
+        self.assertNotIn(['neutron'], seen)
+
+    def test_bin_path_prefers_environment(self):
+        self.assertEqual(sys.executable, preflight.bin_path(
+            os.path.basename(sys.executable)))
+        self.assertIsNone(preflight.bin_path('opie-no-such-program-x'))
+
+
+class TestCLI(testtools.TestCase):
+
+    def _run(self, argv):
+        out = self.useFixture(fixtures.StringStream('stdout')).stream
+        err = self.useFixture(fixtures.StringStream('stderr')).stream
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', err))
+        code = cli.main(argv)
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read()
+
+    def test_bad_counts_are_usage_errors(self):
+        for argv in (['--computes', '0'], ['--scheduler-workers', 'x'],
+                     ['--compute-ram-mb', '-5']):
+            code, _out, err = self._run(['devcloud', 'up'] + argv)
+            self.assertEqual(2, code, argv)
+            self.assertIn('expected an integer >= 1', err)
+
+    def test_small_ram_is_usage_error(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        code, _out, err = self._run(['devcloud', 'up', '--state-dir', root,
+                                     '--compute-ram-mb', '100'])
+        self.assertEqual(2, code)
+        self.assertIn('compute_ram_mb', err)
+
+    def test_missing_services_fail_at_once(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.check',
+            side_effect=preflight.MissingError(
+                'cannot start a devcloud: RabbitMQ is not reachable')))
+        code, _out, err = self._run(['devcloud', 'up', '--state-dir',
+                                     os.path.join(root, 'c')])
+        self.assertEqual(1, code)
+        self.assertIn('RabbitMQ is not reachable', err)
+        # Nothing was created.
+        self.assertFalse(os.path.exists(os.path.join(root, 'c')))
+
+    def test_refuses_when_already_up(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        layout_mod.Layout(root).save({'services': {
+            'keystone': {'pid': os.getpid(), 'log': 'x'}}})
+        check = self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.check')).mock
+        code, _out, err = self._run(['devcloud', 'up', '--state-dir', root])
+        self.assertEqual(1, code)
+        self.assertIn('already up', err)
+        self.assertIn('--replace', err)
+        check.assert_not_called()
+
+    def test_status_without_cloud(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        code, out, _err = self._run(['devcloud', 'status', '--state-dir',
+                                     os.path.join(root, 'none')])
+        self.assertEqual(3, code)
+        self.assertIn('no devcloud', out)
+
+    def test_down_without_cloud(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        code, out, _err = self._run(['devcloud', 'down', '--state-dir',
+                                     os.path.join(root, 'none')])
+        self.assertEqual(0, code)
+        self.assertIn('0 services stopped', out)
+
+    def test_scheduler_conf_command(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(root, 'sub', 'opie-scheduler.conf')
+        code, _out, _err = self._run([
+            'devcloud', 'scheduler-conf', '--workers', '2',
+            '--base-filters', 'AvailabilityZoneFilter', '--output', path])
+        self.assertEqual(0, code)
+        with open(path) as f:
+            parsed = _parse(f.read())
+        self.assertEqual('AvailabilityZoneFilter,PreemptibleFullStateFilter',
+                         parsed['filter_scheduler']['enabled_filters'])
+        self.assertEqual('2', parsed['scheduler']['workers'])
+
+
+class TestNeutronStandin(testtools.TestCase):
+
+    def _call(self, method, path):
+        seen = {}
+
+        def start_response(status, headers):
+            seen['status'] = status
+        body = b''.join(neutron_standin.application(
+            {'REQUEST_METHOD': method, 'PATH_INFO': path,
+             'HTTP_HOST': 'h:1', 'wsgi.url_scheme': 'http'},
+            start_response))
+        return seen['status'], json.loads(body)
+
+    def test_lists_are_empty(self):
+        for path in ('/v2.0/ports', '/v2.0/networks.json',
+                     '/v2.0/security-groups'):
+            status, body = self._call('GET', path)
+            self.assertEqual('200 OK', status)
+            self.assertEqual([], list(body.values())[0])
+
+    def test_quota_unlimited(self):
+        status, body = self._call('GET', '/v2.0/quotas/p1')
+        self.assertEqual('200 OK', status)
+        self.assertEqual(-1, body['quota']['port'])
+
+    def test_versions(self):
+        status, body = self._call('GET', '/')
+        self.assertEqual('http://h:1/v2.0/',
+                         body['versions'][0]['links'][0]['href'])
+
+    def test_writes_and_items_refused(self):
+        for method, path in (('POST', '/v2.0/ports'),
+                             ('DELETE', '/v2.0/ports/x'),
+                             ('GET', '/v2.0/ports/x'), ('GET', '/v3/x')):
+            status, body = self._call(method, path)
+            self.assertEqual('404 Not Found', status)
+            self.assertIn('stand-in', body['NeutronError']['message'])
+
+
+class TestComputeSizes(testtools.TestCase):
+
+    def test_sizes_from_environment(self):
+        class Driver:
+            vcpus, memory_mb, local_gb = 1, 2, 3
+        compute.size_fake_driver(Driver, {'OPIE_DEVCLOUD_VCPUS': '8',
+                                          'OPIE_DEVCLOUD_DISK_GB': '200'})
+        self.assertEqual((8, 2, 200),
+                         (Driver.vcpus, Driver.memory_mb, Driver.local_gb))
+        self.assertRaises(ValueError, compute.size_fake_driver, Driver,
+                          {'OPIE_DEVCLOUD_RAM_MB': '0'})
+
+
+class TestProcess(testtools.TestCase):
+
+    def test_run_failure_names_command(self):
+        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'l')
+        exc = self.assertRaises(
+            process.ServiceError, process.run,
+            [sys.executable, '-c', 'print("boom"); raise SystemExit(4)'],
+            log, name='x')
+        self.assertIn('exited with 4', str(exc))
+        self.assertIn('boom', process.tail(log))
+
+    def test_start_wait_stop(self):
+        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'l')
+        pid = process.start('sleeper', [sys.executable, '-c',
+                                        'import time; time.sleep(60)'], log)
+        self.addCleanup(process.stop, pid, 2)
+        self.assertTrue(process.alive(pid))
+        self.assertEqual([pid], process.group_pids(pid))
+        self.assertGreater(process.rss_kib([pid]), 0)
+        process.stop(pid, timeout=5)
+        self.assertFalse(process.alive(pid))
+
+    def test_stop_all_kills_what_ignores_sigterm(self):
+        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'l')
+        stubborn = process.start('stubborn', [
+            sys.executable, '-c',
+            'import signal, time; signal.signal(signal.SIGTERM, '
+            'signal.SIG_IGN); print("READY" + "!", flush=True); '
+            'time.sleep(60)'],
+            log)
+        polite = process.start('polite', [
+            sys.executable, '-c', 'import time; time.sleep(60)'], log)
+        self.addCleanup(process.stop, stubborn, 0)
+        process.wait_for(('stubborn', log),
+                         lambda: 'READY!' in process.tail(log), 30,
+                         interval=0.05)
+        killed = process.stop_all([stubborn, polite], timeout=1)
+        self.assertEqual([stubborn], killed)
+        self.assertFalse(process.alive(stubborn))
+        self.assertFalse(process.alive(polite))
+
+    def test_wait_for_dead_process(self):
+        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'l')
+        pid = process.start('quick', [sys.executable, '-c', 'pass'], log)
+        exc = self.assertRaises(process.ServiceError, process.wait_for,
+                                ('quick', log), lambda: False, 30,
+                                pids=[pid], interval=0.05)
+        self.assertIn('exited during start-up', str(exc))
+
+    def test_wait_for_timeout_names_last_error(self):
+        def check():
+            raise RuntimeError('refused')
+        exc = self.assertRaises(process.ServiceError, process.wait_for,
+                                ('svc', None), check, 0.2, interval=0.05)
+        self.assertIn('refused', str(exc))
+
+    def test_tail_missing(self):
+        self.assertIn('no log', process.tail('/nonexistent/log'))
+
+
+class TestWSGI(testtools.TestCase):
+
+    def test_standin_loaded_and_argv_reset(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OPIE_DEVCLOUD_WSGI', 'neutron-standin'))
+        self.useFixture(fixtures.MonkeyPatch(
+            'sys.argv', ['gunicorn', '--bind', 'x']))
+        wsgi = importlib.import_module('opie_sched.devcloud.wsgi')
+        self.assertIs(neutron_standin.application, wsgi.application)
+        sys.argv[1:] = ['--bind', 'y']
+        app = wsgi.load('neutron-standin', {})
+        self.assertIs(neutron_standin.application, app)
+        self.assertEqual(['gunicorn'], sys.argv)
