@@ -527,16 +527,21 @@ class _MarketDemo:
                  'the opie scheduler, Placement, sqlite ...'
                  % (DEMO_HOSTS, host['vcpus'], host['memory_mb']))
         t0 = time.monotonic()
-        self.cloud = cloud_mod.EmbeddedCloud(hosts=DEMO_HOSTS)
+        # Native threading, as nova's services run in production (unless
+        # eventlet is already in this process).
+        cloud_mod.use_native_threading()
+        # The cloud lets real clients in (clients.RealClients); nova's log
+        # goes to the state directory, not the console.
+        self.cloud = cloud_mod.EmbeddedCloud(
+            hosts=DEMO_HOSTS, log_file=os.path.join(state, 'nova.log'))
         stack.callback(self._stop_cloud)
         self.cloud.start()
-        self.cloud.useFixture(clients.RealClients(self.cloud))
         self.say('Nova is up (%.1f s)' % (time.monotonic() - t0))
         self.admin = clients.connection(self.cloud, 'admin:admin')
         for project, user, _ in DEMO_PROJECTS:
             self.owners[project] = clients.connection(
                 self.cloud, '%s:%s' % (user, project))
-        self.image = self.cloud.glance.auto_disk_config_enabled_image['id']
+        self.image = self.cloud.image_id
 
         path = os.path.join(state, 'market.sqlite')
         self.store = db_api.MarketStore('sqlite:///' + path)

@@ -12,10 +12,11 @@ nova's in-memory GlanceFixture; a read-only Image API v2 endpoint in front
 of it (through wsgi-intercept, like the compute API) lets ``openstack server
 create --image`` look its image up.
 
-Usage::
+Usage (an :class:`~opie_sched.demo.cloud.EmbeddedCloud` installs
+:class:`RealClients` itself; a functional test does it with
+``self.useFixture(RealClients(self))``)::
 
     cloud = EmbeddedCloud(hosts=2).start()
-    cloud.useFixture(RealClients(cloud))      # stopped by cloud.stop()
     alice = connection(cloud, 'alice:project-a')   # openstacksdk
     alice.compute.create_server(...)
 
@@ -143,8 +144,13 @@ def connection(cloud, token='admin:admin'):
                            'cloud.useFixture(RealClients(cloud))')
     auth = loading.get_plugin_loader('admin_token').load_from_options(
         endpoint=cloud.api_fixture.base_url, token=token)
+    # No Keystone, hence no catalog: Placement's and the Image API's
+    # endpoints are given (a clouds.yaml would say the same).
     return openstack.connection.Connection(
-        session=ks_session.Session(auth=auth))
+        session=ks_session.Session(auth=auth),
+        placement_endpoint_override=cloud.placement_fixture.endpoint,
+        placement_api_version='1',
+        image_endpoint_override=IMAGE_ENDPOINT + '/v2')
 
 
 class RealClients(fixtures.Fixture):

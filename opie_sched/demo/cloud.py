@@ -1,23 +1,51 @@
 """An all-in-one Nova in-process (API, conductor, the opie scheduler,
 Placement, fake compute hosts, sqlite) configured the way an operator enables
-opie_sched. Used by ``opie-sched demo`` and by the functional tests.
+opie_sched. Used by ``opie-sched demo``, ``opie-sched market demo``, the
+benchmarks and (through :func:`configure_nova`) the functional tests.
 
-It is built on nova's own functional-test fixtures (shipped in the nova
-wheel): the services are the real Nova code, only the hypervisor is fake
-(:mod:`opie_sched.demo.fake_driver`).
+:class:`EmbeddedCloud` is a runtime, not a test: a ``fixtures.Fixture``
+that composes nova's in-process service fixtures as a library. There is no
+test runner, hence no test timeout, output capture or warnings-as-errors;
+started after :func:`use_native_threading`, the services run in native
+threading mode, nova 34's production default.
+
+Which of nova's test fixtures are used, and why there is no other way:
+nova ships no in-process runtime. Its services need a message bus
+(``RPCFixture``: oslo.messaging's in-memory ``fake://`` driver with nova's
+serializers), cell and API databases created from nova's own migrations
+with their cell mappings (``Database``/``CellDatabases``), an in-process
+Placement (``PlacementFixture``: placement's WSGI application behind
+wsgi-intercept, with nova's report client pointed at it), image, network
+and volume services nova calls on every boot (``GlanceFixture``,
+``NeutronFixture``, ``CinderFixture``: in-memory stand-ins, since no Glance,
+Neutron or Cinder runs), the compute API's WSGI application with its paste
+pipeline behind wsgi-intercept (``OSAPIFixture``), a notification sink
+(``NotificationFixture``: the demo counts preemptions from the
+``opie.instance.preempt`` notifications), per-host compute node identities
+in one process (``ComputeNodeIdFixture``), nova's report client reaching
+that Placement without Keystone (``OpenStackSDKFixture``), nova's
+configuration defaults for all of the above (``ConfFixture``), the default
+policy as a deployment without a policy file has it (``RealPolicyFixture``),
+nova's thread pools shut down with the cloud so that another can start in
+the same process (``IsolatedExecutorFixture``; and, under eventlet only,
+``PropagateTestCaseIdToChildEventlets`` for the notification sink), and
+service start-up with cell targeting and one ``host`` per compute service
+(``ServiceFixture``, ``ConfPatcher``). Everything else a nova test case sets
+up (timeouts, output capture, warning filters, poison
+fixtures, mock checks) is left out.
+A deployment with real services is ``opie-sched demo --os-cloud NAME``.
 """
 
+import logging
 import os
 import sys
-import time
 
 import fixtures
 
-from nova.tests.functional import integrated_helpers
-
-from opie_sched.demo import fake_driver
 from opie_sched import flavors
 from opie_sched import provider_config
+
+LOG = logging.getLogger(__name__)
 
 #: The paper's host (8 vCPU, 16000 MB, 200 GB) and flavors.
 HOST = {'vcpus': 8, 'memory_mb': 16000, 'disk_gb': 200}
@@ -46,6 +74,8 @@ def configure_nova(flags, provider_config_dir, scheduler_filters=True):
 
     :param flags: a ``flags(**kw)`` callable (nova TestCase.flags).
     """
+    # Imported here: nova.virt imports eventlet (see use_native_threading).
+    from opie_sched.demo import fake_driver
     flags(api_paste_config=api_paste_config(), group='wsgi')
     flags(compute_driver=fake_driver.COMPUTE_DRIVER)
     # The initial_* ratios are what a new ComputeNode record starts with;
@@ -80,141 +110,339 @@ def write_provider_config(directory, host=HOST):
     return path
 
 
-class OpieNovaTestCase(integrated_helpers._IntegratedTestBase):
-    """Nova with the opie scheduler manager, filter and weighers enabled."""
+#: Set in the environment by :func:`use_native_threading`; nova's own
+#: ``monkey_patch.patch()`` calls (nova.tests imports it too) read it.
+NO_EVENTLET_ENV = 'OS_NOVA_DISABLE_EVENTLET_PATCHING'
 
-    ADMIN_API = True
-    microversion = 'latest'
-    #: RPC casts stay asynchronous, as in a real deployment: the victims'
-    #: computes terminate them while the scheduler waits for the release
-    #: (nova's default turns every cast into a nested call in one thread).
-    CAST_AS_CALL = False
-    #: compute hosts started by setUp
-    HOSTS = ('host1', 'host2')
+
+def use_native_threading():
+    """Run nova's services in this process in native threading mode.
+
+    Must be called before anything imports nova's service fixtures
+    (``nova.tests``, whose import monkey-patches eventlet unless told not
+    to), i.e. before :meth:`EmbeddedCloud.start`.
+
+    :returns: True if the process is (now) in native threading mode; False
+        if eventlet was already imported or patched in (e.g. by a test
+        runner that imported nova's functional tests first): the services
+        then run under eventlet.
+    """
+    from nova import monkey_patch
+    if monkey_patch.is_patched():
+        return False
+    if 'eventlet' not in sys.modules:
+        os.environ[NO_EVENTLET_ENV] = '1'
+        monkey_patch.patch(backend='threading')
+    return not monkey_patch.is_patched() and 'eventlet' not in sys.modules
+
+
+class _LogToFile(fixtures.Fixture):
+    """Nova's log records (INFO and up) to a file instead of the handlers
+    already installed (the console)."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def _setUp(self):
+        root = logging.getLogger()
+        handler = logging.FileHandler(self.path)
+        handler.setFormatter(logging.Formatter(
+            '%(asctime)s %(threadName)s %(levelname)s %(name)s: '
+            '%(message)s'))
+        handler.setLevel(logging.INFO)
+        for old in list(root.handlers):
+            level = old.level
+            old.setLevel(logging.CRITICAL + 1)
+            self.addCleanup(old.setLevel, level)
+        self.addCleanup(root.setLevel, root.level)
+        root.setLevel(logging.INFO)
+        root.addHandler(handler)
+        self.addCleanup(handler.close)
+        self.addCleanup(root.removeHandler, handler)
+
+
+class EmbeddedCloud(fixtures.Fixture):
+    """The all-in-one cloud as a runtime (see the module docstring).
+
+    ``start()`` brings Nova up, ``stop()`` tears it down (or use it as a
+    fixture). Real clients reach it through openstacksdk:
+    :meth:`connection` (``opie_sched.demo.clients``).
+
+    :param hosts: number of fake compute hosts, each of :data:`HOST` size.
+    :param opie: run the opie scheduler manager (else nova's own).
+    :param extra_flags: nova.conf settings applied before the services
+        start, as ``{group: {name: value}}`` (group ``DEFAULT`` or None for
+        the default group).
+    :param log_file: write nova's log (INFO and up) to this file, not to
+        the console; default: leave logging as it is.
+    """
+
     SCHEDULER_MANAGER = OPIE_MANAGER
-    #: extra flags applied before nova starts, as {group: {name: value}}
-    EXTRA_FLAGS = {}
 
-    def setUp(self):
+    def __init__(self, hosts=4, opie=True, extra_flags=None, log_file=None):
+        super().__init__()
+        self.HOSTS = tuple('host%d' % (i + 1) for i in range(hosts))
+        if not opie:
+            self.SCHEDULER_MANAGER = NOVA_MANAGER
+        self.EXTRA_FLAGS = extra_flags or {}
+        self.log_file = log_file
+        self.computes = {}
+        self.cell_mappings = {}
+        self.host_mappings = {}
+        self.flavor_ids = {}
+        self._up = False
+
+    # -- what nova's fixtures ask of their "test" ----------------------
+
+    def id(self):
+        """Name given to nova's fixtures that tag their work by test."""
+        return 'opie-sched.embedded-cloud'
+
+    def flags(self, **kw):
+        """Override nova.conf options until :meth:`stop` (``group=``)."""
+        from nova import conf as nova_conf
+        group = kw.pop('group', None)
+        if group == 'DEFAULT':
+            group = None
+        for name, value in kw.items():
+            nova_conf.CONF.set_override(name, value, group)
+
+    def stub_out(self, old, new):
+        """Replace ``old`` (dotted name) with ``new`` until :meth:`stop`."""
+        self.useFixture(fixtures.MonkeyPatch(old, new))
+
+    # -- life cycle ----------------------------------------------------
+
+    def start(self):
+        """Bring the cloud up; returns ``self``.
+
+        :raises RuntimeError: nova failed to start (the message names the
+            step; nova's log, if any, is in ``log_file``).
+        """
+        try:
+            self.setUp()
+            self._up = True
+        except fixtures.MultipleExceptions as exc:
+            raise RuntimeError('the embedded Nova failed to start: %s'
+                               % _first_error(exc)) from None
+        except fixtures.SetupError as exc:
+            raise RuntimeError('the embedded Nova failed to start: %s'
+                               % _first_error(exc)) from None
+        return self
+
+    def stop(self):
+        """Stop the services and remove the databases and files (nothing
+        if the cloud is not up: a failed start cleaned up already)."""
+        if self._up:
+            self._up = False
+            self.cleanUp()
+
+    def _setUp(self):
+        # Imported here: importing nova.tests applies nova's concurrency
+        # mode (see use_native_threading).
+        from nova import conf as nova_conf
+        from nova import objects
+        from nova.tests import fixtures as nova_fixtures
+        from nova.tests.functional import fixtures as func_fixtures
+
+        # Before any patching below: clients keeps openstacksdk's own proxy
+        # factory, which OpenStackSDKFixture replaces, for real clients.
+        from opie_sched.demo import clients
+        from opie_sched.demo import fake_driver
+
+        objects.register_all()
+        if self.log_file:
+            self.useFixture(_LogToFile(self.log_file))
+        self._reset_globals()
+        self.addCleanup(self._reset_globals)
+        self.useFixture(fixtures.NestedTempfile())
+        self.useFixture(nova_fixtures.OpenStackSDKFixture())
+        # Under eventlet only (a no-op in native threading mode): the
+        # notification sink needs the cloud's id on every green thread.
+        self.useFixture(nova_fixtures.PropagateTestCaseIdToChildEventlets(
+            self.id()))
+        self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
+        self.useFixture(nova_fixtures.ConfFixture(nova_conf.CONF))
+        self.flags(lock_path=self.useFixture(fixtures.TempDir()).path,
+                   group='oslo_concurrency')
+        self.useFixture(nova_fixtures.RPCFixture('nova.test'))
+        nova_conf.CONF.set_default('driver', ['test'],
+                                   group='oslo_messaging_notifications')
+        self.useFixture(nova_fixtures.Database(database='api'))
+        self._setup_cells(nova_fixtures)
+        self.useFixture(nova_fixtures.ComputeNodeIdFixture())
+        # As nova's functional tests: no reschedule penalty (the fake
+        # driver never fails a build).
+        self.flags(build_failure_weight_multiplier=0.0,
+                   group='filter_scheduler')
+
         pc_dir = self.useFixture(fixtures.TempDir()).path
         self.useFixture(fake_driver.SizedFakeHosts(
             HOST['vcpus'], HOST['memory_mb'], HOST['disk_gb']))
         write_provider_config(pc_dir)
         configure_nova(self.flags, pc_dir)
+        from opie_sched import conf as opie_conf
+        opie_conf.register_opts(nova_conf.CONF)
         for group, opts in self.EXTRA_FLAGS.items():
             self.flags(group=group, **opts)
-        super().setUp()
-        self.flavor_ids = {}
+
+        self.placement_fixture = self.useFixture(
+            func_fixtures.PlacementFixture())
+        self.placement = self.placement_fixture.api
+        self.neutron = self.useFixture(nova_fixtures.NeutronFixture(self))
+        self.cinder = self.useFixture(nova_fixtures.CinderFixture(self))
+        self.glance = self.useFixture(nova_fixtures.GlanceFixture(self))
+        self.policy = self.useFixture(nova_fixtures.RealPolicyFixture())
+        self.notifier = self.useFixture(
+            nova_fixtures.NotificationFixture(self))
+
+        self.flags(transport_url=self.cell.transport_url)
+        self.conductor = self.start_service('conductor')
+        self.scheduler = self.start_service(
+            'scheduler', manager=self.SCHEDULER_MANAGER)
+        for host in self.HOSTS:
+            self._start_compute(host)
+        self.compute = self.computes[self.HOSTS[0]] if self.HOSTS else None
+        self.api_fixture = self.useFixture(nova_fixtures.OSAPIFixture(
+            api_version='v2.1'))
+
+        self.clients = self.useFixture(clients.RealClients(self))
+        self._create_paper_flavors()
+
+    @staticmethod
+    def _reset_globals():
+        """Nova's process-wide caches, which a previous cloud in this
+        process may have filled."""
+        import nova.crypto
+        from nova.compute import api as compute_api
+        from nova.compute import rpcapi as compute_rpcapi
+        from nova import context
+        import nova.limit.utils
+        from nova import objects
+        from nova import quota
+        from nova.scheduler.client import report
+        from nova.scheduler import utils as scheduler_utils
+        import nova.service_auth
+        from nova.api.openstack import wsgi_app
+
+        objects.Service.clear_min_version_cache()
+        compute_api.CELLS = []
+        context.reset_globals()
+        compute_rpcapi.reset_globals()
+        quota.UID_QFD_POPULATED_CACHE_BY_PROJECT = set()
+        quota.UID_QFD_POPULATED_CACHE_ALL = False
+        wsgi_app.init_global_data.reset()
+        wsgi_app.init_application.reset()
+        report.PLACEMENTCLIENT = None
+        scheduler_utils.reset_globals()
+        nova.crypto._KEYMGR = None
+        nova.limit.utils.IDENTITY_CLIENT = None
+        nova.service_auth.reset_globals()
+
+    def _setup_cells(self, nova_fixtures):
+        """cell0 and cell1 with their mappings (as nova's tests do)."""
+        from nova import context
+        from nova import objects
+        from oslo_utils.fixture import uuidsentinel
+
+        celldbs = nova_fixtures.CellDatabases()
+        ctxt = context.get_context()
+        transport = 'fake://nowhere/'
+        cell0 = objects.CellMapping(
+            context=ctxt, uuid=objects.CellMapping.CELL0_UUID, name='cell0',
+            transport_url=transport,
+            database_connection=objects.CellMapping.CELL0_UUID)
+        cell0.create()
+        celldbs.add_cell_database(objects.CellMapping.CELL0_UUID)
+        cell1 = objects.CellMapping(
+            context=ctxt, uuid=uuidsentinel.cell1, name='cell1',
+            transport_url=transport,
+            database_connection=uuidsentinel.cell1)
+        cell1.create()
+        celldbs.add_cell_database(uuidsentinel.cell1, default=True)
+        self.cell_mappings = {'cell0': cell0, 'cell1': cell1}
+        self.useFixture(celldbs)
+
+    def start_service(self, name, host=None, **kwargs):
+        """Start a nova service (``conductor``, ``scheduler``,
+        ``compute``) in this process; stopped by :meth:`stop`."""
+        from nova.compute import rpcapi as compute_rpcapi
+        from nova import context
+        from nova import objects
+        from nova.tests import fixtures as nova_fixtures
+
+        cell = None
+        if host is not None:
+            self.useFixture(nova_fixtures.ConfPatcher(host=host))
+        if name == 'compute':
+            kwargs.setdefault('topic_alt', compute_rpcapi.RPC_TOPIC_ALT)
+            cell = self.cell
+        svc = self.useFixture(
+            nova_fixtures.ServiceFixture(name, host, cell=cell, **kwargs))
+        self.addCleanup(svc.service.stop)
+        if name == 'compute':
+            ctxt = context.get_context()
+            mapping = objects.HostMapping(context=ctxt, host=host or name,
+                                          cell_mapping=cell)
+            mapping.create()
+            self.host_mappings[mapping.host] = mapping
+            with context.target_cell(ctxt, cell) as cctxt:
+                node = objects.ComputeNode.get_by_service_id(
+                    context=cctxt, service_id=svc.service.service_ref.id)
+                node.mapped = 1
+                node.save()
+        return svc.service
+
+    def _start_compute(self, host):
+        compute = self.start_service('compute', host=host)
+        self.computes[host] = compute
+        return compute
+
+    def _create_paper_flavors(self):
+        conn = self.connection()
         for name, (vcpus, ram, disk) in PAPER_FLAVORS.items():
-            self.flavor_ids[name] = self._create_flavor(
-                name=name, vcpu=vcpus, memory_mb=ram, disk=disk, ephemeral=0)
-            self.flavor_ids[name + '.preemptible'] = self._create_flavor(
-                name=name + '.preemptible', vcpu=vcpus, memory_mb=ram,
-                disk=disk, ephemeral=0,
-                extra_spec=flavors.preemptible_extra_specs(vcpus, ram, disk))
+            self.flavor_ids[name] = conn.compute.create_flavor(
+                name=name, vcpus=vcpus, ram=ram, disk=disk).id
+            twin = flavors.create_preemptible_twin(conn, self.flavor_ids[name])
+            self.flavor_ids[twin.name] = twin.id
 
-    def _setup_scheduler_service(self):
-        return self.start_service('scheduler',
-                                  manager=self.SCHEDULER_MANAGER)
-
-    def _setup_compute_service(self):
-        computes = [self._start_compute(h) for h in self.HOSTS]
-        return computes[0]
-
-    # -- helpers -------------------------------------------------------
-
-    def boot(self, flavor, host=None, name=None, expected='ACTIVE',
-             **kwargs):
-        """Boot a server of a paper flavor, optionally on a given host."""
-        server = self._build_server(
-            name=name, flavor_id=self.flavor_ids[flavor],
-            networks='none', host=host, **kwargs)
-        server = self.api.post_server({'server': server})
-        return self._wait_for_state_change(server, expected)
-
-    def server_host(self, server):
-        return self.api.get_server(server['id'])[
-            'OS-EXT-SRV-ATTR:host']
-
-    def live_uuids(self):
-        return {s['id'] for s in self.api.get_servers(detail=False)}
-
-    def usages(self, host):
-        return self._get_provider_usages(
-            self._get_provider_uuid_by_host(host))
-
-
-class EmbeddedCloud(OpieNovaTestCase):
-    """The demo's all-in-one cloud, driven outside a test runner.
-
-    ``start()`` brings Nova up (nova's fixtures do the work), ``stop()``
-    tears it down. Methods return plain values for the replay.
-    """
-
-    def __init__(self, hosts=4, opie=True, extra_flags=None):
-        super().__init__('runTest')
-        self.HOSTS = tuple('host%d' % (i + 1) for i in range(hosts))
-        if not opie:
-            self.SCHEDULER_MANAGER = NOVA_MANAGER
-        self.EXTRA_FLAGS = extra_flags or {}
-
-    def runTest(self):  # pragma: no cover - required by unittest
-        pass
-
-    def start(self):
-        self.setUp()
-        return self
-
-    def stop(self):
-        self.doCleanups()
+    # -- for the demo and real clients ---------------------------------
 
     @property
     def capacity_vcpus(self):
+        """vCPUs of all compute hosts."""
         return HOST['vcpus'] * len(self.HOSTS)
 
     @property
     def cell(self):
+        """cell1's ``CellMapping`` (the hosts' cell)."""
         return self.cell_mappings['cell1']
 
-    def create_flavor(self, name, vcpus, memory_mb, disk_gb, extra_specs):
-        return self._create_flavor(name=name, vcpu=vcpus,
-                                   memory_mb=memory_mb, disk=disk_gb,
-                                   ephemeral=0, extra_spec=extra_specs)
+    @property
+    def image_id(self):
+        """An image of the in-memory Glance servers can boot from."""
+        return self.glance.auto_disk_config_enabled_image['id']
 
-    def boot(self, name, flavor_id, count=1):
-        """Create ``count`` servers in one request; wait for each.
-
-        :returns: ``(active uuids, failed uuids)``.
+    def connection(self, token='admin:admin'):
+        """An openstacksdk connection to this cloud's Nova as ``token``
+        (``"user:project"``; see :func:`opie_sched.demo.clients.connection`).
         """
-        req = self._build_server(name=name, flavor_id=flavor_id,
-                                 networks='none')
-        req['min_count'] = req['max_count'] = count
-        req['return_reservation_id'] = True
-        resv = self.api.post_server({'server': req})['reservation_id']
-        servers = self.api.get_servers(
-            detail=True, search_opts={'reservation_id': resv})
-        ok, failed = [], []
-        for server in servers:
-            status = self.wait_for_status(server['id'], ('ACTIVE', 'ERROR'))
-            (ok if status == 'ACTIVE' else failed).append(server['id'])
-        return ok, failed
-
-    def wait_for_status(self, uuid, statuses, timeout=120.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            status = self.api.get_server(uuid)['status']
-            if status in statuses:
-                return status
-            if time.monotonic() > deadline:
-                raise RuntimeError('server %s stuck in %s' % (uuid, status))
-            time.sleep(0.05)
-
-    def delete_server(self, uuid):
-        try:
-            self.api.delete_server(uuid)
-        except Exception:
-            return  # already gone (e.g. preempted in the meantime)
-        self._wait_until_deleted({'id': uuid})
+        from opie_sched.demo import clients
+        return clients.connection(self, token)
 
     def notifications(self):
+        """Versioned notifications emitted so far (dicts), oldest first."""
         return self.notifier.versioned_notifications
+
+
+def _first_error(exc):
+    """One line naming the first exception in a fixtures error."""
+    inner = exc.args[0] if exc.args else exc
+    if isinstance(inner, tuple) and len(inner) == 3:
+        inner = inner[1]
+        if isinstance(inner, fixtures.MultipleExceptions) and inner.args:
+            inner = inner.args[0][1]
+    text = ' '.join(str(inner).split())
+    return '%s: %s' % (type(inner).__name__, text) if text else \
+        type(inner).__name__

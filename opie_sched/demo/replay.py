@@ -1,25 +1,19 @@
-"""Replay a workload through the Nova API of an embedded cloud.
+"""Replay a workload through the compute API of a cloud.
 
 Time is virtual: events (server requests and their ends) are processed in
-trace order, as fast as Nova serves them, and the report measures
-utilisation in trace time. So that cost modules see the trace's runtimes,
-every running instance's ``launched_at`` is set to the wall-clock time that
-corresponds to its virtual start before each normal request is scheduled.
+trace order, as fast as the cloud serves them, and the report measures
+utilisation in trace time. On the embedded cloud, so that cost modules see
+the trace's runtimes, every running instance's ``launched_at`` is set to the
+wall-clock time that corresponds to its virtual start before each normal
+request is scheduled (a remote cloud's cost modules see real ages).
 """
 
 import collections
 import dataclasses
-import datetime
 import heapq
 import time
 
-from oslo_utils import timeutils
-
-from nova import context as nova_context
-from nova import objects
-
-from opie_sched import flavors
-from opie_sched.scheduler import actions
+from opie_sched.demo import targets
 
 
 @dataclasses.dataclass
@@ -48,6 +42,7 @@ class ReplayResult:
     preemptible_rejected: int = 0
     servers_booted: int = 0
     preemptions: int = 0
+    #: in the cost module's unit; None where the cloud does not tell
     preemption_cost: float = 0.0
     preemption_decisions: int = 0
     wall_seconds: float = 0.0
@@ -78,57 +73,50 @@ class ReplayResult:
 
 
 class Replayer:
-    """Drive an embedded cloud (:class:`~opie_sched.demo.cloud.EmbeddedCloud`)
-    with a list of :class:`~opie_sched.workload.mapping.ServerRequest`."""
+    """Drive a cloud with a list of
+    :class:`~opie_sched.workload.mapping.ServerRequest`.
 
-    def __init__(self, cloud, requests, label, progress=None,
+    :param target: where to replay: an
+        :class:`~opie_sched.demo.targets.OpenStackTarget` (any cloud through
+        openstacksdk) or :class:`~opie_sched.demo.targets.EmbeddedTarget`.
+    :param requests: the workload.
+    :param label: the replay's name in the report.
+    :param progress: callable given a progress line every
+        ``progress_every`` requests, or None.
+    """
+
+    def __init__(self, target, requests, label, progress=None,
                  progress_every=10):
-        self.cloud = cloud
+        self.target = target
         self.requests = sorted(requests, key=lambda r: (r.submit, r.job_id))
         self.label = label
         self.progress = progress
         self.progress_every = progress_every
-        self._flavors = {}
         self._running = {}          # server uuid -> (request, virtual start)
-        self._notes_seen = 0
-
-    # -- flavors ---------------------------------------------------------
-
-    def flavor_id(self, req):
-        key = (req.vcpus, req.memory_mb, req.disk_gb, req.preemptible)
-        if key not in self._flavors:
-            name = 'demo.c%dm%dd%d%s' % (req.vcpus, req.memory_mb,
-                                         req.disk_gb, '.preemptible'
-                                         if req.preemptible else '')
-            specs = (flavors.preemptible_extra_specs(
-                req.vcpus, req.memory_mb, req.disk_gb)
-                if req.preemptible else None)
-            self._flavors[key] = self.cloud.create_flavor(
-                name, req.vcpus, req.memory_mb, req.disk_gb, specs)
-        return self._flavors[key]
-
-    # -- virtual time ----------------------------------------------------
-
-    def _sync_launched_at(self, vnow):
-        """Make every running instance look ``vnow - start`` seconds old."""
-        if not self._running:
-            return
-        wall = timeutils.utcnow()
-        ctx = nova_context.get_admin_context()
-        with nova_context.target_cell(ctx, self.cloud.cell) as cctxt:
-            insts = objects.InstanceList.get_by_filters(
-                cctxt, {'uuid': list(self._running), 'deleted': False})
-            for inst in insts:
-                _, vstart = self._running[inst.uuid]
-                inst.launched_at = wall - datetime.timedelta(
-                    seconds=max(vnow - vstart, 0))
-                inst.save()
 
     # -- the loop --------------------------------------------------------
 
     def run(self):
-        result = ReplayResult(self.label, self.cloud.capacity_vcpus)
+        """Replay every request; servers still running at the end are
+        deleted.
+
+        :returns: :class:`ReplayResult`.
+        :raises opie_sched.demo.targets.ReplayError: a request failed for
+            another reason than the cloud refusing it (the message names
+            the request and the cloud).
+        """
+        result = ReplayResult(self.label, self.target.capacity_vcpus)
+        if not self.target.virtual_launch_times:
+            result.preemption_cost = None
         started = time.monotonic()
+        try:
+            self._loop(result)
+        finally:
+            result.wall_seconds = time.monotonic() - started
+        self.target.cleanup()
+        return result
+
+    def _loop(self, result):
         events = []
         for seq, req in enumerate(self.requests):
             heapq.heappush(events, (req.submit, 1, seq, 'start', req, None))
@@ -140,51 +128,61 @@ class Replayer:
                 for uuid in uuids:
                     if uuid in self._running:
                         del self._running[uuid]
-                        self.cloud.delete_server(uuid)
+                        self.target.delete_server(uuid)
             else:
                 done += 1
-                result.requests += 1
-                if req.preemptible:
-                    result.preemptible_requests += 1
-                else:
-                    result.normal_requests += 1
-                    self._sync_launched_at(vnow)
-                ok, failed = self.cloud.boot(
-                    'job%s' % req.job_id, self.flavor_id(req), req.count)
-                result.servers_booted += len(ok)
-                if failed:
-                    if req.preemptible:
-                        result.preemptible_rejected += 1
-                    else:
-                        result.normal_failed += 1
-                        result.failures.append((req.job_id, failed))
-                for uuid in ok:
-                    self._running[uuid] = (req, vnow)
+                ok = self._start(result, req, vnow)
                 if ok:
                     seq += 1
                     heapq.heappush(events, (vnow + req.runtime, 0, seq,
                                             'end', req, ok))
-                self._collect_preemptions(result)
             result.samples.append(self._sample(vnow))
             if self.progress and kind == 'start' and (
                     done % self.progress_every == 0
                     or done == len(self.requests)):
                 self.progress(self._progress_line(result, done, vnow))
-        result.wall_seconds = time.monotonic() - started
-        return result
+
+    def _start(self, result, req, vnow):
+        result.requests += 1
+        if req.preemptible:
+            result.preemptible_requests += 1
+        else:
+            result.normal_requests += 1
+            self.target.sync_launched_at(
+                {u: start for u, (_, start) in self._running.items()}, vnow)
+        try:
+            ok, failed = self.target.boot(
+                self.target.server_name(req.job_id),
+                self.target.flavor_id(req), req.count)
+        except targets.ReplayError as exc:
+            raise targets.ReplayError('request of job %s at t=%s (%d x %d '
+                                      'vCPU, %s): %s' % (
+                                          req.job_id, _hms(vnow), req.count,
+                                          req.vcpus, 'preemptible'
+                                          if req.preemptible else 'normal',
+                                          exc)) from None
+        result.servers_booted += len(ok)
+        if failed:
+            if req.preemptible:
+                result.preemptible_rejected += 1
+            else:
+                result.normal_failed += 1
+                result.failures.append((req.job_id, failed))
+        for uuid in ok:
+            self._running[uuid] = (req, vnow)
+        self._collect_preemptions(result)
+        return ok
 
     def _collect_preemptions(self, result):
-        notes = self.cloud.notifications()
-        for note in notes[self._notes_seen:]:
-            if note['event_type'] != actions.EVENT_TYPE:
-                continue
-            data = note['payload']['nova_object.data']
+        for decision in self.target.collect_preemptions(
+                list(self._running)):
             result.preemption_decisions += 1
-            result.preemption_cost += data['total_cost']
-            for victim in data['victims']:
+            if decision.cost is not None and \
+                    result.preemption_cost is not None:
+                result.preemption_cost += decision.cost
+            for uuid in decision.victims:
                 result.preemptions += 1
-                self._running.pop(victim['uuid'], None)
-        self._notes_seen = len(notes)
+                self._running.pop(uuid, None)
 
     def _sample(self, vnow):
         use = collections.Counter()
@@ -194,7 +192,7 @@ class Replayer:
 
     def _progress_line(self, result, done, vnow):
         s = result.samples[-1] if result.samples else Sample(0, 0, 0)
-        cap = self.cloud.capacity_vcpus or 1
+        cap = self.target.capacity_vcpus or 1
         return ('[%s %4d/%d] t=%s running: normal %3g vCPU, preemptible '
                 '%3g vCPU (%3.0f%% of %g) preemptions %d' % (
                     self.label, done, len(self.requests),

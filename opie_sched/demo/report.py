@@ -40,7 +40,8 @@ def summary(with_pre, baseline, cost_unit='s'):
         ('preemption decisions', lambda r: '%d' % r.preemption_decisions),
         ('instances preempted', lambda r: '%d' % r.preemptions),
         ('total preemption cost (%s)' % cost_unit,
-         lambda r: '%.0f' % r.preemption_cost),
+         lambda r: 'n/a' if r.preemption_cost is None
+         else '%.0f' % r.preemption_cost),
         ('vCPU utilisation, all', lambda r: '%.1f %%' % (
             100 * r.utilisation(window=window))),
         ('vCPU utilisation, normal', lambda r: '%.1f %%' % (

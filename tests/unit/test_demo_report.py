@@ -42,3 +42,11 @@ class UtilisationWindowTest(testtools.TestCase):
         normal = [line for line in text.splitlines()
                   if line.startswith('vCPU utilisation, normal')][0]
         self.assertEqual(['25.0', '%', '25.0', '%'], normal.split()[-4:])
+
+    def test_unknown_preemption_cost_is_not_a_number(self):
+        # a remote cloud does not publish the preemption cost
+        self.with_pre.preemption_cost = None
+        text = report.summary(self.with_pre, self.baseline)
+        row = [line for line in text.splitlines()
+               if line.startswith('total preemption cost')][0]
+        self.assertEqual(['n/a', '0'], row.split()[-2:])

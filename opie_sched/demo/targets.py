@@ -1,0 +1,380 @@
+"""Where the demo replays a workload: any cloud through openstacksdk.
+
+:class:`OpenStackTarget` drives a cloud named in clouds.yaml (``opie-sched
+demo --os-cloud NAME``): it finds or creates the demo's flavors (normal
+ones, and their preemptible twins with
+:func:`opie_sched.flavors.create_preemptible_twin`, the code of ``opie-sched
+flavor create-preemptible``), boots and deletes servers through the compute
+API and waits with openstacksdk's waiters, and learns about preemptions from
+each victim's ``preempt`` instance action (``openstack server event list``).
+
+:class:`EmbeddedTarget` is the same over the in-process
+:class:`~opie_sched.demo.cloud.EmbeddedCloud`, plus what only an in-process
+cloud allows: the preemption cost from the ``opie.instance.preempt``
+notifications, and every running instance's ``launched_at`` moved to its
+virtual start, so that cost modules see the trace's runtimes.
+"""
+
+import collections
+import datetime
+import uuid
+
+#: Instance action recorded on every victim (see opie_sched's preemption
+#: actions); duplicated here so that a replay on a remote cloud does not
+#: import nova.
+PREEMPT_ACTION = 'preempt'
+#: Versioned notification of a preemption decision.
+PREEMPT_EVENT = 'opie.instance.preempt'
+
+
+class ReplayError(Exception):
+    """A request of the replay failed for a reason other than the cloud
+    refusing a server (e.g. an API error); the message names the request,
+    the server and the cloud."""
+
+
+#: One preemption decision seen by the replay: the victims' uuids and the
+#: decision's cost in the cost module's unit (None where the cloud does not
+#: tell).
+Preemption = collections.namedtuple('Preemption', 'victims cost')
+
+
+def _one_line(exc):
+    text = ' '.join(str(exc).split())
+    return '%s: %s' % (type(exc).__name__, text) if text else \
+        type(exc).__name__
+
+
+def flavor_name(prefix, vcpus, memory_mb, disk_gb):
+    """Name of the demo's normal flavor of that size, e.g.
+    ``demo.c2m4000d40`` (vCPU, MB, GB)."""
+    return '%sc%dm%dd%d' % (prefix, vcpus, memory_mb, disk_gb)
+
+
+class OpenStackTarget:
+    """Replay on a cloud through an ``openstack.connection.Connection``.
+
+    :param conn: the connection (admin: the demo creates flavors when
+        missing, reads Placement for the capacity and lists instance
+        actions).
+    :param name: the cloud's name, for messages.
+    :param image: name or ID of the image servers boot from; default the
+        first active image.
+    :param network: ``none`` (no port), ``auto`` or a network name or ID.
+    :param flavor_prefix: prefix of the demo's flavor names.
+    :param wait: seconds to wait for a server to become ACTIVE or be
+        deleted before failing; None waits as long as it takes (a slow
+        cloud makes the replay slower, not wrong).
+    :param interval: seconds between two polls of a server's status.
+    :param capacity_vcpus: the cloud's vCPU capacity for utilisation;
+        default: the VCPU inventories in Placement.
+    """
+
+    #: whether launched_at can be moved to virtual time
+    virtual_launch_times = False
+
+    def __init__(self, conn, name, image=None, network='none',
+                 flavor_prefix='demo.', wait=None, interval=2.0,
+                 capacity_vcpus=None):
+        self.conn = conn
+        self.name = name
+        self.image = image
+        self.network = network
+        self.flavor_prefix = flavor_prefix
+        self.wait = wait
+        self.interval = interval
+        self._capacity = capacity_vcpus
+        self._image_id = None
+        self._flavors = {}
+        self.created = set()            # every server uuid booted
+        self.run_tag = uuid.uuid4().hex[:6]
+        self._actions_seen = set()      # preempt action request ids
+
+    # -- set-up ----------------------------------------------------------
+
+    @property
+    def capacity_vcpus(self):
+        """vCPUs of the cloud's compute nodes: the sum over Placement's
+        compute node providers of (VCPU total - reserved) x allocation
+        ratio, unless given."""
+        if self._capacity is None:
+            self._capacity = self._placement_vcpus()
+        return self._capacity
+
+    def _placement_vcpus(self):
+        from opie_sched import provider_config
+        try:
+            nodes = provider_config.inventories_from_placement(self.conn)
+        except Exception as exc:
+            raise ReplayError(
+                'cannot read the vCPU capacity of cloud %s from Placement '
+                '(%s); give it with --capacity-vcpus'
+                % (self.name, _one_line(exc)))
+        total = sum((n['vcpus'] - n['reserved_vcpus'])
+                    * n['cpu_allocation_ratio'] for n in nodes)
+        if total <= 0:
+            raise ReplayError('cloud %s has no compute node with VCPU '
+                              'inventory in Placement; give the capacity '
+                              'with --capacity-vcpus' % self.name)
+        return total
+
+    @property
+    def image_id(self):
+        if self._image_id is None:
+            self._image_id = self._find_image()
+        return self._image_id
+
+    def _find_image(self):
+        if self.image:
+            image = self.conn.image.find_image(self.image,
+                                               ignore_missing=True)
+            if image is None:
+                raise ReplayError('image %r not found on cloud %s'
+                                  % (self.image, self.name))
+            return image.id
+        for image in self.conn.image.images(status='active'):
+            return image.id
+        raise ReplayError('cloud %s has no active image; give one with '
+                          '--image' % self.name)
+
+    def _networks(self):
+        if self.network in ('none', 'auto'):
+            return self.network
+        net = self.conn.network.find_network(self.network,
+                                             ignore_missing=True)
+        if net is None:
+            raise ReplayError('network %r not found on cloud %s'
+                              % (self.network, self.name))
+        return [{'uuid': net.id}]
+
+    def flavor_id(self, req):
+        """ID of the flavor of a request's size and class; created when
+        missing (normal flavor, then its preemptible twin).
+
+        :raises ReplayError: a flavor of that name exists with another size,
+            or the twin is not preemptible, or creating it was refused.
+        """
+        from openstack import exceptions as sdk_exc
+
+        from opie_sched import flavors
+
+        key = (req.vcpus, req.memory_mb, req.disk_gb, req.preemptible)
+        if key in self._flavors:
+            return self._flavors[key]
+        base_name = flavor_name(self.flavor_prefix, req.vcpus,
+                                req.memory_mb, req.disk_gb)
+        compute = self.conn.compute
+        try:
+            base = compute.find_flavor(base_name, ignore_missing=True)
+            if base is None:
+                base = compute.create_flavor(
+                    name=base_name, vcpus=req.vcpus, ram=req.memory_mb,
+                    disk=req.disk_gb)
+            if (base.vcpus, base.ram, base.disk) != (
+                    req.vcpus, req.memory_mb, req.disk_gb):
+                raise ReplayError(
+                    'flavor %s on cloud %s has %s vCPU, %s MB, %s GB; the '
+                    'demo needs %d, %d, %d (delete it or use '
+                    '--flavor-prefix)' % (base_name, self.name, base.vcpus,
+                                          base.ram, base.disk, req.vcpus,
+                                          req.memory_mb, req.disk_gb))
+            self._flavors[key[:3] + (False,)] = base.id
+            if req.preemptible:
+                twin_name = flavors.twin_name(base_name)
+                twin = compute.find_flavor(twin_name, ignore_missing=True)
+                if twin is None:
+                    twin = flavors.create_preemptible_twin(self.conn,
+                                                           base.id)
+                else:
+                    specs = compute.fetch_flavor_extra_specs(twin)
+                    if not flavors.is_preemptible(
+                            specs.extra_specs or {}, twin.vcpus, twin.ram,
+                            twin.disk):
+                        raise ReplayError(
+                            'flavor %s on cloud %s is not a valid '
+                            'preemptible flavor (delete it or use '
+                            '--flavor-prefix)' % (twin_name, self.name))
+                self._flavors[key] = twin.id
+        except (sdk_exc.SDKException, flavors.FlavorError) as exc:
+            raise ReplayError('cannot get flavor %s%s on cloud %s: %s' % (
+                base_name, '.preemptible' if req.preemptible else '',
+                self.name, _one_line(exc)))
+        return self._flavors[key]
+
+    # -- servers ---------------------------------------------------------
+
+    def server_name(self, job_id):
+        return 'opie-demo-%s-job%s' % (self.run_tag, job_id)
+
+    def boot(self, name, flavor_id, count=1):
+        """Create ``count`` servers in one request; wait for each.
+
+        :returns: ``(active uuids, failed uuids)``; failed servers (ERROR:
+            no room) are deleted.
+        :raises ReplayError: the API refused the request or a wait failed
+            otherwise (the message names the request and the server).
+        """
+        from openstack import exceptions as sdk_exc
+
+        compute = self.conn.compute
+        what = 'boot %d x flavor %s as %s on cloud %s' % (
+            count, flavor_id, name, self.name)
+        try:
+            first = compute.create_server(
+                name=name, flavor_id=flavor_id, image_id=self.image_id,
+                networks=self._networks(), min_count=count, max_count=count)
+            if count > 1:
+                resv = compute.get_server(first.id).reservation_id
+                servers = list(compute.servers(reservation_id=resv))
+            else:
+                servers = [first]
+        except sdk_exc.SDKException as exc:
+            raise ReplayError('%s: %s' % (what, _one_line(exc)))
+        self.created.update(s.id for s in servers)
+        ok, failed = [], []
+        for server in servers:
+            try:
+                compute.wait_for_server(server, status='ACTIVE',
+                                        failures=['ERROR'],
+                                        interval=self.interval,
+                                        wait=self.wait)
+                ok.append(server.id)
+            except sdk_exc.ResourceFailure:
+                failed.append(server.id)
+            except sdk_exc.SDKException as exc:
+                raise ReplayError('%s: server %s: %s'
+                                  % (what, server.id, _one_line(exc)))
+        for uuid_ in failed:
+            self.delete_server(uuid_)
+        return ok, failed
+
+    def delete_server(self, uuid_):
+        """Delete a server and wait until it is gone (already gone: fine).
+
+        :raises ReplayError: the delete or the wait failed.
+        """
+        from openstack import exceptions as sdk_exc
+
+        compute = self.conn.compute
+        try:
+            server = compute.get_server(uuid_)
+        except sdk_exc.NotFoundException:
+            return
+        except sdk_exc.SDKException as exc:
+            raise ReplayError('delete server %s on cloud %s: %s'
+                              % (uuid_, self.name, _one_line(exc)))
+        try:
+            compute.delete_server(server, ignore_missing=True)
+            compute.wait_for_delete(server, interval=self.interval,
+                                    wait=self.wait)
+        except sdk_exc.SDKException as exc:
+            raise ReplayError('delete server %s on cloud %s: %s'
+                              % (uuid_, self.name, _one_line(exc)))
+
+    def cleanup(self):
+        """Delete every server this target booted that still exists."""
+        for uuid_ in sorted(self.created):
+            self.delete_server(uuid_)
+        self.created.clear()
+
+    # -- what the cloud did ----------------------------------------------
+
+    def sync_launched_at(self, running, vnow):
+        """Not possible through the public API: cost modules see the
+        servers' real ages."""
+
+    def collect_preemptions(self, running):
+        """Preemptions of servers in ``running`` since the last call.
+
+        A running server that is no longer ACTIVE and has a ``preempt``
+        instance action was preempted; servers preempted by one decision
+        share the action's request ID.
+
+        :param running: uuids the replay believes running.
+        :returns: list of :class:`Preemption` (cost None: only the
+            scheduler's notification carries it).
+        """
+        from openstack import exceptions as sdk_exc
+
+        if not running:
+            return []
+        compute = self.conn.compute
+        try:
+            active = {s.id for s in compute.servers(
+                details=False, name='^opie-demo-%s-' % self.run_tag,
+                status='ACTIVE')}
+        except sdk_exc.SDKException as exc:
+            raise ReplayError('list servers on cloud %s: %s'
+                              % (self.name, _one_line(exc)))
+        by_request = collections.OrderedDict()
+        for uuid_ in sorted(set(running) - active):
+            try:
+                actions = list(compute.server_actions(uuid_))
+            except sdk_exc.NotFoundException:
+                actions = []
+            except sdk_exc.SDKException as exc:
+                raise ReplayError('server event list %s on cloud %s: %s'
+                                  % (uuid_, self.name, _one_line(exc)))
+            for action in actions:
+                if action.action == PREEMPT_ACTION:
+                    by_request.setdefault(action.request_id, []).append(
+                        uuid_)
+                    break
+        out = []
+        for request_id, victims in by_request.items():
+            out.append(Preemption(victims, None))
+        return out
+
+
+class EmbeddedTarget(OpenStackTarget):
+    """:class:`OpenStackTarget` over a started
+    :class:`~opie_sched.demo.cloud.EmbeddedCloud`."""
+
+    virtual_launch_times = True
+
+    def __init__(self, cloud, wait=None, interval=0.05):
+        super().__init__(cloud.connection(), 'embedded',
+                         network='none', wait=wait, interval=interval,
+                         capacity_vcpus=cloud.capacity_vcpus)
+        self.cloud = cloud
+        self._image_id = cloud.image_id
+        self._notes_seen = 0
+
+    def cleanup(self):
+        """Nothing: the embedded cloud is thrown away after the replay."""
+        self.created.clear()
+
+    def sync_launched_at(self, running, vnow):
+        """Make every running instance look ``vnow - start`` seconds old.
+
+        :param running: ``{uuid: virtual start}`` (seconds).
+        """
+        if not running:
+            return
+        from oslo_utils import timeutils
+
+        from nova import context as nova_context
+        from nova import objects
+
+        wall = timeutils.utcnow()
+        ctx = nova_context.get_admin_context()
+        with nova_context.target_cell(ctx, self.cloud.cell) as cctxt:
+            insts = objects.InstanceList.get_by_filters(
+                cctxt, {'uuid': list(running), 'deleted': False})
+            for inst in insts:
+                inst.launched_at = wall - datetime.timedelta(
+                    seconds=max(vnow - running[inst.uuid], 0))
+                inst.save()
+
+    def collect_preemptions(self, running):
+        """Preemption decisions from the scheduler's notifications."""
+        notes = self.cloud.notifications()
+        out = []
+        for note in notes[self._notes_seen:]:
+            if note['event_type'] != PREEMPT_EVENT:
+                continue
+            data = note['payload']['nova_object.data']
+            out.append(Preemption([v['uuid'] for v in data['victims']],
+                                  data['total_cost']))
+        self._notes_seen = len(notes)
+        return out

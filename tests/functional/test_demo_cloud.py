@@ -1,0 +1,140 @@
+"""The demo against a cloud through openstacksdk (``demo --os-cloud``).
+
+The cloud is the embedded runtime (:class:`EmbeddedCloud`, used here as a
+plain fixture, not a nova test case); the replay reaches its Nova only
+through openstacksdk and a clouds.yaml, as it would a DevStack.
+"""
+
+import contextlib
+import csv
+import io
+import os
+
+import fixtures
+import testtools
+import yaml
+
+from opie_sched.cmd import cli
+from opie_sched.demo import clients
+from opie_sched.demo import cloud as cloud_mod
+from opie_sched.demo import replay
+from opie_sched.demo import targets
+from opie_sched import flavors
+from opie_sched.workload import mapping
+
+
+def req(job, submit, vcpus, preemptible, runtime=1000.0, count=1):
+    return mapping.ServerRequest(
+        job_id=job, submit=submit, runtime=runtime, vcpus=vcpus,
+        memory_mb=2000 * vcpus, disk_gb=20 * vcpus, count=count,
+        preemptible=preemptible)
+
+
+class DemoOnCloudTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        # one host of 8 vCPU; the runtime is a fixture like any other
+        self.cloud = self.useFixture(cloud_mod.EmbeddedCloud(hosts=1))
+        self.conn = self.cloud.connection()
+
+    def _target(self, **kw):
+        return targets.OpenStackTarget(
+            self.conn, 'in-process', interval=0.05, **kw)
+
+    def test_preemptions_seen_through_server_events(self):
+        # 4 preemptible servers of 2 vCPU fill the host; a normal request
+        # for 4 vCPU preempts two of them (one decision).
+        reqs = [req(i, i, 2, True) for i in range(1, 5)]
+        reqs.append(req(5, 10, 4, False))
+        target = self._target()
+        self.assertEqual(8, target.capacity_vcpus)     # from Placement
+        result = replay.Replayer(target, reqs, 'sdk').run()
+
+        self.assertEqual(0, result.normal_failed)
+        self.assertEqual(0, result.preemptible_rejected)
+        self.assertEqual(5, result.servers_booted)
+        self.assertEqual(2, result.preemptions)
+        self.assertEqual(1, result.preemption_decisions)
+        self.assertIsNone(result.preemption_cost)      # not published
+        # right after the normal request: it and the two survivors run
+        at_10 = [s for s in result.samples if s.t == 10][0]
+        self.assertEqual((4, 4), (at_10.normal_vcpus,
+                                  at_10.preemptible_vcpus))
+        # everything the replay booted is gone
+        self.assertEqual([], list(self.conn.compute.servers(
+            name='^opie-demo-')))
+        # the flavors it created: a normal one and its preemptible twin
+        twin = self.conn.compute.find_flavor('demo.c2m4000d40.preemptible')
+        specs = self.conn.compute.fetch_flavor_extra_specs(twin).extra_specs
+        self.assertTrue(flavors.is_preemptible(specs, 2, 4000, 40))
+        normal = self.conn.compute.find_flavor('demo.c4m8000d80')
+        self.assertFalse(flavors.is_preemptible(
+            self.conn.compute.fetch_flavor_extra_specs(
+                normal).extra_specs or {}, 4, 8000, 80))
+
+    def test_flavor_of_the_wrong_size_is_refused_by_name(self):
+        self.conn.compute.create_flavor(name='demo.c2m4000d40', vcpus=1,
+                                        ram=512, disk=1)
+        exc = self.assertRaises(
+            targets.ReplayError, replay.Replayer(
+                self._target(), [req(7, 0, 2, False)], 'sdk').run)
+        self.assertIn('job 7', str(exc))
+        self.assertIn('demo.c2m4000d40', str(exc))
+        self.assertIn('in-process', str(exc))
+
+    def test_api_error_names_request_server_and_cloud(self):
+        target = self._target(image='no-such-image')
+        exc = self.assertRaises(
+            targets.ReplayError, replay.Replayer(
+                target, [req(3, 0, 1, True)], 'sdk').run)
+        self.assertIn('job 3', str(exc))
+        self.assertIn("image 'no-such-image' not found on cloud in-process",
+                      str(exc))
+
+    def test_demo_command_with_os_cloud(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'clouds.yaml')
+        with open(path, 'w') as f:
+            # no Keystone catalog: the endpoints are given
+            yaml.safe_dump({'clouds': {'inproc': {
+                'auth_type': 'admin_token',
+                'auth': {'endpoint': self.cloud.api_fixture.base_url,
+                         'token': 'admin:admin'},
+                'placement_endpoint_override':
+                    self.cloud.placement_fixture.endpoint,
+                'placement_api_version': '1',
+                'image_endpoint_override':
+                    clients.IMAGE_ENDPOINT + '/v2'}}}, f)
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', path))
+        self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD'))
+        self.useFixture(fixtures.FakeLogger())
+        out_dir = os.path.join(tmp, 'out')
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli.main(['demo', '--os-cloud', 'inproc', '--limit', '6',
+                           '--poll-interval', '0.05', '--output-dir',
+                           out_dir])
+        self.assertEqual(0, rc, err.getvalue() + out.getvalue())
+        text = out.getvalue()
+        self.assertIn('cloud inproc (8 vCPU)', text)
+        self.assertIn('replay "with backfilling" on cloud inproc', text)
+        self.assertIn('replay "normal only" on cloud inproc', text)
+        self.assertIn('total preemption cost (s)', text)
+        self.assertIn('preemptible backfilling adds', text)
+        with open(os.path.join(out_dir, 'utilisation.csv')) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual({'with backfilling', 'normal only'},
+                         {r['replay'] for r in rows})
+        self.assertTrue(os.path.getsize(
+            os.path.join(out_dir, 'utilisation.png')) > 0)
+        self.assertEqual([], list(self.conn.compute.servers(
+            name='^opie-demo-')))
+
+    def test_hosts_option_is_for_the_embedded_cloud(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = cli.main(['demo', '--os-cloud', 'x', '--hosts', '2'])
+        self.assertEqual(1, rc)
+        self.assertIn('--hosts is for the embedded cloud', err.getvalue())

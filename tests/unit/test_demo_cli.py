@@ -1,0 +1,53 @@
+"""``opie-sched demo`` options: in-process by default, a cloud with
+``--os-cloud``."""
+
+import contextlib
+import io
+
+import fixtures
+import testtools
+
+from opie_sched.cmd import cli
+from opie_sched.cmd import demo
+from opie_sched.demo import targets
+
+
+class DemoOptionsTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD'))
+
+    def parse(self, *argv):
+        return cli.build_parser(list(argv)).parse_args(list(argv))
+
+    def test_in_process_by_default(self):
+        args = self.parse('demo')
+        self.assertIsNone(args.demo_cloud)
+        self.assertIsNone(demo._global_cloud(args))
+        self.assertIsNone(args.wait_timeout)     # no timeout by default
+        self.assertIsNone(args.hosts)            # 4 in-process
+
+    def test_os_cloud_after_the_command(self):
+        args = self.parse('demo', '--os-cloud', 'devcloud-admin',
+                          '--image', 'cirros', '--network', 'none')
+        self.assertEqual('devcloud-admin', args.demo_cloud)
+        self.assertEqual('cirros', args.image)
+
+    def test_global_os_cloud_counts_unless_from_the_environment(self):
+        args = self.parse('--os-cloud', 'mine', 'demo')
+        self.assertEqual('mine', demo._global_cloud(args))
+        self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD', 'mine'))
+        args = self.parse('demo')
+        self.assertIsNone(demo._global_cloud(args))
+
+    def test_bad_wait_timeout_is_a_usage_error(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = cli.main(['demo', '--wait-timeout', '0'])
+        self.assertEqual(2, rc)
+        self.assertIn('--wait-timeout', err.getvalue())
+
+    def test_flavor_names(self):
+        self.assertEqual('demo.c2m4000d40',
+                         targets.flavor_name('demo.', 2, 4000, 40))
