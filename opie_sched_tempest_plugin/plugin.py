@@ -1,0 +1,26 @@
+"""Tempest's entry point into this plugin."""
+
+import os
+
+from tempest import config
+from tempest.test_discover import plugins
+
+from opie_sched_tempest_plugin import config as opie_config
+
+
+class OpieTempestPlugin(plugins.TempestPlugin):
+    """opie_sched's tests (``opie_sched_tempest_plugin.tests``) and the
+    ``[opie]`` option group."""
+
+    def load_tests(self):
+        base_path = os.path.split(os.path.dirname(
+            os.path.abspath(__file__)))[0]
+        test_dir = 'opie_sched_tempest_plugin/tests'
+        return os.path.join(base_path, test_dir), base_path
+
+    def register_opts(self, conf):
+        config.register_opt_group(conf, opie_config.opie_group,
+                                  opie_config.OpieGroup)
+
+    def get_opt_lists(self):
+        return [(opie_config.opie_group.name, opie_config.OpieGroup)]

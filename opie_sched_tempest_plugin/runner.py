@@ -1,0 +1,360 @@
+"""``tox -e tempest``: the Tempest tier on a devcloud.
+
+::
+
+    python -m opie_sched_tempest_plugin.runner [--state-dir DIR]
+        [--computes N] [--scheduler-workers N] [--compute-vcpus N]
+        [--concurrency N] [--only opie|tempest] [--keep-cloud]
+
+1. When MariaDB or RabbitMQ is unreachable, prints one line saying that
+   the tier was skipped and why, and exits 0.
+2. ``opie-sched devcloud up`` (``--scheduler-workers 2`` by default: the
+   race test of issue 10 needs two workers).
+3. ``tempest init`` in ``DIR/tempest`` and a tempest.conf for the devcloud
+   (no Neutron, Cinder or Swift; ``run_validation = false``; the fake
+   driver's abilities; the ``[opie]`` group).
+4. Our plugin's tests, serially (they fill the whole cloud), then the
+   selection of Tempest's own compute API tests of ``tempest-include.txt``
+   minus ``tempest-exclude.txt`` (each exclusion with its reason), on a
+   cloud whose free room is first filled with preemptible servers, so
+   every normal boot of Tempest's tests preempts.
+5. ``opie-sched devcloud down``, also on failure or interruption.
+6. Prints passed/failed/skipped of both runs and the time taken; exits 1
+   when a test failed or a step broke. The runner's log is
+   ``DIR-tier.log``; after a failure the services' logs are copied to
+   ``DIR-logs`` before the cloud is removed.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INCLUDE = os.path.join(HERE, 'tempest-include.txt')
+EXCLUDE = os.path.join(HERE, 'tempest-exclude.txt')
+
+#: The devcloud's flavors Tempest's own tests boot (``flavor_ref``,
+#: ``flavor_ref_alt``).
+FLAVOR = 'm1.tiny'
+FLAVOR_ALT = 'm1.small'
+PREEMPTIBLE_SUFFIX = '.preemptible'
+
+_TOTALS = re.compile(r'^ - (Passed|Skipped|Failed|Expected Fail|'
+                     r'Unexpected Success): (\d+)', re.M)
+
+
+def _say(message):
+    sys.stdout.write('tempest tier: %s\n' % message)
+    sys.stdout.flush()
+
+
+#: What the devcloud needs running on this machine: (name, host, port).
+SERVERS = (('MariaDB', '127.0.0.1', 3306), ('RabbitMQ', '127.0.0.1', 5672))
+
+
+def unreachable():
+    """Why the tier cannot run here (MariaDB or RabbitMQ does not accept
+    TCP connections), or None. Anything else missing is for ``devcloud
+    up`` to report, as a failure."""
+    from opie_sched.devcloud import preflight
+    problems = ['%s is not reachable on %s:%d' % (name, host, port)
+                for name, host, port in SERVERS
+                if not preflight.tcp_open(host, port)]
+    return '; '.join(problems) or None
+
+
+def _bin(name):
+    local = os.path.join(os.path.dirname(sys.executable), name)
+    return local if os.path.exists(local) else name
+
+
+def _run(cmd, log=None, **kwargs):
+    """Run ``cmd``; its output goes to our stdout and to ``log``.
+    Returns ``(returncode, output)``."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kwargs)
+    lines = []
+    with open(log, 'a') if log else open(os.devnull, 'w') as out:
+        for line in proc.stdout:
+            lines.append(line)
+            out.write(line)
+            sys.stdout.write(line)
+            sys.stdout.flush()
+    return proc.wait(), ''.join(lines)
+
+
+def counts(output):
+    """``{'passed', 'failed', 'skipped'}`` from the totals ``tempest run``
+    prints (zeros when it printed none)."""
+    found = {k.lower(): int(v) for k, v in _TOTALS.findall(output)}
+    return {'passed': found.get('passed', 0),
+            'failed': found.get('failed', 0)
+            + found.get('unexpected success', 0),
+            'skipped': found.get('skipped', 0)}
+
+
+def _connect(clouds_yaml, cloud):
+    import openstack
+    from openstack import config as os_config
+    region = os_config.OpenStackConfig(
+        config_files=[clouds_yaml], load_envvars=False).get_one(cloud)
+    return openstack.connection.Connection(config=region)
+
+
+def _admin_auth(clouds_yaml):
+    import yaml
+    with open(clouds_yaml) as f:
+        return yaml.safe_load(f)['clouds']['devcloud-admin']
+
+
+def _flavor_ids(conn):
+    flavors = {f.name: f.id for f in conn.compute.flavors(is_public=None)}
+    missing = [n for n in (FLAVOR, FLAVOR_ALT) if n not in flavors]
+    if missing:
+        raise RuntimeError('the devcloud has no flavor %s' % missing)
+    return flavors
+
+
+def _reliability_enabled(state_dir):
+    """Whether the devcloud's scheduler runs FailureDomainFilter."""
+    for root, _dirs, files in os.walk(state_dir):
+        for name in files:
+            if name.endswith('.conf'):
+                try:
+                    with open(os.path.join(root, name)) as f:
+                        if 'FailureDomainFilter' in f.read():
+                            return True
+                except OSError:
+                    continue
+    return False
+
+
+def _market_notice_period(state_dir):
+    """``[opie_market] notice_period`` of the devcloud's market (seconds;
+    the option's default 300 when the file does not set it)."""
+    import configparser
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.read(os.path.join(state_dir, 'etc', 'opie_sched',
+                             'opie_sched.conf'))
+    return parser.getint('opie_market', 'notice_period', fallback=300)
+
+
+def tempest_conf(clouds_yaml, state_dir, summary, computes):
+    """The text of tempest.conf for the devcloud."""
+    admin = _admin_auth(clouds_yaml)
+    auth = admin['auth']
+    conn = _connect(clouds_yaml, 'devcloud-admin')
+    image = next(iter(conn.image.images()))
+    flavors = _flavor_ids(conn)
+    market = (summary.get('endpoints') or {}).get('market-api')
+    sections = {
+        'DEFAULT': {'log_file': 'tempest.log'},
+        'auth': {'use_dynamic_credentials': True,
+                 'admin_username': auth['username'],
+                 'admin_password': auth['password'],
+                 'admin_project_name': auth['project_name'],
+                 'admin_domain_name': auth['user_domain_name']},
+        'identity': {'uri_v3': auth['auth_url'], 'auth_version': 'v3',
+                     'region': admin.get('region_name', 'RegionOne')},
+        'identity-feature-enabled': {'api_v2': False},
+        'compute': {'image_ref': image.id, 'image_ref_alt': image.id,
+                    'flavor_ref': flavors[FLAVOR],
+                    'flavor_ref_alt': flavors[FLAVOR_ALT],
+                    'min_microversion': '2.1',
+                    'max_microversion': 'latest',
+                    'min_compute_nodes': computes,
+                    'build_timeout': 180},
+        # The fake driver: what it implements and what needs absent
+        # services (network, volumes, console proxies, metadata).
+        'compute-feature-enabled': {
+            'resize': True, 'cold_migration': True,
+            'live_migration': True,
+            'block_migration_for_live_migration': True,
+            'pause': True, 'suspend': True, 'rescue': True,
+            'shelve': False, 'shelve_migrate': False,
+            'snapshot': False, 'console_output': False,
+            'vnc_console': False, 'spice_console': False,
+            'serial_console': False, 'rdp_console': False,
+            'interface_attach': False, 'change_password': False,
+            'metadata_service': False, 'config_drive': False,
+            'personality': False, 'attach_encrypted_volume': False,
+            'volume_multiattach': False, 'hostname_fqdn_sanitization':
+                True},
+        'service_available': {'nova': True, 'glance': True,
+                              'neutron': False, 'cinder': False,
+                              'swift': False, 'horizon': False},
+        'validation': {'run_validation': False},
+        'opie': {'preemption': True,
+                 'preemptible_flavor_suffix': PREEMPTIBLE_SUFFIX,
+                 'normal_flavor': FLAVOR,
+                 'market': bool(market),
+                 'market_endpoint': market,
+                 'market_notice_period': _market_notice_period(state_dir),
+                 'reliability': _reliability_enabled(state_dir),
+                 'autoscaler': False},
+    }
+    lines = []
+    for section, options in sections.items():
+        lines.append('[%s]' % section)
+        lines += ['%s = %s' % (k, v) for k, v in options.items()
+                  if v is not None]
+        lines.append('')
+    return '\n'.join(lines)
+
+
+def fill_preemptible(clouds_yaml, log):
+    """Fill the cloud's free room with preemptible servers of the tiny
+    flavor (as devcloud-demo); returns how many were booted."""
+    conn = _connect(clouds_yaml, 'devcloud-demo')
+    admin = _connect(clouds_yaml, 'devcloud-admin')
+    flavors = _flavor_ids(admin)
+    twin = flavors.get(FLAVOR + PREEMPTIBLE_SUFFIX)
+    flavor = admin.compute.get_flavor(twin)
+    room = 0
+    rps = admin.placement.get('/resource_providers', microversion='1.10')
+    for rp in rps.json()['resource_providers']:
+        inv = admin.placement.get('/resource_providers/%s/inventories'
+                                  % rp['uuid']).json()['inventories']
+        if 'CUSTOM_PREEMPTIBLE_VCPU' not in inv:
+            continue
+        use = admin.placement.get('/resource_providers/%s/usages'
+                                  % rp['uuid']).json()['usages']
+        free = []
+        for std, pre, size in (('VCPU', 'CUSTOM_PREEMPTIBLE_VCPU',
+                                flavor.vcpus),
+                               ('MEMORY_MB', 'CUSTOM_PREEMPTIBLE_MEMORY_MB',
+                                flavor.ram)):
+            cap = int((inv[std]['total'] - inv[std]['reserved'])
+                      * inv[std]['allocation_ratio'])
+            free.append((cap - use.get(std, 0) - use.get(pre, 0)) // size)
+        room += max(0, min(free))
+    if room:
+        project = conn.current_project_id
+        admin.compute.put('/os-quota-sets/%s' % project, json={
+            'quota_set': {'instances': -1, 'cores': -1, 'ram': -1}},
+            microversion='2.1')
+        image = next(iter(conn.image.images()))
+        conn.compute.post('/servers', json={'server': {
+            'name': 'tempest-tier-fill', 'flavorRef': twin,
+            'imageRef': image.id, 'networks': 'none',
+            'min_count': room, 'max_count': room}}, microversion='2.37')
+        deadline = time.monotonic() + 300
+        status = []
+        while time.monotonic() < deadline:
+            status = [s.status for s in conn.compute.servers(
+                name='^tempest-tier-fill')]
+            if status and all(s in ('ACTIVE', 'ERROR') for s in status):
+                break
+            time.sleep(3)
+        with open(log, 'a') as f:
+            f.write('fill: %s\n' % sorted(status))
+    return room
+
+
+def _tempest(workspace, args, log):
+    return _run([_bin('tempest'), 'run', '--config-file',
+                 os.path.join(workspace, 'etc', 'tempest.conf')] + args,
+                log, cwd=workspace)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='opie-tempest', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--state-dir', default='.tempest-cloud')
+    parser.add_argument('--computes', type=int, default=3)
+    parser.add_argument('--scheduler-workers', type=int, default=2)
+    parser.add_argument('--compute-vcpus', type=int, default=12)
+    parser.add_argument('--concurrency', type=int, default=2,
+                        help='workers of the run of Tempest\'s own tests')
+    parser.add_argument('--only', choices=('opie', 'tempest'))
+    parser.add_argument('--keep-cloud', action='store_true',
+                        help='leave the devcloud running (debugging)')
+    args = parser.parse_args(argv)
+
+    why = unreachable()
+    if why:
+        _say('skipped: %s' % why)
+        return 0
+    t0 = time.monotonic()
+    state_dir = os.path.abspath(args.state_dir)
+    workspace = os.path.join(state_dir, 'tempest')
+    os.makedirs(state_dir, exist_ok=True)
+    # Beside the state directory: devcloud down removes that.
+    log = state_dir + '-tier.log'
+    if os.path.exists(log):
+        os.remove(log)
+    results = {}
+    failed_step = None
+    up = False
+    try:
+        rc, out = _run([_bin('opie-sched'), 'devcloud', 'up',
+                        '--state-dir', state_dir, '--replace',
+                        '--computes', str(args.computes),
+                        '--scheduler-workers', str(args.scheduler_workers),
+                        '--compute-vcpus', str(args.compute_vcpus),
+                        '--format', 'json'], log)
+        up = True
+        if rc:
+            failed_step = 'devcloud up (exit %d)' % rc
+            return 1
+        summary = json.loads(out[out.index('{'):out.rindex('}') + 1])
+        t_up = time.monotonic() - t0
+        if not os.path.isdir(workspace):
+            rc, _ = _run([_bin('tempest'), 'init', '--workspace-path',
+                          os.path.join(state_dir, 'workspace.yaml'),
+                          workspace], log)
+            if rc:
+                failed_step = 'tempest init (exit %d)' % rc
+                return 1
+        with open(os.path.join(workspace, 'etc', 'tempest.conf'), 'w') as f:
+            f.write(tempest_conf(summary['clouds_yaml'], state_dir, summary,
+                                 args.computes))
+        if args.only in (None, 'opie'):
+            rc, out = _tempest(workspace, [
+                '--regex', r'^opie_sched_tempest_plugin\.', '--serial'], log)
+            results['opie_sched plugin'] = dict(counts(out), rc=rc)
+        if args.only in (None, 'tempest'):
+            filled = fill_preemptible(summary['clouds_yaml'], log)
+            _say('%d preemptible servers fill the cloud before Tempest\'s '
+                 'own tests' % filled)
+            rc, out = _tempest(workspace, [
+                '--include-list', INCLUDE, '--exclude-list', EXCLUDE,
+                '--concurrency', str(args.concurrency)], log)
+            results['Tempest compute API'] = dict(counts(out), rc=rc)
+    except Exception as exc:
+        failed_step = '%s: %s' % (type(exc).__name__, exc)
+        raise
+    finally:
+        t_tests = time.monotonic() - t0
+        broken = failed_step or any(r['rc'] or r['failed']
+                                    for r in results.values())
+        logs = os.path.join(state_dir, 'logs')
+        if up and broken and os.path.isdir(logs):
+            kept = state_dir + '-logs'
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(logs, kept)
+            _say('service logs kept in %s' % kept)
+        if up and not args.keep_cloud:
+            _run([_bin('opie-sched'), 'devcloud', 'down', '--state-dir',
+                  state_dir], log)
+        total = time.monotonic() - t0
+        for name, r in results.items():
+            _say('%s: %d passed, %d failed, %d skipped%s' % (
+                name, r['passed'], r['failed'], r['skipped'],
+                '' if r['rc'] == 0 else ' (tempest run exit %d)' % r['rc']))
+        if 't_up' in locals():
+            _say('cloud up %.0f s, up + tests %.0f s, total with down '
+                 '%.0f s (log: %s)' % (t_up, t_tests, total, log))
+        if failed_step:
+            _say('FAILED at %s' % failed_step)
+    bad = [n for n, r in results.items() if r['rc'] or r['failed']]
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
