@@ -5,6 +5,13 @@ Usage::
 
     python benchmarks/scheduling_latency.py [--nodes 100,1000] [--repeat N]
     python benchmarks/scheduling_latency.py --quick      # 10 nodes, 2 repeats
+    ... [--json PATH] [--profile PREFIX]
+
+``--json PATH`` also writes the medians (ms) per node count, as
+``{"rows": {"N": {"a_opie", "a_stock", "b_opie", "b_decide", "b_exec",
+"b_stock", "c_retry"}}}``; ``--profile PREFIX`` runs the timed calls
+under cProfile (``PREFIX-N-{opie,stock}-{a,b}.prof``).
+Targets (issue 12): (a) opie/stock <= 1.05; (b) decide/stock <= 1.3.
 
 Wall time of one ``select_destinations`` call (one normal ``medium`` server,
 2 vCPU / 4000 MB / 40 GB), made directly on the scheduler managers of one
@@ -101,6 +108,7 @@ import argparse
 import collections
 import contextlib
 import datetime
+import json
 import logging
 import os
 import platform
@@ -116,6 +124,8 @@ REQUEST_FLAVOR = 'medium'
 FILL_A = ('large',)
 FILL_B_EXTRA = ('medium', 'small', 'small')
 COMPUTE_HOST = 'compute1'
+#: Image of the faked preemptibles (image-backed: their root disk counts).
+IMAGE_REF = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
 PROJECT = 'bench-project'
 USER = 'bench-user'
 
@@ -205,13 +215,18 @@ class Bench:
         cloud.flags(group='filter_scheduler', **cloud.OPIE_FLAGS)
         # instrument opie's termination phase (terminate + wait)
         self.exec_log = []
+        self.exec_cpu = []
+        #: CPU seconds of this thread in the last select (see select)
+        self.last_cpu = 0.0
         real_execute = self.opie._execute
 
         def _execute(context, pending):
             start = time.perf_counter()
+            cpu = time.thread_time()
             try:
                 return real_execute(context, pending)
             finally:
+                self.exec_cpu.append(time.thread_time() - cpu)
                 self.exec_log.append((time.perf_counter() - start, [
                     (p.plan.host, [i.uuid for i, _ in p.plan.victims])
                     for p in pending]))
@@ -223,6 +238,8 @@ class Bench:
         self.by_node = collections.defaultdict(set)
         self.alloc_classes = CUSTOM
         self.consumer_gen = {}
+        #: ``{(is opie, preemption expected): cProfile.Profile}``
+        self.profiles = {}
 
     # -- nodes ---------------------------------------------------------
 
@@ -287,7 +304,7 @@ class Bench:
                 vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
                 root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
                 launched_at=launched, launched_on=COMPUTE_HOST,
-                availability_zone='nova', image_ref='', metadata={},
+                availability_zone='nova', image_ref=IMAGE_REF, metadata={},
                 system_metadata={},
                 info_cache=objects.InstanceInfoCache(
                     network_info=network_model.NetworkInfo()))
@@ -408,16 +425,19 @@ class Bench:
         from nova import exception
         spec = self.request_spec(uuid)
         start = time.perf_counter()
+        cpu = time.thread_time()
         try:
             sel = mgr.select_destinations(
                 self.ctx, spec_obj=spec, instance_uuids=[uuid],
                 return_objects=True, return_alternates=False)
         except (exception.NoValidHost, oslo_messaging.ExpectedException) as e:
             elapsed = time.perf_counter() - start
+            self.last_cpu = time.thread_time() - cpu
             inner = getattr(e, 'exc_info', (None, e))[1]
             if not isinstance(inner, exception.NoValidHost):
                 raise
             raise NoValid(elapsed)
+        self.last_cpu = time.thread_time() - cpu
         return time.perf_counter() - start, sel[0][0].nodename
 
     def release_claim(self, uuid):
@@ -467,8 +487,17 @@ class Bench:
         """(a)/(b) on one manager; returns (total s, exec s or None)."""
         uuid = self.new_uuid()
         del self.exec_log[:]
-        elapsed, node = self.select(mgr, uuid)
+        del self.exec_cpu[:]
+        prof = self.profiles.get((mgr is self.opie, expect_preemption))
+        if prof is not None:
+            prof.enable()
+        try:
+            elapsed, node = self.select(mgr, uuid)
+        finally:
+            if prof is not None:
+                prof.disable()
         execd = None
+        self.plain_cpu = (self.last_cpu, sum(self.exec_cpu))
         if mgr is self.opie and expect_preemption:
             assert len(self.exec_log) == 1, 'opie terminated nothing'
             execd, plans = self.exec_log[0]
@@ -545,7 +574,14 @@ def _no_instance_info_init():
 
 
 def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
-              check=False):
+              check=False, profile=None):
+    """One scale: ``{key: [seconds]}`` (see :func:`main` for the keys).
+
+    :param profile: a path prefix, or None; when given, the timed calls of
+        each manager and scenario run under :mod:`cProfile` and the stats
+        are written to ``PREFIX-N-{opie,stock}-{a,b}.prof``.
+    """
+    import cProfile
     t0 = time.monotonic()
     cloud = cloud_cls(poll_interval=poll_interval)
     cloud.start()
@@ -564,6 +600,9 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         # warm-up (first-call imports and caches), not counted
         bench.run_plain(bench.opie, False)
         bench.run_plain(bench.stock, False)
+        if profile:
+            bench.profiles = {k: cProfile.Profile() for k in (
+                (True, False), (False, False), (True, True), (False, True))}
         # (a) interleaved
         for i in range(repeat):
             pair = [(bench.opie, 'a_opie'), (bench.stock, 'a_stock')]
@@ -571,6 +610,7 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                 pair.reverse()
             for mgr, key in pair:
                 res[key].append(bench.run_plain(mgr, False)[0])
+                res[key + '_cpu'].append(bench.plain_cpu[0])
         log('  (a) done at %.1f s' % (time.monotonic() - t0))
         bench.fill(FILL_B_EXTRA)
         if check:
@@ -598,7 +638,10 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                 for mgr, key in pair:
                     total, execd = bench.run_plain(mgr, mgr is bench.opie)
                     res[key].append(total)
+                    cpu, exec_cpu = bench.plain_cpu
+                    res[key + '_cpu'].append(cpu)
                     if execd is not None:
+                        res['b_opie_decide_cpu'].append(cpu - exec_cpu)
                         res['b_opie_exec'].append(execd)
                         res['b_opie_decide'].append(total - execd)
             t1 = time.monotonic()
@@ -613,6 +656,12 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                 res['c_retry'].append(bench.run_retry())
             log('  (c) x%d at %.1f s' % (len(block), time.monotonic() - t0))
         log('  (b), (c) done at %.1f s' % (time.monotonic() - t0))
+        for (is_opie, pre), prof in bench.profiles.items():
+            path = '%s-%d-%s-%s.prof' % (profile, n_nodes,
+                                         'opie' if is_opie else 'stock',
+                                         'b' if pre else 'a')
+            prof.dump_stats(path)
+            log('  profile written to %s' % path)
     except Exception:
         # nova's fixtures keep the log in memory: show its end
         out = getattr(getattr(cloud, 'stdlog', None), 'logger', None)
@@ -651,6 +700,11 @@ def main(argv=None):
                         help='verify Placement usages against the faked '
                              'state after every change of phase (untimed; '
                              'always on with --quick)')
+    parser.add_argument('--json', metavar='PATH',
+                        help='also write the medians (ms) to PATH (JSON)')
+    parser.add_argument('--profile', metavar='PREFIX',
+                        help='cProfile the timed calls; stats go to '
+                             'PREFIX-N-{opie,stock}-{a,b}.prof')
     args = parser.parse_args(argv)
     if args.quick:
         nodes, repeat = [10], 2
@@ -681,7 +735,8 @@ def main(argv=None):
         log('%d nodes:' % n)
         rows.append((n, run_scale(cloud_cls, n, repeat, args.seed,
                                   args.poll_interval, log,
-                                  check=args.check or args.quick)))
+                                  check=args.check or args.quick,
+                                  profile=args.profile)))
     print()
     print('%6s | %9s %9s %6s | %9s %9s %9s %9s %6s %6s | %9s %7s %7s'
           % ('nodes', 'a opie', 'a stock', 'a o/s',
@@ -702,6 +757,17 @@ def main(argv=None):
     print('o/s = opie/stock; d = opie minus its terminate-and-wait phase '
           '(victim choice only); r/o = retry/opie total; r/d = retry/opie '
           'decide.')
+    print('CPU ms of the calling OS thread (less sensitive to machine '
+          'load than wall time; it holds the scheduler, the in-process '
+          'Placement and DB, and any green thread run meanwhile):')
+    for n, r in rows:
+        print('  %d nodes: a opie %.1f / stock %.1f = %.2f; b decide %.1f / '
+              'stock %.1f = %.2f' % (
+                  n, med_ms(r['a_opie_cpu']), med_ms(r['a_stock_cpu']),
+                  med_ms(r['a_opie_cpu']) / med_ms(r['a_stock_cpu']),
+                  med_ms(r['b_opie_decide_cpu']), med_ms(r['b_stock_cpu']),
+                  med_ms(r['b_opie_decide_cpu'])
+                  / med_ms(r['b_stock_cpu'])))
     for n, r in rows:
         print('ratio a opie/stock %d nodes: %.2f' % (
             n, med_ms(r['a_opie']) / med_ms(r['a_stock'])))
@@ -714,6 +780,23 @@ def main(argv=None):
             n, r['total_s'][0], r['setup_s'][0]) for n, r in rows),
         time.monotonic() - start))
     sys.stdout.flush()
+    if args.json:
+        keys = {'a_opie': 'a_opie', 'a_stock': 'a_stock',
+                'b_opie': 'b_opie', 'b_decide': 'b_opie_decide',
+                'b_exec': 'b_opie_exec', 'b_stock': 'b_stock',
+                'c_retry': 'c_retry', 'a_opie_cpu': 'a_opie_cpu',
+                'a_stock_cpu': 'a_stock_cpu',
+                'b_decide_cpu': 'b_opie_decide_cpu',
+                'b_stock_cpu': 'b_stock_cpu'}
+        out = {'rows': {}, 'repeat': repeat, 'seed': args.seed,
+               'poll_interval': poll, 'quick': args.quick}
+        for n, r in rows:
+            row = {k: med_ms(r[v]) for k, v in keys.items()}
+            row['setup_s'] = r['setup_s'][0]
+            row['total_s'] = r['total_s'][0]
+            out['rows'][str(n)] = row
+        with open(args.json, 'w') as f:
+            json.dump(out, f, indent=1)
     return rows
 
 

@@ -4,7 +4,8 @@
 Usage::
 
     python benchmarks/simulator_throughput.py [--hosts 1000,10000] [--65k]
-        [--requests-per-host 20] [--load 1.5] [--policy opie] [--seed S]
+        [--thesis] [--requests-per-host 20] [--load 1.5] [--policy opie]
+        [--seed S] [--quick] [--json PATH] [--no-memory]
 
 For each cloud size: hosts of 8 vCPU / 16000 MB / 200 GB, a generated
 workload (:func:`opie_sched.workload.generator.generate`, half of it
@@ -16,11 +17,16 @@ up and normal requests preempt. Prints one row per size: events
 memory of the same run repeated under :mod:`tracemalloc` (workload
 generation excluded; tracemalloc slows Python down, hence two runs); and
 the counts that show the preemption phase was exercised.
-``--65k`` adds a 65,536-host cloud (several minutes).
+``--65k`` adds a 65,536-host cloud with the same requests per host
+(1.3 million requests: long). ``--thesis`` adds the thesis scale: 65,536
+hosts and 230,000 requests (target, issue 12: <= 2 minutes on 2 cores).
+``--quick``: 1000 hosts, 20 requests per host, no memory run (seconds).
+``--json PATH`` also writes the rows.
 """
 
 import argparse
 import gc
+import json
 import os
 import platform
 import sys
@@ -53,12 +59,17 @@ def _simulate(hosts, reqs, policy_name, trace_memory):
     return result, wall, peak
 
 
-def run_one(hosts, requests_per_host, load, policy_name, seed, memory=True):
+def run_one(hosts, requests_per_host, load, policy_name, seed, memory=True,
+            count=None):
     """One row of the table (a dict): a timed run, then (``memory``) the
-    same run under tracemalloc for the peak."""
+    same run under tracemalloc for the peak.
+
+    :param count: number of requests (default ``requests_per_host ×
+        hosts``).
+    """
     capacity = hosts * cloud_mod.HostSpec().capacity.vcpus
     reqs = generator.generate(
-        seed=seed, count=requests_per_host * hosts,
+        seed=seed, count=count or requests_per_host * hosts,
         rate_per_hour=simulate.rate_for_load(capacity, load))
     result, wall, _ = _simulate(hosts, reqs, policy_name, False)
     peak = None
@@ -87,10 +98,22 @@ def main(argv=None):
     p.add_argument('--seed', type=int, default=42)
     p.add_argument('--no-memory', action='store_true',
                    help='skip the tracemalloc run (peak memory)')
+    p.add_argument('--thesis', action='store_true',
+                   help='also run the thesis scale: 65,536 hosts, 230,000 '
+                        'requests')
+    p.add_argument('--quick', action='store_true',
+                   help='1000 hosts, 20 requests per host, no memory run')
+    p.add_argument('--json', metavar='PATH',
+                   help='also write the rows to PATH (JSON)')
     args = p.parse_args(argv)
-    sizes = [int(h) for h in args.hosts.split(',') if h.strip()]
+    if args.quick:
+        args.hosts, args.requests_per_host = '1000', 20
+        args.no_memory = True
+    sizes = [(int(h), None) for h in args.hosts.split(',') if h.strip()]
     if args.huge:
-        sizes.append(65536)
+        sizes.append((65536, None))
+    if args.thesis:
+        sizes.append((65536, 230000))
     print('simulator throughput: policy %s, load %g, %d requests per host; '
           '%s, Python %s; events/s from a run without tracemalloc, peak '
           'memory from a second run under it'
@@ -102,13 +125,29 @@ def main(argv=None):
                'util'))
     print(head)
     print('-' * len(head))
-    for hosts in sizes:
+    rows = []
+    for hosts, count in sizes:
+        print('# %d hosts, %d requests ...' % (
+            hosts, count or hosts * args.requests_per_host),
+            file=sys.stderr)
+        sys.stderr.flush()
         row = run_one(hosts, args.requests_per_host, args.load,
-                      args.policy, args.seed, memory=not args.no_memory)
+                      args.policy, args.seed,
+                      memory=not args.no_memory and count is None,
+                      count=count)
+        row['thesis'] = count is not None
+        rows.append(row)
         print('%(hosts)7d %(requests)9d %(events)9d %(wall)8.1f '
               '%(eps)10.0f %(peak_mb)9.1f %(preemptions)11d %(decisions)10d '
               '%(rejected)9d %(failed)8d %(util)6.2f' % row)
         sys.stdout.flush()
+    if args.json:
+        with open(args.json, 'w') as out:
+            json.dump({'rows': [{k: (None if v != v else v)
+                                 for k, v in row.items()} for row in rows],
+                       'policy': args.policy, 'load': args.load,
+                       'seed': args.seed, 'quick': args.quick}, out,
+                      indent=1)
     return 0
 
 

@@ -4,6 +4,7 @@
 Usage::
 
     python benchmarks/victim_selection.py [--repeat N] [--seed S] [--milp]
+        [--quick] [--json PATH]
 
 Random realistic hosts (seeded): n preemptible instances of the default
 flavors small 1 vCPU/2000 MB/20 GB, medium 2/4000/40 and large 4/8000/80,
@@ -16,9 +17,14 @@ prints median times (brute force: the vectorised numpy oracle, its
 fastest form); then the branch and bound alone at n = 32, 48, 64.
 ``--milp`` adds the time of ``scipy.optimize.milp`` (HiGHS) solving the same
 minimal-cost problem (cost only, no tie rule), checked against ours.
+``--quick`` runs n = 12..20 against the oracle and 32, 48, 64 alone with
+few hosts (seconds). ``--json PATH`` also writes the medians, as
+``{"rows": [{"n", "hosts", "ours_ms", "ours_p95_ms", "brute_ms"}]}``.
+Target (issue 12): median at n = 64 <= 2 ms.
 """
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -82,7 +88,19 @@ def main(argv=None):
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--milp', action='store_true',
                         help='also time scipy.optimize.milp (HiGHS)')
+    parser.add_argument('--quick', action='store_true',
+                        help='n <= 20 against the oracle, then 32..64, '
+                             'few hosts each (seconds)')
+    parser.add_argument('--json', metavar='PATH',
+                        help='also write the medians to PATH (JSON)')
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error('--repeat must be >= 1')
+    small = (12, 14, 16, 18, 20, 22, 24)
+    if args.quick:
+        args.repeat = min(args.repeat, 6)
+        small = (12, 16, 20)
+    rows = []
     rng = random.Random(args.seed)
     print('machine: %d cores (os.cpu_count), %s, Python %s'
           % (os.cpu_count(), platform.machine(), platform.python_version()))
@@ -93,7 +111,7 @@ def main(argv=None):
     if args.milp:
         head += ' %12s' % 'milp med ms'
     print(head)
-    for n in (12, 14, 16, 18, 20, 22, 24):
+    for n in small:
         reps = args.repeat if n < 22 else max(2, args.repeat // 3)
         ours, brute, milp = [], [], []
         for _ in range(reps):
@@ -115,6 +133,8 @@ def main(argv=None):
                         1, a.total_cost), (c, a.total_cost)
                 milp.append(t3)
         mo, mb = statistics.median(ours), statistics.median(brute)
+        rows.append({'n': n, 'hosts': reps, 'ours_ms': mo,
+                     'ours_p95_ms': percentile(ours, 0.95), 'brute_ms': mb})
         line = '%4d %5d %12.3f %14.2f %10.1f' % (n, reps, mo, mb, mb / mo)
         if args.milp:
             line += ' %12.3f' % statistics.median(milp)
@@ -138,6 +158,9 @@ def main(argv=None):
                 assert abs(c - a.total_cost) <= 1e-6 * max(
                     1, a.total_cost), (c, a.total_cost)
                 milp.append(t3)
+        rows.append({'n': n, 'hosts': reps,
+                     'ours_ms': statistics.median(ours),
+                     'ours_p95_ms': percentile(ours, 0.95), 'brute_ms': None})
         line = '%4d %5d %12.3f %12.3f %12.3f' % (
             n, reps, statistics.median(ours), percentile(ours, 0.95),
             max(ours))
@@ -145,6 +168,12 @@ def main(argv=None):
             line += ' %12.3f' % statistics.median(milp)
         print(line)
         sys.stdout.flush()
+    if args.json:
+        with open(args.json, 'w') as out:
+            json.dump({'rows': rows, 'seed': args.seed,
+                       'repeat': args.repeat, 'quick': args.quick}, out,
+                      indent=1)
+    return rows
 
 
 if __name__ == '__main__':

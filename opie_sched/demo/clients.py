@@ -1,7 +1,7 @@
 """Real OpenStack clients (python-openstackclient, openstacksdk and the
 ``opie-sched`` CLI) against an in-process Nova: the demo's
 :class:`~opie_sched.demo.cloud.EmbeddedCloud` or a functional test
-(:class:`~opie_sched.demo.cloud.OpieNovaTestCase`).
+(``tests.functional.base.OpieNovaTestCase``).
 
 Nova's API fixture stubs keystone: it builds the request context from
 ``X-Auth-User``/``X-Auth-Project-Id``/``X-Roles`` headers that only nova's

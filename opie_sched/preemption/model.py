@@ -23,6 +23,9 @@ DIMENSIONS = ('vcpus', 'memory_mb', 'disk_gb')
 UNITS = {'vcpus': 'vCPU', 'memory_mb': 'MB', 'disk_gb': 'GB'}
 
 
+_new = tuple.__new__
+
+
 class Resources(ty.NamedTuple):
     """An amount of the three scheduled resources.
 
@@ -39,22 +42,33 @@ class Resources(ty.NamedTuple):
     memory_mb: float = 0
     disk_gb: float = 0
 
+    # Written out for the three dimensions: these run for every host of
+    # every scheduling request, and generator forms cost several times
+    # more.
     def __add__(self, other):
-        return Resources(*(a + b for a, b in zip(self, other)))
+        a0, a1, a2 = self
+        b0, b1, b2 = other
+        return _new(Resources, (a0 + b0, a1 + b1, a2 + b2))
 
     def __sub__(self, other):
-        return Resources(*(a - b for a, b in zip(self, other)))
+        a0, a1, a2 = self
+        b0, b1, b2 = other
+        return _new(Resources, (a0 - b0, a1 - b1, a2 - b2))
 
     def fits_in(self, other):
         """True when every dimension of ``self`` is <= ``other``'s."""
-        return all(a <= b for a, b in zip(self, other))
+        a0, a1, a2 = self
+        b0, b1, b2 = other
+        return a0 <= b0 and a1 <= b1 and a2 <= b2
 
     def clip_negative(self):
         """The same amounts with negative dimensions set to 0."""
-        return Resources(*(max(a, 0) for a in self))
+        a0, a1, a2 = self
+        return _new(Resources, (max(a0, 0), max(a1, 0), max(a2, 0)))
 
     def is_zero(self):
-        return all(a <= 0 for a in self)
+        a0, a1, a2 = self
+        return a0 <= 0 and a1 <= 0 and a2 <= 0
 
     @classmethod
     def total(cls, items):

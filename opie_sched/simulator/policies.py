@@ -110,7 +110,7 @@ class Policy:
             choice = choose(cloud, res, request.preemptible, t)
             if choice is None:
                 blocked = (not request.preemptible
-                           and bool(cloud.normal_state_fits(res).any()))
+                           and cloud.first_normal_fit(res) is not None)
                 for step in reversed(undo):
                     if step[0] == 'added':
                         cloud.remove(step[1])
@@ -128,8 +128,9 @@ class Policy:
         return outcome
 
 
-def _first_fit(cloud, mask):
-    host = cloud.first(mask)
+def _first_fit(cloud, res):
+    """The first host (by name) whose full state fits ``res``."""
+    host = cloud.first_full_fit(res)
     if host is None:
         return None
     return host, planner.HostPlan(cloud.names[host], needs_preemption=False,
@@ -143,11 +144,7 @@ class OpiePolicy(Policy):
     name = 'opie'
 
     def choose(self, cloud, res, preemptible, t):
-        if preemptible:
-            mask = cloud.full_state_fits(res)
-        else:
-            mask = cloud.normal_state_fits(res)
-        return cloud.best_plan(res, mask, self.cost_policy, t)
+        return cloud.choose(res, preemptible, self.cost_policy, t)
 
 
 class StockPolicy(Policy):
@@ -157,7 +154,7 @@ class StockPolicy(Policy):
     preempts = False
 
     def choose(self, cloud, res, preemptible, t):
-        return _first_fit(cloud, cloud.full_state_fits(res))
+        return _first_fit(cloud, res)
 
 
 class FirstFitPolicy(Policy):
@@ -167,8 +164,8 @@ class FirstFitPolicy(Policy):
 
     def choose(self, cloud, res, preemptible, t):
         if preemptible:
-            return _first_fit(cloud, cloud.full_state_fits(res))
-        host = cloud.first(cloud.normal_state_fits(res))
+            return _first_fit(cloud, res)
+        host = cloud.first_normal_fit(res)
         if host is None:
             return None
         plan = cloud.plan_on(host, res, self.cost_policy, t)

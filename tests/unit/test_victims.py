@@ -7,6 +7,7 @@ import datetime
 import fractions
 import itertools
 import math
+from unittest import mock
 import random
 
 from hypothesis import given
@@ -155,6 +156,16 @@ class SelectVictimsPropertyTest(testtools.TestCase):
         shuffled = list(candidates)
         rnd.shuffle(shuffled)
         self.assertEqual(got, victims.select_victims(shuffled, need))
+
+    @settings(max_examples=200, deadline=None)
+    @given(problems(max_n=12))
+    def test_branch_and_bound_matches_oracle_on_small_hosts(self, problem):
+        # Small hosts are enumerated; force the branch and bound on them
+        # too, so both methods stay covered against the oracle.
+        candidates, need = problem
+        with mock.patch.object(victims, 'ENUMERATE_MAX', -1):
+            got = victims.select_victims(candidates, need)
+        self.assertEqual(victims.brute_force_victims(candidates, need), got)
 
     @settings(max_examples=40, deadline=None)
     @given(st.integers(13, 16), st.integers(0, 2 ** 32 - 1),

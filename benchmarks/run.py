@@ -1,0 +1,353 @@
+#!/usr/bin/env python
+"""Run opie_sched's benchmarks and print one table of ratios (issue 12).
+
+Usage (``tox -e bench -- ARGS`` runs this)::
+
+    python benchmarks/run.py [--quick] [--only PART[,PART]] [--out PATH]
+        [--compare OLD.json] [--nodes 100,1000] [--repeat N]
+
+Parts, each a script of this directory run in its own process (nova's
+fixtures change process-wide state):
+
+``victim``
+    ``victim_selection.py``: exact victim selection (López García et al.,
+    Alg. 5) against the brute-force oracle, then alone at n = 32..64.
+``sched``
+    ``scheduling_latency.py``: one ``select_destinations`` of opie-scheduler
+    versus stock Nova 34 on the same hosts, in-process Nova (see that
+    script for the scenarios a, b and c).
+``sim``
+    ``simulator_throughput.py``: the simulator's events per second, and
+    (full run) the thesis scale of 65,536 hosts and 230,000 requests.
+
+It prints the plan (what runs, roughly how long on 2 cores), each part's
+own output as it goes (progress), then ONE table: every ratio or figure
+with its target, and a legend of what a, b and c mean. Results go to a JSON
+file (``--out``, default ``bench-results.json`` in the current directory)
+so that two runs, e.g. of two commits, can be compared side by side with
+``--compare OLD.json`` (old, new and new/old per row).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+#: Legend printed under the table.
+LEGEND = (
+    'a = one normal request, no preemption needed (the request fits a '
+    'host\'s full state); opie vs stock Nova\'s pass on the same hosts.',
+    'b = one normal request on hosts full of preemptibles: opie\'s '
+    'decision (filters, weighers planning victims, claim) vs stock\'s pass '
+    'on the same hosts; "b total" adds terminating the victims and waiting '
+    'for their deletion.',
+    'c = the scheduling side of a retry design (NoValidHost, victims '
+    'deleted directly, schedule again) vs opie\'s total; the full retry '
+    'design (failed build, reaper, deletion, re-creation through the API) '
+    'is benchmarks/end_to_end.py and `opie-sched simulate --scenario '
+    'preemption-latency`.',
+)
+
+
+class Part:
+    """One benchmark script: its arguments, time estimate and rows."""
+
+    def __init__(self, key, script, title, quick_args, full_args,
+                 quick_estimate, full_estimate):
+        self.key = key
+        self.script = script
+        self.title = title
+        self.quick_args = quick_args
+        self.full_args = full_args
+        self.quick_estimate = quick_estimate
+        self.full_estimate = full_estimate
+
+    def args(self, quick):
+        return list(self.quick_args if quick else self.full_args)
+
+    def estimate(self, quick):
+        return self.quick_estimate if quick else self.full_estimate
+
+
+def parts_for(args):
+    nodes = args.nodes
+    return [
+        Part('victim', 'victim_selection.py',
+             'victim selection (exact, Alg. 5), n = 12..64',
+             ['--quick'], [], 10, 60),
+        Part('sched', 'scheduling_latency.py',
+             'select_destinations opie vs stock, in-process Nova 34',
+             ['--quick'],
+             ['--nodes', nodes, '--repeat', str(args.repeat)],
+             150, _sched_estimate(nodes, args.repeat)),
+        Part('sim', 'simulator_throughput.py',
+             'simulator throughput; full run adds the thesis scale '
+             '(65,536 hosts, 230,000 requests)',
+             ['--quick'],
+             ['--hosts', '1000,10000', '--no-memory', '--thesis'],
+             30, 600),
+    ]
+
+
+def _sched_estimate(nodes, repeat):
+    """Seconds, from runs on 2 loaded cores: ~40 s of Nova start-up per
+    scale, ~0.35 s per node of set-up and ~(4 + 0.01 × nodes) s per
+    repetition of the three scenarios."""
+    total = 0
+    for n in (int(x) for x in nodes.split(',') if x.strip()):
+        total += 40 + 0.35 * n + repeat * (4 + 0.01 * n)
+    return int(total)
+
+
+def _fmt_duration(seconds):
+    seconds = int(seconds)
+    if seconds < 120:
+        return '~%d s' % seconds
+    return '~%d min' % round(seconds / 60.0)
+
+
+def run_part(part, quick, workdir, log):
+    """Run one part; its stdout and stderr go through (progress).
+
+    :returns: ``(data from its --json file or None, wall seconds, error
+        text or None)``.
+    """
+    out = os.path.join(workdir, part.key + '.json')
+    cmd = [sys.executable, os.path.join(HERE, part.script),
+           '--json', out] + part.args(quick)
+    log('\n=== %s: %s' % (part.key, ' '.join(cmd[1:])))
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT)
+    wall = time.monotonic() - started
+    if proc.returncode:
+        return None, wall, '%s exited %d' % (part.script, proc.returncode)
+    try:
+        with open(out) as f:
+            return json.load(f), wall, None
+    except (OSError, ValueError) as exc:
+        return None, wall, 'no results from %s: %s' % (part.script, exc)
+
+
+def ratio_rows(results):
+    """``[{key, label, value, unit, target, ok}]`` of one run.
+
+    ``target`` is ``(op, bound)`` with op ``'<='`` or ``'>='``, or None.
+    """
+    rows = []
+
+    def add(key, label, value, unit='x', target=None):
+        ok = None
+        if target is not None and value is not None:
+            op, bound = target
+            ok = value <= bound if op == '<=' else value >= bound
+        rows.append({'key': key, 'label': label, 'value': value,
+                     'unit': unit, 'target': list(target) if target else
+                     None, 'ok': ok})
+
+    sched = (results.get('sched') or {}).get('rows') or {}
+    for n in sorted(sched, key=int):
+        r = sched[n]
+        add('sched.%s.a' % n, 'a opie / stock, %s nodes' % n,
+            r['a_opie'] / r['a_stock'], target=('<=', 1.05))
+        add('sched.%s.b_decide' % n, 'b opie decision / stock, %s nodes' % n,
+            r['b_decide'] / r['b_stock'], target=('<=', 1.3))
+        add('sched.%s.b_total' % n,
+            'b opie total (+terminate, wait) / stock, %s nodes' % n,
+            r['b_opie'] / r['b_stock'])
+        add('sched.%s.c' % n, 'c retry (scheduling only) / opie total, '
+            '%s nodes' % n, r['c_retry'] / r['b_opie'])
+        if r.get('a_stock_cpu') and r.get('b_stock_cpu'):
+            add('sched.%s.a_cpu' % n, 'a opie / stock, CPU time, %s nodes'
+                % n, r['a_opie_cpu'] / r['a_stock_cpu'],
+                target=('<=', 1.05))
+            add('sched.%s.b_decide_cpu' % n, 'b opie decision / stock, CPU '
+                'time, %s nodes' % n, r['b_decide_cpu'] / r['b_stock_cpu'],
+                target=('<=', 1.3))
+    victim = (results.get('victim') or {}).get('rows') or []
+    for r in victim:
+        if r['n'] == 64:
+            add('victim.64', 'victim selection median, n = 64',
+                r['ours_ms'], 'ms', ('<=', 2.0))
+    for r in victim:
+        if r.get('brute_ms'):
+            add('victim.%d.speedup' % r['n'],
+                'brute force / ours, n = %d' % r['n'],
+                r['brute_ms'] / r['ours_ms'])
+    sim = (results.get('sim') or {}).get('rows') or []
+    for r in sim:
+        if r.get('thesis'):
+            add('sim.thesis', 'simulator, thesis scale (%d hosts, %d '
+                'requests), wall' % (r['hosts'], r['requests']),
+                r['wall'], 's', ('<=', 120.0))
+        else:
+            add('sim.%d.eps' % r['hosts'], 'simulator events/s, %d hosts, '
+                '%d requests' % (r['hosts'], r['requests']), r['eps'],
+                'ev/s')
+            add('sim.%d.wall' % r['hosts'], 'simulator wall, %d hosts'
+                % r['hosts'], r['wall'], 's')
+    return rows
+
+
+def _value(v, unit):
+    if v is None:
+        return '-'
+    if unit == 'ev/s':
+        return '%.0f' % v
+    if unit in ('s', 'ms'):
+        return '%.2f %s' % (v, unit)
+    return '%.2f' % v
+
+
+def print_table(rows, old=None, out=sys.stdout):
+    """The table; with ``old`` (rows of an earlier run) side by side."""
+    old_by_key = {r['key']: r for r in (old or [])}
+    head = ['what', 'value', 'target', 'ok']
+    if old is not None:
+        head = ['what', 'old', 'new', 'new/old', 'target', 'ok']
+    lines = []
+    for r in rows:
+        target = ''
+        if r['target']:
+            target = '%s %s' % (r['target'][0],
+                                _value(r['target'][1], r['unit']))
+        ok = {True: 'yes', False: 'NO', None: ''}[r['ok']]
+        if old is None:
+            lines.append([r['label'], _value(r['value'], r['unit']),
+                          target, ok])
+        else:
+            o = old_by_key.get(r['key'])
+            ov = o['value'] if o else None
+            rel = ('%.2f' % (r['value'] / ov)
+                   if ov and r['value'] is not None else '-')
+            lines.append([r['label'], _value(ov, r['unit']),
+                          _value(r['value'], r['unit']), rel, target, ok])
+    if old is not None:
+        for o in old:
+            if o['key'] not in {r['key'] for r in rows}:
+                lines.append([o['label'], _value(o['value'], o['unit']),
+                              '-', '-', '', ''])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
+    fmt = '  '.join('%%-%ds' % w if i == 0 else '%%%ds' % w
+                    for i, w in enumerate(widths))
+    print(fmt % tuple(head), file=out)
+    print('  '.join('-' * w for w in widths), file=out)
+    for line in lines:
+        print(fmt % tuple(line), file=out)
+    print(file=out)
+    for text in LEGEND:
+        print(textwrap.fill(text, 78, subsequent_indent='    '), file=out)
+
+
+def _commit():
+    try:
+        return subprocess.run(
+            ['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            universal_newlines=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--quick', action='store_true',
+                   help='small sizes for every part (under 5 minutes)')
+    p.add_argument('--only', default='victim,sched,sim',
+                   help='comma-separated parts (default: %(default)s)')
+    p.add_argument('--out', default='bench-results.json',
+                   help='JSON file for the results (default: %(default)s)')
+    p.add_argument('--compare', metavar='OLD.json',
+                   help='print this earlier run side by side')
+    p.add_argument('--nodes', default='100,1000',
+                   help='node counts of the scheduling part, full run '
+                        '(default: %(default)s)')
+    p.add_argument('--repeat', type=int, default=5,
+                   help='repetitions of the scheduling part, full run '
+                        '(default: %(default)s)')
+    args = p.parse_args(argv)
+    old = None
+    if args.compare:
+        try:
+            with open(args.compare) as f:
+                old = json.load(f)
+            old_rows = old['ratios']
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            p.error('--compare %s: not a results file of this script (%s)'
+                    % (args.compare, exc))
+    wanted = [x.strip() for x in args.only.split(',') if x.strip()]
+    parts = parts_for(args)
+    unknown = set(wanted) - {pt.key for pt in parts}
+    if unknown or not wanted:
+        p.error('--only: unknown part(s) %s; choose from %s' % (
+            ', '.join(sorted(unknown)) or '(none)',
+            ', '.join(pt.key for pt in parts)))
+    if args.repeat < 1:
+        p.error('--repeat must be >= 1')
+    parts = [pt for pt in parts if pt.key in wanted]
+
+    def log(msg):
+        print(msg)
+        sys.stdout.flush()
+
+    total = sum(pt.estimate(args.quick) for pt in parts)
+    log('opie_sched benchmarks (%s run), %d cores, %s, Python %s, load %s'
+        % ('quick' if args.quick else 'full', os.cpu_count(),
+           platform.machine(), platform.python_version(),
+           ' '.join('%.1f' % x for x in os.getloadavg())))
+    log('plan (times are rough, for 2 otherwise idle cores):')
+    for i, pt in enumerate(parts, 1):
+        log('  %d. %-7s %s: %s' % (i, pt.key, _fmt_duration(
+            pt.estimate(args.quick)), pt.title))
+    log('  total %s; results to %s%s' % (
+        _fmt_duration(total), args.out,
+        '; compared with %s' % args.compare if args.compare else ''))
+    results = {}
+    walls = {}
+    errors = {}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix='opie-bench-') as workdir:
+        for i, pt in enumerate(parts, 1):
+            log('\n[%d/%d] %s (%s expected; %.0f s elapsed)' % (
+                i, len(parts), pt.key, _fmt_duration(pt.estimate(
+                    args.quick)), time.monotonic() - started))
+            data, wall, err = run_part(pt, args.quick, workdir, log)
+            walls[pt.key] = wall
+            if err:
+                errors[pt.key] = err
+                log('!!! %s failed: %s' % (pt.key, err))
+            else:
+                results[pt.key] = data
+            log('[%d/%d] %s done in %.0f s' % (i, len(parts), pt.key, wall))
+    rows = ratio_rows(results)
+    doc = {'version': 1, 'commit': _commit(),
+           'date': datetime.datetime.now(datetime.timezone.utc).isoformat(),
+           'quick': args.quick, 'cores': os.cpu_count(),
+           'python': platform.python_version(), 'parts': results,
+           'walls': walls, 'errors': errors, 'ratios': rows}
+    with open(args.out, 'w') as f:
+        json.dump(doc, f, indent=1)
+    log('\n' + '=' * 78)
+    log('RESULTS (%s run, commit %s, %.0f s)%s' % (
+        'quick' if args.quick else 'full', doc['commit'] or '?',
+        time.monotonic() - started,
+        '; old: %s (commit %s)' % (args.compare, old.get('commit') or '?')
+        if old else ''))
+    print_table(rows, old_rows if old else None)
+    if errors:
+        log('failed parts: %s' % '; '.join(
+            '%s: %s' % kv for kv in sorted(errors.items())))
+    log('results written to %s' % args.out)
+    return 1 if errors else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The benchmark driver (``benchmarks/run.py``, ``tox -e bench``): its
+table of ratios, the comparison of two runs and its argument checks, on
+recorded part results (the parts themselves run in
+tests.unit.test_bench_scheduling and by hand)."""
+
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import testtools
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, 'benchmarks', 'run.py')
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location('bench_run', SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RESULTS = {
+    'sched': {'rows': {
+        '100': {'a_opie': 105.0, 'a_stock': 100.0, 'b_opie': 900.0,
+                'b_decide': 120.0, 'b_exec': 780.0, 'b_stock': 100.0,
+                'c_retry': 250.0},
+        '1000': {'a_opie': 1000.0, 'a_stock': 1000.0, 'b_opie': 2500.0,
+                 'b_decide': 1400.0, 'b_exec': 1100.0, 'b_stock': 1000.0,
+                 'c_retry': 2100.0}}},
+    'victim': {'rows': [
+        {'n': 12, 'hosts': 6, 'ours_ms': 0.5, 'ours_p95_ms': 0.6,
+         'brute_ms': 1.0},
+        {'n': 64, 'hosts': 30, 'ours_ms': 2.5, 'ours_p95_ms': 3.0,
+         'brute_ms': None}]},
+    'sim': {'rows': [
+        {'hosts': 1000, 'requests': 20000, 'events': 40000, 'wall': 8.0,
+         'eps': 5000.0, 'thesis': False},
+        {'hosts': 65536, 'requests': 230000, 'events': 460000,
+         'wall': 100.0, 'eps': 4600.0, 'thesis': True}]},
+}
+
+
+class RatioRowsTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.run = _load()
+        self.rows = {r['key']: r for r in self.run.ratio_rows(RESULTS)}
+
+    def test_ratios_and_targets(self):
+        a = self.rows['sched.100.a']
+        self.assertAlmostEqual(1.05, a['value'])
+        self.assertEqual(['<=', 1.05], a['target'])
+        self.assertTrue(a['ok'])
+        b = self.rows['sched.1000.b_decide']
+        self.assertAlmostEqual(1.4, b['value'])
+        self.assertFalse(b['ok'])
+        self.assertAlmostEqual(2100.0 / 2500.0,
+                               self.rows['sched.1000.c']['value'])
+        self.assertFalse(self.rows['victim.64']['ok'])
+        self.assertEqual(2.0, self.rows['victim.12.speedup']['value'])
+        self.assertTrue(self.rows['sim.thesis']['ok'])
+        self.assertEqual(5000.0, self.rows['sim.1000.eps']['value'])
+
+    def test_table_has_legend_and_compare_columns(self):
+        rows = self.run.ratio_rows(RESULTS)
+        out = io.StringIO()
+        self.run.print_table(rows, out=out)
+        text = out.getvalue()
+        self.assertIn('b opie decision / stock, 1000 nodes', text)
+        self.assertIn('NO', text)
+        for letter in ('a = ', 'b = ', 'c = '):
+            self.assertIn(letter, text)
+        old = [dict(r) for r in rows]
+        for r in old:
+            if r['key'] == 'sched.1000.b_decide':
+                r['value'] = 2.8
+        out = io.StringIO()
+        self.run.print_table(rows, old, out=out)
+        line = [x for x in out.getvalue().splitlines()
+                if x.startswith('b opie decision / stock, 1000')][0]
+        self.assertEqual(['2.80', '1.40', '0.50'], line.split()[-6:-3])
+
+    def test_missing_parts_give_no_rows(self):
+        self.assertEqual([], self.run.ratio_rows({}))
+
+
+class ArgumentsTest(testtools.TestCase):
+
+    def _run(self, *args):
+        return subprocess.run(
+            [sys.executable, SCRIPT] + list(args), cwd=ROOT,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=60)
+
+    def test_unknown_part_is_refused(self):
+        proc = self._run('--only', 'nope')
+        self.assertEqual(2, proc.returncode)
+        self.assertIn('unknown part', proc.stderr)
+
+    def test_bad_compare_file_is_refused(self):
+        with tempfile.NamedTemporaryFile('w', suffix='.json') as f:
+            json.dump({'no': 'ratios'}, f)
+            f.flush()
+            proc = self._run('--compare', f.name, '--only', 'victim')
+        self.assertEqual(2, proc.returncode)
+        self.assertIn('not a results file', proc.stderr)
