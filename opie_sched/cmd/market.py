@@ -1,3 +1,14 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
 """``opie-sched market``: what-if tools for the proportional-share market.
 
 ``opie-sched market demo [--periods N] [--period-seconds S]
@@ -68,6 +79,7 @@ import time
 import jsonschema
 
 from opie_sched.cmd import cli
+from opie_sched import flavors
 from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
 from opie_sched.market.db import models as db_models
@@ -386,9 +398,21 @@ D = decimal.Decimal
 
 #: Compute hosts of the demo's cloud (8 vCPU, 16000 MB each).
 DEMO_HOSTS = 2
+#: Allocation ratio of the hosts' preemptible vCPU inventory: Placement
+#: admits twice the physical CPUs, the market prices the physical ones
+#: (``capacity_source = hypervisors``), so demand can exceed capacity.
+DEMO_CPU_RATIO = 2.0
+#: The demo's preemptible flavor: ``(name, vCPU, MB, GB)``, CPU-heavy
+#: (RAM, not overcommitted, never runs out before the CPUs do); booted
+#: as its ``.preemptible`` twin.
+DEMO_FLAVOR = ('cpu2', 2, 1000, 10)
+#: Reserve prices of the demo's market, currency per unit-hour (Themis
+#: ``bid_min``): what a server pays per vCPU while the pool is not
+#: contended. RAM has none: it is never contended here.
+DEMO_RESERVE = {'vcpus': '0.05'}
 #: ``(project id, user, initial credit in currency)``.
 DEMO_PROJECTS = (('alpha', 'alice', '10'), ('beta', 'bob', '10'),
-                 ('gamma', 'carol', '1'))
+                 ('gamma', 'carol', '5'))
 _DEMO_USERS = {project: user for project, user, _ in DEMO_PROJECTS}
 #: The project whose ledger is printed at the end.
 DEMO_LEDGER_PROJECT = 'gamma'
@@ -404,8 +428,8 @@ class DemoServer:
 
     :ivar name: server name.
     :ivar project: owning project (a key of :data:`DEMO_PROJECTS`).
-    :ivar flavor: paper flavor (``small``: 1 vCPU, 2000 MB; ``medium``:
-        2 vCPU, 4000 MB); its ``.preemptible`` twin is booted.
+    :ivar flavor: flavor name (:data:`DEMO_FLAVOR`); its
+        ``.preemptible`` twin is booted.
     :ivar bid: server metadata ``opie:bid``, currency per hour.
     :ivar raise_to: when the server gets a preemption notice, its owner
         raises the bid to this (currency per hour); None: the owner lets
@@ -419,21 +443,26 @@ class DemoServer:
 
 
 #: Demand: the servers booted at the start of each period (period 1
-#: first). Later periods boot nothing; the market keeps running.
+#: first), each 2 vCPU of the pool's 16 physical CPUs. Period 1: 12 vCPU,
+#: the demand fits, the price is the reserve. Period 2: 18 vCPU, the pool
+#: is contended, the price clears above the reserve and gamma-1 (lowest
+#: bid) no longer gets its 2 vCPU: notice, deleted. Period 3: 20 vCPU,
+#: alpha-2 and beta-1 are out of bid; alice raises alpha-2's bid and
+#: keeps it, beta-1 is deleted. Later periods boot nothing; the market
+#: keeps running (period 4: the raised bid pushed gamma-2 out; period 5:
+#: 16 vCPU, back to the reserve).
 DEMO_WAVES = (
-    (DemoServer('alpha-1', 'alpha', 'small', '0.12'),
-     DemoServer('alpha-2', 'alpha', 'small', '0.08', raise_to='0.20'),
-     DemoServer('beta-1', 'beta', 'small', '0.10'),
-     DemoServer('gamma-1', 'gamma', 'small', '0.03')),
-    (DemoServer('beta-2', 'beta', 'medium', '0.40'),
-     DemoServer('gamma-2', 'gamma', 'medium', '0.30')),
-    (DemoServer('alpha-3', 'alpha', 'medium', '0.50'),
-     DemoServer('beta-3', 'beta', 'small', '0.15')),
-    (DemoServer('beta-4', 'beta', 'medium', '0.60'),
-     DemoServer('alpha-4', 'alpha', 'small', '0.18')),
-    (DemoServer('gamma-3', 'gamma', 'medium', '0.45'),
-     DemoServer('beta-5', 'beta', 'small', '0.22')),
-    (DemoServer('alpha-5', 'alpha', 'medium', '0.80'),),
+    (DemoServer('alpha-1', 'alpha', 'cpu2', '0.60'),
+     DemoServer('alpha-2', 'alpha', 'cpu2', '0.30', raise_to='0.90'),
+     DemoServer('beta-1', 'beta', 'cpu2', '0.40'),
+     DemoServer('beta-2', 'beta', 'cpu2', '0.55'),
+     DemoServer('gamma-1', 'gamma', 'cpu2', '0.20'),
+     DemoServer('gamma-2', 'gamma', 'cpu2', '0.45')),
+    (DemoServer('alpha-3', 'alpha', 'cpu2', '0.70'),
+     DemoServer('beta-3', 'beta', 'cpu2', '0.80'),
+     DemoServer('gamma-3', 'gamma', 'cpu2', '0.50')),
+    (DemoServer('alpha-4', 'alpha', 'cpu2', '0.65'),
+     DemoServer('beta-4', 'beta', 'cpu2', '0.85')),
 )
 
 #: Environment variables of nova's test fixtures that the demo turns off
@@ -523,9 +552,11 @@ class _MarketDemo:
         state = tempfile.mkdtemp(prefix='opie-market-demo-')
         stack.callback(shutil.rmtree, state, True)
         host = self.host = cloud_mod.HOST
-        self.say('starting Nova in-process: %d hosts x (%d vCPU, %d MB), '
-                 'the opie scheduler, Placement, sqlite ...'
-                 % (DEMO_HOSTS, host['vcpus'], host['memory_mb']))
+        self.say('starting Nova in-process: %d hosts x (%d vCPU, %d MB; '
+                 'preemptible vCPU overcommitted %s:1), the opie '
+                 'scheduler, Placement, sqlite ...'
+                 % (DEMO_HOSTS, host['vcpus'], host['memory_mb'],
+                    pricing.pretty(D(repr(DEMO_CPU_RATIO)))))
         t0 = time.monotonic()
         # Native threading, as nova's services run in production (unless
         # eventlet is already in this process).
@@ -533,11 +564,17 @@ class _MarketDemo:
         # The cloud lets real clients in (clients.RealClients); nova's log
         # goes to the state directory, not the console.
         self.cloud = cloud_mod.EmbeddedCloud(
-            hosts=DEMO_HOSTS, log_file=os.path.join(state, 'nova.log'))
+            hosts=DEMO_HOSTS, log_file=os.path.join(state, 'nova.log'),
+            preemptible_cpu_ratio=DEMO_CPU_RATIO)
         stack.callback(self._stop_cloud)
         self.cloud.start()
         self.say('Nova is up (%.1f s)' % (time.monotonic() - t0))
         self.admin = clients.connection(self.cloud, 'admin:admin')
+        name, vcpus, ram, disk = DEMO_FLAVOR
+        base = self.admin.compute.create_flavor(name=name, vcpus=vcpus,
+                                                ram=ram, disk=disk)
+        twin = flavors.create_preemptible_twin(self.admin, base.id)
+        self.flavor_ids = {name: base.id, twin.name: twin.id}
         for project, user, _ in DEMO_PROJECTS:
             self.owners[project] = clients.connection(
                 self.cloud, '%s:%s' % (user, project))
@@ -550,7 +587,8 @@ class _MarketDemo:
         self.settings = market_engine.Settings(
             period_seconds=self.period_seconds,
             notice_period=self.notice_seconds, bid_cap=D(DEMO_BID_CAP),
-            default_bid=D(0), preemption_action='delete')
+            default_bid=D(0), preemption_action='delete',
+            reserve_prices={r: D(p) for r, p in DEMO_RESERVE.items()})
         self.engine = market_engine.MarketEngine(
             self.store, market_engine.Cloud(self.admin, 'hypervisors'),
             self.settings)
@@ -585,7 +623,7 @@ class _MarketDemo:
             conn = self.owners[spec.project]
             server = conn.compute.create_server(
                 name=spec.name,
-                flavor_id=self.cloud.flavor_ids[spec.flavor + '.preemptible'],
+                flavor_id=self.flavor_ids[spec.flavor + '.preemptible'],
                 image_id=self.image, networks='none',
                 metadata={'opie:bid': spec.bid})
             self.specs[server.id] = spec
@@ -703,12 +741,15 @@ class _MarketDemo:
         outcome.update({n['server_id']: 'notice withdrawn'
                         for n in cancelled})
         outcome.update({n['server_id']: 'preempted' for n in preempted})
+        positions = {u: p for m in report.markets.values()
+                     for u, p in m.positions.items()}
         servers = []
         for row in rows:
             uuid = row['server_uuid']
             held = {pricing.VCPUS: row['vcpus'],
                     pricing.MEMORY_MB: row['memory_mb']}
             spec = self.specs.get(uuid)
+            position = positions.get(uuid)
             servers.append({
                 'server': self._name(uuid), 'server_id': uuid,
                 'project': row['project'],
@@ -718,6 +759,12 @@ class _MarketDemo:
                 'bid': _num(row['bid']), 'bid_source': row['bid_source'],
                 'cost_per_hour': _num(outbid.hourly_cost(
                     report.prices.get(row['pool'], {}), held)),
+                'bids': {r: _num(b) for r, b in (
+                    position.bids.items() if position else ())},
+                'shares': {r: _num(a) for r, a in (
+                    position.shares.items() if position else ())},
+                'charge_per_hour': _num(
+                    position.charge_per_hour if position else None),
                 'charged': _num(charged.get(uuid, 0)),
                 'outcome': outcome.get(uuid, 'running')})
         servers.sort(key=lambda s: (s['project'], s['server']))
@@ -734,11 +781,20 @@ class _MarketDemo:
         pools = {r['pool'] for r in rows}
         history = {(h['pool'], h['resource']): h
                    for h in self.store.price_history(ps, ps + 1)}
-        market = {pool: {
-            'capacity': {r: _num(history[(pool, r)]['capacity'])
+        market = {}
+        for pool, prices in report.prices.items():
+            cleared = report.markets.get(pool)
+            market[pool] = {
+                'capacity': {r: _num(history[(pool, r)]['capacity'])
+                             for r in prices},
+                'bids': {r: _num(history[(pool, r)]['bids'])
                          for r in prices},
-            'bids': {r: _num(history[(pool, r)]['bids']) for r in prices}}
-            for pool, prices in report.prices.items()}
+                'reserve': {r: _num(cleared.reserve[r]) for r in prices}
+                if cleared else {},
+                'demand': {r: _num(cleared.demand[r]) for r in prices}
+                if cleared else {},
+                'contended': {r: cleared.contended[r] for r in prices}
+                if cleared else {}}
         return {
             'period': index, 'period_start': ps,
             'period_start_iso': market_engine.iso(ps),
@@ -790,6 +846,9 @@ class _MarketDemo:
             return {
                 'hosts': DEMO_HOSTS,
                 'host_capacity': {r: self.host[r] for r in pricing.RESOURCES},
+                'preemptible_cpu_ratio': DEMO_CPU_RATIO,
+                'reserve_prices': {r: _num(p) for r, p in
+                                   self.settings.reserve_prices.items()},
                 'period_seconds': self.period_seconds,
                 'notice_seconds': self.notice_seconds,
                 'preemption_action': self.settings.preemption_action,
@@ -802,9 +861,32 @@ def _money(value):
     return pricing.pretty(D(str(value)))
 
 
+def _share(server, resource=pricing.VCPUS):
+    share = server.get('shares', {}).get(resource)
+    if share is None:
+        return '-'
+    return '%s/%s' % (_money(round(share, 3)), _money(server[resource]))
+
+
+def _price_state(market, resource):
+    """Why a price is what it is: contention, or the reserve."""
+    unit = pricing.UNITS.get(resource, resource)
+    demand = market.get('demand', {}).get(resource)
+    capacity = market['capacity'][resource]
+    if demand is None:
+        return 'of %s %s' % (_money(capacity), unit)
+    if market.get('contended', {}).get(resource):
+        return 'contended: %s %s demanded of %s, bids %s/h' % (
+            _money(demand), unit, _money(capacity),
+            _money(market['bids'][resource]))
+    return 'the reserve: %s of %s %s demanded' % (
+        _money(demand), _money(capacity), unit)
+
+
 def format_demo_period(record, periods):
-    """One period of the demo as text (bids and costs currency per hour,
-    prices currency per unit-hour, charges and balances currency)."""
+    """One period of the demo as text (bids and charges per hour currency
+    per hour, prices currency per unit-hour, shares units, charges and
+    balances currency)."""
     lines = ['', '== period %d/%d: %s, %s s ==' % (
         record['period'], periods, record['period_start_iso'],
         _money(record['period_seconds']))]
@@ -814,20 +896,22 @@ def format_demo_period(record, periods):
         lines.append('boot failed: %s: %s' % (fail['server'], fail['error']))
     for pool, prices in sorted(record['prices'].items()):
         market = record['market'][pool]
-        lines.append('prices in pool %s (sum of bids %s/h over %s): %s' % (
-            pool, _money(record['total_bids'].get(pool, 0)), ', '.join(
-                '%s %s' % (_money(market['capacity'][r]),
-                           pricing.UNITS.get(r, r)) for r in prices),
-            ', '.join('%s per %s-hour' % (_money(p), pricing.UNITS.get(r, r))
-                      for r, p in prices.items())))
+        lines.append('prices in pool %s (sum of bids %s/h): %s' % (
+            pool, _money(record['total_bids'].get(pool, 0)), '; '.join(
+                '%s per %s-hour (%s)' % (
+                    _money(p), pricing.UNITS.get(r, r),
+                    _price_state(market, r))
+                for r, p in prices.items())))
     rows = [[s['server'], s['project'], s['flavor'] or '-', s['host'] or '-',
-             _money(s['bid']), s['bid_source'], _money(s['cost_per_hour']),
+             _money(s['bid']), s['bid_source'], _share(s),
+             '-' if s.get('charge_per_hour') is None
+             else _money(s['charge_per_hour']),
              _money(s['charged']), s['outcome']]
             for s in record['servers']]
     if rows:
         lines += ['  ' + line for line in _table(
             ['SERVER', 'PROJECT', 'FLAVOR', 'HOST', 'BID/H', 'SOURCE',
-             'COST/H', 'CHARGED', 'OUTCOME'], rows)]
+             'VCPU SHARE', 'PAYS/H', 'CHARGED', 'OUTCOME'], rows)]
     else:
         lines.append('no preemptible server is running')
     for n in record['notices']:
@@ -869,15 +953,27 @@ def run_demo(periods=6, period_seconds=3600, notice_seconds=300,
     """Run the spot market service's engine on an embedded Nova.
 
     Starts :class:`opie_sched.demo.cloud.EmbeddedCloud` (:data:`DEMO_HOSTS`
-    hosts), a market store (sqlite in a temporary directory, removed at
-    the end) and :class:`opie_sched.market.engine.MarketEngine` reading
-    Nova through openstacksdk as ``admin``. The projects of
+    hosts, preemptible vCPU overcommitted :data:`DEMO_CPU_RATIO`:1), a
+    market store (sqlite in a temporary directory, removed at the end) and
+    :class:`opie_sched.market.engine.MarketEngine` reading Nova through
+    openstacksdk as ``admin`` and pricing the hypervisors' physical CPUs
+    (so demand can exceed the capacity the market prices), with the
+    reserve prices :data:`DEMO_RESERVE`. The projects of
     :data:`DEMO_PROJECTS` get their credit; at the start of each period
-    their users boot the servers of :data:`DEMO_WAVES` with openstacksdk
-    (bid = server metadata ``opie:bid``), the engine settles the period
-    (``tick(period start)``: prices, charges, notices), owners react to
-    notices, and the engine enforces them at their deadlines
-    (``tick(deadline)``). The clock is fake: nothing sleeps for a period.
+    their users boot the servers of :data:`DEMO_WAVES` (flavor
+    :data:`DEMO_FLAVOR`) with openstacksdk (bid = server metadata
+    ``opie:bid``), the engine settles the period (``tick(period start)``:
+    prices, charges, notices), owners react to notices, and the engine
+    enforces them at their deadlines (``tick(deadline)``). The clock is
+    fake: nothing sleeps for a period.
+
+    The market's rule (:func:`opie_sched.market.outbid.assess`): while
+    the demand fits the pool the price is the reserve and nobody is out
+    of bid; under contention the price clears the market (Merkat eq. 1
+    with each flavor as its cap), a server whose share no longer covers
+    its flavor is out of bid (the lowest bids first, never more than
+    needed), and each server pays what its share costs at that price,
+    never more than its bid.
 
     :param periods: number of periods (>= 1).
     :param period_seconds: market period, seconds (> 0).
@@ -885,9 +981,17 @@ def run_demo(periods=6, period_seconds=3600, notice_seconds=300,
         ``period_seconds``).
     :param say: ``(text) -> None`` for progress lines.
     :param on_period: ``(record) -> None`` after each period.
-    :returns: ``{"hosts", "host_capacity", "period_seconds",
-        "notice_seconds", "preemption_action", "bid_cap", "projects",
-        "periods": [record, ...], "ledger"}``; see the command's help.
+    :returns: ``{"hosts", "host_capacity", "preemptible_cpu_ratio",
+        "reserve_prices", "period_seconds", "notice_seconds",
+        "preemption_action", "bid_cap", "projects", "periods": [record,
+        ...], "ledger"}``; a record has ``prices`` and ``market`` (per
+        pool: ``capacity``, ``bids``, ``reserve``, ``demand``,
+        ``contended``, by resource), ``servers`` (each with ``bid``,
+        ``bids`` (the bid split over the resources, currency per hour),
+        ``shares`` (units), ``charge_per_hour`` (what the share costs),
+        ``cost_per_hour`` (the flavor at the spot prices), ``charged``,
+        ``outcome``), ``notices``, ``owner_actions``, ``cancelled``,
+        ``preempted`` and ``accounts``.
     :raises ValueError: invalid arguments.
     """
     if isinstance(periods, bool) or not isinstance(periods, int) or not (
@@ -965,14 +1069,20 @@ def register(subparsers):
                      'in-process Nova: rising demand, prices, notices, '
                      'preemptions and balances, period by period',
         description='Starts Nova in-process (%d fake hosts of 8 vCPU, '
-                    '16000 MB), three projects with credit whose users '
-                    'boot preemptible servers with bids (server metadata '
-                    'opie:bid), and runs the opie-market engine period by '
-                    'period with a fake clock. Prices are currency per '
-                    'unit-hour, bids and costs currency per hour, charges '
-                    'and balances currency. With --format json, progress '
-                    'goes to standard error and one JSON document to '
-                    'standard output.' % DEMO_HOSTS)
+                    '16000 MB, preemptible vCPU overcommitted %s:1), three '
+                    'projects with credit whose users boot preemptible '
+                    'servers with bids (server metadata opie:bid), and '
+                    'runs the opie-market engine on the physical CPUs '
+                    'period by period with a fake clock. While the demand '
+                    'fits, prices are the reserve; once it exceeds the '
+                    'CPUs, prices clear the market and the lowest bidders '
+                    'whose shares no longer cover their flavors get '
+                    'notice. Prices are currency per unit-hour, bids and '
+                    'charges per hour currency per hour, charges and '
+                    'balances currency. With --format json, progress goes '
+                    'to standard error and one JSON document to standard '
+                    'output.' % (DEMO_HOSTS, pricing.pretty(
+                        D(repr(DEMO_CPU_RATIO)))))
     demo.add_argument('--periods', type=_bounded_int(1, DEMO_MAX_PERIODS),
                       default=6, help='market periods to run (default '
                                       '%(default)s)')

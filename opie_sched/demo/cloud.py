@@ -1,3 +1,14 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
 """An all-in-one Nova in-process (API, conductor, the opie scheduler,
 Placement, fake compute hosts, sqlite) configured the way an operator enables
 opie_sched. Used by ``opie-sched demo``, ``opie-sched market demo``, the
@@ -69,10 +80,16 @@ def api_paste_config():
     raise RuntimeError('api-paste.ini of nova not found in %s' % candidates)
 
 
-def configure_nova(flags, provider_config_dir, scheduler_filters=True):
+def configure_nova(flags, provider_config_dir, scheduler_filters=True,
+                   cpu_allocation_ratio=1.0):
     """Apply the nova.conf settings that enable opie_sched.
 
     :param flags: a ``flags(**kw)`` callable (nova TestCase.flags).
+    :param cpu_allocation_ratio: nova's ``cpu_allocation_ratio`` and
+        ``initial_cpu_allocation_ratio`` (> 0, default 1.0: no
+        overcommit). Give the preemptible vCPU inventory's ratio
+        (:func:`write_provider_config`) here too: the scheduler's
+        full-state filter reads the host's ratio.
     """
     # Imported here: nova.virt imports eventlet (see use_native_threading).
     from opie_sched.demo import fake_driver
@@ -80,8 +97,9 @@ def configure_nova(flags, provider_config_dir, scheduler_filters=True):
     flags(compute_driver=fake_driver.COMPUTE_DRIVER)
     # The initial_* ratios are what a new ComputeNode record starts with;
     # nova copies the plain ones only at the next resource update.
-    flags(cpu_allocation_ratio=1.0, ram_allocation_ratio=1.0,
-          disk_allocation_ratio=1.0, initial_cpu_allocation_ratio=1.0,
+    flags(cpu_allocation_ratio=cpu_allocation_ratio,
+          ram_allocation_ratio=1.0, disk_allocation_ratio=1.0,
+          initial_cpu_allocation_ratio=cpu_allocation_ratio,
           initial_ram_allocation_ratio=1.0,
           initial_disk_allocation_ratio=1.0, reserved_host_memory_mb=0,
           reserved_host_disk_mb=0)
@@ -99,11 +117,21 @@ def configure_nova(flags, provider_config_dir, scheduler_filters=True):
     flags(notification_format='versioned', group='notifications')
 
 
-def write_provider_config(directory, host=HOST):
-    """Give every compute node preemptible inventory = its capacity."""
+def write_provider_config(directory, host=HOST, cpu_allocation_ratio=1.0):
+    """Give every compute node preemptible inventory = its capacity.
+
+    :param directory: nova's ``[compute] provider_config_location``.
+    :param host: ``{"vcpus", "memory_mb", "disk_gb"}`` of a node.
+    :param cpu_allocation_ratio: allocation ratio of the preemptible vCPU
+        inventory (> 0; 2.0 admits twice the host's vCPUs); RAM and disk
+        are never overcommitted.
+    :returns: the path of the file written.
+    :raises opie_sched.provider_config.ProviderConfigError: a bad ratio.
+    """
     doc = provider_config.build_provider_config([dict(
         uuid='$COMPUTE_NODE', vcpus=host['vcpus'],
-        memory_mb=host['memory_mb'], disk_gb=host['disk_gb'])])
+        memory_mb=host['memory_mb'], disk_gb=host['disk_gb'],
+        cpu_allocation_ratio=cpu_allocation_ratio)])
     path = os.path.join(directory, 'opie-preemptible.yaml')
     with open(path, 'w') as f:
         f.write(provider_config.dump_yaml(doc))
@@ -176,12 +204,27 @@ class EmbeddedCloud(fixtures.Fixture):
         the default group).
     :param log_file: write nova's log (INFO and up) to this file, not to
         the console; default: leave logging as it is.
+    :param preemptible_cpu_ratio: allocation ratio of each host's
+        preemptible vCPU inventory (a number > 0; default 1.0). Above 1
+        the preemptible CPUs are overcommitted: Placement and the
+        full-state filter admit ``ratio * 8`` preemptible vCPU per host
+        (nova's ``cpu_allocation_ratio`` follows), while the hypervisors
+        still report 8 physical CPUs -- the contention a spot market
+        prices (``opie-sched market demo``).
+    :raises ValueError: ``preemptible_cpu_ratio`` is not a number > 0.
     """
 
     SCHEDULER_MANAGER = OPIE_MANAGER
 
-    def __init__(self, hosts=4, opie=True, extra_flags=None, log_file=None):
+    def __init__(self, hosts=4, opie=True, extra_flags=None, log_file=None,
+                 preemptible_cpu_ratio=1.0):
         super().__init__()
+        if isinstance(preemptible_cpu_ratio, bool) or not isinstance(
+                preemptible_cpu_ratio, (int, float)) or not (
+                0 < preemptible_cpu_ratio < float('inf')):
+            raise ValueError('preemptible_cpu_ratio must be a number > 0, '
+                             'got %r' % (preemptible_cpu_ratio,))
+        self.preemptible_cpu_ratio = float(preemptible_cpu_ratio)
         self.HOSTS = tuple('host%d' % (i + 1) for i in range(hosts))
         if not opie:
             self.SCHEDULER_MANAGER = NOVA_MANAGER
@@ -280,8 +323,10 @@ class EmbeddedCloud(fixtures.Fixture):
         pc_dir = self.useFixture(fixtures.TempDir()).path
         self.useFixture(fake_driver.SizedFakeHosts(
             HOST['vcpus'], HOST['memory_mb'], HOST['disk_gb']))
-        write_provider_config(pc_dir)
-        configure_nova(self.flags, pc_dir)
+        write_provider_config(
+            pc_dir, cpu_allocation_ratio=self.preemptible_cpu_ratio)
+        configure_nova(self.flags, pc_dir,
+                       cpu_allocation_ratio=self.preemptible_cpu_ratio)
         from opie_sched import conf as opie_conf
         opie_conf.register_opts(nova_conf.CONF)
         for group, opts in self.EXTRA_FLAGS.items():
