@@ -152,6 +152,13 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             # read: nothing to preempt (a preemptible claim racing in
             # since is the reconciler's).
             return
+        # Every claim is in Placement before this read, so of several
+        # workers claiming on one host, the one completing an overcommit
+        # sees it here; nothing to do while the host is within capacity.
+        used = reservations.provider_used(self.placement_client, view.ctx,
+                                          rp_uuid)
+        if (used - capacity).fits_in(planner.model.ZERO):
+            return
         with locks.coordinator(CONF).lock(locks.host_lock_name(rp_uuid),
                                           LOCK_TIMEOUT):
             now = timeutils.utcnow(with_timezone=True)

@@ -24,9 +24,12 @@ the others' claims. The decision is therefore made under the host's lock
   (:mod:`opie_sched.preemption.victim_state`): a victim reserved by one
   worker is leaving for all others.
 
-One ``GET /resource_providers/{uuid}/allocations`` and one instance query
-by uuid are made per claimed host that holds preemptible instances; hosts
-without any are never read.
+Per claimed host that holds preemptible instances, one ``GET
+/resource_providers/{uuid}/usages`` tells whether the full state is over
+capacity now (after this claim, so the claim that completes an overcommit
+always sees it); only then is the lock taken, and the allocations and the
+preemptible instances' rows read. Hosts without preemptible instances are
+never read.
 """
 
 from oslo_log import log as logging
@@ -110,6 +113,17 @@ def provider_allocations(client, ctx, rp_uuid):
     data = _get(client, ctx, '/resource_providers/%s/allocations' % rp_uuid)
     return {consumer: (body or {}).get('resources') or {}
             for consumer, body in (data.get('allocations') or {}).items()}
+
+
+def provider_used(client, ctx, rp_uuid):
+    """Full-state usage (vCPU, MB, GB) of a provider now: every consumer's
+    standard and preemptible classes (``GET /resource_providers/{uuid}/
+    usages``).
+
+    :raises PlacementError: when Placement does not answer 200.
+    """
+    data = _get(client, ctx, '/resource_providers/%s/usages' % rp_uuid)
+    return _as_resources(data.get('usages') or {})
 
 
 def provider_capacity(client, ctx, rp_uuid):
