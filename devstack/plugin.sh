@@ -121,6 +121,13 @@ function configure_opie_sched_provider_config {
 }
 
 function configure_opie_sched {
+    # As devcloud does: Placement 16.0.0 retries a conflicting allocation
+    # write inside its open transaction, which on MySQL/MariaDB lets
+    # concurrent claims exceed an inventory; one attempt hands every
+    # conflict back to nova, which retries it in a new request.
+    if [[ -n "$PLACEMENT_CONF" ]]; then
+        iniset "$PLACEMENT_CONF" placement allocation_conflict_retry_count 1
+    fi
     if [[ "$OPIE_SCHED_ENABLE_FILTERS" == "True" ]]; then
         configure_opie_sched_filters
     fi
