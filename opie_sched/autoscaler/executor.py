@@ -43,6 +43,10 @@ from opie_sched import repacking
 
 LOG = logging.getLogger(__name__)
 
+#: Seconds of the last wait when the shared boot deadline has passed (one
+#: more status poll rather than none).
+_MIN_WAIT = 0.1
+
 #: Metadata key set on every server the autoscaler boots (the app name).
 METADATA_KEY = 'opie:autoscaler'
 
@@ -120,10 +124,12 @@ class Executor:
 
     :param conn: an ``openstack.connection.Connection`` (or an object with
         the same ``compute`` methods: ``get_server_group``, ``servers``,
-        ``create_server``, ``get_server``, ``delete_server``).
+        ``create_server``, ``get_server``, ``delete_server`` and the
+        waiters ``wait_for_server``, ``wait_for_delete``).
     :param boot_timeout: seconds for a new server to get ACTIVE and healthy.
     :param delete_timeout: seconds for a deleted server to disappear.
-    :param poll_interval: seconds between status polls.
+    :param poll_interval: seconds between status polls (the waiters'
+        ``interval``) and between health requests.
     :param health_timeout: seconds per health request.
     :param observer: optional ``observer(event, server_id)`` called after
         each server is up (``'up'``), gone (``'deleted'``) and after a
@@ -209,7 +215,7 @@ class Executor:
                 for _ in range(n):
                     server = self.conn.compute.create_server(
                         **self._boot_attrs(app, resolved, fname))
-                    booted.append(server.id)
+                    booted.append(server)
                     LOG.info('Application %s: booting %s (%s) %s',
                              app.name, server.id, fname,
                              getattr(server, 'name', ''))
@@ -231,13 +237,14 @@ class Executor:
                               if left else '', set_text(inv.counts)))
             LOG.error('Application %s: %s', app.name, out.reason)
             return out
-        out.started = list(booted)
+        out.started = [s.id for s in booted]
+        booted_ids = set(out.started)
 
         live = self.inventory(app, resolved)
         victims = []
         for fname, n in sorted(stop.items()):
             old = [s for s in live.servers.get(fname, ())
-                   if s.id not in booted]
+                   if s.id not in booted_ids]
             old.sort(key=lambda s: (str(getattr(s, 'created_at', '') or ''),
                                     s.id), reverse=True)
             victims.extend(old[:n])
@@ -258,7 +265,7 @@ class Executor:
         for v in victims:
             try:
                 self.conn.compute.delete_server(v.id, ignore_missing=True)
-                self._wait_gone(v.id)
+                self._wait_gone(v)
                 out.stopped.append(v.id)
                 LOG.info('Application %s: deleted %s (%s)', app.name, v.id,
                          flavor_name(v))
@@ -297,40 +304,59 @@ class Executor:
             attrs['tags'] = [app.tag]
         return attrs
 
-    def _wait_up(self, app, ids, health_url, timeout):
+    def _wait_up(self, app, servers, health_url, timeout):
         """Wait until every server is ACTIVE (and healthy).
 
+        The status is polled by openstacksdk's ``compute.wait_for_server``
+        (one shared deadline for all servers); the health URL, which no
+        openstacksdk waiter covers, by :meth:`_wait_healthy`.
+
+        :param servers: the servers (openstacksdk resources) to wait on.
+        :param timeout: seconds for all of them together.
         :raises BootFailure: ERROR, vanished or timeout.
         """
         from openstack import exceptions as sdk_exc
         deadline = self._clock() + timeout
-        pending = list(ids)
-        while pending:
-            for sid in list(pending):
-                try:
-                    server = self.conn.compute.get_server(sid)
-                except sdk_exc.ResourceNotFound:
-                    raise BootFailure('server %s disappeared' % sid)
-                if server.status == 'ERROR':
-                    fault = getattr(server, 'fault', None) or {}
-                    raise BootFailure('server %s went to ERROR%s' % (
-                        sid, ': %s' % fault.get('message')
-                        if fault.get('message') else ''))
-                if server.status != 'ACTIVE':
-                    continue
-                if health_url and not self._healthy(server, health_url):
-                    continue
-                pending.remove(sid)
-                LOG.info('Application %s: server %s is up', app.name, sid)
-                self._notify('up', sid)
-            if not pending:
-                return
-            if self._clock() >= deadline:
+        for i, server in enumerate(servers):
+            sid = server.id
+            try:
+                server = self.conn.compute.wait_for_server(
+                    server, status='ACTIVE', failures=['ERROR'],
+                    interval=self.poll_interval,
+                    wait=max(deadline - self._clock(), _MIN_WAIT))
+            except sdk_exc.ResourceNotFound:
+                raise BootFailure('server %s disappeared' % sid)
+            except sdk_exc.ResourceFailure:
+                raise BootFailure('server %s went to ERROR%s' % (
+                    sid, self._fault(sid)))
+            except sdk_exc.ResourceTimeout:
                 raise BootFailure('server(s) %s not %s after %g s' % (
-                    ', '.join(pending),
+                    ', '.join(s.id for s in servers[i:]),
                     'ACTIVE and healthy' if health_url else 'ACTIVE',
                     timeout))
+            if health_url and not self._wait_healthy(server, health_url,
+                                                     deadline):
+                raise BootFailure('server(s) %s not ACTIVE and healthy '
+                                  'after %g s' % (sid, timeout))
+            LOG.info('Application %s: server %s is up', app.name, sid)
+            self._notify('up', sid)
+
+    def _fault(self, sid):
+        """``': <fault message>'`` of an ERROR server, or ``''``."""
+        try:
+            server = self.conn.compute.get_server(sid)
+        except Exception:
+            return ''
+        fault = getattr(server, 'fault', None) or {}
+        return ': %s' % fault['message'] if fault.get('message') else ''
+
+    def _wait_healthy(self, server, template, deadline):
+        """True once the health URL answers 2xx, False at the deadline."""
+        while not self._healthy(server, template):
+            if self._clock() >= deadline:
+                return False
             self._sleep(self.poll_interval)
+        return True
 
     def _healthy(self, server, template):
         address = first_address(server)
@@ -349,29 +375,38 @@ class Executor:
             return False
         return 200 <= resp.status_code < 300
 
-    def _wait_gone(self, sid):
-        """Wait until a deleted server is gone; TimeoutError if not."""
+    def _wait_gone(self, server):
+        """Wait until a deleted server is gone (openstacksdk's
+        ``compute.wait_for_delete``: 404 or DELETED).
+
+        A SOFT_DELETED server (a cloud with ``reclaim_instance_interval``)
+        counts as gone too, as Nova no longer runs it.
+
+        :raises TimeoutError: still there after ``delete_timeout`` seconds.
+        """
         from openstack import exceptions as sdk_exc
-        deadline = self._clock() + self.delete_timeout
-        while True:
+        try:
+            self.conn.compute.wait_for_delete(
+                server, interval=self.poll_interval,
+                wait=self.delete_timeout)
+        except sdk_exc.ResourceTimeout:
             try:
-                server = self.conn.compute.get_server(sid)
+                status = self.conn.compute.get_server(server.id).status
             except sdk_exc.ResourceNotFound:
                 return
-            if server.status in ('DELETED', 'SOFT_DELETED'):
-                return
-            if self._clock() >= deadline:
-                raise TimeoutError('server %s not deleted after %g s'
-                                   % (sid, self.delete_timeout))
-            self._sleep(self.poll_interval)
+            if status != 'SOFT_DELETED':
+                raise TimeoutError('server %s not deleted after %g s (%s)'
+                                   % (server.id, self.delete_timeout,
+                                      status))
 
-    def _rollback(self, app, ids):
+    def _rollback(self, app, servers):
         """Delete the servers of a failed transition; ids left behind."""
         left = []
-        for sid in ids:
+        for server in servers:
+            sid = server.id
             try:
                 self.conn.compute.delete_server(sid, ignore_missing=True)
-                self._wait_gone(sid)
+                self._wait_gone(server)
                 LOG.info('Application %s: rollback deleted %s', app.name,
                          sid)
             except Exception as exc:

@@ -54,6 +54,56 @@ COMMAND_MODULES = (
 )
 
 
+#: The extra (setup.cfg [extras]) that installs a top-level module some
+#: commands need beyond the base install.
+EXTRA_OF_MODULE = {
+    'numpy': 'sim', 'scipy': 'sim', 'matplotlib': 'sim',
+    'placement': 'demo', 'fixtures': 'demo', 'testtools': 'demo',
+    'testscenarios': 'demo', 'testresources': 'demo', 'oslotest': 'demo',
+    'wsgi_intercept': 'demo', 'openstackclient': 'demo',
+}
+
+#: Commands whose extra is not the one of the missing module (the demos
+#: need all of opie_sched[demo], matplotlib included).
+EXTRA_OF_COMMAND = {'demo': 'demo', 'market demo': 'demo'}
+
+#: Command modules that import an extra's package when imported, and the
+#: commands they register: without the extra, each of these commands is
+#: still listed and says which extra to install.
+OPTIONAL_COMMANDS = {'opie_sched.cmd.simulate': ('simulate',)}
+
+
+def missing_extra(exc, command):
+    """``'opie-sched CMD needs: pip install opie_sched[EXTRA]'`` or None.
+
+    :param exc: the ImportError raised by a command.
+    :param command: the command's words (``'market demo'``).
+    :returns: the message when ``exc`` is a module of an extra, else None.
+    """
+    top = (getattr(exc, 'name', None) or '').split('.')[0]
+    if top not in EXTRA_OF_MODULE:
+        return None
+    extra = EXTRA_OF_COMMAND.get(command, EXTRA_OF_MODULE[top])
+    return '%s %s needs: pip install opie_sched[%s] (%s)' % (
+        PROG, command, extra, _one_line(exc))
+
+
+def _add_missing(subparsers, command, exc):
+    """A placeholder command that explains which extra to install."""
+    message = missing_extra(exc, command)
+    # Any arguments are taken (prefix_chars no option can start with).
+    parser = subparsers.add_parser(
+        command, add_help=False, prefix_chars='\x00',
+        help='(needs: pip install opie_sched[%s])'
+             % message.rsplit('[', 1)[1].split(']')[0])
+    parser.add_argument('arguments', nargs='*')
+
+    def run(args):
+        _error(message)
+        return 1
+    parser.set_defaults(func=run)
+
+
 class UsageError(Exception):
     """Invalid combination of arguments (exit code 2)."""
 
@@ -134,6 +184,11 @@ def build_parser(argv=None):
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
+            if (name in OPTIONAL_COMMANDS
+                    and missing_extra(exc, '') is not None):
+                for command in OPTIONAL_COMMANDS[name]:
+                    _add_missing(subparsers, command, exc)
+                continue
             # One broken command module must not take the others down.
             sys.stderr.write('%s: warning: the commands of %s are '
                              'unavailable: %s\n'
@@ -225,6 +280,13 @@ def main(argv=None):
     except Exception as exc:
         if args.debug:
             logging.getLogger(__name__).exception('%s failed', args.command)
+        message = isinstance(exc, ImportError) and missing_extra(
+            exc, ' '.join(w for w in (args.command,
+                                      getattr(args, 'market_command', None))
+                          if w))
+        if message:
+            _error(message)
+            return 1
         _error('unexpected %s: %s (run with --debug for the traceback)'
                % (type(exc).__name__, _one_line(exc)))
         return 1

@@ -65,7 +65,14 @@ def main(argv=None, conn=None):
     except SystemExit as exc:  # argparse: --help, unknown arguments
         return exc.code
     logging.setup(conf, 'opie_sched')
-    from opie_sched.repacker import service as service_mod
+    try:
+        from opie_sched.repacker import service as service_mod
+    except ImportError as exc:
+        if (exc.name or '').split('.')[0] != 'numpy':
+            raise
+        sys.stderr.write('opie-repacker needs: pip install '
+                         'opie_sched[repacker] (%s)\n' % exc)
+        return 1
     service = service_mod.RepackerService(conf, conn=conn, out=_print)
     try:
         service.start()

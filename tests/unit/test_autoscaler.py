@@ -88,6 +88,9 @@ class FakeCompute:
         self.extra_specs = extra_specs or {}
         self.group = Obj(id='g1', member_ids=[])
         self._n = 0
+        self.waits = []
+        # {server id: status it takes instead of going away on delete}
+        self.stuck = {}
 
     def add(self, flavor, status='ACTIVE'):
         self._n += 1
@@ -155,7 +158,47 @@ class FakeCompute:
                     s.fault = {'message': 'No valid host was found.'}
         return s
 
+    # openstacksdk's waiters (openstack.resource.wait_for_status and
+    # wait_for_delete): a poll every ``interval`` seconds of the fake
+    # clock (``self.sleep``, set by make_executor), ResourceFailure on a
+    # failure status, ResourceTimeout after ``wait`` seconds.
+    sleep = None
+
+    def _polls(self, interval, wait, what):
+        waited = 0.0
+        while waited < wait:
+            yield
+            if self.sleep is not None:
+                self.sleep(interval)
+            waited += interval
+        raise sdk_exc.ResourceTimeout('Timeout waiting for %s' % what)
+
+    def wait_for_server(self, server, status='ACTIVE', failures=None,
+                        interval=2, wait=120):
+        self.waits.append(('server', server.id, wait))
+        for _ in self._polls(interval, wait, server.id):
+            s = self.get_server(server.id)
+            if s.status == status:
+                return s
+            if s.status in (failures or ['ERROR']):
+                raise sdk_exc.ResourceFailure(
+                    '%s transitioned to failure state %s'
+                    % (server.id, s.status))
+
+    def wait_for_delete(self, res, interval=2, wait=120):
+        self.waits.append(('delete', res.id, wait))
+        for _ in self._polls(interval, wait, res.id):
+            try:
+                s = self.get_server(res.id)
+            except sdk_exc.ResourceNotFound:
+                return res
+            if s.status == 'DELETED':
+                return s
+
     def delete_server(self, sid, ignore_missing=True):
+        if sid in self.stuck:
+            self.db[sid].status = self.stuck[sid]
+            return
         s = self.db.pop(sid, None)
         if s is not None:
             self.log.append(('delete', s.flavor['original_name']))
@@ -190,6 +233,7 @@ def make_executor(conn, **kw):
     clock, sleep = fake_clock()
     kw.setdefault('boot_timeout', 10.0)
     kw.setdefault('delete_timeout', 10.0)
+    conn.compute.sleep = sleep
     return ex.Executor(conn, poll_interval=1.0, clock=clock, sleep=sleep,
                        **kw)
 
@@ -602,6 +646,34 @@ class ExecutorTest(testtools.TestCase):
         self.assertEqual(['t'], s.attrs['tags'])
         self.assertNotIn('scheduler_hints', s.attrs)
         self.assertEqual({'as.1': 1}, executor.inventory(a, r).counts)
+
+    def test_waits_share_one_boot_deadline(self):
+        self.compute.build_polls = 3
+        out = self.execute({'as.2': 2}, 50, executor=make_executor(
+            self.conn, boot_timeout=10))
+        self.assertEqual('reconfigured', out.action, out.reason)
+        boots = [w for w in self.compute.waits if w[0] == 'server']
+        # The first server took 2 s of the 10 (a poll at 0, 1, 2 s); the
+        # second gets what is left, not another 10 s.
+        self.assertEqual([10.0, 8.0], [w[2] for w in boots])
+
+    def test_delete_timeout_is_reported_and_the_rest_deleted(self):
+        stuck = self.compute.add('as.1')
+        other = self.compute.add('as.1')
+        self.compute.stuck[stuck] = 'ACTIVE'
+        out = self.execute({'as.4': 1}, 50)
+        self.assertEqual('reconfigured', out.action)
+        self.assertIn('could not delete %s (server %s not deleted after '
+                      '10 s (ACTIVE))' % (stuck, stuck), out.reason)
+        self.assertEqual([other], out.stopped)
+
+    def test_soft_deleted_counts_as_gone(self):
+        soft = self.compute.add('as.1')
+        self.compute.stuck[soft] = 'SOFT_DELETED'
+        out = self.execute({'as.4': 1}, 50)
+        self.assertEqual('reconfigured', out.action, out.reason)
+        self.assertEqual([soft], out.stopped)
+        self.assertNotIn('could not delete', out.reason)
 
 
 # -- service -----------------------------------------------------------------
