@@ -158,7 +158,7 @@ class _StoreContract:
     def test_migrations_to_head_and_idempotent(self):
         self.assertEqual(migration.head_revision(), self.store.version())
         self.store.sync()  # again: nothing to do
-        self.assertEqual('0001', self.store.version())
+        self.assertEqual('0002', self.store.version())
         tables = set(sa.inspect(self.store.engine).get_table_names())
         self.assertTrue({t.name for t in models.Base.metadata.sorted_tables}
                         <= tables)
@@ -285,6 +285,16 @@ class _StoreContract:
                                                     'delete'))
         self.assertFalse(self.store.set_notice_state('s1', models.PREEMPTED,
                                                      'delete'))
+
+    def test_epoch_seconds_keep_their_fractions(self):
+        # A single-precision FLOAT (MySQL/MariaDB) kept today's epoch only
+        # to multiples of 128 s: a deadline 20 s ahead came back 5 s late.
+        noticed, deadline = 1795409996.25, 1795410016.25
+        self.store.add_notice('s1', 'p1', 'out_of_bid', 'r', T0, noticed,
+                              deadline)
+        [row] = self.store.notices()
+        self.assertEqual((noticed, deadline),
+                         (row['noticed_at'], row['deadline']))
 
     def test_reserve_prices_and_bids(self):
         self.store.set_reserve_prices({'vcpus': D('0.01')})
@@ -931,7 +941,7 @@ class CommandTest(testtools.TestCase):
             ['--config-file', conf, 'db', 'sync']))
         out.seek(0)
         # (oslo.log may log to stdout too)
-        self.assertEqual(['none', '0001'], [
+        self.assertEqual(['none', '0002'], [
             line for line in out.read().splitlines() if ' ' not in line])
         self.assertTrue(os.path.exists(os.path.join(state, 'market.sqlite')))
 

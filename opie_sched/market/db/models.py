@@ -37,6 +37,12 @@ from sqlalchemy import orm
 NO_SERVER = ''
 
 
+#: Times are epoch seconds in double precision: a plain FLOAT is single
+#: precision on MySQL/MariaDB, which keeps today's epoch only to multiples of
+#: 128 s (a notice deadline 20 s ahead was stored 5 s in the past).
+Epoch = sa.Double
+
+
 class DecimalText(sa.types.TypeDecorator):
     """A :class:`~decimal.Decimal` stored exactly as text (max 64 chars).
 
@@ -70,8 +76,8 @@ class Account(Base):
     refill_rate = sa.Column(DecimalText(), nullable=False)
     cap = sa.Column(DecimalText(), nullable=True)
     version = sa.Column(sa.Integer, nullable=False, default=0)
-    created_at = sa.Column(sa.Float, nullable=False)
-    updated_at = sa.Column(sa.Float, nullable=True)
+    created_at = sa.Column(Epoch, nullable=False)
+    updated_at = sa.Column(Epoch, nullable=True)
 
 
 class LedgerEntry(Base):
@@ -91,7 +97,7 @@ class LedgerEntry(Base):
     balance = sa.Column(DecimalText(), nullable=False)
     period_seconds = sa.Column(sa.Integer, nullable=True)
     note = sa.Column(sa.Text, nullable=False, default='')
-    created_at = sa.Column(sa.Float, nullable=False)
+    created_at = sa.Column(Epoch, nullable=False)
 
 
 class Bid(Base):
@@ -102,7 +108,7 @@ class Bid(Base):
     project = sa.Column(sa.String(255), nullable=False, index=True)
     bid = sa.Column(DecimalText(), nullable=False)
     source = sa.Column(sa.String(16), nullable=False)
-    updated_at = sa.Column(sa.Float, nullable=False)
+    updated_at = sa.Column(Epoch, nullable=False)
 
 
 class PriceHistory(Base):
@@ -140,8 +146,8 @@ class Period(Base):
     period_seconds = sa.Column(sa.Integer, nullable=False)
     state = sa.Column(sa.String(16), nullable=False)
     owner = sa.Column(sa.String(255), nullable=True)
-    created_at = sa.Column(sa.Float, nullable=False)
-    updated_at = sa.Column(sa.Float, nullable=True)
+    created_at = sa.Column(Epoch, nullable=False)
+    updated_at = sa.Column(Epoch, nullable=True)
 
 
 class PeriodServer(Base):
@@ -157,7 +163,7 @@ class PeriodServer(Base):
     bid_source = sa.Column(sa.String(16), nullable=False)
     vcpus = sa.Column(sa.Integer, nullable=False)
     memory_mb = sa.Column(sa.Integer, nullable=False)
-    created_at = sa.Column(sa.Float, nullable=True)
+    created_at = sa.Column(Epoch, nullable=True)
 
 
 #: Notice states.
@@ -177,11 +183,11 @@ class Notice(Base):
     kind = sa.Column(sa.String(32), nullable=False)
     reason = sa.Column(sa.Text, nullable=False)
     period_start = sa.Column(sa.BigInteger, nullable=False)
-    noticed_at = sa.Column(sa.Float, nullable=False)
-    deadline = sa.Column(sa.Float, nullable=False)
+    noticed_at = sa.Column(Epoch, nullable=False)
+    deadline = sa.Column(Epoch, nullable=False)
     state = sa.Column(sa.String(16), nullable=False)
     action = sa.Column(sa.String(16), nullable=True)
-    updated_at = sa.Column(sa.Float, nullable=True)
+    updated_at = sa.Column(Epoch, nullable=True)
 
 
 #: Reserve prices set through the API; pool ``*`` applies to every pool
@@ -195,4 +201,4 @@ class ReservePrice(Base):
     pool = sa.Column(sa.String(255), primary_key=True)
     resource = sa.Column(sa.String(64), primary_key=True)
     price = sa.Column(DecimalText(), nullable=False)
-    updated_at = sa.Column(sa.Float, nullable=False)
+    updated_at = sa.Column(Epoch, nullable=False)
