@@ -59,6 +59,18 @@ OpieGroup = [
                     'skipped and says why.'),
     cfg.IntOpt('market_notice_period', default=300, min=0,
                help='[opie_market] notice_period of the cloud (seconds).'),
+    cfg.BoolOpt('market_contention', default=False,
+                help='Servers can contend the market: the hosts '
+                     'overcommit preemptible vCPUs (cpu_allocation_ratio '
+                     '> 1 in nova.conf and in the CUSTOM_PREEMPTIBLE_VCPU '
+                     'inventory) while the market prices the physical '
+                     'CPUs ([opie_market] capacity_source = hypervisors), '
+                     'so CPU-heavy preemptible servers can ask for more '
+                     'vCPUs than the hosts have. Prices are '
+                     'work-conserving: without contention nobody is out '
+                     'of bid. Possible values: true (run the notice '
+                     'scenario; it fails when it cannot contend the '
+                     'market), false (skip it).'),
     cfg.BoolOpt('reliability', default=True,
                 help='opie-scheduler has FailureDomainFilter and '
                      'ReliabilityWeigher (Die-Hard) enabled. Possible '

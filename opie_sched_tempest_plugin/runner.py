@@ -15,12 +15,23 @@
 
     python -m opie_sched_tempest_plugin.runner [--state-dir DIR]
         [--computes N] [--scheduler-workers N] [--compute-vcpus N]
+        [--preemptible-cpu-ratio R] [--market-period S]
+        [--market-notice S] [--market-tick S]
         [--concurrency N] [--only opie|tempest] [--keep-cloud]
 
 1. When MariaDB or RabbitMQ is unreachable, prints one line saying that
    the tier was skipped and why, and exits 0.
 2. ``opie-sched devcloud up`` (``--scheduler-workers 2`` by default: the
-   race test of issue 10 needs two workers).
+   race test of issue 10 needs two workers) with Die-Hard enabled
+   (``--reliability``), a fast market (period 20 s, notice 20 s, tick
+   2 s) that prices the physical CPUs (``--market-capacity-source
+   hypervisors``) and preemptible vCPUs overcommitted 2:1
+   (``--preemptible-cpu-ratio 2``), so the market notice scenario can
+   contend the market. The hosts get 512 MB of RAM per physical vCPU
+   (plus nova's 512 MB reserve): the devcloud's flavors have at least
+   512 MB per vCPU, so the other tests' servers never hold more vCPUs
+   than the hosts have and never contend the market (whose notices would
+   take their servers away); only the scenario's CPU-heavy flavor can.
 3. ``tempest init`` in ``DIR/tempest`` and a tempest.conf for the devcloud
    (no Neutron, Cinder or Swift; ``run_validation = false``; the fake
    driver's abilities; the ``[opie]`` group).
@@ -155,6 +166,31 @@ def _market_notice_period(state_dir):
     return parser.getint('opie_market', 'notice_period', fallback=300)
 
 
+def _market_contention(state_dir):
+    """Whether boots can contend the devcloud's market: its hosts
+    overcommit vCPUs (nova.conf ``cpu_allocation_ratio`` > 1, the same
+    ratio as the preemptible inventory) and the market prices the
+    physical CPUs (``capacity_source = hypervisors``)."""
+    import configparser
+    market = configparser.ConfigParser(interpolation=None, strict=False)
+    market.read(os.path.join(state_dir, 'etc', 'opie_sched',
+                             'opie_sched.conf'))
+    nova = configparser.ConfigParser(interpolation=None, strict=False)
+    nova.read(os.path.join(state_dir, 'etc', 'nova', 'nova.conf'))
+    return (market.get('opie_market', 'capacity_source',
+                       fallback='placement') == 'hypervisors' and
+            nova.getfloat('DEFAULT', 'cpu_allocation_ratio',
+                          fallback=1.0) > 1)
+
+
+def host_ram_mb(vcpus):
+    """RAM of a devcloud host for the tier: 512 MB (the smallest flavor's
+    RAM per vCPU) per physical vCPU plus the 512 MB nova reserves, so
+    servers of the devcloud's flavors never hold more vCPUs than the host
+    has, however the vCPUs are overcommitted."""
+    return 512 * vcpus + 512
+
+
 def tempest_conf(clouds_yaml, state_dir, summary, computes):
     """The text of tempest.conf for the devcloud."""
     admin = _admin_auth(clouds_yaml)
@@ -206,6 +242,7 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                  'market': bool(market),
                  'market_endpoint': market,
                  'market_notice_period': _market_notice_period(state_dir),
+                 'market_contention': _market_contention(state_dir),
                  'reliability': _reliability_enabled(state_dir),
                  'autoscaler': False},
     }
@@ -280,6 +317,15 @@ def main(argv=None):
     parser.add_argument('--computes', type=int, default=3)
     parser.add_argument('--scheduler-workers', type=int, default=2)
     parser.add_argument('--compute-vcpus', type=int, default=12)
+    parser.add_argument('--preemptible-cpu-ratio', type=float, default=2.0,
+                        help='vCPU overcommit of the hosts (devcloud '
+                             '--preemptible-cpu-ratio; default 2)')
+    parser.add_argument('--market-period', type=int, default=20,
+                        help='market period, seconds (default 20)')
+    parser.add_argument('--market-notice', type=int, default=20,
+                        help='market notice period, seconds (default 20)')
+    parser.add_argument('--market-tick', type=float, default=2.0,
+                        help='market tick, seconds (default 2)')
     parser.add_argument('--concurrency', type=int, default=2,
                         help='workers of the run of Tempest\'s own tests')
     parser.add_argument('--only', choices=('opie', 'tempest'))
@@ -308,6 +354,15 @@ def main(argv=None):
                         '--computes', str(args.computes),
                         '--scheduler-workers', str(args.scheduler_workers),
                         '--compute-vcpus', str(args.compute_vcpus),
+                        '--compute-ram-mb',
+                        str(host_ram_mb(args.compute_vcpus)),
+                        '--preemptible-cpu-ratio',
+                        '%g' % args.preemptible_cpu_ratio,
+                        '--market-capacity-source', 'hypervisors',
+                        '--market-period', str(args.market_period),
+                        '--market-notice', str(args.market_notice),
+                        '--market-tick', '%g' % args.market_tick,
+                        '--reliability',
                         '--format', 'json'], log)
         up = True
         if rc:

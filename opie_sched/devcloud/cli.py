@@ -16,12 +16,15 @@ all-in-one cloud on this machine.
 
     opie-sched devcloud up [--computes N] [--scheduler-workers N]
         [--compute-vcpus N] [--compute-ram-mb MB] [--compute-disk-gb GB]
+        [--allocation-ratio R] [--preemptible-cpu-ratio R]
+        [--market-period S] [--market-notice S] [--market-tick S]
+        [--market-capacity-source placement|hypervisors] [--reliability]
         [--state-dir DIR] [--with-autoscaler] [--with-repacker]
         [--replace] [--format text|json]
     opie-sched devcloud status [--state-dir DIR] [--format text|json]
     opie-sched devcloud down [--state-dir DIR]
     opie-sched devcloud scheduler-conf [--workers N] [--base-filters LIST]
-        [--output FILE]
+        [--reliability] [--output FILE]
 
 ``scheduler-conf`` prints the opie_sched options of the scheduler's
 nova.conf (the file ``opie-scheduler`` reads as a second
@@ -50,6 +53,33 @@ def _positive(text):
         raise argparse.ArgumentTypeError('expected an integer >= 1, got %r'
                                          % text)
     return value
+
+
+def _ratio(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float('inf'):
+        import argparse
+        raise argparse.ArgumentTypeError('expected a number > 0, got %r'
+                                         % text)
+    return value
+
+
+def _seconds(low, kind=int):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value < float('inf'):
+            import argparse
+            raise argparse.ArgumentTypeError(
+                'expected %s >= %g (seconds), got %r' % (
+                    'an integer' if kind is int else 'a number', low, text))
+        return value
+    return parse
 
 
 def _say(message):
@@ -105,7 +135,13 @@ def _up(args):
             allocation_ratio=args.allocation_ratio,
             prefix=sys.prefix, debug=args.service_debug,
             with_autoscaler=args.with_autoscaler,
-            with_repacker=args.with_repacker, neutron=args.neutron)
+            with_repacker=args.with_repacker, neutron=args.neutron,
+            preemptible_cpu_ratio=args.preemptible_cpu_ratio,
+            market_period=args.market_period,
+            market_notice=args.market_notice,
+            market_tick=args.market_tick,
+            market_capacity_source=args.market_capacity_source,
+            reliability=args.reliability)
     except ValueError as exc:
         raise cli.UsageError('devcloud up: %s' % exc)
     cloud = cloud_mod.Cloud(args.state_dir, say=_say)
@@ -149,8 +185,8 @@ def _status(args):
 
 
 def _scheduler_conf(args):
-    text = config.render(config.scheduler_conf(args.workers,
-                                               args.base_filters))
+    text = config.render(config.scheduler_conf(
+        args.workers, args.base_filters, reliability=args.reliability))
     if args.output in (None, '-'):
         sys.stdout.write(text)
     else:
@@ -206,9 +242,36 @@ def register(subparsers):
                     help='RAM per compute host, MB (default 16000)')
     up.add_argument('--compute-disk-gb', type=_positive, default=200,
                     help='disk per compute host, GB (default 200)')
-    up.add_argument('--allocation-ratio', type=float, default=1.0,
+    up.add_argument('--allocation-ratio', type=_ratio, default=1.0,
                     help='cpu/ram/disk allocation ratio of the hosts '
                          '(default 1.0)')
+    up.add_argument('--preemptible-cpu-ratio', type=_ratio,
+                    help='vCPU allocation ratio of the hosts, in nova.conf '
+                         'and in the preemptible vCPU inventory (a number '
+                         '> 0; default: --allocation-ratio). Above 1 '
+                         'Placement admits more preemptible vCPU than the '
+                         'hosts have; with --market-capacity-source '
+                         'hypervisors the market prices the physical CPUs, '
+                         'so CPU-heavy preemptible servers contend')
+    up.add_argument('--market-period', type=_seconds(1),
+                    help="opie-market's period (seconds >= 1; default the "
+                         "market's, 3600)")
+    up.add_argument('--market-notice', type=_seconds(0),
+                    help="opie-market's notice period (seconds >= 0; "
+                         "default the market's, 300)")
+    up.add_argument('--market-tick', type=_seconds(0.1, float),
+                    help="how often opie-market wakes up (seconds >= 0.1; "
+                         "default the market's, 60)")
+    up.add_argument('--market-capacity-source',
+                    choices=config.CAPACITY_SOURCES,
+                    help="where opie-market reads the hosts' capacity: "
+                         'placement (the preemptible inventories) or '
+                         'hypervisors (physical sizes); default the '
+                         "market's, placement")
+    up.add_argument('--reliability', action='store_true',
+                    help="enable Die-Hard's FailureDomainFilter and "
+                         'ReliabilityWeigher in opie-scheduler (failure '
+                         'domains from host aggregate metadata)')
     up.add_argument('--with-autoscaler', action='store_true',
                     help='also run opie-autoscaler')
     up.add_argument('--with-repacker', action='store_true',
@@ -253,5 +316,8 @@ def register(subparsers):
     sched.add_argument('--base-filters',
                        help='comma-separated filters to keep before '
                             "opie_sched's (default nova's defaults)")
+    sched.add_argument('--reliability', action='store_true',
+                       help="also enable Die-Hard's FailureDomainFilter "
+                            '(last) and ReliabilityWeigher')
     sched.add_argument('--output', help='file to write (default stdout)')
     sched.set_defaults(func=_scheduler_conf, errors=(OSError,))

@@ -101,7 +101,9 @@ def write_configs(settings, layout):
                                          'api-paste.ini')),
                 os.path.join(etc, 'nova', 'api-paste.ini'))
     _write(os.path.join(etc, 'nova', 'scheduler.conf'),
-           config.render(config.scheduler_conf(settings.scheduler_workers)))
+           config.render(config.scheduler_conf(
+               settings.scheduler_workers,
+               reliability=settings.reliability)))
     for index in range(1, settings.computes + 1):
         _write(os.path.join(etc, 'nova', 'compute-%d.conf' % index),
                config.render(config.compute_conf(settings, layout, index)))

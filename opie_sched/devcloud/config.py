@@ -44,6 +44,18 @@ OPIE_WEIGHT_CLASSES = (
     'opie_sched.scheduler.weights.PreemptibleCountWeigher',
 )
 
+#: Die-Hard (:mod:`opie_sched.scheduler.reliability`), added when asked:
+#: the filter goes last (it plans from the hosts that reach it).
+RELIABILITY_AVAILABLE_FILTERS = (
+    'opie_sched.scheduler.reliability.all_filters',)
+RELIABILITY_FILTERS = ('FailureDomainFilter',)
+RELIABILITY_WEIGHT_CLASSES = (
+    'opie_sched.scheduler.reliability.ReliabilityWeigher',)
+
+#: ``Settings.market_capacity_source``: the ``[opie_market]
+#: capacity_source`` choices.
+CAPACITY_SOURCES = ('placement', 'hypervisors')
+
 #: Region of every catalog entry.
 REGION = 'RegionOne'
 
@@ -79,13 +91,34 @@ class Settings:
         when ``None``).
     :param prefix: ``sys.prefix`` of the environment holding the services
         (for the paste files shipped by nova and glance).
-    :raises ValueError: a count or size below 1.
+    :param preemptible_cpu_ratio: allocation ratio of the vCPUs (> 0), in
+        nova.conf (``cpu_allocation_ratio``: the full-state filter reads
+        the host's ratio) and in the preemptible vCPU inventory of the
+        provider config; RAM and disk keep ``allocation_ratio``. ``None``:
+        ``allocation_ratio``. Above 1 Placement admits more preemptible
+        vCPU than the hosts have: with ``market_capacity_source =
+        'hypervisors'`` (physical CPUs) the market is then contended by
+        CPU-heavy preemptible servers.
+    :param market_period: ``[opie_market] period_seconds`` (seconds,
+        >= 1); ``None``: the market's default.
+    :param market_notice: ``[opie_market] notice_period`` (seconds,
+        >= 0); ``None``: the market's default.
+    :param market_tick: ``[opie_market] tick_interval`` (seconds,
+        >= 0.1); ``None``: the market's default.
+    :param market_capacity_source: ``[opie_market] capacity_source``, one
+        of :data:`CAPACITY_SOURCES`; ``None``: the market's default.
+    :param reliability: enable Die-Hard's FailureDomainFilter and
+        ReliabilityWeigher in opie-scheduler (:func:`scheduler_conf`).
+    :raises ValueError: a count or size below 1, a ratio <= 0, a market
+        time out of range, an unknown capacity source.
     """
 
     FIELDS = ('ports', 'computes', 'scheduler_workers', 'compute_vcpus',
               'compute_ram_mb', 'compute_disk_gb', 'allocation_ratio',
               'password', 'prefix', 'host', 'mysql', 'rabbit', 'debug',
-              'with_autoscaler', 'with_repacker', 'neutron')
+              'with_autoscaler', 'with_repacker', 'neutron',
+              'preemptible_cpu_ratio', 'market_period', 'market_notice',
+              'market_tick', 'market_capacity_source', 'reliability')
 
     def __init__(self, ports, computes=2, scheduler_workers=2,
                  compute_vcpus=8, compute_ram_mb=16000, compute_disk_gb=200,
@@ -93,7 +126,9 @@ class Settings:
                  host='127.0.0.1', mysql='root@127.0.0.1:3306',
                  rabbit='guest:guest@127.0.0.1:5672', debug=False,
                  with_autoscaler=False, with_repacker=False,
-                 neutron='server'):
+                 neutron='server', preemptible_cpu_ratio=None,
+                 market_period=None, market_notice=None, market_tick=None,
+                 market_capacity_source=None, reliability=False):
         for name, value in (('computes', computes),
                             ('scheduler_workers', scheduler_workers),
                             ('compute_vcpus', compute_vcpus),
@@ -109,9 +144,36 @@ class Settings:
         if neutron not in NEUTRON_MODES:
             raise ValueError('neutron must be one of %s, got %r'
                              % (', '.join(NEUTRON_MODES), neutron))
-        if not allocation_ratio > 0:
-            raise ValueError('allocation_ratio must be > 0, got %r'
-                             % allocation_ratio)
+        for name, value in (('allocation_ratio', allocation_ratio),
+                            ('preemptible_cpu_ratio',
+                             preemptible_cpu_ratio)):
+            if value is None and name != 'allocation_ratio':
+                continue
+            if isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or not 0 < value < float('inf'):
+                raise ValueError('%s must be a number > 0, got %r'
+                                 % (name, value))
+        for name, value, low in (('market_period', market_period, 1),
+                                 ('market_notice', market_notice, 0),
+                                 ('market_tick', market_tick, 0.1)):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or not low <= value < float('inf'):
+                raise ValueError('%s must be a number >= %g, got %r'
+                                 % (name, low, value))
+        if market_period is not None and market_period != int(
+                market_period):
+            raise ValueError('market_period must be whole seconds, got %r'
+                             % market_period)
+        if market_notice is not None and market_notice != int(
+                market_notice):
+            raise ValueError('market_notice must be whole seconds, got %r'
+                             % market_notice)
+        if market_capacity_source not in (None,) + CAPACITY_SOURCES:
+            raise ValueError('market_capacity_source must be one of %s, got '
+                             '%r' % (', '.join(CAPACITY_SOURCES),
+                                     market_capacity_source))
         self.ports = dict(ports)
         self.computes = computes
         self.scheduler_workers = scheduler_workers
@@ -128,6 +190,24 @@ class Settings:
         self.with_autoscaler = with_autoscaler
         self.with_repacker = with_repacker
         self.neutron = neutron
+        self.preemptible_cpu_ratio = (None if preemptible_cpu_ratio is None
+                                      else float(preemptible_cpu_ratio))
+        self.market_period = (None if market_period is None
+                              else int(market_period))
+        self.market_notice = (None if market_notice is None
+                              else int(market_notice))
+        self.market_tick = (None if market_tick is None
+                            else float(market_tick))
+        self.market_capacity_source = market_capacity_source
+        self.reliability = bool(reliability)
+
+    @property
+    def cpu_allocation_ratio(self):
+        """The vCPU allocation ratio of every host (normal and
+        preemptible inventory alike)."""
+        if self.preemptible_cpu_ratio is None:
+            return self.allocation_ratio
+        return self.preemptible_cpu_ratio
 
     def to_dict(self):
         return {name: getattr(self, name) for name in self.FIELDS}
@@ -298,7 +378,7 @@ def nova_conf(settings, layout):
             'compute_driver': 'fake.FakeDriver',
             'state_path': layout.path('nova'),
             'my_ip': settings.host,
-            'cpu_allocation_ratio': ratio,
+            'cpu_allocation_ratio': settings.cpu_allocation_ratio,
             'ram_allocation_ratio': ratio,
             'disk_allocation_ratio': ratio,
             'reserved_host_memory_mb': 512,
@@ -354,19 +434,23 @@ def provider_config_command(settings, output):
             '--disk-gb', str(settings.compute_disk_gb),
             '--reserved-vcpus', '0', '--reserved-memory-mb', '512',
             '--reserved-disk-gb', '0',
-            '--cpu-allocation-ratio', ratio,
+            '--cpu-allocation-ratio', '%g' % settings.cpu_allocation_ratio,
             '--ram-allocation-ratio', ratio,
             '--disk-allocation-ratio', ratio,
             '--output', output]
 
 
-def scheduler_conf(workers=None, base_filters=None):
+def scheduler_conf(workers=None, base_filters=None, reliability=False):
     """The opie_sched part of the scheduler's nova.conf.
 
     :param workers: ``[scheduler] workers`` (``None``: nova's default).
     :param base_filters: the filters to keep before opie_sched's (default
         nova's :data:`NOVA_DEFAULT_FILTERS`); a comma-separated string or a
         list.
+    :param reliability: also enable Die-Hard: FailureDomainFilter last
+        and ReliabilityWeigher (:mod:`opie_sched.scheduler.reliability`;
+        failure domains from host aggregate metadata). Requests without
+        the ``opie_tasks`` hint pass the filter and weigh 0.
     """
     if base_filters is None:
         base_filters = NOVA_DEFAULT_FILTERS
@@ -375,11 +459,18 @@ def scheduler_conf(workers=None, base_filters=None):
                         if f.strip()]
     filters = list(base_filters)
     filters += [f for f in OPIE_FILTERS if f not in filters]
+    available = list(OPIE_AVAILABLE_FILTERS)
+    weighers = list(OPIE_WEIGHT_CLASSES)
+    if reliability:
+        filters = [f for f in filters if f not in RELIABILITY_FILTERS]
+        filters += list(RELIABILITY_FILTERS)
+        available += list(RELIABILITY_AVAILABLE_FILTERS)
+        weighers += list(RELIABILITY_WEIGHT_CLASSES)
     conf = {
         'filter_scheduler': {
-            'available_filters': list(OPIE_AVAILABLE_FILTERS),
+            'available_filters': available,
             'enabled_filters': ','.join(filters),
-            'weight_classes': ','.join(OPIE_WEIGHT_CLASSES),
+            'weight_classes': ','.join(weighers),
         },
     }
     if workers is not None:
@@ -399,6 +490,10 @@ def market_conf(settings, layout):
             'api_host': settings.host,
             'api_port': settings.ports['market-api'],
             'coordination_url': 'file://' + layout.path('locks'),
+            'period_seconds': settings.market_period,
+            'notice_period': settings.market_notice,
+            'tick_interval': settings.market_tick,
+            'capacity_source': settings.market_capacity_source,
         },
         'keystone_authtoken': _authtoken(settings, 'opie-market'),
         'opie_autoscaler': {

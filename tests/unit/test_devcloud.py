@@ -76,6 +76,115 @@ class TestRender(testtools.TestCase):
             'ComputeFilter', conf['filter_scheduler']['enabled_filters'])
         self.assertNotIn('scheduler', conf)
 
+    def test_scheduler_conf_reliability_when_asked(self):
+        fs = config.scheduler_conf(
+            base_filters='FailureDomainFilter,ComputeFilter',
+            reliability=True)['filter_scheduler']
+        # FailureDomainFilter once, and last: it plans from the hosts
+        # that reach it.
+        self.assertEqual('ComputeFilter,PreemptibleFullStateFilter,'
+                         'FailureDomainFilter', fs['enabled_filters'])
+        self.assertIn('opie_sched.scheduler.reliability.all_filters',
+                      fs['available_filters'])
+        self.assertIn('opie_sched.scheduler.reliability.ReliabilityWeigher',
+                      fs['weight_classes'].split(','))
+        plain = config.scheduler_conf()['filter_scheduler']
+        self.assertNotIn('FailureDomainFilter', plain['enabled_filters'])
+        self.assertNotIn('reliability', plain['weight_classes'])
+        self.assertNotIn('opie_sched.scheduler.reliability.all_filters',
+                         plain['available_filters'])
+
+    def test_reliability_setting_reaches_scheduler_conf(self):
+        from opie_sched.devcloud import cloud
+        root = self.useFixture(fixtures.TempDir()).path
+        prefix = os.path.join(root, 'prefix')
+        for rel in ('glance/glance-api-paste.ini',
+                    'neutron/api-paste.ini', 'nova/api-paste.ini',
+                    'opie_sched/market-api-paste.ini'):
+            os.makedirs(os.path.dirname(os.path.join(prefix, 'etc', rel)),
+                        exist_ok=True)
+            open(os.path.join(prefix, 'etc', rel), 'w').close()
+        layout = layout_mod.Layout(os.path.join(root, 'cloud'))
+        for reliability in (True, False):
+            cloud.write_configs(_settings(prefix=prefix,
+                                          reliability=reliability), layout)
+            with open(os.path.join(layout.etc, 'nova',
+                                   'scheduler.conf')) as f:
+                parsed = _parse(f.read())
+            self.assertEqual(reliability, 'FailureDomainFilter' in parsed[
+                'filter_scheduler']['enabled_filters'])
+
+    def test_preemptible_cpu_ratio(self):
+        layout = layout_mod.Layout('/tmp/x')
+        s = _settings(compute_vcpus=6, preemptible_cpu_ratio=2)
+        parsed = _parse(config.render(config.nova_conf(s, layout)))
+        # The full-state filter reads the host's vCPU ratio: it follows.
+        self.assertEqual('2.0', parsed['DEFAULT']['cpu_allocation_ratio'])
+        self.assertEqual('1.0', parsed['DEFAULT']['ram_allocation_ratio'])
+        argv = config.provider_config_command(s, '/o.yaml')
+        args = dict(zip(argv[1::2], argv[2::2]))
+        self.assertEqual(('2', '1', '1'), (
+            args['--cpu-allocation-ratio'], args['--ram-allocation-ratio'],
+            args['--disk-allocation-ratio']))
+        # Unset: --allocation-ratio for everything, as before.
+        s = _settings(allocation_ratio=1.5)
+        self.assertEqual(1.5, s.cpu_allocation_ratio)
+        self.assertIsNone(s.preemptible_cpu_ratio)
+
+    def test_market_options(self):
+        layout = layout_mod.Layout('/tmp/x')
+        market = config.market_conf(_settings(
+            market_period=20, market_notice=0, market_tick=2,
+            market_capacity_source='hypervisors'), layout)['opie_market']
+        self.assertEqual((20, 0, 2.0, 'hypervisors'), (
+            market['period_seconds'], market['notice_period'],
+            market['tick_interval'], market['capacity_source']))
+        # The rendered file is read by the market's own options.
+        from oslo_config import cfg
+        from opie_sched.market import opts
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'm.conf')
+        with open(path, 'w') as f:
+            f.write(config.render({'opie_market': market}))
+        conf = cfg.ConfigOpts()
+        opts.register_opts(conf)
+        conf(['--config-file', path], project='opie-test')
+        self.assertEqual((20, 0, 2.0, 'hypervisors'), (
+            conf.opie_market.period_seconds, conf.opie_market.notice_period,
+            conf.opie_market.tick_interval,
+            conf.opie_market.capacity_source))
+        # Unset: the market's defaults (the options are left out).
+        text = config.render(config.market_conf(_settings(), layout))
+        for name in ('period_seconds', 'notice_period', 'tick_interval',
+                     'capacity_source'):
+            self.assertNotIn(name, text)
+
+    def test_tempest_runner_reads_contention_from_configs(self):
+        # The tier's runner tells the market scenario whether boots can
+        # contend the market from the files devcloud wrote.
+        from opie_sched_tempest_plugin import runner
+        root = self.useFixture(fixtures.TempDir()).path
+        layout = layout_mod.Layout(root)
+        for kw, expected in (
+                ({}, False),
+                ({'preemptible_cpu_ratio': 2}, False),
+                ({'market_capacity_source': 'hypervisors'}, False),
+                ({'preemptible_cpu_ratio': 2,
+                  'market_capacity_source': 'hypervisors'}, True)):
+            s = _settings(**kw)
+            for name, conf in (
+                    (('nova', 'nova.conf'), config.nova_conf(s, layout)),
+                    (('opie_sched', 'opie_sched.conf'),
+                     config.market_conf(s, layout))):
+                path = os.path.join(layout.etc, *name)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, 'w') as f:
+                    f.write(config.render(conf))
+            self.assertEqual(expected, runner._market_contention(root), kw)
+        # 512 MB per physical vCPU plus nova's reserve: the devcloud's
+        # flavors (>= 512 MB per vCPU) never hold more vCPUs than a host.
+        self.assertEqual(6656, runner.host_ram_mb(12))
+
     def test_nova_conf(self):
         layout = layout_mod.Layout('/tmp/x')
         conf = config.nova_conf(_settings(), layout)
@@ -169,7 +278,11 @@ class TestRender(testtools.TestCase):
                          clouds['devcloud-admin']['auth']['auth_url'])
 
     def test_settings_round_trip(self):
-        s = _settings(computes=3, with_repacker=True)
+        s = _settings(computes=3, with_repacker=True,
+                      preemptible_cpu_ratio=2, market_period=20,
+                      market_notice=20, market_tick=2,
+                      market_capacity_source='hypervisors',
+                      reliability=True)
         again = config.Settings.from_dict(json.loads(json.dumps(
             s.to_dict())))
         self.assertEqual(s.to_dict(), again.to_dict())
@@ -177,8 +290,25 @@ class TestRender(testtools.TestCase):
     def test_settings_errors(self):
         for kw in ({'computes': 0}, {'scheduler_workers': -1},
                    {'compute_vcpus': 1.5}, {'compute_ram_mb': 512},
-                   {'allocation_ratio': 0}, {'neutron': 'fake'}):
+                   {'allocation_ratio': 0}, {'neutron': 'fake'},
+                   {'preemptible_cpu_ratio': 0},
+                   {'preemptible_cpu_ratio': float('inf')},
+                   {'preemptible_cpu_ratio': True},
+                   {'market_period': 0}, {'market_period': 1.5},
+                   {'market_notice': -1}, {'market_tick': 0.01},
+                   {'market_tick': 'soon'},
+                   {'market_capacity_source': 'nova'}):
             self.assertRaises(ValueError, _settings, **kw)
+
+    def test_old_state_file_without_new_settings(self):
+        data = _settings().to_dict()
+        for name in ('preemptible_cpu_ratio', 'market_period',
+                     'market_notice', 'market_tick',
+                     'market_capacity_source', 'reliability'):
+            del data[name]
+        s = config.Settings.from_dict(data)
+        self.assertFalse(s.reliability)
+        self.assertIsNone(s.market_period)
 
     def test_random_password(self):
         a = config.Settings(PORTS)
@@ -320,6 +450,36 @@ class TestCLI(testtools.TestCase):
             self.assertEqual(2, code, argv)
             self.assertIn('expected an integer >= 1', err)
 
+    def test_bad_market_and_ratio_options_are_usage_errors(self):
+        for argv, message in (
+                (['--market-period', '0'], 'integer >= 1 (seconds)'),
+                (['--market-notice', '-1'], 'integer >= 0 (seconds)'),
+                (['--market-tick', 'x'], 'number >= 0.1 (seconds)'),
+                (['--preemptible-cpu-ratio', '0'], 'number > 0'),
+                (['--market-capacity-source', 'nova'], 'invalid choice')):
+            code, _out, err = self._run(['devcloud', 'up'] + argv)
+            self.assertEqual(2, code, argv)
+            self.assertIn(message, err)
+
+    def test_up_passes_new_options(self):
+        from opie_sched.devcloud import cloud
+        root = self.useFixture(fixtures.TempDir()).path
+        up = self.useFixture(fixtures.MockPatchObject(
+            cloud.Cloud, 'up', side_effect=preflight.MissingError(
+                'stop here'))).mock
+        code, _out, err = self._run([
+            'devcloud', 'up', '--state-dir', root,
+            '--preemptible-cpu-ratio', '2', '--market-period', '20',
+            '--market-notice', '20', '--market-tick', '2',
+            '--market-capacity-source', 'hypervisors', '--reliability'])
+        self.assertEqual(1, code)
+        self.assertIn('stop here', err)
+        settings = up.call_args[0][0]
+        self.assertEqual((2.0, 20, 20, 2.0, 'hypervisors', True), (
+            settings.preemptible_cpu_ratio, settings.market_period,
+            settings.market_notice, settings.market_tick,
+            settings.market_capacity_source, settings.reliability))
+
     def test_small_ram_is_usage_error(self):
         root = self.useFixture(fixtures.TempDir()).path
         code, _out, err = self._run(['devcloud', 'up', '--state-dir', root,
@@ -378,6 +538,11 @@ class TestCLI(testtools.TestCase):
         self.assertEqual('AvailabilityZoneFilter,PreemptibleFullStateFilter',
                          parsed['filter_scheduler']['enabled_filters'])
         self.assertEqual('2', parsed['scheduler']['workers'])
+        code, out, _err = self._run(['devcloud', 'scheduler-conf',
+                                     '--reliability'])
+        self.assertEqual(0, code)
+        self.assertTrue(_parse(out)['filter_scheduler'][
+            'enabled_filters'].endswith(',FailureDomainFilter'))
 
 
 class TestNeutronStandin(testtools.TestCase):

@@ -9,28 +9,64 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""A bid below the spot price: notice, then termination after the notice
-period (Merkat §2.3; the EC2 spot rule)."""
+"""A bid below the spot price under contention: notice, then termination
+after the notice period.
 
+Prices are work-conserving (Themis, Costache et al., HPCC 2012, §II.B and
+§III.B; Merkat, Costache et al., §2.3 and §3.1): while the preemptible
+demand fits in the capacity every server gets its flavor at the reserve
+price and nobody is out of bid, whatever the bids. Only under contention
+do shares fall below flavors; then the lowest bids lose, and the market
+gives notice to no more servers than it must.
+
+The cloud must let servers contend the market (``[opie]
+market_contention``): preemptible vCPUs overcommitted (Placement admits
+more preemptible vCPU than the hosts have) and the market pricing the
+physical CPUs (``[opie_market] capacity_source = hypervisors``). The test
+creates a CPU-heavy preemptible flavor (as many vCPUs as the smallest
+host, 256 MB), fills the physical CPUs with high bidders, checks that
+nobody is out of bid, then boots one low bidder beyond them.
+"""
+
+import decimal
 import time
 
 from oslo_utils import timeutils
 from tempest import config
+from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 
+from opie_sched_tempest_plugin import base
 from opie_sched_tempest_plugin.tests.api import test_market
 
 CONF = config.CONF
 
+BID_KEY = 'opie:bid'
+NOTICE_KEY = 'opie:preempt_notice'
 DEADLINE_KEY = 'opie:preempt_deadline'
+#: Bids of the test, currency per hour.
+HIGH_BID = '10'
+LOW_BID = '0.01'
+#: RAM of the CPU-heavy flavor, MB.
+HEAVY_RAM_MB = 256
 
 
 class MarketNoticeTest(test_market.MarketBaseTest):
-    """Two preemptible servers of one project with credit: the one bidding
-    0 is out of bid as soon as the other bids more (price = sum of bids /
-    capacity > 0); it gets a notice at the next period and is terminated
-    once its deadline has passed, never before. The other keeps running
-    without a notice."""
+    """High bidders fill the physical vCPUs of the cloud: no contention,
+    no notice, the vCPU price stays where it was. One more server, bidding
+    below the price, makes the pool contended: it alone gets a notice at
+    the next period and is terminated once its deadline has passed, never
+    before; the high bidders keep running without a notice."""
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not CONF.opie.market_contention:
+            raise cls.skipException(
+                '[opie] market_contention = false: the cloud cannot be '
+                'contended by boots (no preemptible vCPU overcommit, or '
+                'the market prices the Placement inventories), and a '
+                'work-conserving market gives no notice without contention')
 
     @classmethod
     def resource_setup(cls):
@@ -39,21 +75,73 @@ class MarketNoticeTest(test_market.MarketBaseTest):
         if status != 200:
             raise AssertionError('market prices: HTTP %s' % status)
 
-    def _wait_period(self):
-        """Seconds of a market period (waits for the first one)."""
+    # -- helpers ---------------------------------------------------------
+
+    def _heavy_flavor(self, vcpus):
+        """A preemptible flavor of ``vcpus`` vCPU and 256 MB (admin), made
+        like the cloud's twin flavors: the twin's extra specs with the
+        preemptible amounts of this size."""
+        _, body = self.call(self.admin, 'GET', '/flavors/%s/os-extra_specs'
+                            % self.preemptible.id)
+        specs = dict(body['extra_specs'])
+        size = {'VCPU': vcpus, 'MEMORY_MB': HEAVY_RAM_MB, 'DISK_GB': 1}
+        for rc, amount in size.items():
+            key = 'resources:%s' % base.PREEMPTIBLE[rc]
+            self.assertIn(key, specs, 'extra specs of the preemptible '
+                          'flavor %s' % self.preemptible.name)
+            specs[key] = str(amount)
+        _, body = self.call(self.admin, 'POST', '/flavors', json={
+            'flavor': {'name': data_utils.rand_name('opie-cpu-heavy'),
+                       'vcpus': vcpus, 'ram': HEAVY_RAM_MB, 'disk': 1,
+                       'os-flavor-access:is_public': True}})
+        flavor = body['flavor']
+        self.addCleanup(self.call, self.admin, 'DELETE',
+                        '/flavors/%s' % flavor['id'])
+        self.call(self.admin, 'POST', '/flavors/%s/os-extra_specs'
+                  % flavor['id'], json={'extra_specs': specs})
+        return base.Flavor(flavor['id'], flavor['name'], size)
+
+    def _physical_vcpus(self):
+        """``{host: vCPUs}`` of the hypervisors that are up (what the
+        market prices with ``capacity_source = hypervisors``)."""
+        _, body = self.call(self.admin, 'GET', '/os-hypervisors/detail',
+                            '2.53')
+        return {h['service']['host']: int(h['vcpus'])
+                for h in body['hypervisors']
+                if h['state'] == 'up' and h['status'] == 'enabled'}
+
+    def _period(self, after):
+        """The prices body of the first settled period that starts at or
+        after ``after`` (seconds since the epoch)."""
         deadline = time.monotonic() + CONF.opie.market_max_wait
         while True:
             _, body = self.market.prices()
-            if body.get('period_seconds'):
-                return body['period_seconds']
+            start = body.get('period_start')
+            if start and timeutils.parse_isotime(
+                    start).timestamp() >= after:
+                return body
             if time.monotonic() > deadline:
-                self.fail('the market settled no period in %d s'
-                          % CONF.opie.market_max_wait)
-            time.sleep(2)
+                self.fail('the market settled no period starting after '
+                          '%s in %d s' % (time.ctime(after),
+                                          CONF.opie.market_max_wait))
+            time.sleep(1)
+
+    @staticmethod
+    def _vcpu_price(body):
+        prices = {row['pool']: decimal.Decimal(str(row['price']))
+                  for row in body['prices'] if row['resource'] == 'vcpus'}
+        return prices.get('default', max(prices.values(), default=None))
+
+    def _notices(self, ids):
+        return {i: self.market.get_bid(i)[1]['bid']['notice'] for i in ids}
+
+    # -- the scenario ------------------------------------------------------
 
     @decorators.idempotent_id('6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f12')
     def test_out_of_bid_server_noticed_then_terminated(self):
-        period = self._wait_period()
+        _, body = self.market.prices()
+        period = body.get('period_seconds') or self._period(0)[
+            'period_seconds']
         wait = 2 * period + CONF.opie.market_notice_period + 30
         if wait > CONF.opie.market_max_wait:
             raise self.skipException(
@@ -61,30 +149,87 @@ class MarketNoticeTest(test_market.MarketBaseTest):
                 '[opie] market_max_wait is %d s' % (
                     period, CONF.opie.market_notice_period, wait,
                     CONF.opie.market_max_wait))
+
+        physical = self._physical_vcpus()
+        heavy = self._heavy_flavor(min(physical.values()))
+        hosts = self.hosts()
+        # Preemptible vCPUs others already hold count in the demand.
+        held = sum(h['used'].get(base.PREEMPTIBLE['VCPU'], 0)
+                   for h in hosts.values())
+        free = sum(physical.values()) - held
+        highs = free // heavy.size['VCPU']
+        self.assertGreater(
+            highs, 0, 'the market is already (nearly) contended: %d '
+            'preemptible vCPU held of %d physical' % (
+                held, sum(physical.values())))
+        room = self.preemptible_room(heavy.size, hosts)
+        self.assertGreater(
+            room, highs, '[opie] market_contention = true, but Placement '
+            'admits only %d servers of %d vCPU while %d fill the %d free '
+            'physical vCPUs: the preemptible vCPUs are not overcommitted'
+            % (room, heavy.size['VCPU'], highs, free))
+
         status, body = self.market_admin.credit(self.primary_project,
                                                 '100000', 'tempest')
         self.assertEqual(201, status, body)
-        low, high = self.boot(self.primary, self.preemptible, 2)
-        self.assertEqual(200, self.market.set_bid(low, '0')[0])
-        self.assertEqual(200, self.market.set_bid(high, '1000')[0])
 
-        start = time.monotonic()
-        notice = None
-        while notice is None:
-            _, body = self.market.get_bid(low)
-            notice = body['bid']['notice']
-            self.assertIsNone(self.market.get_bid(high)[1]['bid']['notice'],
-                              'the high bidder got a notice')
-            if notice is None:
-                if time.monotonic() - start > wait:
-                    self.fail('no notice for a bid of 0 after %d s' % wait)
-                time.sleep(2)
-        _, meta = self.call(self.primary, 'GET', '/servers/%s/metadata'
-                            % low)
-        deadline = timeutils.parse_isotime(
-            meta['metadata'][DEADLINE_KEY]).timestamp()
+        # 1. Demand within the capacity: nobody out of bid.
+        high = self.boot(self.primary, heavy, highs,
+                         metadata={BID_KEY: HIGH_BID})
+        calm = self._period(time.time() + 1)
+        calm_price = self._vcpu_price(calm)
+        self.assertEqual(dict.fromkeys(high), self._notices(high),
+                         'notices while the demand fits the capacity')
+        for server_id in high:
+            position = self.market.get_bid(server_id)[1]['bid']['market']
+            self.assertIsNotNone(position, 'no market position of %s'
+                                 % server_id)
+            self.assertFalse(position['out_of_bid'], position)
 
-        # Present until the deadline, gone (or stopped) soon after.
+        # 2. One low bidder beyond the physical vCPUs: contention. The
+        # owner watches the server's metadata, where the notice and its
+        # deadline appear together.
+        low = self.boot(self.primary, heavy, metadata={
+            BID_KEY: LOW_BID})[0]
+        booted = time.monotonic()
+        self.assertEqual(decimal.Decimal(LOW_BID), decimal.Decimal(
+            str(self.market.get_bid(low)[1]['bid']['bid'])))
+        meta = {}
+        while DEADLINE_KEY not in meta:
+            status, body = self.call(self.primary, 'GET',
+                                     '/servers/%s/metadata' % low,
+                                     ok=(200, 404))
+            if status == 404:
+                self.fail('the low bidder was terminated %.0f s after it '
+                          'booted without its owner seeing a notice '
+                          '(notice period %d s)' % (
+                              time.monotonic() - booted,
+                              CONF.opie.market_notice_period))
+            meta = body['metadata']
+            self.assertEqual(dict.fromkeys(high), self._notices(high),
+                             'a high bidder got a notice')
+            if DEADLINE_KEY not in meta:
+                if time.monotonic() - booted > wait:
+                    self.fail('no notice for a bid of %s under contention '
+                              'after %d s' % (LOW_BID, wait))
+                time.sleep(1)
+        seen = time.time()
+        notice = meta.get(NOTICE_KEY) or ''
+        deadline = timeutils.parse_isotime(meta[DEADLINE_KEY]).timestamp()
+        self.assertIn('contended', notice)
+        self.assertGreater(
+            deadline, seen, 'the notice appeared with a deadline already '
+            'past (%s, %.0f s ago; notice period %d s)' % (
+                meta[DEADLINE_KEY], seen - deadline,
+                CONF.opie.market_notice_period))
+        status, body = self.market.get_bid(low)
+        if status == 200:
+            self.assertEqual(notice, body['bid']['notice'])
+        contended = self._vcpu_price(self.market.prices()[1])
+        self.assertGreater(contended, calm_price,
+                           'the vCPU price did not rise under contention')
+
+        # 3. Present until the deadline, gone (or stopped) soon after.
         while True:
             servers = self.server_map(self.primary)
             gone = (low not in servers or
@@ -100,5 +245,6 @@ class MarketNoticeTest(test_market.MarketBaseTest):
                           'its deadline' % (now - deadline))
             time.sleep(2)
         servers = self.server_map(self.primary)
-        self.assertEqual('ACTIVE', servers[high].status)
-        self.assertIsNone(self.market.get_bid(high)[1]['bid']['notice'])
+        self.assertEqual(['ACTIVE'] * len(high),
+                         [servers[i].status for i in high])
+        self.assertEqual(dict.fromkeys(high), self._notices(high))
