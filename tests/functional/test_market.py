@@ -44,7 +44,6 @@ from opie_sched.market import budget
 from opie_sched.market.db import api as db_api
 from opie_sched.market import engine
 from opie_sched.market import opts
-from opie_sched import provider_config
 from tests.functional import base
 
 D = Decimal
@@ -63,15 +62,13 @@ CPU2 = (2, 1000, 10)
 RESERVE = {'vcpus': D('0.1')}
 
 
+#: The embedded cloud's writer (the tests patch the module attribute).
+_write_provider_config = demo_cloud.write_provider_config
+
+
 def _overcommitted_provider_config(directory, host=demo_cloud.HOST):
-    doc = provider_config.build_provider_config([dict(
-        uuid='$COMPUTE_NODE', vcpus=host['vcpus'],
-        memory_mb=host['memory_mb'], disk_gb=host['disk_gb'],
-        cpu_allocation_ratio=CPU_RATIO)])
-    path = os.path.join(directory, 'opie-preemptible.yaml')
-    with open(path, 'w') as f:
-        f.write(provider_config.dump_yaml(doc))
-    return path
+    return _write_provider_config(directory, host,
+                                  cpu_allocation_ratio=CPU_RATIO)
 
 
 class MarketTest(base.OpieNovaTestCase):
