@@ -68,15 +68,6 @@ class PreemptionError(Exception):
     """A victim could not be terminated."""
 
 
-def _cell_context(ctx, cell_uuid):
-    """A copy of ``ctx`` targeted at the cell, stamped now.
-
-    Nova records an instance action's start time from its context's
-    timestamp, so every step (mark, stop, delete) gets a fresh one.
-    """
-    return reservations.cell_context(ctx, cell_uuid)
-
-
 def _add_fault(cctxt, instance, message, details):
     fault = objects.InstanceFault(context=cctxt)
     fault.instance_uuid = instance.uuid
@@ -133,7 +124,7 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None):
     action = action or opts.action
     if isinstance(reasons, str):
         reasons = dict.fromkeys(uuids, reasons)
-    cctxt = _cell_context(ctx, cell_uuid)
+    cctxt = reservations.cell_context(ctx, cell_uuid)
     rows = {}
     try:
         rows = reservations.load_by_uuid(cctxt, uuids)
@@ -205,7 +196,7 @@ def _terminate_one(cctxt, inst, preempted_by, reason, action, request_id):
 
 def delete_stopped(ctx, cell_uuid, uuids):
     """Delete victims that were stopped first (graceful mode)."""
-    cctxt = _cell_context(ctx, cell_uuid)
+    cctxt = reservations.cell_context(ctx, cell_uuid)
     for uuid in uuids:
         try:
             inst = objects.Instance.get_by_uuid(cctxt, uuid)
@@ -220,7 +211,7 @@ def delete_stopped(ctx, cell_uuid, uuids):
 
 
 def _states(ctx, cell_uuid, uuids):
-    cctxt = _cell_context(ctx, cell_uuid)
+    cctxt = reservations.cell_context(ctx, cell_uuid)
     cctxt.read_deleted = 'yes'
     insts = objects.InstanceList.get_by_filters(
         cctxt, {'uuid': list(uuids)}, expected_attrs=[])

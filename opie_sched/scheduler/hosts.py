@@ -478,6 +478,7 @@ class RequestView:
         if needy:
             self._ensure_loaded(needy)
         gone = set(leaving) | self.planned_victims
+        now = timeutils.utcnow(with_timezone=True)
         with self._lock:
             if gone != self._infos_gone:
                 self._infos = {}
@@ -489,7 +490,7 @@ class RequestView:
             if need:
                 infos = cache.get(key)
                 if infos is None:
-                    infos = [instance_info(i, gone)
+                    infos = [instance_info(i, gone, now)
                              for i in self._instances.get(key, [])]
                     cache[key] = infos
             views[key] = model.HostView(

@@ -36,6 +36,8 @@ from oslo_log import log as logging
 LOG = logging.getLogger(__name__)
 
 RECONCILER_LOCK = 'opie-reconciler'
+#: Seconds a worker or the reconciler waits for a host's preemption lock.
+HOST_LOCK_TIMEOUT = 60.0
 
 
 class LockTimeout(Exception):

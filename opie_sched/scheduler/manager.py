@@ -58,9 +58,6 @@ opie_conf.register_opts(CONF)
 _Pending = collections.namedtuple(
     'Pending', 'plan cell_uuid preemptor_uuid reasons')
 
-#: Seconds a worker waits for a host's preemption lock.
-LOCK_TIMEOUT = 60.0
-
 
 def victim_reasons(plan, preemptor_uuid, request_id):
     """``{victim uuid: text}`` telling each owner why, with that victim's
@@ -160,7 +157,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         if (used - capacity).fits_in(planner.model.ZERO):
             return
         with locks.coordinator(CONF).lock(locks.host_lock_name(rp_uuid),
-                                          LOCK_TIMEOUT):
+                                          locks.HOST_LOCK_TIMEOUT):
             now = timeutils.utcnow(with_timezone=True)
             hv, rows = reservations.fresh_host_view(
                 view.ctx, self.placement_client, rp_uuid,

@@ -221,7 +221,7 @@ class Reconciler:
     def _repair_node(self, ctx, cell_uuid, node, policy, skip, dry_run):
         client = self.placement()
         with locks.coordinator(CONF).lock(locks.host_lock_name(node.uuid),
-                                          60.0):
+                                          locks.HOST_LOCK_TIMEOUT):
             now = timeutils.utcnow(with_timezone=True)
             capacity = reservations.provider_capacity(client, ctx,
                                                       node.uuid)

@@ -146,7 +146,10 @@ def provider_capacity(client, ctx, rp_uuid):
 
 
 def cell_context(ctx, cell_uuid):
-    """A copy of the admin ``ctx`` targeted at the cell (None: as is)."""
+    """A copy of the admin ``ctx`` targeted at the cell (None: as is),
+    stamped now: Nova records an instance action's start time from its
+    context's timestamp, so every step (mark, stop, delete) gets a fresh
+    one."""
     cctxt = nova_context.RequestContext.from_dict(ctx.to_dict())
     cctxt.timestamp = timeutils.utcnow()
     if cell_uuid is not None:
