@@ -87,7 +87,7 @@ class Cloud:
         raise SystemExit('cloud %s has no image; pass --image' % self.name)
 
     def twin(self):
-        from opie_sched import flavors
+        from opie_sched.common import flavors
         return self.conn.compute.find_flavor(
             flavors.twin_name(self.flavor.name), ignore_missing=False)
 

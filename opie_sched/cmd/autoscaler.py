@@ -12,7 +12,7 @@
 """``opie-autoscaler``: the repacking autoscaler service (thesis Paper V).
 
 Reads its options from ``--config-file`` files (group ``[opie_autoscaler]``,
-see :mod:`opie_sched.autoscaler.opts`) and the cloud credentials from
+see :mod:`opie_sched.services.autoscaler.opts`) and the cloud credentials from
 clouds.yaml (``[opie_autoscaler] cloud``) or ``OS_*`` variables. Logging is
 oslo.log's (``--debug``, ``--log-file``, ...).
 
@@ -27,7 +27,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from opie_sched.autoscaler import opts
+from opie_sched.services.autoscaler import opts
 from opie_sched.cmd import service_config
 
 LOG = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def main(argv=None):
         sys.stderr.write('opie-autoscaler: error: %s\n' % exc)
         return 2
     logging.setup(conf, 'opie_sched')
-    from opie_sched.autoscaler import service as service_mod
+    from opie_sched.services.autoscaler import service as service_mod
     service = service_mod.AutoscalerService(conf)
     try:
         service.start()

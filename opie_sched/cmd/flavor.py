@@ -13,13 +13,13 @@
 
 ``opie-sched flavor create-preemptible BASE [--name NAME]`` creates the
 preemptible twin of flavor BASE (see
-:func:`opie_sched.flavors.create_preemptible_twin`).
+:func:`opie_sched.common.flavors.create_preemptible_twin`).
 """
 
 import sys
 
 from opie_sched.cmd import cli
-from opie_sched import flavors
+from opie_sched.common import flavors
 
 
 def format_flavor(flavor):

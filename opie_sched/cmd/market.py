@@ -13,8 +13,8 @@
 
 ``opie-sched market demo [--periods N] [--period-seconds S]
 [--notice-seconds S] [--format table|json]`` runs the spot market service's
-engine (:class:`opie_sched.market.engine.MarketEngine`) against the demo's
-all-in-one in-process Nova with a fake clock; see :func:`run_demo`.
+engine (:class:`opie_sched.services.market.engine.MarketEngine`) against the
+demo's all-in-one in-process Nova with a fake clock; see :func:`run_demo`.
 
 ``opie-sched market allocate SNAPSHOT.json [--format table|json]`` reads a
 snapshot of hosts and bidding VMs and prints, with the code of
@@ -79,11 +79,11 @@ import time
 import jsonschema
 
 from opie_sched.cmd import cli
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
-from opie_sched.market.db import models as db_models
-from opie_sched.market import engine as market_engine
+from opie_sched.services.market.db import models as db_models
+from opie_sched.services.market import engine as market_engine
 from opie_sched.market import outbid
 from opie_sched.market import pricing
 
@@ -547,7 +547,7 @@ class _MarketDemo:
     def _start(self, stack):
         from opie_sched.demo import clients
         from opie_sched.demo import cloud as cloud_mod
-        from opie_sched.market.db import api as db_api
+        from opie_sched.services.market.db import api as db_api
 
         state = tempfile.mkdtemp(prefix='opie-market-demo-')
         stack.callback(shutil.rmtree, state, True)
@@ -955,7 +955,8 @@ def run_demo(periods=6, period_seconds=3600, notice_seconds=300,
     Starts :class:`opie_sched.demo.cloud.EmbeddedCloud` (:data:`DEMO_HOSTS`
     hosts, preemptible vCPU overcommitted :data:`DEMO_CPU_RATIO`:1), a
     market store (sqlite in a temporary directory, removed at the end) and
-    :class:`opie_sched.market.engine.MarketEngine` reading Nova through
+    :class:`opie_sched.services.market.engine.MarketEngine` reading Nova
+    through
     openstacksdk as ``admin`` and pricing the hypervisors' physical CPUs
     (so demand can exceed the capacity the market prices), with the
     reserve prices :data:`DEMO_RESERVE`. The projects of

@@ -12,7 +12,7 @@
 """``opie-market``: the spot market service.
 
 Subcommands (options come from ``--config-file``, group ``[opie_market]``,
-see :mod:`opie_sched.market.opts`)::
+see :mod:`opie_sched.services.market.opts`)::
 
     opie-market run          # the periodic worker (leader-elected)
     opie-market api          # the REST API (development server)
@@ -29,8 +29,8 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from opie_sched.market import engine as market_engine
-from opie_sched.market import opts
+from opie_sched.services.market import engine as market_engine
+from opie_sched.services.market import opts
 
 LOG = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def _conf(argv):
 
 
 def _db(conf):
-    from opie_sched.market import service
+    from opie_sched.services.market import service
     store = service.make_store(conf)
     if conf.command.action == 'sync':
         store.sync()
@@ -66,7 +66,7 @@ def _db(conf):
 
 
 def _tick(conf):
-    from opie_sched.market import service
+    from opie_sched.services.market import service
     engine = service.build_engine(conf)
     try:
         report = engine.tick()
@@ -91,7 +91,7 @@ def _tick(conf):
 
 
 def _run(conf):
-    from opie_sched.market import service
+    from opie_sched.services.market import service
     svc = service.create_service(conf)
     svc.start()
     signal.signal(signal.SIGTERM, lambda *a: svc.stop())
@@ -105,7 +105,7 @@ def _run(conf):
 def _api(conf):
     from wsgiref import simple_server
 
-    from opie_sched.market.api import app as api_app
+    from opie_sched.services.market.api import app as api_app
     g = opts.group(conf)
     application = api_app.build_app(conf)
     server = simple_server.make_server(g.api_host, g.api_port, application)

@@ -23,7 +23,7 @@ or from every compute node's inventory in Placement::
     opie-sched provider-config --from-placement [--node NAME ...] \\
         [--output FILE]
 
-See :mod:`opie_sched.provider_config`.
+See :mod:`opie_sched.common.provider_config`.
 """
 
 import os
@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 from opie_sched.cmd import cli
-from opie_sched import provider_config
+from opie_sched.common import provider_config
 
 #: nova's defaults for the options of the manual mode that mirror nova.conf
 #: ([DEFAULT] reserved_host_cpus, reserved_host_memory_mb,

@@ -12,7 +12,8 @@
 """``opie-repacker``: the RPM repacking service (thesis Paper IV).
 
 Reads its options from ``--config-file`` files (group ``[opie_repacker]``,
-see :mod:`opie_sched.repacker.opts`; the score's λ's in ``[opie_rpm]``) and
+see :mod:`opie_sched.services.repacker.opts`; the score's λ's in
+``[opie_rpm]``) and
 the cloud credentials from clouds.yaml (``[opie_repacker] cloud``) or
 ``OS_*`` variables. Logging is oslo.log's (``--debug``, ``--log-file``).
 
@@ -29,7 +30,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from opie_sched.repacker import opts
+from opie_sched.services.repacker import opts
 from opie_sched.cmd import service_config
 
 LOG = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def main(argv=None, conn=None):
         return exc.code
     logging.setup(conf, 'opie_sched')
     try:
-        from opie_sched.repacker import service as service_mod
+        from opie_sched.services.repacker import service as service_mod
     except ImportError as exc:
         if (exc.name or '').split('.')[0] != 'numpy':
             raise

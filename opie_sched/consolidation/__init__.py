@@ -23,6 +23,6 @@
   (CPU, memory) VMs: Merge, Merge+Imb (Gain = ΔImb / migration cost),
   Incremental, Offload (Alg. 1-3), the imbalance and power metrics.
 
-Nothing here imports nova or openstacksdk; :mod:`opie_sched.repacker
+Nothing here imports nova or openstacksdk; :mod:`opie_sched.services.repacker
 .strategies` adapts these to the repacker's hosts and moves.
 """

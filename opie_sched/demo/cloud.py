@@ -53,8 +53,8 @@ import sys
 
 import fixtures
 
-from opie_sched import flavors
-from opie_sched import provider_config
+from opie_sched.common import flavors
+from opie_sched.common import provider_config
 
 LOG = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def write_provider_config(directory, host=HOST, cpu_allocation_ratio=1.0):
         inventory (> 0; 2.0 admits twice the host's vCPUs); RAM and disk
         are never overcommitted.
     :returns: the path of the file written.
-    :raises opie_sched.provider_config.ProviderConfigError: a bad ratio.
+    :raises opie_sched.common.provider_config.ProviderConfigError: a bad ratio.
     """
     doc = provider_config.build_provider_config([dict(
         uuid='$COMPUTE_NODE', vcpus=host['vcpus'],

@@ -14,7 +14,8 @@
 :class:`OpenStackTarget` drives a cloud named in clouds.yaml (``opie-sched
 demo --os-cloud NAME``): it finds or creates the demo's flavors (normal
 ones, and their preemptible twins with
-:func:`opie_sched.flavors.create_preemptible_twin`, the code of ``opie-sched
+:func:`opie_sched.common.flavors.create_preemptible_twin`, the code of
+``opie-sched
 flavor create-preemptible``), boots and deletes servers through the compute
 API and waits with openstacksdk's waiters, and learns about preemptions from
 each victim's ``preempt`` instance action (``openstack server event list``).
@@ -113,7 +114,7 @@ class OpenStackTarget:
         return self._capacity
 
     def _placement_vcpus(self):
-        from opie_sched import provider_config
+        from opie_sched.common import provider_config
         try:
             nodes = provider_config.inventories_from_placement(self.conn)
         except Exception as exc:
@@ -167,7 +168,7 @@ class OpenStackTarget:
         """
         from openstack import exceptions as sdk_exc
 
-        from opie_sched import flavors
+        from opie_sched.common import flavors
 
         key = (req.vcpus, req.memory_mb, req.disk_gb, req.preemptible)
         if key in self._flavors:

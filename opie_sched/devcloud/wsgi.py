@@ -40,8 +40,8 @@ def _market(config_file, paste_file):
     from oslo_log import log as logging
     from paste import deploy
 
-    from opie_sched.market.api import app
-    from opie_sched.market import opts
+    from opie_sched.services.market.api import app
+    from opie_sched.services.market import opts
 
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)

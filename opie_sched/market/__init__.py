@@ -25,14 +25,13 @@
   flavor under contention) and what each server pays (its share's cost).
 * :mod:`.rebalance` -- tabu-search migrations that reduce the allocation
   error (Themis Fig. 2, Merkat §3.1); run by the repacker
-  (:mod:`opie_sched.repacker.tabu`).
+  (:mod:`opie_sched.services.repacker.tabu`).
+* :mod:`.slo` -- SLO-driven application controllers (Themis Fig. 3-4,
+  Merkat Alg. 1-2) used by the autoscaler's policies.
 
-The ``opie-market`` service around that core (Nova only through
-openstacksdk): :mod:`.engine` (one period: prices, charges, notices,
-preemptions; leader election), :mod:`.service` (wiring, the periodic
-loop), :mod:`.db` (the store), :mod:`.api` (REST API), :mod:`.osc`
-(``openstack spot ...``), :mod:`.opts` (``[opie_market]``). ``opie-sched
-market demo`` runs the engine against the demo's embedded Nova.
+The ``opie-market`` service around this core is
+:mod:`opie_sched.services.market`; ``opie-sched market demo`` runs its
+engine against the demo's embedded Nova.
 
 All money and resource amounts are :class:`decimal.Decimal`: money in
 currency, bids currency per hour, prices currency per unit-hour.

@@ -63,7 +63,7 @@ average 0 and, unlike it, does not call a placement where every VM is
 under-served by the same amount perfect.
 
 Everything here is pure and deterministic for a given ``seed``; the
-repacker runs it as a strategy (:mod:`opie_sched.repacker.tabu`).
+repacker runs it as a strategy (:mod:`opie_sched.services.repacker.tabu`).
 """
 
 import collections

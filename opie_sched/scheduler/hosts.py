@@ -41,7 +41,7 @@ from nova import objects
 import nova.conf
 
 from opie_sched import conf as opie_conf
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.preemption import model
 from opie_sched.preemption import victim_state as victim_state_mod
 
@@ -69,14 +69,14 @@ _cell_lock = threading.Lock()
 def flavor_is_preemptible(flavor):
     """True when the (instance's own copy of the) flavor is preemptible,
     by the one definition the market shares
-    (:func:`opie_sched.flavors.is_marked_preemptible`)."""
+    (:func:`opie_sched.common.flavors.is_marked_preemptible`)."""
     return flavors.is_marked_preemptible(getattr(flavor, 'extra_specs',
                                                  None))
 
 
 def disk_gb(root_gb, ephemeral_gb, swap_mb, boot_from_volume=False):
     """Local disk a server holds, counted as Nova counts ``DISK_GB``
-    (:func:`opie_sched.flavors.disk_gb`), without the root disk when it
+    (:func:`opie_sched.common.flavors.disk_gb`), without the root disk when it
     boots from a volume. GB."""
     return flavors.disk_gb(0 if boot_from_volume else root_gb,
                            ephemeral_gb, swap_mb)

@@ -50,7 +50,7 @@ import nova.conf
 from nova.scheduler import utils as scheduler_utils
 
 from opie_sched import conf as opie_conf
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.market import bids
 from opie_sched.market import outbid
 from opie_sched.market import pricing

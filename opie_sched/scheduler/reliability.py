@@ -93,7 +93,7 @@ from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
 from opie_sched import diehard
-from opie_sched import rpm_opts
+from opie_sched.conf import rpm as rpm_opts
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

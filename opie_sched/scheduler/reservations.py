@@ -40,7 +40,7 @@ from nova import context as nova_context
 from nova import exception
 from nova import objects
 
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.preemption import model
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import hosts

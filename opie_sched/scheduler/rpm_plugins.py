@@ -35,13 +35,14 @@ Topology (Paper IV §3, a three-level tree): host aggregate metadata
 ``opie:topology_group`` (server group / edge switch) and
 ``opie:topology_cluster`` (aggregation level). Hosts without them, or with
 conflicting values in several aggregates, have an unknown location:
-:func:`opie_sched.rpm.distance` puts them at the largest distance (3) from
-every other host, so they are never preferred as "near". The distance is
+:func:`opie_sched.rpm.model.distance` puts them at the largest distance (3)
+from every other host, so they are never preferred as "near". The distance is
 measured to *reference hosts*: the scheduler hint ``opie_near`` (one or
 more host names) or, without it, the hosts of the request's server group;
 a request with neither gets the same (zero) distance on every host.
 
-Usage: ``[opie_rpm] utilisation_source`` (:mod:`opie_sched.utilisation`);
+Usage: ``[opie_rpm] utilisation_source``
+(:mod:`opie_sched.common.utilisation`);
 each request records at most one history sample per candidate host.
 Nothing here queries a database per host: a reference host that is not a
 candidate is located with two aggregate queries per request.
@@ -64,9 +65,9 @@ from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
-from opie_sched import rpm
-from opie_sched import rpm_opts
-from opie_sched import utilisation
+from opie_sched.rpm import model as rpm
+from opie_sched.conf import rpm as rpm_opts
+from opie_sched.common import utilisation
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -93,7 +94,7 @@ def _single_value(values, host, key):
 
 
 def location_from_aggregates(host, aggregates):
-    """:class:`opie_sched.rpm.Location` of ``host`` from the metadata of
+    """:class:`opie_sched.rpm.model.Location` of ``host`` from the metadata of
     its aggregates (objects with a ``metadata`` dict)."""
     groups, clusters = [], []
     for agg in aggregates or ():
@@ -164,10 +165,10 @@ class HostTerms(object):
 def host_terms(usage, samples, req, loc, refs, conf):
     """:class:`HostTerms` of placing ``req`` on one host.
 
-    :param usage: :class:`opie_sched.utilisation.Usage`.
+    :param usage: :class:`opie_sched.common.utilisation.Usage`.
     :param samples: ``(cpu_samples, ram_samples)`` history.
     :param req: ``(vCPU, MB)`` requested.
-    :param loc: the host's :class:`opie_sched.rpm.Location`.
+    :param loc: the host's :class:`opie_sched.rpm.model.Location`.
     :param refs: reference locations (may be empty).
     :param conf: the ``[opie_rpm]`` group.
     """
@@ -348,7 +349,7 @@ class RPMDistanceWeigher(_RPMWeigher):
 def configured_lambdas():
     """λ1..λ5 from ``[opie_rpm]`` in the order of :class:`rpm.Terms`.
 
-    :raises opie_sched.rpm.RPMError: they do not add up to 1.
+    :raises opie_sched.rpm.model.RPMError: they do not add up to 1.
     """
     conf = CONF.opie_rpm
     return rpm.check_lambdas((conf.risk_lambda, conf.distance_lambda,

@@ -20,7 +20,8 @@ questions of a scheduling pass with the scheduler's own pure code:
 
 * filtering — :meth:`Cloud.normal_state_fits` is what Placement checks for a
   normal request (the preemptible resource classes are separate inventory,
-  see :mod:`opie_sched.provider_config`); :meth:`Cloud.full_state_fits` is
+  see :mod:`opie_sched.common.provider_config`); :meth:`Cloud.full_state_fits`
+  is
   ``PreemptibleFullStateFilter`` for a preemptible request;
 * ranking — :meth:`Cloud.best_plan` returns the first plan of
   :func:`opie_sched.preemption.planner.rank_hosts` over the filtered hosts,

@@ -23,10 +23,10 @@ reserved capacity").
 
 The two policies share everything but the ranking of candidate hosts:
 
-* **Discovery** (§4.3, Alg. 1, :func:`opie_sched.rpm.discover`): a new
+* **Discovery** (§4.3, Alg. 1, :func:`opie_sched.rpm.model.discover`): a new
   request enters at a random host; that host and, each round, ``k`` = 20
   neighbours from the topology-aware overlay (§5.2: 0.6 same group, 0.3
-  same cluster, 0.1 anywhere, :class:`opie_sched.rpm.Overlay`) are the
+  same cluster, 0.1 anywhere, :class:`opie_sched.rpm.model.Overlay`) are the
   candidates. Batch requests and overloads take the first round's best;
   service requests and underloads keep a candidate per round up to MaxTTL.
   A request without a host at MaxTTL is *pending* (rejected, §6.1).
@@ -43,7 +43,7 @@ The two policies share everything but the ranking of candidate hosts:
   services, smaller memory first) until the host is back below 90 %; an
   underload moves every VM (largest FFD-sum volume first) to other active
   hosts, all or nothing.
-* **Ranking**: RPM the lowest :func:`opie_sched.rpm.score` (eq. 3, λ =
+* **Ranking**: RPM the lowest :func:`opie_sched.rpm.model.score` (eq. 3, λ =
   0.2 each, §5.4); FFD-sum the first candidate in the fixed host order
   (§6.1: "places each VM on the first PM with sufficient capacity"), the
   requests of a minute taken in decreasing FFD-sum volume (eq. 19) with
@@ -60,7 +60,7 @@ import random
 
 import numpy as np
 
-from opie_sched import rpm
+from opie_sched.rpm import model as rpm
 from opie_sched.simulator import tables
 from opie_sched.workload import generator
 

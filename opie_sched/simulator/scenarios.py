@@ -39,7 +39,7 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     each repack; thesis Paper V Tables 4 and 5
     (:mod:`opie_sched.simulator.repacking_tables45`).
 ``themis-value``
-    Themis' proportional-share market (the :mod:`opie_sched.slo`
+    Themis' proportional-share market (the :mod:`opie_sched.market.slo`
     controllers, shares from :mod:`opie_sched.market.pricing`) vs FCFS
     and EDF on the first 1000 HPC2N jobs, and Merkat vs a batch scheduler
     (:mod:`opie_sched.simulator.themis`); Themis HPCC'12 Fig. 5, the SLO
@@ -334,7 +334,8 @@ def repacking_tables(reduced=False, seed=0):
 # -- 3. themis-value ----------------------------------------------------------
 #
 # The Themis / Merkat reproductions live in opie_sched.simulator.themis (the
-# HPC2N trace, the opie_sched.slo controllers, the market's pricing code).
+# HPC2N trace, the opie_sched.market.slo controllers, the market's pricing
+# code).
 
 themis_value = themis.themis_value
 

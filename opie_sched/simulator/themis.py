@@ -16,8 +16,8 @@ shares from :mod:`opie_sched.market.pricing` (Merkat eq. 1 cleared with
 maximum allocations, :func:`~opie_sched.market.pricing.clear_market`;
 the price falls to the reserve when demand fits), charges of what the
 share costs at that price (as :mod:`opie_sched.market.budget`), and the
-SLO controllers of :mod:`opie_sched.slo` (the ones the autoscaler's policies
-run).
+SLO controllers of :mod:`opie_sched.market.slo` (the ones the autoscaler's
+policies run).
 
 Papers (their figures are printed next to ours):
 
@@ -61,7 +61,7 @@ import os
 import random
 
 from opie_sched.market import pricing
-from opie_sched import slo
+from opie_sched.market import slo
 from opie_sched.simulator import tables
 
 TRACE = 'HPC2N-2002-2.2-cln.swf.gz'
@@ -446,10 +446,11 @@ def run_market(jobs, cores, memory_gb=None, seed=0, period=PERIOD):
     the running jobs' VMs get the work-conserving proportional shares of
     the pool (capped at one core and their memory demand), pay their
     bids, and progress; then each controller adapts its bids --
-    :class:`~opie_sched.slo.VerticalDeadline` (CPU only, HPCC'12 Fig. 4)
-    or :class:`~opie_sched.slo.MerkatVertical` (CPU + memory) for
+    :class:`~opie_sched.market.slo.VerticalDeadline` (CPU only, HPCC'12 Fig. 4)
+    or :class:`~opie_sched.market.slo.MerkatVertical` (CPU + memory) for
     deadline users, all of bid_max for performance users -- and may
-    suspend (:class:`~opie_sched.slo.Suspend`); strict jobs stop when the
+    suspend (:class:`~opie_sched.market.slo.Suspend`); strict jobs stop when
+    the
     deadline cannot be met, partial ones at the deadline. One period is
     ``period`` s.
     """
@@ -621,7 +622,7 @@ def themis_value(reduced=False, seed=0, directory=None):
         experiments = ((False, False), (False, True), (True, True))
     result.update(skipped=False, trace=TRACE, jobs=count, cores=CORES,
                   rows=[])
-    lines = ['themis-value: proportional-share market (opie_sched.slo '
+    lines = ['themis-value: proportional-share market (opie_sched.market.slo '
              'controllers, opie_sched.market.pricing shares) vs FCFS and '
              'EDF; first %d jobs of %s, %d CPUs, seed %d' % (
                  count, TRACE, CORES, seed), '']

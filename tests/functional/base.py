@@ -17,7 +17,7 @@ from nova.tests.functional import integrated_helpers
 
 from opie_sched.demo import cloud
 from opie_sched.demo import fake_driver
-from opie_sched import flavors
+from opie_sched.common import flavors
 
 HOST = cloud.HOST
 PAPER_FLAVORS = cloud.PAPER_FLAVORS

@@ -38,14 +38,14 @@ from wsgi_intercept import interceptor
 from nova import exception as nova_exc
 from nova.virt import fake as nova_fake
 
-from opie_sched.autoscaler import app as app_mod
-from opie_sched.autoscaler import opts
-from opie_sched.autoscaler import service as service_mod
-from opie_sched.market.api import app as market_api
-from opie_sched.market.api import policy as market_policy
-from opie_sched.market.db import api as market_db
-from opie_sched.market import engine as market_engine
-from opie_sched.market import opts as market_opts
+from opie_sched.services.autoscaler import app as app_mod
+from opie_sched.services.autoscaler import opts
+from opie_sched.services.autoscaler import service as service_mod
+from opie_sched.services.market.api import app as market_api
+from opie_sched.services.market.api import policy as market_policy
+from opie_sched.services.market.db import api as market_db
+from opie_sched.services.market import engine as market_engine
+from opie_sched.services.market import opts as market_opts
 from tests.functional import base
 from opie_sched.demo import clients
 
@@ -273,7 +273,7 @@ class AutoscalerTest(base.OpieNovaTestCase):
         self.assertIn('has published no prices yet', out.reason)
         # 2 vCPU x 0.25 + 4000 MB x 0.0001 = 0.9/h < as.2's 1.6/h.
         self.publish(store, T0, '0.25', '0.0001')
-        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+        with fixtures.FakeLogger(name='opie_sched.services.autoscaler') as log:
             out, after, _ = self.round(20)
         self.assertEqual(('reconfigured', {'medium.preemptible': 1}),
                          (out.action, after))
@@ -284,7 +284,7 @@ class AutoscalerTest(base.OpieNovaTestCase):
         # The spot price rises to 2 x 1.0 + 0.4 = 2.4/h: repacked onto
         # as.2, make-before-break.
         self.publish(store, T0 + HOUR, '1.0', '0.0001')
-        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+        with fixtures.FakeLogger(name='opie_sched.services.autoscaler') as log:
             out, after, _ = self.round(20)
         self.assertEqual(('reconfigured', {'as.2': 1}), (out.action, after))
         self.assertTrue(out.plan['repack'])

@@ -30,7 +30,7 @@ from opie_sched.demo import clients
 from opie_sched.demo import cloud as cloud_mod
 from opie_sched.demo import replay
 from opie_sched.demo import targets
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.workload import mapping
 
 

@@ -37,13 +37,13 @@ import webob
 
 from opie_sched.demo import clients
 from opie_sched.demo import cloud as demo_cloud
-from opie_sched import flavors
-from opie_sched.market.api import app as api_app
-from opie_sched.market.api import policy
+from opie_sched.common import flavors
+from opie_sched.services.market.api import app as api_app
+from opie_sched.services.market.api import policy
 from opie_sched.market import budget
-from opie_sched.market.db import api as db_api
-from opie_sched.market import engine
-from opie_sched.market import opts
+from opie_sched.services.market.db import api as db_api
+from opie_sched.services.market import engine
+from opie_sched.services.market import opts
 from tests.functional import base
 
 D = Decimal

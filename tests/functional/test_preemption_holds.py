@@ -24,7 +24,7 @@ from nova import objects
 from nova.scheduler import manager as nova_manager
 from nova.tests import fixtures as nova_fixtures
 
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import hosts

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Unit tests of opie-autoscaler (opie_sched.autoscaler, issue 5).
+"""Unit tests of opie-autoscaler (opie_sched.services.autoscaler, issue 5).
 
 Demand sources, application validation, the make-before-break executor on
 a fake openstacksdk connection (rollback, floor protection, health check,
@@ -31,14 +31,14 @@ import requests
 from requests_mock.contrib import fixture as rm_fixture
 import testtools
 
-from opie_sched.autoscaler import app as app_mod
-from opie_sched.autoscaler import demand
-from opie_sched.autoscaler import executor as ex
-from opie_sched.autoscaler import opts
-from opie_sched.autoscaler import service as svc
-from opie_sched.autoscaler import spot
+from opie_sched.services.autoscaler import app as app_mod
+from opie_sched.services.autoscaler import demand
+from opie_sched.services.autoscaler import executor as ex
+from opie_sched.services.autoscaler import opts
+from opie_sched.services.autoscaler import service as svc
+from opie_sched.services.autoscaler import spot
 from opie_sched.cmd import autoscaler as cmd
-from opie_sched import flavors as flavors_mod
+from opie_sched.common import flavors as flavors_mod
 
 D = decimal.Decimal
 
@@ -51,7 +51,8 @@ FLAVORS = {'as.1': {'capacity': 10, 'price': 1.0},
 # vCPUs, RAM (MB), disk (GB) of the fake flavors (default 1, 1000, 10).
 SIZES = {'as.2': (2, 2000, 20), 'as.4': (4, 4000, 40),
          'sp.2': (2, 4000, 20), 'sp.4': (4, 8000, 40)}
-#: Preemptible flavors of the fake cloud (opie_sched.flavors' extra specs).
+#: Preemptible flavors of the fake cloud (opie_sched.common.flavors' extra
+#: specs).
 SPOT_SPECS = {name: flavors_mod.preemptible_extra_specs(*SIZES[name])
               for name in ('sp.2', 'sp.4')}
 
@@ -822,7 +823,7 @@ class ServiceTest(testtools.TestCase):
         # an as.2: R = 1.6/h * 1 h, gain 1 - (1.6 + 1.6)/2.0 < K: no
         # repacking, scale out with a second as.1.
         self.set_demand(20)
-        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+        with fixtures.FakeLogger(name='opie_sched.services.autoscaler') as log:
             [out] = s.run_once()
         self.assertEqual({'as.1': 2}, out.target)
         self.assertFalse(out.plan['repack'])
@@ -831,7 +832,7 @@ class ServiceTest(testtools.TestCase):
         self.assertIn('gain test: keep: gain -0.6', log.output)
         # With d = 100 h the same repacking pays off.
         s.conf.set_override('stability_interval', 100, group=opts.GROUP)
-        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+        with fixtures.FakeLogger(name='opie_sched.services.autoscaler') as log:
             [out] = s.run_once()
         self.assertEqual('reconfigured', out.action)
         self.assertEqual({'as.2': 1}, out.target)
@@ -879,8 +880,8 @@ PRICES_URL = MARKET + '/prices'
 
 def market_body(vcpus='0.25', memory_mb='0.0001', pool='default',
                 period='2026-11-22T10:00:00Z'):
-    """A ``GET /v1/prices`` body (opie_sched.market.api.app), one more pool
-    ``gpu`` that is ten times dearer."""
+    """A ``GET /v1/prices`` body (opie_sched.services.market.api.app), one
+    more pool ``gpu`` that is ten times dearer."""
     rows = []
     for name, factor in ((pool, 1), ('gpu', 10)):
         for resource, price, unit in (('vcpus', vcpus, 'vCPU'),
@@ -1138,7 +1139,7 @@ class SpotServiceTest(testtools.TestCase):
 
     def test_mix_follows_the_spot_price(self):
         s = self.service()
-        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+        with fixtures.FakeLogger(name='opie_sched.services.autoscaler') as log:
             [out] = s.run_once()
         self.assertEqual(('reconfigured', {'sp.2': 1}),
                          (out.action, self.counts()))
@@ -1147,7 +1148,7 @@ class SpotServiceTest(testtools.TestCase):
         # The spot price rises to 2.4/h > 1.6/h: repacked to as.2.
         self.http.get(PRICES_URL, json=market_body(
             vcpus='1', period='2026-11-22T11:00:00Z'))
-        with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+        with fixtures.FakeLogger(name='opie_sched.services.autoscaler') as log:
             [out] = s.run_once()
         self.assertEqual(('reconfigured', {'as.2': 1}),
                          (out.action, self.counts()))
@@ -1188,7 +1189,8 @@ class SpotServiceTest(testtools.TestCase):
         ]
         for response, why in cases:
             self.http.get(PRICES_URL, **response)
-            with fixtures.FakeLogger(name='opie_sched.autoscaler') as log:
+            with fixtures.FakeLogger(
+                    name='opie_sched.services.autoscaler') as log:
                 [out] = s.run_once()
             self.assertEqual('kept', out.action, out.reason)
             self.assertTrue(out.reason.startswith(

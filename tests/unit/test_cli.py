@@ -25,7 +25,7 @@ from nova.compute import provider_config as nova_pc
 from openstack import exceptions as sdk_exc
 
 from opie_sched.cmd import cli
-from opie_sched import flavors
+from opie_sched.common import flavors
 from tests.unit import test_flavors
 from tests.unit import test_provider_config
 
@@ -316,7 +316,7 @@ class FlavorCommandTest(CLITestCase):
         def boom(*a, **kw):
             raise sdk_exc.HttpException('Forbidden\npolicy does not allow')
         self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.flavors.create_preemptible_twin', boom))
+            'opie_sched.common.flavors.create_preemptible_twin', boom))
         self.assertEqual(1, self.run_cli('flavor', 'create-preemptible',
                                          'm1.small'))
         self.assertOneLineError('Forbidden policy does not allow')
@@ -325,7 +325,7 @@ class FlavorCommandTest(CLITestCase):
         def boom(*a, **kw):
             raise RuntimeError('first\nsecond')
         self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.flavors.create_preemptible_twin', boom))
+            'opie_sched.common.flavors.create_preemptible_twin', boom))
         self.assertEqual(1, self.run_cli('flavor', 'create-preemptible',
                                          'm1.small'))
         self.assertOneLineError('unexpected RuntimeError: first second')

@@ -16,7 +16,7 @@ import signal
 
 import testtools
 
-from opie_sched import coordination
+from opie_sched.common import coordination
 
 
 class _Loop(coordination.CoordinatedLoop):

@@ -141,7 +141,7 @@ class TestRender(testtools.TestCase):
             market['tick_interval'], market['capacity_source']))
         # The rendered file is read by the market's own options.
         from oslo_config import cfg
-        from opie_sched.market import opts
+        from opie_sched.services.market import opts
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'm.conf')
         with open(path, 'w') as f:

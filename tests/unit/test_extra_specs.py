@@ -17,7 +17,7 @@ from nova.api.validation.extra_specs import base
 from nova.api.validation.extra_specs import validators
 from nova import exception
 
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.scheduler import extra_specs
 
 

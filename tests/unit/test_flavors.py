@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Tests of opie_sched.flavors."""
+"""Tests of opie_sched.common.flavors."""
 
 import json
 import re
@@ -21,7 +21,7 @@ import testtools
 
 from openstack import connection
 
-from opie_sched import flavors
+from opie_sched.common import flavors
 
 NOVA = 'http://nova.example/v2.1'
 

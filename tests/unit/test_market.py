@@ -34,7 +34,7 @@ import testtools
 
 from opie_sched.cmd import cli
 from opie_sched.cmd import market as market_cmd
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.market import bids
 from opie_sched.market import budget
 from opie_sched.market import outbid

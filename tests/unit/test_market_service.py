@@ -37,15 +37,15 @@ import testtools
 import webob
 
 from opie_sched.cmd import market_service
-from opie_sched import flavors
-from opie_sched.market.api import app as api_app
-from opie_sched.market.api import policy
+from opie_sched.common import flavors
+from opie_sched.services.market.api import app as api_app
+from opie_sched.services.market.api import policy
 from opie_sched.market import budget
-from opie_sched.market.db import api as db_api
-from opie_sched.market.db import migration
-from opie_sched.market.db import models
-from opie_sched.market import engine
-from opie_sched.market import opts
+from opie_sched.services.market.db import api as db_api
+from opie_sched.services.market.db import migration
+from opie_sched.services.market.db import models
+from opie_sched.services.market import engine
+from opie_sched.services.market import opts
 
 D = Decimal
 HOUR = 3600
@@ -53,7 +53,8 @@ T0 = 1000 * HOUR  # a period start (aligned on the epoch)
 
 
 class FakeCloud:
-    """The :class:`opie_sched.market.engine.Cloud` interface, in memory.
+    """The :class:`opie_sched.services.market.engine.Cloud` interface, in
+    memory.
 
     Two 8 vCPU / 16000 MB hosts in one pool by default.
     """
@@ -990,7 +991,7 @@ class OSCTest(_APIBase):
         import argparse
         from unittest import mock
 
-        from opie_sched.market import osc
+        from opie_sched.services.market import osc
         app = mock.Mock()
         app.client_manager.spot = osc.SpotClient(
             _WebobSession(self.app, token), 'http://market/v1')
@@ -1003,7 +1004,7 @@ class OSCTest(_APIBase):
     def test_commands(self):
         from osc_lib import exceptions as osc_exc
 
-        from opie_sched.market import osc
+        from opie_sched.services.market import osc
         columns, rows = self.run_command(osc.PriceList, [])
         self.assertEqual(('Pool', 'Resource', 'Price', 'Unit',
                           'Period start'), columns)
@@ -1036,7 +1037,7 @@ class OSCTest(_APIBase):
 class ServiceTest(testtools.TestCase):
 
     def test_loop_survives_a_failing_tick_and_stops(self):
-        from opie_sched.market import service
+        from opie_sched.services.market import service
 
         ticks = []
         done = threading.Event()
@@ -1062,7 +1063,7 @@ class ServiceTest(testtools.TestCase):
     def test_notifications_in_and_out_over_oslo_messaging(self):
         import oslo_messaging
 
-        from opie_sched.market import service
+        from opie_sched.services.market import service
         conf = cfg.ConfigOpts()
         opts.register_opts(conf)
         conf([])

@@ -56,15 +56,15 @@ BASE_MODULES = (
     'opie_sched.scheduler.extra_specs',
     'opie_sched.scheduler.reconciler',
     'opie_sched.preemption.costs',
-    'opie_sched.utilisation',
-    'opie_sched.provider_config',
+    'opie_sched.common.utilisation',
+    'opie_sched.common.provider_config',
     'opie_sched.cmd.flavor',
     'opie_sched.cmd.provider_config',
     'opie_sched.cmd.preempt',
     'opie_sched.cmd.reliability',
     'opie_sched.cmd.repack',
     'opie_sched.cmd.autoscaler',
-    'opie_sched.autoscaler.service',
+    'opie_sched.services.autoscaler.service',
     'opie_sched.cmd.cli',
 )
 

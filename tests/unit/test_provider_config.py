@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Tests of opie_sched.provider_config, checked with nova's own code."""
+"""Tests of opie_sched.common.provider_config, checked with nova's own code."""
 
 import os
 import re
@@ -22,8 +22,8 @@ import yaml
 
 from nova.compute import provider_config as nova_pc
 
-from opie_sched import flavors
-from opie_sched import provider_config
+from opie_sched.common import flavors
+from opie_sched.common import provider_config
 from tests.unit import test_flavors
 
 PLACEMENT = 'http://placement.example'

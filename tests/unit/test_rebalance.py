@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Tests of the tabu-search rebalancing (opie_sched.market.rebalance) and
-its repacker strategy (opie_sched.repacker.tabu)."""
+its repacker strategy (opie_sched.services.repacker.tabu)."""
 
 from decimal import Decimal
 
@@ -21,8 +21,8 @@ import testtools
 
 from opie_sched.market import pricing
 from opie_sched.market import rebalance
-from opie_sched.repacker import planner
-from opie_sched.repacker import tabu
+from opie_sched.rpm import planner
+from opie_sched.services.repacker import tabu
 
 D = Decimal
 CPU = pricing.VCPUS

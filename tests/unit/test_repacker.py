@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Unit tests of opie-repacker (opie_sched.repacker, issue 4).
+"""Unit tests of opie-repacker (opie_sched.services.repacker, issue 4).
 
 The planner with the thesis' triggers (Paper IV §5.3: > 90 % in CPU or
 memory, < 30 % in both, 10 consecutive samples), priorities (Table 1),
@@ -30,12 +30,12 @@ from oslo_config import cfg
 import testtools
 
 from opie_sched.cmd import repacker as cmd
-from opie_sched import rpm
-from opie_sched.repacker import collector as col
-from opie_sched.repacker import executor as ex
-from opie_sched.repacker import opts
-from opie_sched.repacker import planner as pl
-from opie_sched.repacker import service as svc
+from opie_sched.rpm import model as rpm
+from opie_sched.services.repacker import collector as col
+from opie_sched.services.repacker import executor as ex
+from opie_sched.services.repacker import opts
+from opie_sched.rpm import planner as pl
+from opie_sched.services.repacker import service as svc
 
 #: The paper's host (8 vCPU, 16000 MB) and flavors (vCPU, MB).
 SIZES = {'small': (1, 2000), 'medium': (2, 4000), 'large': (4, 8000)}
@@ -456,7 +456,7 @@ class CollectorTest(testtools.TestCase):
             if flavor else None)
 
     def test_instance_of(self):
-        from opie_sched import flavors
+        from opie_sched.common import flavors
         i = col.instance_of(self.server(
             flavors.preemptible_extra_specs(1, 2000, 20)))
         self.assertEqual((1, 2000, True, True),
@@ -731,7 +731,7 @@ class LocalDiscoveryTest(testtools.TestCase):
 class DiscoveryOptionsTest(testtools.TestCase):
 
     def test_discovery_policy_from_opie_rpm(self):
-        from opie_sched import rpm_opts
+        from opie_sched.conf import rpm as rpm_opts
         conf = cfg.ConfigOpts()
         rpm_opts.register_opts(conf)
         conf([])

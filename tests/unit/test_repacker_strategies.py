@@ -23,10 +23,10 @@ from stevedore import extension
 import testtools
 
 from opie_sched.consolidation import overlay
-from opie_sched.repacker import executor as ex
-from opie_sched.repacker import planner as pl
-from opie_sched.repacker import service as svc
-from opie_sched.repacker import strategies
+from opie_sched.services.repacker import executor as ex
+from opie_sched.rpm import planner as pl
+from opie_sched.services.repacker import service as svc
+from opie_sched.services.repacker import strategies
 from tests.unit import test_repacker as base
 
 SETTINGS = hypothesis.settings(max_examples=25, deadline=None,
@@ -263,7 +263,7 @@ class TabuStrategyLoadTest(testtools.TestCase):
 
     def test_loaded_by_name_and_plans_with_the_bids(self):
         from oslo_config import cfg
-        from opie_sched.repacker import opts as repacker_opts
+        from opie_sched.services.repacker import opts as repacker_opts
         conf = cfg.ConfigOpts()
         repacker_opts.register_opts(conf)
         conf([])

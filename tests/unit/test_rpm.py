@@ -25,8 +25,8 @@ from nova.scheduler import weights as nova_weights
 from nova.tests.unit.scheduler import fakes
 
 from opie_sched import diehard
-from opie_sched import rpm
-from opie_sched import utilisation
+from opie_sched.rpm import model as rpm
+from opie_sched.common import utilisation
 from opie_sched.scheduler import reliability
 from opie_sched.scheduler import rpm_plugins
 
@@ -268,7 +268,8 @@ class _NovaTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.utilisation.HISTORY', utilisation.UsageHistory()))
+            'opie_sched.common.utilisation.HISTORY',
+            utilisation.UsageHistory()))
         utilisation._cache.clear()
         self.addCleanup(utilisation._cache.clear)
         self.addCleanup(CONF.reset)

@@ -21,7 +21,7 @@ from nova import objects
 from nova.scheduler import weights as nova_weights
 from nova.tests.unit.scheduler import fakes
 
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.scheduler import filters
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import market_weights

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Rules of the SLO controllers (opie_sched.slo), one class per policy.
+"""Rules of the SLO controllers (opie_sched.market.slo), one class per policy.
 
 Themis HPCC'12 Fig. 3/4 and Table I; Themis SLO-policies paper Alg. 1;
 Merkat RR-8343 Algorithms 1-3.
@@ -20,7 +20,7 @@ import math
 import testtools
 
 from opie_sched import repacking
-from opie_sched import slo
+from opie_sched.market import slo
 
 
 class BidMaxTest(testtools.TestCase):

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The autoscaler's SLO policies (opie_sched.autoscaler.policies): the
+"""The autoscaler's SLO policies (opie_sched.services.autoscaler.policies): the
 stevedore plugins, their declarations, and a service round that sets bids
 through the market's REST API (faked over HTTP with requests_mock) and
 scales servers through the (fake) openstacksdk connection."""
@@ -21,9 +21,9 @@ import fixtures
 from requests_mock.contrib import fixture as rm_fixture
 import testtools
 
-from opie_sched.autoscaler import app as app_mod
-from opie_sched.autoscaler import policies
-from opie_sched.autoscaler import service as svc
+from opie_sched.services.autoscaler import app as app_mod
+from opie_sched.services.autoscaler import policies
+from opie_sched.services.autoscaler import service as svc
 from tests.unit import test_autoscaler as ta
 
 MARKET = ta.MARKET

@@ -77,7 +77,7 @@ class QueueTest(testtools.TestCase):
 
 
 class MarketTest(testtools.TestCase):
-    """The market with the opie_sched.slo controllers."""
+    """The market with the opie_sched.market.slo controllers."""
 
     def test_light_load_everybody_meets_the_deadline(self):
         specs = [(i * 4000.0, 2, 1800.0, 3.0) for i in range(6)]

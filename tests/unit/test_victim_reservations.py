@@ -22,7 +22,7 @@ import testtools
 from nova import objects
 from nova.tests.unit.scheduler import fakes
 
-from opie_sched import flavors
+from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import reservations

@@ -1,0 +1,192 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""oslo.config options of opie_sched.
+
+Groups:
+
+* ``[opie_preemption]`` — the preemption phase in the scheduler, its cost
+  modules and weighers, and how victims are terminated.
+* ``[opie_reconciler]`` — the periodic repair of overcommitted hosts.
+* ``[opie_rpm]``, ``[opie_reliability]`` — RPM and Die-Hard scheduler
+  plugins (:mod:`opie_sched.conf.rpm`).
+* ``[opie_autoscaler]`` — the repacking autoscaler
+  (:mod:`opie_sched.services.autoscaler.opts`).
+* ``[opie_repacker]`` — the RPM repacking service
+  (:mod:`opie_sched.services.repacker.opts`).
+
+``list_opts`` is the ``oslo.config.opts`` entry point, so
+``oslo-config-generator --namespace opie_sched`` documents every option.
+"""
+
+from oslo_config import cfg
+
+from opie_sched.services.autoscaler import opts as autoscaler_opts
+from opie_sched.services.repacker import opts as repacker_opts
+from opie_sched.conf import rpm as rpm_opts
+
+preemption_group = cfg.OptGroup(
+    'opie_preemption',
+    title='Preemptible instances',
+    help='How the scheduler makes room for normal instances by terminating '
+         'preemptible ones (López García et al., §3).')
+
+preemption_opts = [
+    cfg.BoolOpt(
+        'enabled', default=True,
+        help='Run the preemption phase in opie-scheduler: after a normal '
+             'request is claimed on a host whose full state is over '
+             'capacity, terminate the cheapest preemptible instances there. '
+             'When False the reconciler alone repairs overcommitted hosts.'),
+    cfg.ListOpt(
+        'cost_modules', default=['billing_period:1.0'],
+        help='Cost modules and their multipliers, ``name[:multiplier]``. '
+             'Names are entry points in the ``opie_sched.preemption.costs`` '
+             'namespace: billing_period (seconds into the current billing '
+             'period), runtime (seconds run), count (1 per victim), waste '
+             '(fraction of the host freed). The cost of a victim set is the '
+             'sum over victims of Σ multiplier × module cost.'),
+    cfg.IntOpt(
+        'billing_period', default=3600, min=1,
+        help='Billing period of preemptible instances in seconds, for the '
+             'billing_period cost module (cost = runtime mod period).'),
+    cfg.StrOpt(
+        'action', default='delete', choices=[
+            ('delete', 'Delete the victims at once.'),
+            ('stop', 'Stop the victims (a clean shutdown), wait '
+                     '``stop_grace_period`` seconds, then delete them.')],
+        help='How a victim is terminated.'),
+    cfg.IntOpt(
+        'stop_grace_period', default=30, min=0,
+        help='Seconds a stopped victim is kept before it is deleted, when '
+             '``action = stop``.'),
+    cfg.FloatOpt(
+        'release_timeout', default=120.0, min=0,
+        help='Seconds the scheduler holds a normal request while its '
+             'victims release the host (as Kubernetes holds a preemptor on '
+             'its nominated node). After the timeout the request proceeds '
+             'and the reconciler finishes the job.'),
+    cfg.FloatOpt(
+        'poll_interval', default=0.5, min=0.01,
+        help='Longest interval in seconds between checks that victims have '
+             'released the host. Checks start at 0.02 s and double up to '
+             'this value, so a victim deleted quickly is seen quickly.'),
+    cfg.StrOpt(
+        'coordination_url', default=None,
+        help='tooz backend URL for the locks every scheduler worker and '
+             'host share: one lock per resource provider around choosing '
+             'and reserving victims, and the reconciler\'s leadership. '
+             'Possible values: unset (default) - the file driver in '
+             '``$state_path/opie_sched/locks``, correct for all workers of '
+             'ONE scheduler host only; ``redis://host:6379``, '
+             '``mysql://user:pass@host/db``, ``etcd3+http://host:2379``, '
+             '... - a backend every scheduler host reaches; required when '
+             'opie-scheduler runs on several hosts.'),
+    cfg.FloatOpt(
+        'reservation_timeout', default=300.0, min=1,
+        help='Seconds a victim reserved by a scheduler worker counts as '
+             'leaving for the other workers before its request has '
+             'terminated it. A reservation older than this was left by a '
+             'worker that died or hung; the victim becomes an ordinary '
+             'candidate again. Keep it well above the time one scheduling '
+             'request takes.'),
+    cfg.IntOpt(
+        'retry_interval', default=60, min=1,
+        help='Seconds the reconciler waits before terminating again a '
+             'victim whose termination did not complete (a failed delete, '
+             'a compute service down, a scheduler that died between stop '
+             'and delete). The wait doubles after each attempt, up to '
+             '``max_retry_interval``.'),
+    cfg.IntOpt(
+        'max_retry_interval', default=3600, min=1,
+        help='Longest wait in seconds between two termination attempts of '
+             'one victim. Related options: ``retry_interval``.'),
+    cfg.IntOpt(
+        'max_attempts', default=5, min=1,
+        help='Termination attempts after which a victim that is still not '
+             'gone gets an instance fault and an ERROR log line for the '
+             'operator at every further attempt.'),
+    cfg.IntOpt(
+        'max_lifetime', default=0, min=0,
+        help='Longest life of a preemptible server in seconds, after which '
+             'the reconciler terminates it like a victim (Google\'s '
+             'preemptible VMs stop after 24 h: 86400). Possible values: 0 '
+             '(default) - no limit; N > 0 - seconds since the server was '
+             'launched. A preemptible flavor may set its own limit with '
+             'the extra spec ``opie:max_lifetime`` (seconds, 0 = none).'),
+    cfg.FloatOpt(
+        'preemption_cost_weight_multiplier', default=10.0,
+        help='Multiplier of PreemptionCostWeigher. Its weights are already '
+             'in [0, 1] with hosts needing no preemption at 1 and hosts '
+             'needing it at most 0.5, so a multiplier larger than twice the '
+             'sum of the other multipliers makes "no preemption first" '
+             'strict. Per-aggregate override: metadata key '
+             '``preemption_cost_weight_multiplier``.'),
+    cfg.FloatOpt(
+        'proportional_share_weight_multiplier', default=1.0,
+        help='Multiplier of ProportionalShareWeigher (per-aggregate '
+             'override: ``proportional_share_weight_multiplier``).'),
+    cfg.StrOpt(
+        'default_bid', default='0.01',
+        help='Bid (currency per hour) that ProportionalShareWeigher counts '
+             'for a preemptible server or request without one of its own '
+             '(server metadata or scheduler hint ``opie_bid``, then flavor '
+             'extra spec ``opie:bid``). Keep it equal to the default bid of '
+             'opie-market.'),
+    cfg.FloatOpt(
+        'preemptible_count_weight_multiplier', default=1.0,
+        help='Multiplier of PreemptibleCountWeigher (per-aggregate override: '
+             '``preemptible_count_weight_multiplier``).'),
+]
+
+reconciler_group = cfg.OptGroup(
+    'opie_reconciler',
+    title='Overcommit reconciler',
+    help='Restores full state <= capacity on every host by terminating the '
+         'cheapest preemptible instances, catching what the scheduler '
+         'cannot (a scheduler that died after the claim, racing '
+         'preemptible requests, migrations, evacuations, forced hosts).')
+
+reconciler_opts = [
+    cfg.BoolOpt(
+        'run_in_scheduler', default=True,
+        help='Run the reconciler periodically inside opie-scheduler.'),
+    cfg.IntOpt(
+        'interval', default=60, min=1,
+        help='Seconds between reconciler runs (honoured to the second). '
+             'Only one reconciler runs per cloud: every scheduler worker '
+             'tries to take the reconciler lock on '
+             '``[opie_preemption] coordination_url`` and the holder runs.'),
+    cfg.BoolOpt(
+        'dry_run', default=False,
+        help='Log what would be terminated without terminating anything.'),
+]
+
+
+def register_opts(conf):
+    """Register the scheduler-side groups on ``conf`` (nova's CONF).
+
+    Each ConfigOpts gets its own copy of a group: an ``OptGroup`` holds its
+    options' overrides, so a shared one would leak ``set_override`` between
+    ConfigOpts objects.
+    """
+    for group, opts in ((preemption_group, preemption_opts),
+                        (reconciler_group, reconciler_opts)):
+        copy = cfg.OptGroup(group.name, title=group.title, help=group.help)
+        conf.register_group(copy)
+        conf.register_opts(opts, group=copy)
+    rpm_opts.register_opts(conf)
+
+
+def list_opts():
+    return [(preemption_group, preemption_opts),
+            (reconciler_group, reconciler_opts)] + rpm_opts.list_opts() \
+        + autoscaler_opts.list_opts() + repacker_opts.list_opts()

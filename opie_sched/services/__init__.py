@@ -1,0 +1,24 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The companion services, one package per deployable.
+
+* :mod:`.market` -- ``opie-market``: the spot market's periodic engine, its
+  store and REST API (``[opie_market]``; install ``opie_sched[market]``).
+* :mod:`.autoscaler` -- ``opie-autoscaler``: cheapest flavor mix per
+  application and SLO controllers (``[opie_autoscaler]``).
+* :mod:`.repacker` -- ``opie-repacker``: consolidation by live migration
+  (RPM, P2P, gossip, tabu strategies; ``[opie_repacker]``; install
+  ``opie_sched[repacker]``).
+
+Each talks to Nova only through openstacksdk and takes its leadership and
+locks through tooz.
+"""

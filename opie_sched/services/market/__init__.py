@@ -1,0 +1,24 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The ``opie-market`` service around the core :mod:`opie_sched.market`.
+
+Nova only through openstacksdk:
+
+* :mod:`.engine` -- one market period: prices, charges, notices,
+  preemptions; leader election.
+* :mod:`.service` -- wiring and the periodic loop.
+* :mod:`.db` -- the store (oslo.db, alembic migrations).
+* :mod:`.api` -- the REST API (paste pipeline behind keystonemiddleware,
+  oslo.policy rules).
+* :mod:`.osc` -- ``openstack spot ...`` (python-openstackclient plugin).
+* :mod:`.opts` -- the ``[opie_market]`` options.
+"""

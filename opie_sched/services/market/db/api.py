@@ -1,0 +1,457 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The opie-market database through oslo.db's enginefacade.
+
+:class:`MarketStore` keeps accounts, the ledger, bids, price history,
+period checkpoints, preemption notices and reserve prices (tables in
+:mod:`.models`). It implements :class:`opie_sched.market.budget.LedgerStore`
+with the semantics the credit manager needs: :meth:`MarketStore.post` is
+one transaction that inserts the entry (the unique key raises
+:class:`~opie_sched.market.budget.DuplicateEntry`) and updates the
+account ``WHERE version = expected`` (no row:
+:class:`~opie_sched.market.budget.StaleAccount`), so several workers may
+share one database.
+
+Times are seconds since the epoch; money and prices are
+:class:`~decimal.Decimal` (currency; bids currency per hour; prices
+currency per unit-hour).
+"""
+
+import decimal
+import time
+
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import enginefacade
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from opie_sched.market import budget
+from opie_sched.services.market.db import migration
+from opie_sched.services.market.db import models
+
+LOG = logging.getLogger(__name__)
+
+
+@enginefacade.transaction_context_provider
+class _Context:
+    """The per-call context oslo.db attaches its session to."""
+
+
+def key_text(period_start):
+    """Canonical text of a ledger key's ``period_start`` (seconds).
+
+    ``100``, ``100.0`` and ``Decimal('100.00')`` are the same key (as they
+    are for :class:`~opie_sched.market.budget.EntryKey` equality).
+    """
+    value = decimal.Decimal(repr(period_start)) if isinstance(
+        period_start, float) else decimal.Decimal(period_start)
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), 'f')
+
+
+def _key_value(text):
+    value = decimal.Decimal(text)
+    if value == value.to_integral_value():
+        return int(value)
+    return float(value)
+
+
+def _account(row):
+    return budget.Account(row.project, row.balance, row.refill_rate,
+                          row.cap, row.version)
+
+
+def _entry(row):
+    key = budget.EntryKey(row.kind, row.project,
+                          row.server if row.server != models.NO_SERVER
+                          else None, _key_value(row.period_start))
+    return budget.LedgerEntry(key, row.amount, row.balance,
+                              row.period_seconds, row.note)
+
+
+class MarketStore(budget.LedgerStore):
+    """All state of the market in one SQL database.
+
+    :param connection: SQLAlchemy URL, e.g. ``sqlite:////var/lib/opie/
+        market.sqlite``, ``mysql+pymysql://user:pw@host/db``,
+        ``postgresql://user@host/db``.
+    :param engine_kwargs: extra oslo.db engine options
+        (``max_pool_size``, ``connection_recycle_time``...).
+    """
+
+    def __init__(self, connection, **engine_kwargs):
+        self.connection = connection
+        self._tx = enginefacade.transaction_context()
+        self._tx.configure(connection=connection, sqlite_fk=True,
+                           **engine_kwargs)
+
+    # -- plumbing ------------------------------------------------------
+
+    @property
+    def engine(self):
+        """The SQLAlchemy engine (created by oslo.db on first use)."""
+        return self._tx.writer.get_engine()
+
+    def _writer(self):
+        return self._tx.writer.using(_Context())
+
+    def _reader(self):
+        return self._tx.reader.using(_Context())
+
+    def sync(self):
+        """Create or upgrade the tables (alembic, to the newest revision).
+        """
+        migration.db_sync(self.engine)
+
+    def version(self):
+        """The database's alembic revision (None before :meth:`sync`)."""
+        return migration.db_version(self.engine)
+
+    def dispose(self):
+        """Close the pooled connections."""
+        self._tx.dispose_pool()
+
+    # -- budget.LedgerStore ----------------------------------------------
+
+    def add_account(self, account):
+        """Store a new account; :class:`~.budget.BudgetError` if present.
+        """
+        now = time.time()
+        try:
+            with self._writer() as session:
+                session.add(models.Account(
+                    project=account.project, balance=account.balance,
+                    refill_rate=account.refill_rate, cap=account.cap,
+                    version=account.version, created_at=now))
+        except db_exc.DBDuplicateEntry:
+            raise budget.BudgetError('account of %r already exists'
+                                     % account.project)
+
+    def get_account(self, project):
+        """The account of ``project``; :class:`~.budget.UnknownAccount`."""
+        with self._reader() as session:
+            row = session.get(models.Account, project)
+            if row is None:
+                raise budget.UnknownAccount(project)
+            return _account(row)
+
+    def list_accounts(self):
+        """Every account, by project."""
+        with self._reader() as session:
+            rows = session.scalars(sa.select(models.Account).order_by(
+                models.Account.project))
+            return [_account(r) for r in rows]
+
+    def update_account(self, project, refill_rate=None, cap=None,
+                       clear_cap=False):
+        """Change an account's refill rate (currency per hour) or cap
+        (currency); the balance is only changed by ledger entries."""
+        values = {'updated_at': time.time(),
+                  'version': models.Account.version + 1}
+        if refill_rate is not None:
+            values['refill_rate'] = refill_rate
+        if cap is not None or clear_cap:
+            values['cap'] = cap
+        with self._writer() as session:
+            result = session.execute(sa.update(models.Account).where(
+                models.Account.project == project).values(**values))
+            if result.rowcount != 1:
+                raise budget.UnknownAccount(project)
+
+    def get_entry(self, key):
+        """The ledger entry with ``key``, or None."""
+        with self._reader() as session:
+            row = session.scalars(sa.select(models.LedgerEntry).where(
+                models.LedgerEntry.kind == key.kind,
+                models.LedgerEntry.project == key.project,
+                models.LedgerEntry.server == (key.server or models.NO_SERVER),
+                models.LedgerEntry.period_start == key_text(
+                    key.period_start))).first()
+            return None if row is None else _entry(row)
+
+    def post(self, entry, expected_version):
+        """Append ``entry`` and set the account's balance, atomically.
+
+        :raises DuplicateEntry: the key is already in the ledger.
+        :raises StaleAccount: the account's version is not
+            ``expected_version``.
+        """
+        key = entry.key
+        now = time.time()
+        try:
+            with self._writer() as session:
+                result = session.execute(
+                    sa.update(models.Account)
+                    .where(models.Account.project == key.project,
+                           models.Account.version == expected_version)
+                    .values(balance=entry.balance,
+                            version=expected_version + 1, updated_at=now))
+                if result.rowcount != 1:
+                    raise budget.StaleAccount(key.project)
+                session.add(models.LedgerEntry(
+                    kind=key.kind, project=key.project,
+                    server=key.server or models.NO_SERVER,
+                    period_start=key_text(key.period_start),
+                    amount=entry.amount, balance=entry.balance,
+                    period_seconds=entry.period_seconds,
+                    note=entry.note or '', created_at=now))
+                session.flush()
+        except db_exc.DBDuplicateEntry:
+            raise budget.DuplicateEntry(key)
+        except db_exc.DBDeadlock:
+            # Another worker updated the same row concurrently: the
+            # credit manager re-reads the account and tries again.
+            raise budget.StaleAccount(key.project)
+
+    def entries(self, project=None, since=None, limit=None):
+        """Ledger entries in posting order.
+
+        :param project: only this project's.
+        :param since: only entries posted at or after this time (s).
+        :param limit: at most this many, the newest ones.
+        :returns: list of :class:`~.budget.LedgerEntry`.
+        """
+        return [e for e, _ in self.entries_with_time(project, since, limit)]
+
+    def entries_with_time(self, project=None, since=None, limit=None):
+        """Like :meth:`entries`, as ``(entry, posted_at)`` pairs."""
+        query = sa.select(models.LedgerEntry)
+        if project is not None:
+            query = query.where(models.LedgerEntry.project == project)
+        if since is not None:
+            query = query.where(models.LedgerEntry.created_at >= since)
+        if limit is not None:
+            query = query.order_by(models.LedgerEntry.id.desc()).limit(limit)
+        else:
+            query = query.order_by(models.LedgerEntry.id)
+        with self._reader() as session:
+            rows = [(_entry(r), r.created_at) for r in session.scalars(query)]
+        if limit is not None:
+            rows.reverse()
+        return rows
+
+    # -- periods -----------------------------------------------------------
+
+    def get_period(self, period_start):
+        """``{"period_start", "period_seconds", "state", "owner"}`` or
+        None."""
+        with self._reader() as session:
+            row = session.get(models.Period, period_start)
+            if row is None:
+                return None
+            return {'period_start': row.period_start,
+                    'period_seconds': row.period_seconds,
+                    'state': row.state, 'owner': row.owner}
+
+    def latest_period(self):
+        """The newest recorded period (see :meth:`get_period`), or None."""
+        with self._reader() as session:
+            start = session.scalar(sa.select(sa.func.max(
+                models.Period.period_start)))
+        return None if start is None else self.get_period(start)
+
+    def create_period(self, period_start, period_seconds, owner, servers,
+                      pools):
+        """Record a period's checkpoint, server snapshot and prices in one
+        transaction.
+
+        :param servers: iterable of dicts with the columns of
+            :class:`.models.PeriodServer` (but ``period_start``).
+        :param pools: mapping ``pool -> {"prices": {resource: price},
+            "capacity": {resource: units}, "bids": {resource: bids}}``.
+        :returns: True when recorded, False when the period was already
+            recorded (by this or another worker): nothing is changed.
+        """
+        now = time.time()
+        try:
+            with self._writer() as session:
+                session.add(models.Period(
+                    period_start=period_start, period_seconds=period_seconds,
+                    state=models.PRICED, owner=owner, created_at=now))
+                session.flush()
+                for server in servers:
+                    session.add(models.PeriodServer(
+                        period_start=period_start, **server))
+                for pool, market in pools.items():
+                    for resource, price in market['prices'].items():
+                        session.add(models.PriceHistory(
+                            pool=pool, resource=resource,
+                            period_start=period_start,
+                            period_seconds=period_seconds, price=price,
+                            capacity=market['capacity'][resource],
+                            bids=market['bids'][resource]))
+                session.flush()
+        except db_exc.DBDuplicateEntry:
+            return False
+        return True
+
+    def set_period_state(self, period_start, state):
+        """Move a period to ``state`` (one of :data:`.models.STATES`)."""
+        if state not in models.STATES:
+            raise ValueError('unknown period state %r' % state)
+        with self._writer() as session:
+            session.execute(sa.update(models.Period).where(
+                models.Period.period_start == period_start).values(
+                    state=state, updated_at=time.time()))
+
+    def period_servers(self, period_start):
+        """The period's server snapshot: list of dicts by server uuid."""
+        cols = [c.name for c in models.PeriodServer.__table__.columns]
+        with self._reader() as session:
+            rows = session.scalars(sa.select(models.PeriodServer).where(
+                models.PeriodServer.period_start == period_start).order_by(
+                    models.PeriodServer.server_uuid))
+            return [{c: getattr(r, c) for c in cols} for r in rows]
+
+    def period_prices(self, period_start):
+        """``{pool: {resource: price}}`` recorded for a period."""
+        with self._reader() as session:
+            rows = session.scalars(sa.select(models.PriceHistory).where(
+                models.PriceHistory.period_start == period_start))
+            prices = {}
+            for row in rows:
+                prices.setdefault(row.pool, {})[row.resource] = row.price
+            return prices
+
+    def price_history(self, start=None, end=None, pool=None, resource=None):
+        """Recorded prices with ``start <= period_start < end``.
+
+        :returns: list of dicts ``{"pool", "resource", "period_start",
+            "period_seconds", "price", "capacity", "bids"}`` by period,
+            pool and resource.
+        """
+        h = models.PriceHistory
+        query = sa.select(h)
+        if start is not None:
+            query = query.where(h.period_start >= start)
+        if end is not None:
+            query = query.where(h.period_start < end)
+        if pool is not None:
+            query = query.where(h.pool == pool)
+        if resource is not None:
+            query = query.where(h.resource == resource)
+        query = query.order_by(h.period_start, h.pool, h.resource)
+        with self._reader() as session:
+            return [{'pool': r.pool, 'resource': r.resource,
+                     'period_start': r.period_start,
+                     'period_seconds': r.period_seconds, 'price': r.price,
+                     'capacity': r.capacity, 'bids': r.bids}
+                    for r in session.scalars(query)]
+
+    # -- bids --------------------------------------------------------------
+
+    def set_bid(self, server_uuid, project, bid, source):
+        """Record a server's bid (currency per hour) and its source."""
+        now = time.time()
+        with self._writer() as session:
+            row = session.get(models.Bid, server_uuid)
+            if row is None:
+                session.add(models.Bid(server_uuid=server_uuid,
+                                       project=project, bid=bid,
+                                       source=source, updated_at=now))
+            else:
+                row.project, row.bid, row.source = project, bid, source
+                row.updated_at = now
+
+    def get_bid(self, server_uuid):
+        """``{"server_uuid", "project", "bid", "source", "updated_at"}``
+        or None."""
+        with self._reader() as session:
+            row = session.get(models.Bid, server_uuid)
+            if row is None:
+                return None
+            return {'server_uuid': row.server_uuid, 'project': row.project,
+                    'bid': row.bid, 'source': row.source,
+                    'updated_at': row.updated_at}
+
+    # -- notices -----------------------------------------------------------
+
+    def add_notice(self, server_uuid, project, kind, reason, period_start,
+                   noticed_at, deadline):
+        """Give a server notice unless it has a pending one.
+
+        A server preempted before (``preempted``, e.g. stopped) that runs
+        again can be given a new notice.
+
+        :returns: True when a notice was recorded now; False when the
+            server already has a pending notice.
+        """
+        try:
+            with self._writer() as session:
+                row = session.get(models.Notice, server_uuid)
+                if row is not None and row.state == models.NOTICED:
+                    return False
+                if row is None:
+                    row = models.Notice(server_uuid=server_uuid)
+                    session.add(row)
+                row.project, row.kind, row.reason = project, kind, reason
+                row.period_start, row.noticed_at = period_start, noticed_at
+                row.deadline, row.state = deadline, models.NOTICED
+                row.action, row.updated_at = None, noticed_at
+                session.flush()
+        except db_exc.DBDuplicateEntry:
+            return False
+        return True
+
+    def notices(self, state=None, project=None):
+        """Notices as dicts (columns of :class:`.models.Notice`), oldest
+        first."""
+        n = models.Notice
+        query = sa.select(n)
+        if state is not None:
+            query = query.where(n.state == state)
+        if project is not None:
+            query = query.where(n.project == project)
+        cols = [c.name for c in n.__table__.columns]
+        with self._reader() as session:
+            return [{c: getattr(r, c) for c in cols} for r in
+                    session.scalars(query.order_by(n.noticed_at,
+                                                   n.server_uuid))]
+
+    def set_notice_state(self, server_uuid, state, action=None,
+                         expected=models.NOTICED):
+        """Move a notice from ``expected`` to ``state``.
+
+        :returns: True when this call changed it (so two workers never
+            both preempt the same server), False otherwise.
+        """
+        with self._writer() as session:
+            result = session.execute(sa.update(models.Notice).where(
+                models.Notice.server_uuid == server_uuid,
+                models.Notice.state == expected).values(
+                    state=state, action=action, updated_at=time.time()))
+            return result.rowcount == 1
+
+    # -- reserve prices ----------------------------------------------------
+
+    def set_reserve_prices(self, prices, pool=models.ALL_POOLS):
+        """Set reserve prices (``{resource: currency per unit-hour}``) of
+        a pool (``*``: every pool without its own)."""
+        now = time.time()
+        with self._writer() as session:
+            for resource, price in prices.items():
+                row = session.get(models.ReservePrice, (pool, resource))
+                if row is None:
+                    session.add(models.ReservePrice(
+                        pool=pool, resource=resource, price=price,
+                        updated_at=now))
+                else:
+                    row.price, row.updated_at = price, now
+
+    def reserve_prices(self):
+        """``{pool: {resource: price}}`` set through the API."""
+        with self._reader() as session:
+            result = {}
+            for row in session.scalars(sa.select(models.ReservePrice)):
+                result.setdefault(row.pool, {})[row.resource] = row.price
+            return result

@@ -1,0 +1,161 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Configuration of the opie-market service: group ``[opie_market]``.
+
+``register_opts(conf)`` registers the options on an oslo.config
+``ConfigOpts``; ``list_opts()`` feeds ``oslo-config-generator`` (namespace
+entry point ``opie_sched.market = opie_sched.services.market.opts:list_opts``).
+Units: money is currency, bids and refill rates currency per hour, reserve
+prices currency per unit-hour (vCPU-hour, MB-hour), times seconds.
+"""
+
+import os
+
+from oslo_config import cfg
+
+GROUP = 'opie_market'
+
+DEFAULT_STATE_DIR = '/var/lib/opie-market'
+
+OPTS = [
+    cfg.StrOpt('state_dir', default=DEFAULT_STATE_DIR,
+               help='Directory of the embedded defaults: the sqlite '
+                    'database (market.sqlite) and the tooz file '
+                    'coordination backend (coordination/).'),
+    cfg.StrOpt('connection', secret=True,
+               help='SQLAlchemy URL of the market database, e.g. '
+                    'mysql+pymysql://user:pw@host/opie_market or '
+                    'postgresql://user:pw@host/opie_market. Default: '
+                    'sqlite:///<state_dir>/market.sqlite (one machine).'),
+    cfg.IntOpt('period_seconds', default=3600, min=1,
+               help='Length of a market period (seconds): prices are '
+                    'recomputed and every running preemptible server is '
+                    'charged once per period (Merkat eq. 1, §2.2).'),
+    cfg.FloatOpt('tick_interval', default=60.0, min=0.1,
+                 help='How often the leader wakes up (seconds): it settles '
+                      'a new period once and terminates servers whose '
+                      'notice expired.'),
+    cfg.DictOpt('reserve_prices', default={},
+                help='Reserve price per resource, currency per unit-hour '
+                     '(vcpus per vCPU-hour, memory_mb per MB-hour), e.g. '
+                     'vcpus:0.01,memory_mb:0.000005. Prices never fall '
+                     'below it (Themis bid_min). Overridden by '
+                     'PUT /v1/reserve-price.'),
+    cfg.StrOpt('default_bid', default='0',
+               help='Bid of a preemptible server that has neither server '
+                    'metadata nor a flavor extra spec opie:bid, currency '
+                    'per hour (decimal text). Empty: such servers are '
+                    'rejected (logged, not priced).'),
+    cfg.StrOpt('bid_cap',
+               help='Largest accepted bid, currency per hour (decimal '
+                    'text); larger bids are rejected. Empty: no cap.'),
+    cfg.IntOpt('notice_period', default=300, min=0,
+               help='Seconds between the preemption notice (server '
+                    'metadata opie:preempt_notice) and the stop or delete.'),
+    cfg.StrOpt('preemption_action', default='delete',
+               choices=[('delete', 'delete the server'),
+                        ('stop', 'stop the server (it keeps its '
+                                 'resources and stays billable to nobody)')],
+               help='What happens to a server when its notice expires.'),
+    cfg.StrOpt('out_of_credit_policy', default='lowest_bid',
+               choices=['lowest_bid', 'most_expensive'],
+               help='Which servers of a project out of credit are given '
+                    'notice first (opie_sched.market.budget.POLICIES).'),
+    cfg.ListOpt('pools', default=[],
+                help='Host aggregates that are pools (separate markets). '
+                     'Hosts in none of them form the pool "default".'),
+    cfg.StrOpt('capacity_source', default='placement',
+               choices=[('placement', 'CUSTOM_PREEMPTIBLE_VCPU/MEMORY_MB '
+                                      'inventories (else VCPU/MEMORY_MB)'),
+                        ('hypervisors', 'os-hypervisors (microversion '
+                                        '2.87)')],
+               help='Where the capacity of each host comes from.'),
+    cfg.StrOpt('initial_credit', default='0',
+               help='Balance of an account opened automatically for a '
+                    'project seen with preemptible servers (currency).'),
+    cfg.StrOpt('refill_rate', default='0',
+               help='Refill rate of an automatically opened account, '
+                    'currency per hour.'),
+    cfg.StrOpt('credit_cap',
+               help='Cap of an automatically opened account (currency); '
+                    'empty: no cap.'),
+    cfg.StrOpt('coordination_url',
+               help='tooz backend URL for leader election (e.g. '
+                    'etcd3+http://host:2379, redis://host:6379, '
+                    'zookeeper://host:2181, mysql://...). Default: '
+                    'file://<state_dir>/coordination (one machine, no '
+                    'server).'),
+    cfg.StrOpt('member_id',
+               help='tooz member id of this replica (default host name '
+                    'and process id).'),
+    cfg.StrOpt('cloud',
+               help='openstacksdk cloud (clouds.yaml entry) with admin '
+                    'rights on Nova; default: OS_* environment variables.'),
+    cfg.BoolOpt('listen_notifications', default=False,
+                help='Learn demand from Nova versioned notifications '
+                     '(oslo.messaging, [oslo_messaging_notifications] '
+                     'transport_url); the periodic openstacksdk '
+                     'reconciliation runs anyway.'),
+    cfg.ListOpt('notification_topics', default=['versioned_notifications'],
+                help='Topics of the Nova versioned notifications.'),
+    cfg.BoolOpt('emit_notifications', default=True,
+                help='Emit opie.market.* notifications (price update, '
+                     'preemption notice, preempted) when an '
+                     'oslo.messaging notification transport is '
+                     'configured.'),
+    cfg.StrOpt('api_auth_strategy', default='keystone',
+               choices=['keystone', 'noauth'],
+               help='keystone: keystonemiddleware auth_token (see '
+                    '[keystone_authtoken]); noauth: tokens "user:project" '
+                    '(tests only).'),
+    cfg.HostAddressOpt('api_host', default='0.0.0.0',
+                       help='Address the REST API listens on.'),
+    cfg.PortOpt('api_port', default=8788,
+                help='Port the REST API listens on.'),
+]
+
+
+def register_opts(conf):
+    """Register the ``[opie_market]`` options on ``conf``."""
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    """Options for oslo-config-generator: ``[(group, opts)]``."""
+    return [(GROUP, OPTS)]
+
+
+def group(conf):
+    """The ``[opie_market]`` options of ``conf`` (registered if needed)."""
+    try:
+        return conf[GROUP]
+    except cfg.NoSuchOptError:
+        register_opts(conf)
+        return conf[GROUP]
+
+
+def connection_url(conf):
+    """The database URL: ``connection`` or the sqlite file in state_dir.
+    """
+    opts = group(conf)
+    if opts.connection:
+        return opts.connection
+    return 'sqlite:///' + os.path.join(opts.state_dir, 'market.sqlite')
+
+
+def coordination_url(conf):
+    """The tooz URL: ``coordination_url`` or a file backend in state_dir.
+    """
+    opts = group(conf)
+    if opts.coordination_url:
+        return opts.coordination_url
+    return 'file://' + os.path.join(opts.state_dir, 'coordination')
