@@ -41,7 +41,8 @@ CONF = config.CONF
 LOG = logging.getLogger(__name__)
 
 #: Standard Placement classes and their preemptible twins (opie_sched's
-#: ``opie_sched.flavors``; repeated here: the tests import no service code).
+#: ``opie_sched.common.flavors``; repeated here: the tests import no service
+#: code).
 STANDARD = ('VCPU', 'MEMORY_MB', 'DISK_GB')
 PREEMPTIBLE = {'VCPU': 'CUSTOM_PREEMPTIBLE_VCPU',
                'MEMORY_MB': 'CUSTOM_PREEMPTIBLE_MEMORY_MB',

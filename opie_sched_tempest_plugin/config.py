@@ -76,8 +76,63 @@ OpieGroup = [
                      'ReliabilityWeigher (Die-Hard) enabled. Possible '
                      'values: true, false (skip).'),
     cfg.BoolOpt('autoscaler', default=False,
-                help='opie-autoscaler runs against this cloud. Possible '
-                     'values: true, false (skip the autoscaler scenario).'),
+                help='opie-autoscaler runs against this cloud with the '
+                     'application described by the autoscaler_* options. '
+                     'Possible values: true (run the autoscaler scenario; '
+                     'it fails when an autoscaler_* option is missing), '
+                     'false (skip it).'),
+    cfg.StrOpt('autoscaler_application',
+               help='Name of the autoscaled application (opie-autoscaler '
+                    'names its servers <application>-<flavor>-<suffix> '
+                    'and sets their metadata opie:autoscaler to it).'),
+    cfg.StrOpt('autoscaler_tag',
+               help='Server tag of the application in its applications '
+                    'file (the scenario lists its servers by this tag).'),
+    cfg.StrOpt('autoscaler_project',
+               help='Name of the project owning the application\'s '
+                    'servers (the autoscaler runs with its credentials).'),
+    cfg.StrOpt('autoscaler_demand_file',
+               help='File the application\'s demand source reads (source '
+                    '"file": a bare number in the unit of the '
+                    'capacities); the scenario writes the demands there '
+                    'as a monitoring system would, so it must run on a '
+                    'machine that sees that file.'),
+    cfg.DictOpt('autoscaler_capacities', default={},
+                help='The application\'s flavors and the capacity of one '
+                     'server of each, as in its applications file (flavor '
+                     'name:number > 0, e.g. app.small:1,app.large:4).'),
+    cfg.DictOpt('autoscaler_prices', default={},
+                help='The flavors\' prices of the applications file '
+                     '(flavor name:currency per hour > 0). They should '
+                     'make each change of the cheapest set pass the '
+                     'autoscaler\'s gain test (thesis Paper V, eq. 3), '
+                     'or the scenario waits for a move that is not '
+                     'planned.'),
+    cfg.ListOpt('autoscaler_demands', default=['2', '8', '3'],
+                help='Demands the scenario writes one after the other '
+                     '(numbers >= 0, the capacities\' unit). The cheapest '
+                     'sets of at least two consecutive demands must use '
+                     'different flavors; after the last one the scenario '
+                     'writes 0.'),
+    cfg.IntOpt('autoscaler_step_timeout', default=240, min=10,
+               help='Seconds the autoscaler may take to reach the '
+                    'cheapest set after a demand change.'),
+    cfg.BoolOpt('repacker', default=False,
+                help='opie-repacker can be run against this cloud by '
+                     'repacker_command. Possible values: true (run the '
+                     'repacker strategy scenarios), false (skip them).'),
+    cfg.StrOpt('repacker_command',
+               help='Command line running opie-repacker against this '
+                    'cloud with its configuration and admin credentials, '
+                    'split as a POSIX shell would, e.g. "env '
+                    'OS_CLIENT_CONFIG_FILE=/etc/openstack/clouds.yaml '
+                    'opie-repacker --config-file /etc/opie_sched/'
+                    'opie_sched.conf". The scenarios add a --config-file '
+                    'choosing the strategy and the budget, and --once '
+                    '(with --dry-run for the plan).'),
+    cfg.IntOpt('repacker_timeout', default=300, min=10,
+               help='Seconds one opie-repacker run (a period, its live '
+                    'migrations included) may take.'),
 ]
 
 

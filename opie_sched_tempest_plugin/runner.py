@@ -32,9 +32,13 @@
    512 MB per vCPU, so the other tests' servers never hold more vCPUs
    than the hosts have and never contend the market (whose notices would
    take their servers away); only the scenario's CPU-heavy flavor can.
+   opie-autoscaler runs with the devcloud's application
+   (``--with-autoscaler``) and opie-repacker in dry run
+   (``--with-repacker``), for the autoscaler and repacker scenarios.
 3. ``tempest init`` in ``DIR/tempest`` and a tempest.conf for the devcloud
    (no Neutron, Cinder or Swift; ``run_validation = false``; the fake
-   driver's abilities; the ``[opie]`` group).
+   driver's abilities; the ``[opie]`` group, with the autoscaler's
+   application and the command running opie-repacker once).
 4. Our plugin's tests, serially (they fill the whole cloud), then the
    selection of Tempest's own compute API tests of ``tempest-include.txt``
    minus ``tempest-exclude.txt`` (each exclusion with its reason), on a
@@ -51,6 +55,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -243,9 +248,15 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                  'market_endpoint': market,
                  'market_notice_period': _market_notice_period(state_dir),
                  'market_contention': _market_contention(state_dir),
-                 'reliability': _reliability_enabled(state_dir),
-                 'autoscaler': False},
+                 'reliability': _reliability_enabled(state_dir)},
     }
+    sections['opie'].update(autoscaler_options(summary.get('autoscaler')))
+    repacker = summary.get('repacker')
+    sections['opie'].update({
+        'repacker': bool(repacker),
+        'repacker_command': (' '.join(shlex.quote(a)
+                                      for a in repacker['command'])
+                             if repacker else None)})
     lines = []
     for section, options in sections.items():
         lines.append('[%s]' % section)
@@ -253,6 +264,26 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                   if v is not None]
         lines.append('')
     return '\n'.join(lines)
+
+
+def autoscaler_options(app):
+    """The ``[opie] autoscaler*`` options of the devcloud's autoscaled
+    application (``summary['autoscaler']`` of ``devcloud up``; None: no
+    autoscaler). The scenario's demands are the option's default."""
+    if not app:
+        return {'autoscaler': False}
+    flavors = sorted(app['flavors'].items())
+    return {
+        'autoscaler': True,
+        'autoscaler_application': app['application'],
+        'autoscaler_tag': app['tag'],
+        'autoscaler_project': app['project'],
+        'autoscaler_demand_file': app['demand_file'],
+        'autoscaler_capacities': ','.join('%s:%g' % (name, f['capacity'])
+                                          for name, f in flavors),
+        'autoscaler_prices': ','.join('%s:%g' % (name, f['price'])
+                                      for name, f in flavors),
+    }
 
 
 def fill_preemptible(clouds_yaml, log):
@@ -362,7 +393,8 @@ def main(argv=None):
                         '--market-period', str(args.market_period),
                         '--market-notice', str(args.market_notice),
                         '--market-tick', '%g' % args.market_tick,
-                        '--reliability',
+                        '--reliability', '--with-autoscaler',
+                        '--with-repacker',
                         '--format', 'json'], log)
         up = True
         if rc:

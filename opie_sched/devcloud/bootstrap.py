@@ -269,6 +269,17 @@ def image_and_flavors(settings, layout, env):
                     layout.log('opie-sched'), env)
 
 
+def autoscaler_flavors(settings):
+    """The public flavors of opie-autoscaler's application
+    (:data:`opie_sched.devcloud.config.AUTOSCALER_FLAVORS`; normal
+    flavors, priced in the applications file)."""
+    conn = admin_connection(settings)
+    for name, vcpus, ram, disk, _capacity, _price in \
+            config.AUTOSCALER_FLAVORS:
+        conn.compute.create_flavor(name=name, vcpus=vcpus, ram=ram,
+                                   disk=disk, is_public=True)
+
+
 def provider_config(settings, layout, index, env):
     """Write compute ``index``'s provider config with ``opie-sched
     provider-config`` before the compute first starts."""

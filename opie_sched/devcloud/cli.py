@@ -112,6 +112,12 @@ def _print_summary(summary, fmt):
                 'alive' if info['alive'] else 'DEAD', info['processes'],
                 info['rss_mib'], info['health'])
         lines.append('  %-*s pid %-7s%s' % (width, name, info['pid'], extra))
+    app = summary.get('autoscaler')
+    if app:
+        lines.append('  opie-autoscaler scales %s (servers tagged %s, '
+                     'project %s); write its demand, vCPU, to %s' % (
+                         app['application'], app['tag'], app['project'],
+                         app['demand_file']))
     if 'rss_mib_total' in summary:
         lines.append('  RSS of all services: %.1f MiB'
                      % summary['rss_mib_total'])
@@ -273,9 +279,17 @@ def register(subparsers):
                          'ReliabilityWeigher in opie-scheduler (failure '
                          'domains from host aggregate metadata)')
     up.add_argument('--with-autoscaler', action='store_true',
-                    help='also run opie-autoscaler')
+                    help='also run opie-autoscaler (as the demo user, '
+                         'every %g s) with one application: flavors %s, '
+                         'demand read from a file of the state directory '
+                         '(0 at first)' % (
+                             config.AUTOSCALER_INTERVAL, ', '.join(
+                                 f[0] for f in config.AUTOSCALER_FLAVORS)))
     up.add_argument('--with-repacker', action='store_true',
-                    help='also run opie-repacker (dry run)')
+                    help='also run opie-repacker (dry run; "opie-repacker '
+                         '--config-file STATE_DIR/etc/opie_sched/'
+                         'opie_sched.conf --once" runs one period of any '
+                         'strategy)')
     up.add_argument('--neutron', choices=config.NEUTRON_MODES,
                     default='server',
                     help='server: the real neutron-server, API only (ML2 '

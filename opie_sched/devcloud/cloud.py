@@ -120,9 +120,16 @@ def write_configs(settings, layout):
                 'glance/locks', 'nova/locks', 'market', 'repacker', 'locks',
                 'logs'):
         os.makedirs(layout.path(sub), exist_ok=True)
-    # opie-autoscaler's applications (none at first; edit the file to add
-    # some, the autoscaler reads it every round).
-    _write(layout.path('autoscaler-apps.yaml'), 'applications: []\n')
+    # opie-autoscaler's applications (it reads the file every round): with
+    # the autoscaler, its test application at demand 0; edit the file to
+    # add others.
+    if settings.with_autoscaler:
+        apps = config.autoscaler_applications(layout)
+        _write(config.autoscaler_demand_file(layout), '0\n')
+    else:
+        apps = {'applications': []}
+    _write(config.autoscaler_applications_file(layout),
+           yaml.safe_dump(apps, default_flow_style=False))
     _write(layout.clouds_yaml, yaml.safe_dump(config.clouds_yaml(settings),
                                               default_flow_style=False))
     os.chmod(layout.clouds_yaml, 0o600)
@@ -338,6 +345,8 @@ class Cloud:
         bootstrap.image_and_flavors(settings, layout, env)
         self.say('image %s, flavors and preemptible twins created'
                  % bootstrap.IMAGE)
+        if settings.with_autoscaler:
+            bootstrap.autoscaler_flavors(settings)
         self._start('market-api', http['market-api'][0],
                     http['market-api'][1])
         for name, (argv, denv) in procs.items():
@@ -442,6 +451,43 @@ class Cloud:
             'services': {name: {'pid': svc['pid'], 'log': svc['log']}
                          for name, svc in state.get('services',
                                                     {}).items()},
+            'autoscaler': (self.autoscaler_summary()
+                           if settings.with_autoscaler else None),
+            'repacker': (self.repacker_summary()
+                         if settings.with_repacker else None),
+        }
+
+    def autoscaler_summary(self):
+        """What a test needs to drive the autoscaler's application:
+        ``{'application', 'tag', 'cloud', 'project', 'applications_file',
+        'demand_file', 'flavors': {name: {'capacity', 'price'}}}``
+        (capacity in vCPU, price in currency per hour)."""
+        _user, project, _role = config.CLOUD_USERS[config.AUTOSCALER_CLOUD]
+        return {
+            'application': config.AUTOSCALER_APP,
+            'tag': config.AUTOSCALER_TAG,
+            'cloud': config.AUTOSCALER_CLOUD,
+            'project': project,
+            'applications_file': config.autoscaler_applications_file(
+                self.layout),
+            'demand_file': config.autoscaler_demand_file(self.layout),
+            'flavors': {name: {'capacity': capacity, 'price': price}
+                        for name, _v, _r, _d, capacity, price
+                        in config.AUTOSCALER_FLAVORS},
+        }
+
+    def repacker_summary(self):
+        """How to run opie-repacker once against this cloud: ``{'command':
+        argv}`` (the environment set with ``env``: the cloud's
+        clouds.yaml; its configuration file, dry run unless a later
+        ``--config-file`` says otherwise), ``'state_dir'``."""
+        return {
+            'command': ['env', 'OS_CLIENT_CONFIG_FILE=%s'
+                        % self.layout.clouds_yaml,
+                        bootstrap._bin('opie-repacker'), '--config-file',
+                        os.path.join(self.layout.etc, 'opie_sched',
+                                     'opie_sched.conf')],
+            'state_dir': self.layout.path('repacker'),
         }
 
     def status(self):

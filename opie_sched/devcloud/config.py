@@ -69,6 +69,28 @@ CLOUD_USERS = {
 #: Service users (in project ``service``, roles admin and service).
 SERVICE_USERS = ('nova', 'placement', 'glance', 'neutron', 'opie-market')
 
+#: opie-autoscaler's application on a devcloud ``--with-autoscaler``: the
+#: autoscaler runs as the demo user (an application owner's credentials)
+#: and scales the servers tagged :data:`AUTOSCALER_TAG` of project demo.
+AUTOSCALER_APP = 'devcloud-app'
+AUTOSCALER_TAG = 'devcloud-app'
+AUTOSCALER_CLOUD = 'devcloud-demo'
+#: Its flavors: (name, vCPU, RAM MB, disk GB, capacity, price). The
+#: capacity is in vCPU (the demand's unit); the price is currency per hour.
+#: The large flavor is cheaper per vCPU (3.5 for 4) but not for small
+#: demands, so the cheapest set (thesis Paper V, 3) changes with the
+#: demand: 2 vCPU -> 2 small (2.0/h), 8 -> 2 large (7.0/h), 3 -> 3 small
+#: (3.0/h, not 1 large at 3.5/h). Every such repacking passes Paper V's
+#: gain test (eq. 3) with the default d and K by at least 6 %.
+AUTOSCALER_FLAVORS = (
+    ('app.small', 1, 512, 1, 1, 1.0),
+    ('app.large', 4, 2048, 1, 4, 3.5),
+)
+#: Seconds between two rounds of the devcloud's autoscaler (and between
+#: two status polls of the servers it boots or deletes).
+AUTOSCALER_INTERVAL = 5.0
+AUTOSCALER_POLL = 1.0
+
 #: ``Settings.neutron``: the real neutron-server (API only: ML2 without
 #: mechanism drivers, no agents) or the stand-in of
 #: :mod:`opie_sched.devcloud.neutron_standin`.
@@ -497,10 +519,12 @@ def market_conf(settings, layout):
         },
         'keystone_authtoken': _authtoken(settings, 'opie-market'),
         'opie_autoscaler': {
-            'cloud': 'devcloud-admin',
+            'cloud': AUTOSCALER_CLOUD,
             'coordination_url': 'file://' + layout.path('locks'),
             'market_url': settings.url('market-api', '/v1'),
-            'applications_file': layout.path('autoscaler-apps.yaml'),
+            'applications_file': autoscaler_applications_file(layout),
+            'interval': AUTOSCALER_INTERVAL,
+            'poll_interval': AUTOSCALER_POLL,
         },
         'opie_repacker': {
             'cloud': 'devcloud-admin',
@@ -508,6 +532,37 @@ def market_conf(settings, layout):
             'dry_run': True,
         },
     }
+
+
+def autoscaler_applications_file(layout):
+    """opie-autoscaler's applications file (re-read every round)."""
+    return layout.path('autoscaler-apps.yaml')
+
+
+def autoscaler_demand_file(layout):
+    """The demand of :data:`AUTOSCALER_APP`, vCPU as a bare number: what a
+    monitoring system would write (``file`` demand source of
+    opie-autoscaler)."""
+    return layout.path('autoscaler-demand')
+
+
+def autoscaler_applications(layout):
+    """The applications file's content (a dict): :data:`AUTOSCALER_APP`
+    on :data:`AUTOSCALER_FLAVORS`, its servers tagged
+    :data:`AUTOSCALER_TAG`, booted from the devcloud's image without a
+    network, its demand read from :func:`autoscaler_demand_file`."""
+    from opie_sched.devcloud import bootstrap
+    return {'applications': [{
+        'name': AUTOSCALER_APP,
+        'tag': AUTOSCALER_TAG,
+        'image': bootstrap.IMAGE,
+        'networks': 'none',
+        'flavors': {name: {'capacity': capacity, 'price': price}
+                    for name, _v, _r, _d, capacity, price
+                    in AUTOSCALER_FLAVORS},
+        'demand': {'source': 'file', 'path': autoscaler_demand_file(layout)},
+        'max_servers': 20,
+    }]}
 
 
 def clouds_yaml(settings):
