@@ -42,6 +42,8 @@ import dataclasses
 
 import numpy as np
 
+from opie_sched.simulator.core import hosts as hosts_mod
+
 #: Paper II §4: hops-to-live of a request.
 HTL = 20
 #: Paper II §4: re-consolidation threshold, fraction of a node's capacity.
@@ -54,16 +56,36 @@ class P2PError(ValueError):
 
 # -- the nodes ---------------------------------------------------------------
 
-class Cluster:
+class _NodeVMs:
+    """``cluster.vms[node]``: that node's ``{vm: demand}``, in placement
+    order (built on access from the shared host model)."""
+
+    def __init__(self, cluster):
+        self._cluster = cluster
+
+    def __getitem__(self, node):
+        c = self._cluster
+        size = c.values['size']
+        return {c._keys[i]: float(size[i, 0]) for i in c.vms_on(node)}
+
+    def __len__(self):
+        return self._cluster.n
+
+
+class Cluster(hosts_mod.Hosts):
     """The servers' state: used capacity and the VMs of each node.
+
+    The simulator's shared host model
+    (:class:`opie_sched.simulator.core.hosts.Hosts`, one dimension:
+    compute units) with the paper's names: ``used[i]`` is node i's
+    allocated capacity; ``vms[i]`` maps vm id -> demand; ``where`` maps vm
+    id -> node. Only :meth:`place`, :meth:`remove` and :meth:`migrate`
+    change the state and each refuses to exceed a node's capacity. Vm ids
+    are any hashable values.
 
     :param n: number of nodes. :param capacity: C_server, compute units
         per node (> 0).
     :raises P2PError: bad ``n`` or ``capacity``.
-
-    ``used[i]`` is node i's allocated capacity; ``vms[i]`` maps vm id ->
-    demand. Only :meth:`place`, :meth:`remove` and :meth:`migrate` change
-    the state and each refuses to exceed a node's capacity.
     """
 
     def __init__(self, n, capacity):
@@ -73,11 +95,19 @@ class Cluster:
                            % (n,))
         if not isinstance(capacity, (int, float)) or capacity <= 0:
             raise P2PError('capacity must be > 0, got %r' % (capacity,))
+        super().__init__(np.full(int(n), float(capacity)),
+                         zero_when_empty=True)
         self.n = int(n)
         self.capacity = float(capacity)
-        self.used = np.zeros(self.n)
-        self.vms = [dict() for _ in range(self.n)]
-        self.where = {}
+        self.used = self.sums['size'][:, 0]
+        self.vms = _NodeVMs(self)
+        self._ids = {}              # vm -> core id
+        self._keys = {}             # core id -> vm
+
+    @property
+    def where(self):
+        """``{vm: node}`` of the placed VMs."""
+        return {vm: int(self.host[i]) for vm, i in self._ids.items()}
 
     def free(self, node):
         return self.capacity - self.used[node]
@@ -96,30 +126,32 @@ class Cluster:
 
         :raises P2PError: not enough room, or ``vm`` already placed.
         """
-        if vm in self.where:
+        if vm in self._ids:
             raise P2PError('vm %r is already placed' % (vm,))
         if demand <= 0:
             raise P2PError('demand must be > 0, got %r' % (demand,))
         if self.used[node] + demand > self.capacity + 1e-9:
             raise P2PError('node %d has %g free, vm %r needs %g'
                            % (node, self.free(node), vm, demand))
-        self.used[node] += demand
-        self.vms[node][vm] = demand
-        self.where[vm] = node
+        i = self.register(size=demand)
+        self._ids[vm] = i
+        self._keys[i] = vm
+        super().place(i, node)
 
     def remove(self, vm):
-        node = self.where.pop(vm)
-        self.used[node] -= self.vms[node].pop(vm)
-        if not self.vms[node]:
-            self.used[node] = 0.0
+        """Take ``vm`` off its node; returns the node."""
+        i = self._ids.pop(vm)
+        del self._keys[i]
+        node = super().remove(i)
+        self.release(i)
         return node
 
     def migrate(self, vm, destination):
-        demand = self.vms[self.where[vm]][vm]
+        i = self._ids[vm]
+        demand = self.values['size'][i, 0]
         if self.used[destination] + demand > self.capacity + 1e-9:
             raise P2PError('node %d cannot take vm %r' % (destination, vm))
-        self.remove(vm)
-        self.place(vm, demand, destination)
+        super().migrate(i, destination)
 
 
 # -- heuristics (§3.1) --------------------------------------------------------

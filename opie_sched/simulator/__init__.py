@@ -22,13 +22,25 @@ pure preemption code the Nova scheduler plugins run
 victim selection of :func:`~opie_sched.preemption.planner.plan_host`
 (Alg. 5).
 
-* :mod:`.cloud` — hosts, their full and normal states, the filters and the
-  ranking;
+Every model runs on one shared core, :mod:`.core` (simulated time, the
+hosts and VMs with their placement / removal / migration accounting, the
+recorded metrics):
+
+* :mod:`.core` -- :mod:`.core.clock`, :mod:`.core.hosts`,
+  :mod:`.core.metrics`;
+* :mod:`.cloud` — hosts (the core's), their full and normal states, the
+  filters and the ranking;
 * :mod:`.policies` — the scheduling policies (``opie`` and the baselines
   ``stock``, ``first-fit`` and ``retry``);
 * :mod:`.engine` — event-driven time (arrivals, departures, preemptions) and
   the recorded time series;
-* :mod:`.report` — summary table, CSV and PNG.
+* :mod:`.report` — summary table, CSV and PNG;
+* :mod:`.scenarios` — the registry of the named paper scenarios, one module
+  each: :mod:`.diehard_table2`, :mod:`.diehard_tables34`,
+  :mod:`.repacking_tables`, :mod:`.repacking_tables45` (both on
+  :mod:`.repacking_strategies`, Paper V's strategies), :mod:`.themis`,
+  :mod:`.rpm_vs_ffd`, :mod:`.preemption_latency`,
+  :mod:`.p2p_consolidation`, :mod:`.gossip_redistribution`.
 
 Nothing here imports Nova.
 """

@@ -32,11 +32,15 @@ questions of a scheduling pass with the scheduler's own pure code:
   :func:`opie_sched.preemption.planner.plan_host` (Alg. 5, exact).
 
 Hosts are kept in name order, so "first host" and "smallest name" agree.
-Per-host amounts live in numpy arrays of shape ``(n_hosts, 3)`` (vCPU, MB,
-GB, the order of :data:`opie_sched.preemption.model.DIMENSIONS`), so that
-the filters are three vectorised comparisons per request, not a loop over
-hosts; a :class:`~opie_sched.preemption.model.HostView` is built only for
-the hosts the preemption phase has to plan. Amounts are meant to be
+The hosts, the instances on them and the per-host sums are the simulator's
+shared host model (:class:`opie_sched.simulator.core.hosts.Hosts`, two
+measures: ``used``, every instance's resources, and ``preemptible``, the
+preemptible instances' only); per-host amounts live in numpy arrays of
+shape ``(n_hosts, 3)`` (vCPU, MB, GB, the order of
+:data:`opie_sched.preemption.model.DIMENSIONS`), so that the filters are
+three vectorised comparisons per request, not a loop over hosts; a
+:class:`~opie_sched.preemption.model.HostView` is built only for the hosts
+the preemption phase has to plan. Amounts are meant to be
 integers (flavor sizes), so the incremental sums are exact and equal to
 those of the HostViews.
 
@@ -52,6 +56,7 @@ import numpy as np
 from opie_sched.preemption import costs
 from opie_sched.preemption import model
 from opie_sched.preemption import planner
+from opie_sched.simulator.core import hosts as hosts_mod
 
 #: Simulated time 0, as the datetime cost modules see.
 EPOCH = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
@@ -174,6 +179,10 @@ class Cloud:
     Attributes (numpy, shape ``(n_hosts, 3)``, vCPU / MB / GB):
     ``cap`` capacity; ``used`` full-state usage; ``pre`` held by preemptible
     instances; ``free_full = cap - used``; ``free_normal = free_full + pre``.
+    ``hosts`` is the shared core's
+    :class:`~opie_sched.simulator.core.hosts.Hosts` holding the instances
+    (``used`` and ``pre`` are its sums); an instance's core id is its slot
+    in the vectorised lower bounds of :meth:`best_plan`.
     """
 
     #: With at most this many candidate hosts needing preemption,
@@ -194,16 +203,19 @@ class Cloud:
         self.names = names
         self.index = {name: i for i, name in enumerate(names)}
         self.capacities = [spec.capacity for spec in specs]
-        # Fortran order: each dimension's column is contiguous, so the
-        # filters compare three contiguous vectors (a row-wise .all(axis=1)
-        # over (n, 3) was the hot spot of the profile at 5000 hosts).
-        self.cap = np.asfortranarray(
-            np.array(self.capacities, dtype=float).reshape(n, _NDIM))
-        self.used = np.zeros((n, _NDIM), order='F')
-        self.pre = np.zeros((n, _NDIM), order='F')
+        self.hosts = hosts_mod.Hosts(
+            np.array(self.capacities, dtype=float).reshape(n, _NDIM),
+            measures=('used', 'preemptible'))
+        # Fortran order (the core's): each dimension's column is
+        # contiguous, so the filters compare three contiguous vectors (a
+        # row-wise .all(axis=1) over (n, 3) was the hot spot of the profile
+        # at 5000 hosts).
+        self.cap = self.hosts.cap
+        self.used = self.hosts.sums['used']
+        self.pre = self.hosts.sums['preemptible']
         self.free_full = self.cap.copy(order='F')
         self.free_normal = self.cap.copy(order='F')
-        self.n_instances = np.zeros(n, dtype=np.int64)
+        self.n_instances = self.hosts.count
         # First-fit index: per block of 2^_BLOCK_SHIFT hosts (in name
         # order), the largest free amount of each dimension in either
         # state, so a first-fit search tests only the blocks that may hold
@@ -214,19 +226,14 @@ class Cloud:
         self._bmax_normal = np.zeros((n_blocks, _NDIM))
         for b in range(n_blocks):
             self._reindex(b)
-        self._instances = [{} for _ in range(n)]
-        self._where = {}            # uuid -> (host, slot, start seconds)
-        # Instance slots, for the vectorised lower bounds of best_plan.
-        self._s_host = np.zeros(16, dtype=np.int64)
+        self._where = {}            # uuid -> (core id, start seconds)
+        self._info = {}             # core id -> InstanceInfo
+        # Per core id, for the vectorised lower bounds of best_plan.
         self._s_pre = np.zeros(16, dtype=bool)
-        self._s_res = np.zeros((16, _NDIM))
         self._s_start = np.zeros(16, dtype=np.int64)
-        self._free_slots = list(range(15, -1, -1))
         #: vCPU held by normal / preemptible instances, whole cloud.
         self.normal_vcpus = 0.0
         self.preemptible_vcpus = 0.0
-        #: hosts running at least one instance.
-        self.active_hosts = 0
 
     @classmethod
     def uniform(cls, n_hosts, spec=None):
@@ -236,6 +243,11 @@ class Cloud:
     @property
     def n_hosts(self):
         return len(self.names)
+
+    @property
+    def active_hosts(self):
+        """Hosts running at least one instance."""
+        return self.hosts.active_hosts
 
     @property
     def capacity_vcpus(self):
@@ -249,44 +261,26 @@ class Cloud:
 
     def host_of(self, uuid):
         """Index of the host running ``uuid``."""
-        return self._where[uuid][0]
+        return int(self.hosts.host[self._where[uuid][0]])
 
     def instances(self, host):
         """The :class:`~opie_sched.preemption.model.InstanceInfo` on a host
         (by index), in arrival order."""
-        return list(self._instances[host].values())
+        info = self._info
+        return [info[vm] for vm in self.hosts.vms_on(host)]
 
-    def _slot(self):
-        if not self._free_slots:
-            size = len(self._s_host)
-            self._s_host = np.concatenate([self._s_host, np.zeros(size,
-                                                                  np.int64)])
-            self._s_pre = np.concatenate([self._s_pre, np.zeros(size, bool)])
-            self._s_res = np.concatenate([self._s_res,
-                                          np.zeros((size, _NDIM))])
-            self._s_start = np.concatenate([self._s_start,
-                                            np.zeros(size, np.int64)])
-            self._free_slots = list(range(2 * size - 1, size - 1, -1))
-        return self._free_slots.pop()
-
-    def _account(self, host, res, preemptible, sign):
+    def _changed(self, host, res, preemptible, sign):
+        """Both states of ``host`` after the core placed (``sign`` 1) or
+        removed (-1) an instance of ``res``."""
         # Element by element (same float operations as the row form
-        # used - row, cap - used, free + pre; a few times faster for
-        # three numbers than numpy's row operations).
+        # cap - used, free + pre; a few times faster for three numbers
+        # than numpy's row operations).
         used, pre, cap = self.used, self.pre, self.cap
         free_full, free_normal = self.free_full, self.free_normal
         for k in range(_NDIM):
-            delta = sign * float(res[k])
-            u = used[host, k] + delta
-            used[host, k] = u
-            f = cap[host, k] - u
+            f = cap[host, k] - used[host, k]
             free_full[host, k] = f
-            if preemptible:
-                p = pre[host, k] + delta
-                pre[host, k] = p
-            else:
-                p = pre[host, k]
-            free_normal[host, k] = f + p
+            free_normal[host, k] = f + pre[host, k]
         if preemptible:
             self.preemptible_vcpus += sign * res[0]
         else:
@@ -300,12 +294,6 @@ class Cloud:
                        out=self._bmax_full[block])
             np.maximum(self._bmax_normal[block], free_normal[host],
                        out=self._bmax_normal[block])
-        before = self.n_instances[host]
-        self.n_instances[host] = before + sign
-        if before == 0:
-            self.active_hosts += 1
-        elif before + sign == 0:
-            self.active_hosts -= 1
 
     def add(self, host, uuid, resources, preemptible, t):
         """Start an instance on host ``host`` (index) at simulated ``t``.
@@ -322,28 +310,37 @@ class Cloud:
         """Put back an instance :meth:`remove` returned (same start)."""
         if info.uuid in self._where:
             raise ValueError('instance %s is already running' % info.uuid)
-        slot = self._slot()
-        self._s_host[slot] = host
-        self._s_pre[slot] = info.preemptible
-        self._s_res[slot] = info.resources
-        self._s_start[slot] = _micros(t)
-        self._where[info.uuid] = (host, slot, t)
-        self._instances[host][info.uuid] = info
-        self._account(host, info.resources, info.preemptible, +1)
+        res = info.resources
+        vm = self.hosts.register(
+            used=res, preemptible=res if info.preemptible else 0.0)
+        if vm >= len(self._s_pre):
+            size = max(len(self.hosts.host), vm + 1)
+            grow = size - len(self._s_pre)
+            self._s_pre = np.concatenate([self._s_pre,
+                                          np.zeros(grow, bool)])
+            self._s_start = np.concatenate([self._s_start,
+                                            np.zeros(grow, np.int64)])
+        self._s_pre[vm] = info.preemptible
+        self._s_start[vm] = _micros(t)
+        self._where[info.uuid] = (vm, t)
+        self._info[vm] = info
+        self.hosts.place(vm, host)
+        self._changed(host, res, info.preemptible, +1)
 
     def remove(self, uuid):
         """Stop an instance; ``(host index, InstanceInfo, start seconds)``.
         """
-        host, slot, t = self._where.pop(uuid)
-        info = self._instances[host].pop(uuid)
-        self._s_pre[slot] = False
-        self._free_slots.append(slot)
-        self._account(host, info.resources, info.preemptible, -1)
+        vm, t = self._where.pop(uuid)
+        info = self._info.pop(vm)
+        host = self.hosts.remove(vm)
+        self.hosts.release(vm)
+        self._s_pre[vm] = False
+        self._changed(host, info.resources, info.preemptible, -1)
         return host, info, t
 
     def start_time(self, uuid):
         """Simulated second at which ``uuid`` started."""
-        return self._where[uuid][2]
+        return self._where[uuid][1]
 
     # -- the dual state ----------------------------------------------------
 
@@ -504,11 +501,14 @@ class Cloud:
             return None
         pos_of = np.full(self.n_hosts, -1, dtype=np.int64)
         pos_of[idx] = np.arange(idx.size)
-        slots = np.flatnonzero(self._s_pre & (pos_of[self._s_host] >= 0))
-        pos = pos_of[self._s_host[slots]]
-        res = self._s_res[slots]
+        n_ids = len(self.hosts.host)
+        s_host = np.maximum(self.hosts.host, 0)     # unplaced: not _s_pre
+        s_pre = self._s_pre[:n_ids]
+        slots = np.flatnonzero(s_pre & (pos_of[s_host] >= 0))
+        pos = pos_of[s_host[slots]]
+        res = self.hosts.values['used'][slots]
         runtime = np.maximum((_micros(t) - self._s_start[slots]) / 1e6, 0.0)
-        cost = evaluate(runtime, res, self.cap[self._s_host[slots]])
+        cost = evaluate(runtime, res, self.cap[s_host[slots]])
         deficit = np.clip(req - self.free_full[idx], 0.0, None)
         bound = np.full(idx.size, np.inf)
         np.minimum.at(bound, pos, cost)

@@ -14,8 +14,8 @@
 Sedaghat et al., "Die-Hard: Reliable Scheduling to Survive Correlated
 Failures in Cloud Data Centers" (thesis Paper VI), §5.2: S_min = 0.999,
 K = 500, job durations 80 h (Tables 3 and 4) and 168 h (Table 4); DH,
-Proportional and HRF (:func:`opie_sched.diehard.plan`) on the thesis
-topology (:func:`opie_sched.diehard.thesis_topology`) under three
+Proportional and HRF (:func:`opie_sched.diehard.planner.plan`) on the thesis
+topology (:func:`opie_sched.diehard.topology.thesis_topology`) under three
 capacity models, because HRF's rows depend on how many tasks a domain
 holds:
 
@@ -39,7 +39,9 @@ import collections
 
 import numpy as np
 
-from opie_sched import diehard
+from opie_sched.diehard import planner as dh_plan
+from opie_sched.diehard import reliability as dh_rel
+from opie_sched.diehard import topology as dh_topo
 from opie_sched.simulator import tables
 
 #: Thesis Paper VI Tables 3 and 4 (S_min = 0.999, K = 500): hours ->
@@ -81,12 +83,12 @@ def dual_homed_spread(topology, total):
 def _one(topology, hours):
     out = {}
     for alg, paper in TABLES34[hours].items():
-        plan = diehard.plan(topology, TASKS, TARGET, hours, algorithm=alg)
+        plan = dh_plan.plan(topology, TASKS, TARGET, hours, algorithm=alg)
         row = {'extra': plan.extra, 'reliability': plan.reliability.value,
                'affinity': plan.affinity_score, 'met': plan.met,
                'largest_domain': max(plan.placement.values())}
         if alg == 'hrf':
-            at = diehard.plan(topology, TASKS, TARGET, hours,
+            at = dh_plan.plan(topology, TASKS, TARGET, hours,
                               algorithm='hrf', max_extra=paper[0])
             row['s_at_paper_n'] = at.reliability.value
             row['affinity_at_paper_n'] = at.affinity_score
@@ -94,9 +96,9 @@ def _one(topology, hours):
     dh_n = TABLES34[hours]['diehard'][0]
     vec = dual_homed_spread(topology, TASKS + dh_n)
     out['dual'] = {'extra': dh_n,
-                   'reliability': diehard.reliability(
+                   'reliability': dh_rel.reliability(
                        topology, vec, TASKS, hours).value,
-                   'affinity': diehard.affinity_score(vec)}
+                   'affinity': dh_rel.affinity_score(vec)}
     return out
 
 
@@ -115,7 +117,7 @@ def diehard_tables34(reduced=False, seed=0):
               'rows': [], 'capacity': {}}
     rows = []
     for model, (task, background) in MODELS.items():
-        topos = [diehard.thesis_topology(seed + r, task, background)
+        topos = [dh_topo.thesis_topology(seed + r, task, background)
                  for r in range(runs)]
         biggest = [max(c.hosts for c in t.cells) for t in topos]
         result['capacity'][model] = {

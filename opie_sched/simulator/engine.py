@@ -22,6 +22,12 @@ Events at the same second are handled departures first, then arrivals in
 preempts them, before its servers start (the opie scheduler holds the
 request until its victims are gone, see :mod:`opie_sched.scheduler.manager`).
 
+Time, the instances' placement and the samples are the shared core's
+(:mod:`opie_sched.simulator.core`): the arrivals and the departure queue
+are merged by :func:`opie_sched.simulator.core.clock.merge`, the cloud's
+hosts are a :class:`opie_sched.simulator.core.hosts.Hosts` and the samples
+a :class:`opie_sched.simulator.core.metrics.Series`.
+
 After every event the engine records a sample (one per distinct time) of
 vCPU in use by normal and preemptible instances, active hosts, and the
 running totals of failed normal requests, rejected preemptible requests,
@@ -29,15 +35,15 @@ preemptions and their cost: a step function of time, see
 :class:`SimResult`.
 """
 
-import array
 import dataclasses
-import heapq
 import math
 import time
 
 import numpy as np
 
 from opie_sched.simulator import cloud as cloud_mod
+from opie_sched.simulator.core import clock
+from opie_sched.simulator.core import metrics
 from opie_sched.simulator import policies as policies_mod
 
 #: Columns of :attr:`SimResult.series`, in order, with their units.
@@ -228,53 +234,43 @@ class Simulator:
         :returns: :class:`SimResult`.
         """
         cloud = self.cloud
-        reqs = sorted(requests, key=lambda r: (r.submit, r.job_id))
+        arrivals = clock.Arrivals(requests, key=lambda r: (r.submit,
+                                                           r.job_id),
+                                  time=lambda r: r.submit)
         result = SimResult(label or self.policy.name, self.policy.name,
                            cloud.n_hosts, cloud.capacity_vcpus)
+        last = arrivals.last_time()
         result.horizon = (horizon if horizon is not None
-                          else (reqs[-1].submit if reqs else 0.0))
-        cols = [array.array('d') for _ in SERIES]
-        departures = []
-        seq = 0
-        n = len(reqs)
-        i = 0
+                          else (last if last is not None else 0.0))
+        series = metrics.Series(name for name, _ in SERIES)
+        departures = clock.EventQueue()
+        n = arrivals.total
         started = time.perf_counter()
-        while i < n or departures:
-            if departures and (i >= n or departures[0][0] <= reqs[i].submit):
-                t, _, uuid = heapq.heappop(departures)
-                if uuid not in cloud:
+        for kind, t, item in clock.merge(arrivals, departures):
+            if kind is clock.EVENT:
+                if item not in cloud:
                     continue            # preempted earlier
-                cloud.remove(uuid)
+                cloud.remove(item)
             else:
-                req = reqs[i]
-                t = req.submit
+                i, req = item
                 uuids = ['r%08d-%03d' % (i, k) for k in range(req.count)]
                 outcome = self.policy.schedule(cloud, req, uuids, t)
                 self._account(result, req, outcome, t)
                 if outcome.ok:
                     end = t + max(req.runtime, 0.0)
                     for uuid in uuids:
-                        seq += 1
-                        heapq.heappush(departures, (end, seq, uuid))
+                        departures.push(end, uuid)
                 i += 1
                 if self.progress and self.progress_every and (
                         i % self.progress_every == 0 or i == n):
                     self.progress(self._progress_line(result, i, n, t))
             result.events += 1
-            row = (t, cloud.normal_vcpus, cloud.preemptible_vcpus,
-                   cloud.active_hosts, result.normal_failed,
-                   result.preemptible_rejected, result.preemptions,
-                   result.preemption_cost)
-            if cols[0] and cols[0][-1] == t:
-                for col, value in zip(cols, row):
-                    col[-1] = value
-            else:
-                for col, value in zip(cols, row):
-                    col.append(value)
+            series.record((t, cloud.normal_vcpus, cloud.preemptible_vcpus,
+                           cloud.active_hosts, result.normal_failed,
+                           result.preemptible_rejected, result.preemptions,
+                           result.preemption_cost))
         result.wall_seconds = time.perf_counter() - started
-        result.series = {name: np.frombuffer(col, dtype=float) if col
-                         else np.zeros(0)
-                         for (name, _), col in zip(SERIES, cols)}
+        result.series = series.arrays()
         return result
 
     def _account(self, result, req, outcome, t):

@@ -42,12 +42,21 @@ lifetimes are at least 20 timesteps, a new VM goes to the most utilised
 under α, else to a sleeping PM of that view (woken up), and is rejected
 when the view has neither. ``run(strategy, vms_per_pm=8.0)`` runs the
 same experiment on a four times heavier load.
+
+The data centre (PMs of capacity 1 in CPU and memory, the VMs' placement
+and migrations) is the shared core's
+:class:`~opie_sched.simulator.core.hosts.Hosts` and the monitoring epochs
+its :class:`~opie_sched.simulator.core.clock.StepClock`; the protocol
+(:class:`opie_sched.consolidation.gossip.Gossip`) decides on its own
+virtual mapping, whose plan the scenario then migrates.
 """
 
 import numpy as np
 
 from opie_sched.consolidation import gossip
 from opie_sched.consolidation import overlay as overlay_mod
+from opie_sched.simulator.core import clock
+from opie_sched.simulator.core import hosts as hosts_mod
 
 #: Paper III Table 1: name -> (vCPU % of a PM, memory % of a PM, GB).
 VM_TYPES = {
@@ -123,13 +132,12 @@ class Workload:
             self.gb_nominal * f
 
 
-def _place(vms, host, cpu, mem, pms, sampling, rng, strategy, initial):
-    """Place ``vms`` (ids) one by one; the number rejected."""
-    c = np.zeros(pms)
-    m = np.zeros(pms)
-    on = host >= 0
-    np.add.at(c, host[on], cpu[on])
-    np.add.at(m, host[on], mem[on])
+def _place(vms, dc, cpu, mem, pms, sampling, rng, strategy, initial):
+    """Place ``vms`` (ids) one by one on ``dc`` (the core's
+    :class:`~opie_sched.simulator.core.hosts.Hosts`, sums up to date);
+    the number rejected."""
+    c = dc.sums['size'][:, 0]
+    m = dc.sums['size'][:, 1]
     rejected = 0
     a = gossip.ALPHA
     for vm in vms:
@@ -151,13 +159,13 @@ def _place(vms, host, cpu, mem, pms, sampling, rng, strategy, initial):
             pm = int(cands[int(rng.integers(len(cands)))])
         else:
             pm = int(cands[int(np.argmax(c[cands] + m[cands]))])
-        host[vm] = pm
-        c[pm] += cpu[vm]
-        m[pm] += mem[vm]
+        dc.place(vm, pm)
     return rejected
 
 
 def _used(host, cpu, mem, pms):
+    """CPU and memory used per PM by a mapping ``host`` (the protocol's
+    virtual one), from scratch."""
     c = np.zeros(pms)
     m = np.zeros(pms)
     on = host >= 0
@@ -182,20 +190,29 @@ def run(strategy, seed=0, trace=None, **params):
                     cfg['min_lifetime'], seed, cfg['vms_per_pm'])
     rng = np.random.default_rng(seed + 7)
     sampling = overlay_mod.PeerSampling(pms, k, seed=seed + 11)
-    host = np.full(len(work.cpu_nominal), -1, dtype=np.int64)
+    dc = hosts_mod.Hosts(np.ones((pms, 2)))
+    dc.register_many(len(work.cpu_nominal))
+    host = dc.host
     every = cfg['monitor_every']
     totals = {'migrations': 0, 'rejections': 0, 'overload_time': 0,
               'cycles': 0}
     samples = []
     placed_before = np.zeros(len(host), dtype=bool)
-    for epoch, t in enumerate(range(0, cfg['steps'], every)):
+    epochs = len(range(0, cfg['steps'], every))
+    for epoch, t in clock.StepClock(every).steps(epochs):
         cpu, mem, gb = work.demand(t)
         alive = work.alive(t)
-        host[~alive] = -1
+        gone = np.flatnonzero(~alive & (host >= 0))
+        if gone.size:
+            dc.remove_many(gone)
         new = np.nonzero(alive & ~placed_before & (host < 0))[0]
         placed_before |= alive
-        rejected = _place(new, host, cpu, mem, pms, sampling, rng, strategy,
+        dc.values['size'][:, 0] = cpu
+        dc.values['size'][:, 1] = mem
+        dc.refresh()
+        rejected = _place(new, dc, cpu, mem, pms, sampling, rng, strategy,
                           initial=(epoch == 0))
+        dc.refresh()
         if epoch > 0:
             totals['rejections'] += rejected
         cpu = np.where(host >= 0, cpu, 0.0)
@@ -211,8 +228,8 @@ def run(strategy, seed=0, trace=None, **params):
                 trace.append(gossip.metrics(pms, c, m))
 
         if trace is not None and epoch == 0:
-            c, m = _used(host, cpu, mem, pms)
-            trace.append(gossip.metrics(pms, c, m))
+            trace.append(gossip.metrics(pms, dc.sums['size'][:, 0],
+                                        dc.sums['size'][:, 1]))
         cycles = 0
         if strategy != gossip.RANDOM:
             cycles = proto.converge(cfg['max_cycles'], on_cycle)
@@ -221,10 +238,13 @@ def run(strategy, seed=0, trace=None, **params):
         # ones left after the protocol for the rest of the epoch.
         totals['overload_time'] += sum(over[:-1]) + over[-1] * max(
             0, every - cycles)
-        totals['migrations'] += len(proto.plan())
-        proto.apply()
-        host = proto.host
-        samples.append(gossip.metrics(pms, *_used(host, cpu, mem, pms)))
+        plan = proto.plan()
+        totals['migrations'] += len(plan)
+        for vm, _, destination in plan:
+            dc.migrate(vm, destination)
+        dc.refresh()
+        samples.append(gossip.metrics(pms, dc.sums['size'][:, 0],
+                                      dc.sums['size'][:, 1]))
     out = {key: float(np.mean([s[key] for s in samples]))
            for key in ('cpu', 'mem', 'active', 'power', 'imbalance')}
     out.update(totals)

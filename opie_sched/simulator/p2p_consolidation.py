@@ -42,12 +42,11 @@ P_max nor the power cost; ours are in :data:`FULL` and
 policy), and the paper's "time unit" is ours.
 """
 
-import heapq
-
 import numpy as np
 
 from opie_sched.consolidation import overlay as overlay_mod
 from opie_sched.consolidation import p2p
+from opie_sched.simulator.core import clock
 
 #: Paper II Table 2: nodes hibernated by re-consolidation.
 PAPER_TABLE2 = {'Central-FF': 35, 'Central-Max': 202, 'Central-Min': 2693,
@@ -108,25 +107,26 @@ def simulate(policy, reconsolidation, seed=0, power=None, **params):
     entries = work.integers(0, cfg['nodes'], cfg['requests'])
     hub = net.hub()
     cluster = p2p.Cluster(cfg['nodes'], cfg['capacity'])
-    events = []
+    # Event kinds, also their order at equal times: sample, arrival,
+    # re-consolidation, departure (then by request number).
+    events = clock.EventQueue()
     for j in range(cfg['requests']):
         if arrivals[j] < cfg['duration']:
-            heapq.heappush(events, (float(arrivals[j]), 1, j))
+            events.push(float(arrivals[j]), (1, j), priority=(1, j))
     t = cfg['sample_every']
     while t < cfg['duration']:
-        heapq.heappush(events, (t, 0, -1))
+        events.push(t, (0, -1), priority=(0, -1))
         t += cfg['sample_every']
     if reconsolidation:
         t = cfg['reconsolidate_every']
         while t < cfg['duration']:
-            heapq.heappush(events, (t, 2, -2))
+            events.push(t, (2, -2), priority=(2, -2))
             t += cfg['reconsolidate_every']
     warm = cfg['warmup'] * cfg['duration']
     hops, demanded, served = [], 0.0, 0.0
     samples = {'u_dc': [], 'u_node': [], 'active': [], 'profit': []}
     hibernated = migrations = 0
-    while events:
-        now, kind, j = heapq.heappop(events)
+    for now, (kind, j) in events.drain():
         if kind == 3:
             cluster.remove(j)
         elif kind == 1:
@@ -138,7 +138,7 @@ def simulate(policy, reconsolidation, seed=0, power=None, **params):
                 demanded += demands[j]
             if walk.node is not None:
                 cluster.place(j, float(demands[j]), walk.node)
-                heapq.heappush(events, (now + lifetimes[j], 3, j))
+                events.push(now + lifetimes[j], (3, j), priority=(3, j))
                 if now >= warm:
                     served += demands[j]
         elif kind == 2:

@@ -13,11 +13,12 @@
 
 Sedaghat, Hernández-Rodriguez and Elmroth, "Autonomic resource
 management for cloud applications: the repacking approach" (thesis Paper
-V), §6.3: S_delta_Repacked (:class:`opie_sched.repacking.SDeltaRepacked`)
-on application B with a short stability interval d (180 min; 100 min for
-Increase2) and the long one (1000 min), cheap (4 min) and expensive
-(20 min) reconfigurations, K = 1 %: the number of reconfigurations (Table
-4) and the total cost (Table 5).
+V), §6.3: S_delta_Repacked
+(:class:`~opie_sched.simulator.repacking_strategies.SDeltaRepacked`) on
+application B with a short stability interval d (180 min; 100 min for
+Increase2) and the long one (1000 min), cheap (4 min) and expensive (20
+min) reconfigurations, K = 1 %: the number of reconfigurations (Table 4)
+and the total cost (Table 5).
 
 The direction to check: with expensive R a short d avoids repacks that
 would not amortise, so fewer reconfigurations; the thesis finds the total
@@ -35,6 +36,8 @@ import collections
 import numpy as np
 
 from opie_sched import repacking
+from opie_sched.repacking import vmtypes
+from opie_sched.simulator import repacking_strategies
 from opie_sched.simulator import tables
 
 #: Thesis Paper V Tables 4 and 5 (App B, S_delta_Repacked): workload ->
@@ -66,18 +69,19 @@ K = 0.01
 
 
 def realised_intervals(sim, strategy):
-    """Per reconfiguration of ``sim`` (a :class:`~opie_sched.repacking.
-    Simulation` of an S_delta_Repacked ``strategy``): ``(interval
-    minutes, realised gain)``. A step is a reconfiguration when its set is
-    not the one S_delta's rule proposed; the interval runs to the next
-    reconfiguration or the end of the run; P is the price of the proposed
-    set, P̂ the repacked set's, R what was paid."""
+    """Per reconfiguration of ``sim`` (a
+    :class:`~opie_sched.simulator.repacking_strategies.Simulation` of an
+    S_delta_Repacked ``strategy``): ``(interval minutes, realised gain)``.
+    A step is a reconfiguration when its set is not the one S_delta's rule
+    proposed; the interval runs to the next reconfiguration or the end of
+    the run; P is the price of the proposed set, P̂ the repacked set's, R
+    what was paid."""
     cat = strategy.cat
     prev = [0] * len(cat.names)
     found = []
     for t, load in enumerate(sim.demand):
         vec = cat.vector(sim.sets[t], 'set')
-        before = strategy._delta(repacking._exact(load, 'load'), prev)
+        before = strategy._delta(vmtypes._exact(load, 'load'), prev)
         if list(before) != list(vec):
             found.append((t, float(cat.price_of(before))))
         prev = vec
@@ -112,7 +116,7 @@ def repacking_tables45(reduced=False, seed=0):
         demand, step = series[wl]
         for rc in ('cheap', 'expensive'):
             for dk, d_min in (('short', float(short)), ('long', LONG_D)):
-                strategy = repacking.make_strategy(
+                strategy = repacking_strategies.make_strategy(
                     'S_delta_Repacked', types, d=d_min / 60.0, K=K,
                     repack_time=REPACK_MINUTES[rc] / 60.0)
                 sim = strategy.run(demand, step)

@@ -52,6 +52,12 @@ The two policies share everything but the ranking of candidate hosts:
 
 Units: ECU and GB for sizes, MB for data transfer inside the model (GB in
 the results), minutes for the time step.
+
+The hosts, the VMs' placement and its accounting are the simulator's
+shared core (:class:`opie_sched.simulator.core.hosts.Hosts`, measures
+``reserved`` and ``used``, each (ECU, GB)); time is its
+:class:`~opie_sched.simulator.core.clock.StepClock` (one-minute steps) and
+the arrivals its :class:`~opie_sched.simulator.core.clock.Arrivals`.
 """
 
 import collections
@@ -61,6 +67,8 @@ import random
 import numpy as np
 
 from opie_sched.rpm import model as rpm
+from opie_sched.simulator.core import clock
+from opie_sched.simulator.core import hosts as hosts_mod
 from opie_sched.simulator import tables
 from opie_sched.workload import generator
 
@@ -181,6 +189,12 @@ def _live_dt_mb(mem_gb):
 class DataCentre(object):
     """Hosts, VMs and counters of one run (one-minute steps).
 
+    VM ``i`` of ``vms`` is id ``i`` of the core's
+    :class:`~opie_sched.simulator.core.hosts.Hosts` (:attr:`hosts`);
+    ``host``, ``cpu``/``mem`` (reservations), ``use_cpu``/``use_mem``
+    (current use) and the per-host sums ``rc``/``rm``/``uc``/``um`` and
+    ``count`` are views of its arrays.
+
     :param n_hosts: hosts (a multiple of :data:`GROUP_SIZE`).
     :param vms: requests of :func:`thesis_load`.
     :param policy: ``'ffd'`` or ``'rpm'``.
@@ -202,14 +216,26 @@ class DataCentre(object):
         self.discovery = discovery
         self.max_ttl = max_ttl
         self.vms = vms
-        self.host = np.full(len(vms), -1)
-        self.cpu = np.array([v['cpu'] for v in vms], dtype=float)
-        self.mem = np.array([v['mem'] for v in vms], dtype=float)
+        self.hosts = hosts_mod.Hosts(np.tile([HOST_CPU, HOST_MEM],
+                                             (n_hosts, 1)),
+                                     measures=('reserved', 'used'))
+        reserved = np.array([(v['cpu'], v['mem']) for v in vms],
+                            dtype=float).reshape(len(vms), 2)
+        self.hosts.register_many(len(vms), reserved=reserved,
+                                 used=reserved)
+        self.host = self.hosts.host
+        self.cpu = self.hosts.values['reserved'][:, 0]
+        self.mem = self.hosts.values['reserved'][:, 1]
+        self.use_cpu = self.hosts.values['used'][:, 0]
+        self.use_mem = self.hosts.values['used'][:, 1]
+        self.rc = self.hosts.sums['reserved'][:, 0]
+        self.rm = self.hosts.sums['reserved'][:, 1]
+        self.uc = self.hosts.sums['used'][:, 0]
+        self.um = self.hosts.sums['used'][:, 1]
+        self.count = self.hosts.count
         self.service = np.array([v['kind'] == 'service' for v in vms])
         self.u = np.array([v['u'] for v in vms])
         self.s = np.array([v['s'] for v in vms])
-        self.use_cpu = self.cpu.copy()
-        self.use_mem = self.mem.copy()
         self.dt_mb = np.where(self.service,
                               [_live_dt_mb(m) for m in self.mem],
                               self.mem * 1024.0)
@@ -224,7 +250,6 @@ class DataCentre(object):
                     for h in range(n_hosts)]
         self.overlay = rpm.Overlay(self.loc, neighbours)
         self.rng = random.Random('%s-%s-discovery' % (seed, discovery))
-        self._refresh()
 
     # -- state ----------------------------------------------------------------
 
@@ -236,30 +261,13 @@ class DataCentre(object):
             2 * math.pi * t / 86400.0 - 2 * math.pi * self.s[svc]))
         self.use_cpu[svc] = self.cpu[svc] * frac
         self.use_mem[svc] = self.mem[svc] * frac
-        self._refresh()
+        self.hosts.refresh()
 
-    def _refresh(self):
-        on = self.host >= 0
-        h, n = self.host[on], self.n
-        self.rc = np.bincount(h, self.cpu[on], n)
-        self.rm = np.bincount(h, self.mem[on], n)
-        self.uc = np.bincount(h, self.use_cpu[on], n)
-        self.um = np.bincount(h, self.use_mem[on], n)
-        self.count = np.bincount(h, minlength=n)
-
-    def _place(self, vm, dst):
-        old = self.host[vm]
-        for arr, val in ((self.rc, self.cpu), (self.rm, self.mem),
-                         (self.uc, self.use_cpu), (self.um, self.use_mem)):
-            if old >= 0:
-                arr[old] -= val[vm]
-            if dst >= 0:
-                arr[dst] += val[vm]
-        if old >= 0:
-            self.count[old] -= 1
-        if dst >= 0:
-            self.count[dst] += 1
-        self.host[vm] = dst
+    def depart(self, t, ends):
+        """Take off the placed VMs whose lifetime ended by ``t``."""
+        gone = np.flatnonzero((self.host >= 0) & (ends <= t))
+        if gone.size:
+            self.hosts.remove_many(gone)
 
     def utilisation(self, h):
         return self.uc[h] / HOST_CPU, self.um[h] / HOST_MEM
@@ -336,7 +344,7 @@ class DataCentre(object):
         src = self.host[vm]
         self.counts['dist%d' % rpm.distance(self.loc[src], self.loc[dst])] \
             += 1
-        self._place(vm, dst)
+        self.hosts.migrate(vm, dst)
         kind = 'service' if self.service[vm] else 'batch'
         gb = self.dt_mb[vm] / 1024.0
         self.counts['migrations'] += 1
@@ -390,17 +398,17 @@ def _resolve_underload(dc, h):
                         active_only=True)
         if dst is None:
             break
-        done.append((vm, dc.host[vm]))
-        dc._place(vm, dst)
+        done.append((vm, int(dc.host[vm])))
+        dc.hosts.relocate(vm, dst)      # what-if, undone below
     if len(done) < len(vms):
         for vm, src in reversed(done):
-            dc._place(vm, src)
+            dc.hosts.relocate(vm, src)
         dc.counts['unresolved'] += 1
         return 0.0
     moved = 0.0
     for vm, src in done:
-        dst = dc.host[vm]
-        dc._place(vm, src)
+        dst = int(dc.host[vm])
+        dc.hosts.relocate(vm, src)
         moved += dc.migrate(vm, dst)
     return moved
 
@@ -411,24 +419,19 @@ def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
     dc = DataCentre(n_hosts, vms, policy, discovery, seed, max_ttl)
     steps = int(round(hours * 60))
     entry_rng = random.Random('%s-entry' % seed)
-    order = sorted(range(len(vms)), key=lambda k: vms[k]['arrival'])
+    arrivals = clock.Arrivals(range(len(vms)),
+                              key=lambda k: vms[k]['arrival'])
     ends = np.array([math.inf if v['end'] is None else v['end']
                      for v in vms])
-    nxt = 0
     hist_c, hist_m = [], []
     pending_under = {}
     active_sum = 0
     peak = 0.0
     trigger_data = 0.0
-    for minute in range(steps):
-        t = minute * 60.0
-        gone = (dc.host >= 0) & (ends <= t)
-        dc.host[gone] = -2
+    for minute, t in clock.StepClock(60.0).steps(steps):
+        dc.depart(t, ends)
         dc.demand(t)
-        new = []
-        while nxt < len(order) and vms[order[nxt]]['arrival'] <= t:
-            new.append(order[nxt])
-            nxt += 1
+        new = arrivals.due(t)
         weights = _weights(dc)
         new.sort(key=lambda v: (-ffd_sum_volume(weights, dc.cpu[v],
                                                 dc.mem[v]), v))
@@ -437,10 +440,9 @@ def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
             dst = dc.choose(vm, entry, urgent=not dc.service[vm],
                             migrating=False)
             if dst is None:
-                dc.host[vm] = -3
                 dc.counts['rejected'] += 1
             else:
-                dc._place(vm, dst)
+                dc.hosts.place(vm, dst)
         hist_c.append(np.minimum(dc.uc / HOST_CPU, 2.0))
         hist_m.append(np.minimum(dc.um / HOST_MEM, 2.0))
         del hist_c[:-rpm.HISTORY_SAMPLES], hist_m[:-rpm.HISTORY_SAMPLES]

@@ -53,6 +53,14 @@ charged what their share costs at the clearing price (their bid when no
 cap binds, the market core's rule), EDF is not clairvoyant (it orders by
 deadline, starts what fits, and stops a job at its deadline; it never
 uses the run time), FCFS runs in arrival order to completion.
+
+Time is the shared core's (:mod:`opie_sched.simulator.core`): a
+:class:`~opie_sched.simulator.core.clock.StepClock` of one scheduling
+period, the trace's jobs as
+:class:`~opie_sched.simulator.core.clock.Arrivals`; the batch schedulers'
+pool (cores, memory GB) is one host of
+:class:`~opie_sched.simulator.core.hosts.Hosts` on which a started job's
+tasks are placed and from which they are removed when it stops.
 """
 
 import collections
@@ -62,6 +70,8 @@ import random
 
 from opie_sched.market import pricing
 from opie_sched.market import slo
+from opie_sched.simulator.core import clock as clock_mod
+from opie_sched.simulator.core import hosts as hosts_mod
 from opie_sched.simulator import tables
 
 TRACE = 'HPC2N-2002-2.2-cln.swf.gz'
@@ -264,19 +274,19 @@ def run_queue(jobs, cores, order, memory_gb=None, backfill=False,
     ``period`` s.
     """
     dt = period
-    pending, running, now = [], [], 0.0
-    free_c = float(cores)
-    free_m = float(memory_gb) if memory_gb else math.inf
-    arrivals = sorted(jobs, key=lambda j: (j.submit, j.jid))
-    k = 0
+    clock = clock_mod.StepClock(dt, start=0.0)
+    pending, running = [], []
+    pool = hosts_mod.Hosts([[float(cores), float(memory_gb) if memory_gb
+                             else math.inf]])
+    arrivals = clock_mod.Arrivals(jobs, key=lambda j: (j.submit, j.jid),
+                                  time=lambda j: j.submit)
+    placed = {}
 
     def need(j):
         return j.tasks, (j.mem or 0.0) * j.tasks
 
-    while k < len(arrivals) or pending or running:
-        while k < len(arrivals) and arrivals[k].submit <= now:
-            pending.append(arrivals[k])
-            k += 1
+    for now, due in clock.run(arrivals, lambda: pending or running):
+        pending.extend(due)
         if order == 'edf':
             pending.sort(key=lambda j: (j.deadline, j.jid))
         keep = []
@@ -286,11 +296,12 @@ def run_queue(jobs, cores, order, memory_gb=None, backfill=False,
                 job.state = 'dropped'
                 continue
             c, m = need(job)
+            free_c, free_m = pool.free(0)
             if not blocked and c <= free_c and m <= free_m + 1e-9:
                 running.append(job)
                 job.state = 'running'
-                free_c -= c
-                free_m -= m
+                placed[job.jid] = vm = pool.register(size=(c, m))
+                pool.place(vm, 0)
             else:
                 keep.append(job)
                 if order == 'fcfs' and not backfill:
@@ -298,7 +309,7 @@ def run_queue(jobs, cores, order, memory_gb=None, backfill=False,
         pending = keep
         for job in running:
             _advance(job, 1.0, now, dt)
-        now += dt
+        now = clock.tick()
         for job in running:
             _note_deadline(job, now)
         for job in pending:
@@ -309,11 +320,9 @@ def run_queue(jobs, cores, order, memory_gb=None, backfill=False,
             if stop:
                 running.remove(job)
                 job.state = 'done' if job.finish is not None else 'stopped'
-                c, m = need(job)
-                free_c += c
-                free_m += m
-        if not running and not pending and k < len(arrivals):
-            now = max(now, dt * math.floor(arrivals[k].submit / dt))
+                vm = placed.pop(job.jid)
+                pool.remove(vm)
+                pool.release(vm)
     return jobs
 
 
@@ -456,15 +465,15 @@ def run_market(jobs, cores, memory_gb=None, seed=0, period=PERIOD):
     """
     rng = random.Random(seed)
     dt = period
+    clock = clock_mod.StepClock(dt, start=0.0)
     cap_c = float(cores)
     cap_m = float(memory_gb) if memory_gb else None
-    arrivals = sorted(jobs, key=lambda j: (j.submit, j.jid))
-    active, k, now = [], 0, 0.0
+    arrivals = clock_mod.Arrivals(jobs, key=lambda j: (j.submit, j.jid),
+                                  time=lambda j: j.submit)
+    active = []
     stats = collections.Counter()
-    while k < len(arrivals) or active:
-        while k < len(arrivals) and arrivals[k].submit <= now:
-            active.append(arrivals[k])
-            k += 1
+    for now, due in clock.run(arrivals, lambda: active):
+        active.extend(due)
         for job in active:
             job.account.renew()
         running = [j for j in active if j.state == 'running']
@@ -500,7 +509,7 @@ def run_market(jobs, cores, memory_gb=None, seed=0, period=PERIOD):
             _advance(job, rate, now + (dt - run_dt), run_dt)
             job.alloc_est = rate if job.alloc_est is None else (
                 EWMA * rate + (1 - EWMA) * job.alloc_est)
-        now += dt
+        now = clock.tick()
         for job in active:
             _note_deadline(job, now)
         p_c, p_m = _prices(running, cap_c, cap_m)
@@ -524,8 +533,6 @@ def run_market(jobs, cores, memory_gb=None, seed=0, period=PERIOD):
                     rng.uniform(dt, max(dt, wait or dt)) / dt)
         active = [j for j in active
                   if j.state in ('pending', 'running', 'suspended')]
-        if not active and k < len(arrivals):
-            now = max(now, dt * math.floor(arrivals[k].submit / dt))
     return stats
 
 

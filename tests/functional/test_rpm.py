@@ -15,7 +15,8 @@ in-process Nova (the opie scheduler, fake 8 vCPU / 16000 MB hosts)."""
 import collections
 import time
 
-from opie_sched import diehard
+from opie_sched.diehard import planner as dh_plan
+from opie_sched.diehard import topology as dh_topo
 from tests.functional import base
 
 FILTERS = ['nova.scheduler.filters.all_filters',
@@ -143,12 +144,12 @@ class DieHardPlacementTest(base.OpieNovaTestCase, _Helpers):
     }
 
     def expected_plan(self, tasks, target, hours):
-        topo = diehard.Topology(
-            [diehard.Domain(n, (diehard.DEFAULT_NETWORK_FAILURE_RATE,))
+        topo = dh_topo.Topology(
+            [dh_topo.Domain(n, (dh_topo.DEFAULT_NETWORK_FAILURE_RATE,))
              for n in sorted(self.LAYOUT)],
-            [diehard.Domain('pdu-1', (diehard.DEFAULT_POWER_FAILURE_RATE,))],
+            [dh_topo.Domain('pdu-1', (dh_topo.DEFAULT_POWER_FAILURE_RATE,))],
             [(n, 'pdu-1', len(h)) for n, h in sorted(self.LAYOUT.items())])
-        return diehard.plan(topo, tasks, target, hours)
+        return dh_plan.plan(topo, tasks, target, hours)
 
     def test_k_task_job_lands_with_planned_domain_counts(self):
         for net, hosts in self.LAYOUT.items():

@@ -169,12 +169,21 @@ class ExplainTest(testtools.TestCase):
                 json.dump(snapshot_doc(), f)
             out = subprocess.run(
                 [sys.executable, '-m', 'opie_sched.cmd.cli', 'preempt',
-                 'explain', good, '--cost', 'billing_period'],
+                 'explain', good, '--cost', 'billing_period', '-f', 'json'],
                 capture_output=True, text=True)
             self.assertEqual(0, out.returncode, out.stderr)
             self.assertEqual({'host': 'host-C',
                               'victims': [{'uuid': 'CP0', 'cost': 1260.0}],
                               'total_cost': 1260.0}, json.loads(out.stdout))
+            out = subprocess.run(
+                [sys.executable, '-m', 'opie_sched.cmd.cli', 'preempt',
+                 'explain', good, '--ranking'],
+                capture_output=True, text=True)
+            self.assertEqual(0, out.returncode, out.stderr)
+            self.assertRegex(out.stdout, r'\| host +\| host-C ')
+            self.assertRegex(out.stdout, r'\|\s+CP0\s+1260\s+\|')
+            self.assertRegex(out.stdout, r'\| total_cost +\| 1260 ')
+            self.assertRegex(out.stdout, r'\|\s+host-C\s+yes\s+1260\s+CP0')
             bad = os.path.join(d, 'bad.json')
             with open(bad, 'w') as f:
                 f.write('{"hosts": [')

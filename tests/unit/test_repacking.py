@@ -30,6 +30,7 @@ import testtools
 
 from opie_sched.cmd import cli
 from opie_sched import repacking as rp
+from opie_sched.simulator import repacking_strategies as rs
 
 F = fractions.Fraction
 
@@ -357,7 +358,7 @@ class BudgetTest(testtools.TestCase):
     def test_strategy_budget(self):
         types = rp.thesis_types('A')
         demand = rp.increase(hours=24, step_minutes=30, peak=40000)
-        sim = rp.make_strategy('S_base', types, base='med1', budget=6,
+        sim = rs.make_strategy('S_base', types, base='med1', budget=6,
                                budget_period=2).run(demand, 0.5)
         cap = rp.affordable_servers(6, 0.72, 2)
         for s, price in zip(sim.sets, sim.prices):
@@ -410,10 +411,10 @@ class ErrorsTest(testtools.TestCase):
             lambda: rp.affordable_servers(10, 0),
             lambda: rp.merkat_vm_upper_bound(1, {'cpu': 1}, {'mem': 1},
                                              {'cpu': 1}, 3),
-            lambda: rp.make_strategy('S_magic', types),
-            lambda: rp.make_strategy('S_base', types, base='xl'),
-            lambda: rp.make_strategy('S_delta', types).run([1, -2]),
-            lambda: rp.make_strategy('S_delta', types).run([1], 0),
+            lambda: rs.make_strategy('S_magic', types),
+            lambda: rs.make_strategy('S_base', types, base='xl'),
+            lambda: rs.make_strategy('S_delta', types).run([1, -2]),
+            lambda: rs.make_strategy('S_delta', types).run([1], 0),
             lambda: rp.thesis_types('C'),
             lambda: rp.workload('bursty'),
             lambda: rp.increase(hours=0),
@@ -425,8 +426,8 @@ class ErrorsTest(testtools.TestCase):
 class StrategiesTest(testtools.TestCase):
 
     def run_all(self, demand, dt, types, **kw):
-        return {name: rp.make_strategy(name, types, **kw).run(demand, dt)
-                for name in rp.STRATEGIES}
+        return {name: rs.make_strategy(name, types, **kw).run(demand, dt)
+                for name in rs.STRATEGIES}
 
     def check_shape(self, name, gen_kwargs):
         demand, dt = rp.workload(name, seed=1, **gen_kwargs)
@@ -470,8 +471,8 @@ class StrategiesTest(testtools.TestCase):
         types = rp.thesis_types('B')
         for plain, repacked in (('S_delta', 'S_delta_Repacked'),
                                 ('S_base', 'S_base_Repacked')):
-            a = rp.make_strategy(plain, types).run(demand, dt)
-            b = rp.make_strategy(repacked, types, K=1).run(demand, dt)
+            a = rs.make_strategy(plain, types).run(demand, dt)
+            b = rs.make_strategy(repacked, types, K=1).run(demand, dt)
             self.assertEqual(a.sets, b.sets)
             self.assertEqual(0, b.reconfigurations)
 
@@ -479,7 +480,7 @@ class StrategiesTest(testtools.TestCase):
         demand, dt = rp.workload('increase', seed=3, hours=24,
                                  step_minutes=15)
         types = rp.thesis_types('A')
-        sim = rp.make_strategy('s_delta_repacked', types, K=0,
+        sim = rs.make_strategy('s_delta_repacked', types, K=0,
                                repack_time=0).run(demand, dt)
         for load, s in zip(demand, sim.sets):
             self.assertEqual(exact_price(types, rp.optimal_set(types, load)),
@@ -516,26 +517,26 @@ class SFullCostTest(testtools.TestCase):
 
     def test_pure_scale_out_pays_r(self):
         # 10 -> 20: the optimal set adds one 's' (a pure scale-out).
-        sim = rp.make_strategy('S_Full', self.TYPES,
+        sim = rs.make_strategy('S_Full', self.TYPES,
                                repack_time=0.5).run([10, 20], 1.0)
         self.assertEqual([{'s': 1}, {'s': 2}], sim.sets)
         # Step 0 starts from nothing: one 's' started; step 1 one more.
         self.assertEqual([0.5, 0.5], sim.reconfig_costs)
         self.assertEqual(2, sim.reconfigurations)
-        free = rp.SFull(self.TYPES, scaling_is_free=True,
+        free = rs.SFull(self.TYPES, scaling_is_free=True,
                         repack_time=0.5).run([10, 20], 1.0)
         self.assertEqual([0.0, 0.0], free.reconfig_costs)
         self.assertEqual(0, free.reconfigurations)
 
     def test_scale_in_starts_nothing_and_pays_nothing(self):
-        sim = rp.make_strategy('S_Full', self.TYPES,
+        sim = rs.make_strategy('S_Full', self.TYPES,
                                repack_time=0.5).run([20, 10], 1.0)
         self.assertEqual([1.0, 0.0], sim.reconfig_costs)
         self.assertEqual(2, sim.reconfigurations)
 
     def test_replacement_pays_the_started_servers(self):
         # 20 -> 40: two 's' replaced by one 'l' (price 3 x 0.5 h).
-        sim = rp.make_strategy('S_Full', self.TYPES,
+        sim = rs.make_strategy('S_Full', self.TYPES,
                                repack_time=0.5).run([20, 40], 1.0)
         self.assertEqual([{'s': 2}, {'l': 1}], sim.sets)
         self.assertEqual(1.5, sim.reconfig_costs[1])
@@ -545,7 +546,7 @@ class SFullCostTest(testtools.TestCase):
                                  peak=40000)
         types = rp.thesis_types('B')
         for minutes in (4, 20):
-            sims = {n: rp.make_strategy(
+            sims = {n: rs.make_strategy(
                 n, types, d=1000 / 60, repack_time=minutes / 60).run(
                     demand, dt)
                 for n in ('S_Full', 'S_delta_Repacked', 'S_base_Repacked')}
@@ -561,8 +562,6 @@ class CLITest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.cmd.cli.COMMAND_MODULES', ('opie_sched.cmd.repack',)))
         self.stdout = io.StringIO()
         self.stderr = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
@@ -600,8 +599,9 @@ class CLITest(testtools.TestCase):
                            'current': {'small1': 60}, 'R': 0.5})
         self.assertEqual(0, cli.main(['repack', 'plan', path]))
         out = self.stdout.getvalue()
-        self.assertIn('optimal', out)
-        self.assertIn('decision: repack', out)
+        self.assertRegex(out, r'\| optimal +\| \w+ x\d+')
+        self.assertRegex(out, r'\| reason +\| repack: gain ')
+        self.assertRegex(out, r'\| repack +\| True ')
 
     @testtools.skipUnless(HAVE_SCIPY, 'scipy not installed')
     def test_plan_milp(self):
@@ -642,10 +642,11 @@ class CLITest(testtools.TestCase):
              'S_delta', '--seed', '4', '--format', 'json']))
         out = json.loads(self.stdout.getvalue())
         demand, dt = rp.workload('increase', seed=4)
-        want = rp.make_strategy('S_delta', rp.thesis_types('A'),
+        want = rs.make_strategy('S_delta', rp.thesis_types('A'),
                                 repack_time=4 / 60).run(demand, dt)
-        self.assertEqual([want.total_cost],
-                         [r['total_cost'] for r in out['results']])
+        self.assertEqual([('S_delta', want.total_cost)],
+                         [(r['strategy'], r['total_cost']) for r in out])
+        self.assertIn('workload increase (seed 4, ', self.stderr.getvalue())
         self.stdout.seek(0)
         self.stdout.truncate()
         self.assertEqual(0, cli.main(

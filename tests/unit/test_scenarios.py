@@ -23,6 +23,9 @@ import testtools
 
 from opie_sched.cmd import cli
 from opie_sched.cmd import simulate
+from opie_sched.simulator import diehard_table2 as dt2
+from opie_sched.simulator import preemption_latency as latency
+from opie_sched.simulator import repacking_tables as rtables
 from opie_sched.simulator import rpm_vs_ffd as rvf
 from opie_sched.simulator import scenarios
 from opie_sched.simulator import themis
@@ -62,7 +65,32 @@ class RegistryTest(testtools.TestCase):
                        '--reduced'])
         self.assertEqual(0, rc)
         self.assertIn('Table 2', out.getvalue())
-        self.assertIn('runtime:', out.getvalue())
+        self.assertRegex(out.getvalue(), r'\| runtime_s +\| \d+\.\d ')
+        # nested fields only with --long (json and yaml always)
+        self.assertNotIn('| rows ', out.getvalue())
+        out.seek(0)
+        out.truncate()
+        rc = cli.main(['simulate', '--scenario', 'diehard-table2',
+                       '--reduced', '--long'])
+        self.assertEqual(0, rc)
+        self.assertIn('| rows ', out.getvalue())
+
+    def test_cli_discovery(self):
+        out = self.useFixture(fixtures.MonkeyPatch('sys.stdout',
+                                                   io.StringIO())).new_value
+        err = self.useFixture(fixtures.MonkeyPatch('sys.stderr',
+                                                   io.StringIO())).new_value
+        rc = cli.main(['simulate', '--scenario', 'rpm-vs-ffd', '--reduced',
+                       '--discovery', 'global', '-f', 'json'])
+        self.assertEqual(0, rc, err.getvalue())
+        data = json.loads(out.getvalue())
+        self.assertEqual('global', data['discovery'])
+        self.assertIn('global', data['report'])
+        self.assertEqual(2, cli.main(['simulate', '--scenario',
+                                      'diehard-table2', '--reduced',
+                                      '--discovery', 'global']))
+        self.assertIn('opie-sched: error: --discovery is for --scenario '
+                      'rpm-vs-ffd', err.getvalue())
 
 
 class DieHardTable2Test(testtools.TestCase):
@@ -70,13 +98,13 @@ class DieHardTable2Test(testtools.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.result, cls.text = scenarios.diehard_table2(reduced=True, seed=3)
+        cls.result, cls.text = dt2.diehard_table2(reduced=True, seed=3)
 
     def test_every_algorithm_meets_the_target(self):
         for row in self.result['rows']:
             self.assertTrue(row['met_all'], row)
             self.assertGreaterEqual(row['reliability'],
-                                    scenarios.DIEHARD_TARGET)
+                                    dt2.DIEHARD_TARGET)
 
     def test_diehard_needs_no_more_than_the_baselines(self):
         dh = _row(self.result, 500, 'diehard')
@@ -90,7 +118,7 @@ class DieHardTable2Test(testtools.TestCase):
     def test_hrf_misses_the_target_at_proportionals_n(self):
         hrf = _row(self.result, 500, 'hrf')
         self.assertLess(hrf['reliability_at_proportional_n'],
-                        scenarios.DIEHARD_TARGET)
+                        dt2.DIEHARD_TARGET)
 
     def test_text_quotes_the_thesis(self):
         self.assertIn('Table 2', self.text)
@@ -104,8 +132,8 @@ class RepackingTablesTest(testtools.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.result, cls.text = scenarios.repacking_tables(reduced=True,
-                                                          seed=1)
+        cls.result, cls.text = rtables.repacking_tables(reduced=True,
+                                                        seed=1)
         cls.cost = {(c['workload'], c['app'], c['reconfig'],
                      c['strategy']): c for c in cls.result['costs']}
 
@@ -167,7 +195,7 @@ class ThemisValueTest(testtools.TestCase):
             themis.trace_path()
         except themis.TraceMissing as exc:
             self.skipTest(str(exc))
-        result, text = scenarios.themis_value(reduced=True, seed=0)
+        result, text = themis.themis_value(reduced=True, seed=0)
         self.assertFalse(result['skipped'])
         self.assertEqual(2, len(result['rows']))
         for row in result['rows']:
@@ -205,9 +233,10 @@ class RepackingTables45Test(testtools.TestCase):
 
     def test_realised_intervals(self):
         from opie_sched import repacking
+        from opie_sched.simulator import repacking_strategies
         from opie_sched.simulator import repacking_tables45 as rt
         demand = [1000, 1000, 3000, 3000, 3000, 9000, 9000, 9000]
-        strategy = repacking.make_strategy(
+        strategy = repacking_strategies.make_strategy(
             'S_delta_Repacked', repacking.thesis_types('B'), d=10.0,
             K=0.0, repack_time=0.0)
         sim = strategy.run(demand, 1.0)
@@ -258,7 +287,7 @@ class RPMvsFFDTest(testtools.TestCase):
             seed=1, hours=2, services=5, batch_rate_per_min=0.5))
 
     def test_reduced(self):
-        result, text = scenarios.rpm_vs_ffd(reduced=True, seed=42)
+        result, text = rvf.rpm_vs_ffd(reduced=True, seed=42)
         self.assertEqual([42, 43], result['seeds'])
         for policy in ('ffd', 'rpm'):
             for run in result['runs'][policy]:
@@ -318,8 +347,8 @@ class RPMvsFFDTest(testtools.TestCase):
         vms = rvf.thesis_load(32, 2.0, seed=0)
         dcs = [rvf.DataCentre(32, vms, p) for p in rvf.POLICIES]
         for dc in dcs:
-            dc.host[:4] = [0, 0, 1, 2]
-            dc._refresh()
+            for vm, host in enumerate([0, 0, 1, 2]):
+                dc.hosts.place(vm, host)
         victims = [rvf.overload_victims(dc, 0) for dc in dcs]
         self.assertEqual(victims[0], victims[1])
         for vm in range(5, 9):
@@ -344,7 +373,7 @@ class PreemptionLatencyTest(testtools.TestCase):
     (about 40 s); here, its table parsing and the skip path."""
 
     def test_parse_table(self):
-        rows = scenarios.parse_latency_table(LATENCY_OUT)
+        rows = latency.parse_latency_table(LATENCY_OUT)
         self.assertEqual([10], list(rows))
         row = rows[10]
         self.assertEqual(449.6, row['a_opie'])
@@ -353,12 +382,12 @@ class PreemptionLatencyTest(testtools.TestCase):
         self.assertEqual(1.51, row['c_retry_vs_decide'])
 
     def test_benchmark_present(self):
-        self.assertIsNotNone(scenarios.latency_benchmark_path())
+        self.assertIsNotNone(latency.latency_benchmark_path())
 
     def test_skipped_without_benchmark(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.simulator.scenarios.latency_benchmark_path',
+            'opie_sched.simulator.preemption_latency.latency_benchmark_path',
             lambda: None))
-        result, text = scenarios.preemption_latency(reduced=True)
+        result, text = latency.preemption_latency(reduced=True)
         self.assertTrue(result['skipped'])
         self.assertIn('skipped', text)

@@ -361,9 +361,6 @@ class SimulateCLITest(testtools.TestCase):
         self.useFixture(fixtures.EnvironmentVariable('HOME', self.tmp))
         self.useFixture(fixtures.EnvironmentVariable(
             'OS_CLIENT_CONFIG_FILE', os.path.join(self.tmp, 'none.yaml')))
-        self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.cmd.cli.COMMAND_MODULES',
-            ('opie_sched.cmd.simulate',)))
         self.stdout = io.StringIO()
         self.stderr = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
@@ -387,6 +384,9 @@ class SimulateCLITest(testtools.TestCase):
                      'normal_failed', 'preemptible_rejected'):
             self.assertIn(name, res)
         self.assertIn('generated', doc['workload'])
+        self.assertEqual(os.path.join(self.tmp, 'simulation.csv'),
+                         doc['time_series'])
+        self.assertNotIn('plot', doc)
         self.assertIn('[opie', self.stderr.getvalue())    # progress
         with open(os.path.join(self.tmp, 'simulation.csv')) as f:
             rows = list(csv.reader(f))
@@ -404,6 +404,9 @@ class SimulateCLITest(testtools.TestCase):
         header = [line for line in out.splitlines()
                   if 'first-fit' in line and 'retry' in line]
         self.assertTrue(header, out)
+        [requests] = [line.strip('| ').split() for line in out.splitlines()
+                      if line.strip('| ').startswith('requests ')]
+        self.assertEqual(['requests', '120', '120', '120', '120'], requests)
         self.assertTrue(os.path.getsize(os.path.join(self.tmp,
                                                      'simulation.png')))
 
@@ -432,7 +435,8 @@ class SimulateCLITest(testtools.TestCase):
                        os.path.join(self.tmp, 'nowhere'))
         self.assertEqual(0, rc)
         self.assertIn('skipping scenario nasa-backfill',
-                      self.stdout.getvalue())
+                      self.stderr.getvalue())
+        self.assertRegex(self.stdout.getvalue(), r'\| skipped +\| True')
 
     def test_report_summary_side_by_side(self):
         reqs = generator.generate(seed=1, count=30)
