@@ -27,7 +27,8 @@ that ``oslo-config-generator --namespace opie_sched`` documents them.
 
 from oslo_config import cfg
 
-from opie_sched import diehard
+from opie_sched.diehard import planner as dh_plan
+from opie_sched.diehard import topology as dh_topo
 from opie_sched.rpm import model as rpm
 
 rpm_group = cfg.OptGroup(
@@ -173,16 +174,16 @@ reliability_opts = [
         help='T (hours) of a request that gives ``opie_tasks`` but no '
              '``opie_hours``.'),
     cfg.StrOpt(
-        'algorithm', default='diehard', choices=diehard.ALGORITHMS,
+        'algorithm', default='diehard', choices=dh_plan.ALGORITHMS,
         help='Planner turning K, S_min and T into per-domain quotas.'),
     cfg.FloatOpt(
-        'network_failure_rate', default=diehard.DEFAULT_NETWORK_FAILURE_RATE,
+        'network_failure_rate', default=dh_topo.DEFAULT_NETWORK_FAILURE_RATE,
         min=0.0,
         help='Failure rate per hour of one network node (ToR switch) of a '
              'domain described by aggregate metadata without '
              '``opie:network_failure_rate``.'),
     cfg.FloatOpt(
-        'power_failure_rate', default=diehard.DEFAULT_POWER_FAILURE_RATE,
+        'power_failure_rate', default=dh_topo.DEFAULT_POWER_FAILURE_RATE,
         min=0.0,
         help='Failure rate per hour of one power node (PDU) of a domain '
              'described by aggregate metadata without '

@@ -92,7 +92,8 @@ from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
-from opie_sched import diehard
+from opie_sched.diehard import planner as dh_plan
+from opie_sched.diehard import topology as dh_topo
 from opie_sched.conf import rpm as rpm_opts
 
 LOG = logging.getLogger(__name__)
@@ -200,16 +201,16 @@ _file_cache = {}
 
 def _file_domains(path):
     """``{host: HostDomain}`` from a Die-Hard topology YAML (validated by
-    :func:`opie_sched.diehard.load_topology`); cached per mtime.
+    :func:`opie_sched.diehard.topology.load_topology`); cached per mtime.
 
-    :raises opie_sched.diehard.TopologyError: invalid file.
+    :raises opie_sched.diehard.topology.TopologyError: invalid file.
     """
     mtime = os.stat(path).st_mtime
     with _file_lock:
         cached = _file_cache.get(path)
         if cached and cached[0] == mtime:
             return cached[1]
-    topo = diehard.load_topology(path)
+    topo = dh_topo.load_topology(path)
     with open(path) as f:
         data = yaml.safe_load(f)
     rates = {d.name: d.failure_rates
@@ -284,7 +285,7 @@ def host_domains(host_states):
     if path:
         try:
             known = _file_domains(path)
-        except (OSError, diehard.TopologyError) as exc:
+        except (OSError, dh_topo.TopologyError) as exc:
             raise ReliabilityError('topology file %s: %s' % (path, exc))
         return {hs.host: known[hs.host] for hs in host_states
                 if hs.host in known}
@@ -297,7 +298,7 @@ def host_domains(host_states):
 
 
 def build_topology(domains):
-    """A :class:`opie_sched.diehard.Topology` of the given hosts.
+    """A :class:`opie_sched.diehard.topology.Topology` of the given hosts.
 
     :param domains: ``{host: HostDomain}``.
     :returns: ``(topology, {host: (network, power)})``.
@@ -310,10 +311,10 @@ def build_topology(domains):
         _merge_rates(pow_rates, d.power, d.power_rates)
         counts[(d.network, d.power)] += 1
         cell_of[host] = (d.network, d.power)
-    topology = diehard.Topology(
-        [diehard.Domain(n, r) for n, r in sorted(net_rates.items())],
-        [diehard.Domain(p, r) for p, r in sorted(pow_rates.items())],
-        [diehard.Cell(n, p, c) for (n, p), c in sorted(counts.items())])
+    topology = dh_topo.Topology(
+        [dh_topo.Domain(n, r) for n, r in sorted(net_rates.items())],
+        [dh_topo.Domain(p, r) for p, r in sorted(pow_rates.items())],
+        [dh_topo.Cell(n, p, c) for (n, p), c in sorted(counts.items())])
     return topology, cell_of
 
 
@@ -387,10 +388,10 @@ class RequestPlan(object):
                                    % (wanted.tasks, wanted.tasks,
                                       self.topology.capacity))
         try:
-            self.plan = diehard.plan(self.topology, wanted.tasks,
+            self.plan = dh_plan.plan(self.topology, wanted.tasks,
                                      wanted.target, wanted.hours,
                                      CONF.opie_reliability.algorithm)
-        except diehard.PlanError as exc:
+        except dh_topo.PlanError as exc:
             raise ReliabilityError('planning failed: %s' % exc)
         if not self.plan.met:
             raise ReliabilityError(
