@@ -40,8 +40,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 SOURCE = os.path.join(ROOT, 'doc', 'source')
 
-OPIE_GROUPS = ['demo', 'preempt', 'flavor', 'provider-config',
-               'reliability', 'repack', 'market', 'simulate', 'devcloud']
 SERVICES = ['opie-scheduler', 'opie-reconciler', 'opie-market',
             'opie-autoscaler', 'opie-repacker']
 SPOT = ['price list', 'price history', 'bid set', 'bid show',
@@ -111,7 +109,10 @@ numbers next to ours; a result that does not reproduce is printed with the
 reason, never tuned toward the paper's number::
 
     opie-sched simulate --scenario NAME [--reduced] [--seed N] \
-[--format text|json]
+[--discovery local|global] [-f table|json|yaml|value|shell] [-c FIELD]
+
+The paper's table next to ours is the ``report`` field (``-c report -f
+value`` prints it alone); ``-f json`` has the scenario's whole result.
 
 ``--reduced`` runs the small version of the same experiment that the unit
 tests run (seconds instead of minutes); without it, the full experiment.
@@ -134,8 +135,12 @@ opie-sched
 The operator's and researcher's command: preemptible flavors, provider
 configs, what-if tools for every algorithm, the simulator, the demo and
 the devcloud. Cloud commands take the standard ``--os-cloud`` and
-``--os-*`` options of openstacksdk (before the subcommand), e.g.
-``opie-sched --os-cloud devstack-admin preempt list``.
+``--os-*`` options of openstacksdk, e.g. ``opie-sched --os-cloud
+devstack-admin preempt list``. Every command is a cliff command: output
+through cliff's formatters (``-f table|json|yaml|value``, plus ``csv`` for
+listings and ``shell`` for single objects; ``-c COLUMN`` selects fields),
+usage errors on one line with exit code 2, failures on one line with exit
+code 1, progress on standard error.
 
 '''
 
@@ -210,22 +215,25 @@ def refresh_cli(bin_dir, date, timeout):
                              '``--os-*`` options (authentication, TLS, '
                              'service selection and API version), as in '
                              'the ``openstack`` client.'), '\n\n']
-    for group in OPIE_GROUPS:
-        text = usage(bin_dir, ['opie-sched', group], timeout)
-        parts.append('\n%s\n' % title('opie-sched ' + group, '-'))
-        if text is None:
-            parts.append('(``opie-sched %s --help`` failed)\n' % group)
-            continue
-        parts.append(block(text))
-        subs = re.findall(r'^    ([a-z][a-z-]+)', text.split(
-            '\noptions:')[0], re.M)
-        for sub in subs:
-            sub_text = usage(bin_dir, ['opie-sched', group, sub], timeout)
-            if sub_text is None:
-                continue
-            parts.append('\n%s\n' % title(
-                'opie-sched %s %s' % (group, sub), '~'))
-            parts.append(block(sub_text))
+        if '\nCommands:\n' in top:
+            parts += [block('Commands:\n' + top.split(
+                '\nCommands:\n', 1)[1]), '\n']
+    commands = []
+    if top is not None and '\nCommands:\n' in top:
+        commands = [c for c in re.findall(
+            r'^  ([a-z][\w-]*(?: [a-z][\w-]*)?) {2,}\S',
+            top.split('\nCommands:\n', 1)[1], re.M)
+            if c not in ('complete', 'help')]
+    group = None
+    for command in commands:
+        if command.split()[0] != group:
+            group = command.split()[0]
+            parts.append('\n%s\n' % title('opie-sched ' + group, '-'))
+        text = usage(bin_dir, ['opie-sched'] + command.split(), timeout)
+        if ' ' in command:
+            parts.append('\n%s\n' % title('opie-sched ' + command, '~'))
+        parts.append(block(text) if text is not None else
+                     '(``opie-sched %s --help`` failed)\n' % command)
     write(os.path.join(SOURCE, 'cli', 'opie-sched.rst'), ''.join(parts))
 
     parts = [SPOT_INTRO, note(date), '\n']
@@ -259,7 +267,8 @@ def refresh_scenarios(bin_dir, date, timeout):
             args = ['--scenario', name, '--no-plot', '--progress-every',
                     '0']
         else:
-            args = ['--scenario', name, '--reduced']
+            args = ['--scenario', name, '--reduced', '-c', 'report', '-f',
+                    'value']
         shown = 'opie-sched simulate %s --output-dir DIR' % ' '.join(args)
         print(shown, file=sys.stderr)
         with tempfile.TemporaryDirectory() as out:

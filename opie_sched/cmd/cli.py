@@ -9,50 +9,49 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``opie-sched``: the operator's command line of opie_sched.
+"""``opie-sched``: the operator's command line of opie_sched, a cliff App.
 
-Each group of subcommands lives in its own module, listed in
-:data:`COMMAND_MODULES`. A module exposes ``register(subparsers)``, which
-adds its parser(s) with ``subparsers.add_parser(...)`` and sets on each
-runnable (leaf) parser::
+Every command is a class (:class:`Command`, or :class:`Lister` /
+:class:`ShowOne` for output through cliff's formatters: ``-f
+table|json|yaml|value`` plus ``csv`` for listings and ``shell`` for single
+objects, ``-c COLUMN``), registered as an entry point of the
+:data:`NAMESPACE` namespace in setup.cfg (``flavor_create-preemptible``
+is the command ``flavor create-preemptible``) and imported only when it
+runs or is listed; a command whose module needs an extra that is not
+installed is listed with the extra to install.
 
-    parser.set_defaults(func=run, errors=(SomeError, ...))
-
-``run(args)`` returns the exit code (0 on success). Exceptions listed in
-``errors`` are expected failures: :func:`main` prints them as one line
-``opie-sched: error: <message>`` and returns 1. Raising :class:`UsageError`
-gives exit code 2 like an argparse usage error. Commands that talk to a
-cloud call :func:`connect` with their ``args``; SDK and keystoneauth errors
-are expected failures for every command. Anything else is reported as an
-unexpected error on one line too (``--debug`` shows the traceback).
+A command class lists its expected failures in ``errors``: the App prints
+them as one line ``opie-sched: error: <message>`` and exits 1. Raising
+:class:`UsageError` exits 2, like an argparse usage error (also one line).
+SDK and keystoneauth errors are expected failures of every command.
+Anything else is reported as an unexpected error on one line too
+(``--debug`` shows the traceback). Commands that talk to a cloud call
+:func:`connect` with ``self.app.options``.
 
 The global options (``--os-cloud``, ``--os-auth-url``, ... and ``OS_*``
-environment variables, as the ``openstack`` client understands them) come
-before the command: ``opie-sched --os-cloud devstack-admin flavor ...``.
+environment variables, as the ``openstack`` client understands them, and
+``--debug``) are accepted anywhere on the command line:
+``opie-sched --os-cloud devstack-admin flavor ...``.
 """
 
 import argparse
-import importlib
+import difflib
+import functools
+from importlib import metadata
 import logging
 import sys
 
+from cliff import app as cliff_app
+from cliff import command as cliff_command
+from cliff import commandmanager
+from cliff import lister as cliff_lister
+from cliff import show as cliff_show
+
 PROG = 'opie-sched'
+LOG = logging.getLogger(__name__)
 
-#: The modules providing subcommands (dotted names, imported when the parser
-#: is built), in help order; each has ``register(subparsers)``. A module
-#: that fails to import is skipped with a warning.
-COMMAND_MODULES = (
-    'opie_sched.cmd.demo',
-    'opie_sched.cmd.preempt',
-    'opie_sched.cmd.flavor',
-    'opie_sched.cmd.provider_config',
-    'opie_sched.cmd.reliability',
-    'opie_sched.cmd.repack',
-    'opie_sched.cmd.market',
-    'opie_sched.cmd.simulate',
-    'opie_sched.devcloud.cli',
-)
-
+#: The stevedore namespace of the commands (setup.cfg [entry_points]).
+NAMESPACE = 'opie_sched.cli'
 
 #: The extra (setup.cfg [extras]) that installs a top-level module some
 #: commands need beyond the base install.
@@ -66,11 +65,6 @@ EXTRA_OF_MODULE = {
 #: Commands whose extra is not the one of the missing module (the demos
 #: need all of opie_sched[demo], matplotlib included).
 EXTRA_OF_COMMAND = {'demo': 'demo', 'market demo': 'demo'}
-
-#: Command modules that import an extra's package when imported, and the
-#: commands they register: without the extra, each of these commands is
-#: still listed and says which extra to install.
-OPTIONAL_COMMANDS = {'opie_sched.cmd.simulate': ('simulate',)}
 
 
 def missing_extra(exc, command):
@@ -88,31 +82,56 @@ def missing_extra(exc, command):
         PROG, command, extra, _one_line(exc))
 
 
-def _add_missing(subparsers, command, exc):
-    """A placeholder command that explains which extra to install."""
-    message = missing_extra(exc, command)
-    # Any arguments are taken (prefix_chars no option can start with).
-    parser = subparsers.add_parser(
-        command, add_help=False, prefix_chars='\x00',
-        help='(needs: pip install opie_sched[%s])'
-             % message.rsplit('[', 1)[1].split(']')[0])
-    parser.add_argument('arguments', nargs='*')
-
-    def run(args):
-        _error(message)
-        return 1
-    parser.set_defaults(func=run)
-
-
 class UsageError(Exception):
     """Invalid combination of arguments (exit code 2)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors on one line (subparsers inherit the class)."""
+def _parser_error(parser, message):
+    parser.exit(2, '%s: error: %s (see --help)\n' % (parser.prog, message))
 
-    def error(self, message):
-        self.exit(2, '%s: error: %s (see --help)\n' % (self.prog, message))
+
+def one_line_errors(parser):
+    """Make ``parser`` report usage errors on one line, exit code 2.
+
+    :returns: ``parser``.
+    """
+    parser.error = functools.partial(_parser_error, parser)
+    return parser
+
+
+class _Base:
+    """What every ``opie-sched`` command shares."""
+
+    #: Exceptions that are expected failures of the command (exit 1).
+    errors = ()
+
+    def get_parser(self, prog_name):
+        return one_line_errors(super().get_parser(prog_name))
+
+
+class Command(_Base, cliff_command.Command):
+    """A command that writes its own output (``take_action`` returns the
+    exit code, None for 0)."""
+
+
+class _Display(_Base):
+
+    def _generate_columns_and_selector(self, parsed_args, column_names):
+        try:
+            return super()._generate_columns_and_selector(parsed_args,
+                                                          column_names)
+        except ValueError as exc:
+            raise UsageError('-c: %s' % exc)
+
+
+class Lister(_Display, cliff_lister.Lister):
+    """A command printing rows: ``take_action`` returns ``(columns,
+    rows)``."""
+
+
+class ShowOne(_Display, cliff_show.ShowOne):
+    """A command printing one object: ``take_action`` returns
+    ``(fields, values)``."""
 
 
 def _without_os_cloud(argv):
@@ -158,53 +177,203 @@ def cloud_parser(argv):
     return parser
 
 
-def build_parser(argv=None):
-    """The ``opie-sched`` argument parser, every command module registered.
+class _Missing(Command):
+    """A command whose module needs an extra that is not installed: listed
+    in the help with the extra to install; running it says so (exit 1)."""
 
-    :param argv: the command line (list of str), used to decide which
-        authentication options to offer; default ``sys.argv[1:]``.
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    cloud = cloud_parser(argv)
-    cloud_dests = frozenset(vars(cloud.parse_known_args([])[0]))
-    parser = _Parser(
-        prog=PROG, parents=[cloud],
-        usage='%(prog)s [--os-cloud NAME] [--os-* options] [--debug] '
-              'COMMAND ...',
-        description='Preemptible instances for the OpenStack Nova '
-                    'scheduler: flavors, provider configs and what-if '
-                    'tools.')
-    parser.add_argument('--debug', action='store_true',
-                        help='show debug logging and tracebacks')
-    parser.set_defaults(cloud_dests=cloud_dests)
-    subparsers = parser.add_subparsers(dest='command', metavar='COMMAND',
-                                       prog=PROG)
-    subparsers.required = True
-    for name in COMMAND_MODULES:
+    message = None
+
+    def get_parser(self, prog_name):
+        # any arguments (no option can start with the prefix)
+        parser = argparse.ArgumentParser(prog=prog_name, add_help=False,
+                                         description=self.message,
+                                         prefix_chars='\x00')
+        parser.add_argument('arguments', nargs='*')
+        return parser
+
+    def take_action(self, parsed_args):
+        _error(self.message)
+        return 1
+
+
+class _Guarded:
+    """An entry point whose loading turns a missing extra into a
+    :class:`_Missing` command."""
+
+    def __init__(self, ep, name):
+        self.ep = ep
+        self.name = name
+
+    def load(self):
         try:
-            module = importlib.import_module(name)
+            return self.ep.load()
         except ImportError as exc:
-            if (name in OPTIONAL_COMMANDS
-                    and missing_extra(exc, '') is not None):
-                for command in OPTIONAL_COMMANDS[name]:
-                    _add_missing(subparsers, command, exc)
-                continue
-            # One broken command module must not take the others down.
-            sys.stderr.write('%s: warning: the commands of %s are '
-                             'unavailable: %s\n'
-                             % (PROG, name, _one_line(exc)))
-            continue
-        module.register(subparsers)
-    return parser
+            message = missing_extra(exc, self.name)
+            if message is None:
+                raise
+            extra = message.rsplit('[', 1)[1].split(']')[0]
+            return type('Missing', (_Missing,), {
+                '__doc__': '(needs: pip install opie_sched[%s])' % extra,
+                'message': message})
+
+    @property
+    def value(self):
+        return self.ep.value
+
+    def __repr__(self):
+        return repr(self.ep)
 
 
-def connect(args):
-    """An ``openstack.connection.Connection`` for the parsed command line.
+class _CommandManager(commandmanager.CommandManager):
+    """The commands registered in an entry point namespace (the stevedore
+    namespace :data:`NAMESPACE`), each imported when it is run or listed:
+    a command whose module needs a missing extra is still listed."""
+
+    def load_commands(self, namespace):
+        self.group_list.append(namespace)
+        for entry_point in metadata.entry_points(group=namespace):
+            name = entry_point.name.replace('_', ' ')
+            if name in self.commands:
+                LOG.warning('command %r registered twice: %s and %s', name,
+                            self.commands[name].value, entry_point.value)
+            self.commands[name] = _Guarded(entry_point, name)
+
+
+class OpieSched(cliff_app.App):
+    """The ``opie-sched`` App.
+
+    :param argv: the command line (used to decide which authentication
+        options to offer); fixed in place as ``openstack.config`` does.
+    """
+
+    NAME = PROG
+    LOG = logging.getLogger(PROG)
+
+    def __init__(self, argv):
+        self._argv = argv
+        self.no_command = False
+        super().__init__(
+            description='Preemptible instances for the OpenStack Nova '
+                        'scheduler: flavors, provider configs and what-if '
+                        'tools.',
+            version=_version(),
+            command_manager=_CommandManager(NAMESPACE),
+            deferred_help=True)
+
+    def build_option_parser(self, description, version,
+                            argparse_kwargs=None):
+        cloud = cloud_parser(self._argv)
+        cloud_dests = frozenset(vars(cloud.parse_known_args([])[0]))
+        parser = super().build_option_parser(
+            description, version, {'parents': [cloud],
+                                   'allow_abbrev': False})
+        parser.set_defaults(cloud_dests=cloud_dests)
+        return one_line_errors(parser)
+
+    def configure_logging(self):
+        """Warnings and errors on stderr (debug logging with ``--debug``
+        or ``-vv``); leaves an already configured root logger alone."""
+        debug = self.options.debug or self.options.verbose_level > 1
+        logging.basicConfig(
+            level=logging.DEBUG if debug else logging.WARNING,
+            format='%s: %%(levelname)s: %%(message)s' % PROG)
+
+    def interact(self):
+        # No interactive shell: a command is required.
+        self.no_command = True
+        _error('a command is required (see %s --help)' % PROG)
+
+    def run_subcommand(self, argv):
+        try:
+            factory, name, sub_argv = self.command_manager.find_command(argv)
+        except ImportError as exc:
+            words = ' '.join(a for a in argv if not a.startswith('-'))
+            _error(missing_extra(exc, words) or
+                   'cannot load command %s: %s' % (words, _one_line(exc)))
+            return 1
+        except ValueError:
+            _error('%s is not an %s command%s (see %s --help)' % (
+                ' '.join(w for w in argv if not w.startswith('-')), PROG,
+                _suggestions(argv, [n for n, _ in self.command_manager]),
+                PROG))
+            return 2
+        cmd = factory(self, self.options, cmd_name=name)
+        try:
+            try:
+                parsed_args = cmd.get_parser(
+                    ' '.join([PROG, name])).parse_args(sub_argv)
+            except SystemExit as exc:
+                return exc.code if isinstance(exc.code, int) else 2
+            return cmd.run(parsed_args) or 0
+        except KeyboardInterrupt:
+            _error('interrupted')
+            return 130
+        except UsageError as exc:
+            _error(_one_line(exc))
+            return 2
+        except Exception as exc:
+            if self.options.debug:
+                self.LOG.exception('%s failed', name)
+            message = isinstance(exc, ImportError) and missing_extra(exc,
+                                                                     name)
+            if message:
+                _error(message)
+            elif isinstance(exc, _expected_errors(cmd)):
+                _error(_one_line(exc))
+            else:
+                _error('unexpected %s: %s (run with --debug for the '
+                       'traceback)' % (type(exc).__name__, _one_line(exc)))
+            return 1
+
+
+def _suggestions(argv, names):
+    """``'; did you mean: ...'`` for an unknown command, or ``''``."""
+    words = [w for w in argv if not w.startswith('-')]
+    if not words:
+        return ''
+    firsts = difflib.get_close_matches(
+        words[0], sorted({n.split()[0] for n in names}), n=3, cutoff=0.6)
+    close = [n for n in names if n.startswith(words[0] + ' ')] or [
+        n for n in names if n.split()[0] in firsts]
+    return '; did you mean: %s' % ', '.join(sorted(close)) if close else ''
+
+
+def _version():
+    try:
+        return metadata.version('opie_sched')
+    except Exception:
+        return 'unknown'
+
+
+def parse_command(argv):
+    """Parse a command line without running it.
+
+    :param argv: arguments without the program name.
+    :returns: ``(options, args)``: the global options (what a command
+        sees as ``self.app.options``, e.g. for :func:`connect`) and the
+        command's parsed arguments.
+    :raises ValueError: unknown command.
+    :raises SystemExit: usage error (message on stderr).
+    """
+    argv = list(argv)
+    app = OpieSched(argv)
+    options, rest = app.parser.parse_known_args(argv)
+    app.options = options
+    factory, name, sub_argv = app.command_manager.find_command(rest)
+    cmd = factory(app, options, cmd_name=name)
+    return options, cmd.get_parser(' '.join([PROG, name])).parse_args(
+        sub_argv)
+
+
+def connect(options):
+    """An ``openstack.connection.Connection`` for the global options.
 
     Honours ``--os-cloud`` / ``OS_CLOUD``, clouds.yaml and the other
     ``--os-*`` options and ``OS_*`` variables as the ``openstack`` client
     does.
 
+    :param options: the App's parsed global options (a command's
+        ``self.app.options``).
     :raises openstack.exceptions.ConfigException: unknown cloud.
     :raises keystoneauth1.exceptions.ClientException: missing or invalid
         authentication options.
@@ -212,15 +381,18 @@ def connect(args):
     import openstack
     from openstack import config as os_config
 
-    options = argparse.Namespace(**{
-        k: getattr(args, k) for k in getattr(args, 'cloud_dests', ())
-        if hasattr(args, k)})
-    region = os_config.OpenStackConfig().get_one(argparse=options)
+    picked = argparse.Namespace(**{
+        k: getattr(options, k) for k in getattr(options, 'cloud_dests', ())
+        if hasattr(options, k)})
+    region = os_config.OpenStackConfig().get_one(argparse=picked)
     return openstack.connection.Connection(config=region)
 
 
-def _expected_errors(args):
-    errors = list(getattr(args, 'errors', ()) or ())
+def _expected_errors(cmd):
+    try:
+        errors = list(getattr(cmd, 'errors', ()) or ())
+    except ImportError:
+        errors = []
     try:
         from openstack import exceptions as sdk_exc
         errors.append(sdk_exc.SDKException)
@@ -252,44 +424,18 @@ def main(argv=None):
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = build_parser(argv)
+        app = OpieSched(argv)
     except Exception as exc:
         _error(_one_line(exc))
         return 2
     try:
-        args = parser.parse_args(argv)
+        rc = app.run(argv)
     except SystemExit as exc:
+        # --help, --version, usage errors of the global options
+        if exc.code is None:
+            return 0
         return exc.code if isinstance(exc.code, int) else 2
-
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format='%s: %%(levelname)s: %%(message)s' % PROG)
-    try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        _error('interrupted')
-        return 130
-    except UsageError as exc:
-        _error(_one_line(exc))
-        return 2
-    except _expected_errors(args) as exc:
-        if args.debug:
-            logging.getLogger(__name__).exception('%s failed', args.command)
-        _error(_one_line(exc))
-        return 1
-    except Exception as exc:
-        if args.debug:
-            logging.getLogger(__name__).exception('%s failed', args.command)
-        message = isinstance(exc, ImportError) and missing_extra(
-            exc, ' '.join(w for w in (args.command,
-                                      getattr(args, 'market_command', None))
-                          if w))
-        if message:
-            _error(message)
-            return 1
-        _error('unexpected %s: %s (run with --debug for the traceback)'
-               % (type(exc).__name__, _one_line(exc)))
-        return 1
+    return 2 if app.no_command else rc
 
 
 if __name__ == '__main__':

@@ -29,6 +29,11 @@ import os
 import sys
 import time
 
+from cliff import columns as cliff_columns
+
+from opie_sched.cmd import cli
+from opie_sched.cmd import columns
+
 
 #: In-process, a victim is always released in the end, however loaded the
 #: machine: the scheduler holds a normal request until its victims are gone
@@ -41,8 +46,8 @@ SLOW_MACHINE_FLAGS = {'opie_preemption': {'release_timeout': 86400.0,
 
 
 def _say(msg):
-    sys.stdout.write(msg + '\n')
-    sys.stdout.flush()
+    sys.stderr.write(msg + '\n')
+    sys.stderr.flush()
 
 
 def _requests(args):
@@ -65,16 +70,71 @@ def _requests(args):
     return requests, source
 
 
-def _run(args):
+#: Rows of the results table: (metric, value of a ReplayResult over the
+#: common window, printf format).
+RESULT_ROWS = (
+    ('requests', lambda r, w: r.requests, '%d'),
+    ('  normal', lambda r, w: r.normal_requests, '%d'),
+    ('  preemptible', lambda r, w: r.preemptible_requests, '%d'),
+    ('servers booted', lambda r, w: r.servers_booted, '%d'),
+    ('normal requests failed', lambda r, w: r.normal_failed, '%d'),
+    ('preemptible requests rejected (no room)',
+     lambda r, w: r.preemptible_rejected, '%d'),
+    ('preemption decisions', lambda r, w: r.preemption_decisions, '%d'),
+    ('instances preempted', lambda r, w: r.preemptions, '%d'),
+    ('total preemption cost (s)', lambda r, w: r.preemption_cost, '%.0f'),
+    ('vCPU utilisation, all (%)',
+     lambda r, w: 100 * r.utilisation(window=w), '%.1f'),
+    ('vCPU utilisation, normal (%)',
+     lambda r, w: 100 * r.utilisation(('normal',), window=w), '%.1f'),
+    ('vCPU utilisation, preemptible (%)',
+     lambda r, w: 100 * r.utilisation(('preemptible',), window=w), '%.1f'),
+    ('wall time (s)', lambda r, w: r.wall_seconds, '%.0f'),
+)
+
+#: Keys of the machine-readable results, in :data:`RESULT_ROWS` order.
+RESULT_KEYS = ('requests', 'normal_requests', 'preemptible_requests',
+               'servers_booted', 'normal_failed', 'preemptible_rejected',
+               'preemption_decisions', 'preemptions', 'preemption_cost',
+               'utilisation', 'utilisation_normal',
+               'utilisation_preemptible', 'wall_seconds')
+
+
+class Results(cliff_columns.FormattableColumn):
+    """The replays' results: a table (one column per replay, utilisation
+    in %) for people; for machines ``[{"label", "requests", ...,
+    "utilisation" (fraction), ...}]``, all over one window (first request
+    to the last server's end in either replay)."""
+
+    def __init__(self, results):
+        from opie_sched.demo import report
+        window = report.common_window(results)
+        rows = []
+        for r in results:
+            row = {'label': r.label}
+            for key, (_, get, _) in zip(RESULT_KEYS, RESULT_ROWS):
+                value = get(r, window)
+                row[key] = (value / 100.0 if key.startswith('utilisation')
+                            else value)
+            rows.append(row)
+        super().__init__(rows)
+        self.lines = [[name] + [fmt % get(r, window) if get(r, window)
+                                is not None else 'n/a' for r in results]
+                      for name, get, fmt in RESULT_ROWS]
+        self.labels = [r.label for r in results]
+
+    def human_readable(self):
+        return columns.table(['metric'] + self.labels, self.lines)
+
+
+def _run(cmd, args):
     # Without a test runner nothing captures output; these are only read by
     # nova's test fixtures, which tox's environment may have set.
     for var in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE'):
         os.environ[var] = '0'
     logging.getLogger('matplotlib').setLevel(logging.WARNING)
-    if args.demo_cloud:
-        # the sub-command's --os-cloud wins over the global one
-        args.os_cloud = args.demo_cloud
-    remote = bool(args.demo_cloud or _global_cloud(args))
+    options = cmd.app.options
+    remote = bool(_global_cloud(options))
     if remote and args.hosts is not None:
         raise ValueError('--hosts is for the embedded cloud; a cloud named '
                          'with --os-cloud has its own compute hosts')
@@ -82,12 +142,11 @@ def _run(args):
 
     requests, source = _requests(args)
     if not requests:
-        _say('opie-sched demo: the workload has no requests to replay')
-        return 1
+        raise ValueError('the workload has no requests to replay')
     n_pre = sum(1 for r in requests if r.preemptible)
     os.makedirs(args.output_dir, exist_ok=True)
     if remote:
-        replay_on, where = _remote(args)
+        replay_on, where = _remote(args, options)
     else:
         replay_on, where = _embedded(args)
     _say('opie-sched demo: %s; workload: %s; %d requests (%d normal, %d '
@@ -99,28 +158,39 @@ def _run(args):
     if not args.no_baseline:
         baseline = replay_on(
             [r for r in requests if not r.preemptible], 'normal only')
-    _say('')
-    _say(report.summary(with_pre, baseline))
-    if remote:
-        _say('(on a remote cloud the preemption cost is not published, and '
-             'cost modules see the servers\' real ages, not trace time)')
     results = [with_pre] + ([baseline] if baseline else [])
-    csv_path = report.write_csv(
-        os.path.join(args.output_dir, 'utilisation.csv'), results)
-    png_path = report.plot(
-        os.path.join(args.output_dir, 'utilisation.png'), with_pre,
-        baseline, title='opie_sched demo (%s): %s' % (where, source))
-    _say('')
-    _say('time series: %s' % csv_path)
-    _say('plot:        %s' % png_path)
-    return 0
+    fields = ['cloud', 'workload', 'results']
+    values = [where, source, Results(results)]
+    if baseline:
+        window = report.common_window(results)
+        gain = 100 * (with_pre.utilisation(window=window)
+                      - baseline.utilisation(window=window))
+        fields.append('conclusion')
+        values.append('preemptible backfilling adds %.1f points of vCPU '
+                      'utilisation; normal requests failed: %d with '
+                      'backfilling vs %d without'
+                      % (gain, with_pre.normal_failed,
+                         baseline.normal_failed))
+    if remote:
+        fields.append('note')
+        values.append('on a remote cloud the preemption cost is not '
+                      'published, and cost modules see the servers\' real '
+                      'ages, not trace time')
+    fields += ['time_series', 'plot']
+    values += [
+        report.write_csv(os.path.join(args.output_dir, 'utilisation.csv'),
+                         results),
+        report.plot(os.path.join(args.output_dir, 'utilisation.png'),
+                    with_pre, baseline,
+                    title='opie_sched demo (%s): %s' % (where, source))]
+    return fields, values
 
 
-def _global_cloud(args):
-    """The global ``opie-sched --os-cloud NAME demo`` option, when given on
-    the command line (``OS_CLOUD`` in the environment alone does not send
-    the demo to a cloud)."""
-    name = getattr(args, 'os_cloud', None)
+def _global_cloud(options):
+    """The ``--os-cloud NAME`` option, when given on the command line
+    (``OS_CLOUD`` in the environment alone does not send the demo to a
+    cloud)."""
+    name = getattr(options, 'os_cloud', None)
     return name if name and name != os.environ.get('OS_CLOUD') else None
 
 
@@ -164,15 +234,14 @@ def _embedded(args):
     return replay_on, where
 
 
-def _remote(args):
+def _remote(args, options):
     """``(replay(requests, label), description)`` on the cloud named by
     ``--os-cloud`` (clouds.yaml), through openstacksdk."""
-    from opie_sched.cmd import cli
     from opie_sched.demo import replay
     from opie_sched.demo import targets
 
-    conn = cli.connect(args)
-    name = args.os_cloud
+    conn = cli.connect(options)
+    name = options.os_cloud
 
     def new_target():
         return targets.OpenStackTarget(
@@ -207,67 +276,80 @@ def _positive(text):
     return value
 
 
-def register(subparsers):
-    from opie_sched.demo import targets
+class Demo(cli.ShowOne):
+    """Replay a workload with preemptible backfilling on an in-process Nova.
 
-    p = subparsers.add_parser(
-        'demo', help='replay a workload with preemptible backfilling on an '
-                     'all-in-one in-process Nova, or on a cloud '
-                     '(--os-cloud)')
-    p.add_argument('--hosts', type=int, default=None,
-                   help='fake compute hosts of the in-process cloud '
-                        '(default: 4)')
-    p.add_argument('--trace', metavar='FILE.swf',
-                   help='Standard Workload Format trace (gzip or plain); '
-                        'default: a generated workload')
-    p.add_argument('--limit', type=int, default=None,
-                   help='replay at most this many jobs (default: all of a '
-                        'trace; 100 generated)')
-    p.add_argument('--max-jobs', type=int, default=None,
-                   help='read at most this many trace lines')
-    p.add_argument('--seed', type=int, default=42,
-                   help='seed of the generated workload')
-    p.add_argument('--preemptible', metavar='RULE',
-                   help='which trace jobs are preemptible: queue:N[,N], '
-                        'partition:N, fraction:F, all, none')
-    p.add_argument('--procs-per-vcpu', type=int, default=1)
-    p.add_argument('--max-vcpus-per-server', type=int, default=8)
-    p.add_argument('--time-compression', type=float, default=1.0,
-                   help='trace seconds per replay second')
-    p.add_argument('--no-baseline', action='store_true',
-                   help='skip the replay without preemptible requests')
-    p.add_argument('--progress-every', type=int, default=10)
-    p.add_argument('--output-dir', default='demo-output')
-    p.add_argument('--wait-timeout', type=_positive, default=None,
-                   metavar='SECONDS',
-                   help='fail when a server takes longer than this to '
-                        'become ACTIVE or deleted (default: wait as long '
-                        'as it takes; a slow machine makes the demo '
-                        'slower, never wrong)')
-    real = p.add_argument_group(
-        'replay on a cloud', 'With --os-cloud NAME (clouds.yaml, as the '
-        'openstack client reads it; admin credentials: the demo creates '
-        'its flavors and their preemptible twins when missing, reads '
-        'Placement and server events) the workload is replayed through '
-        'openstacksdk on that cloud instead of an in-process Nova. Every '
-        'server it boots is deleted at the end.')
-    real.add_argument('--os-cloud', dest='demo_cloud', metavar='NAME',
-                      help='replay on this cloud (default: in-process)')
-    real.add_argument('--image', help='image name or ID to boot (default: '
-                                      'the first active image)')
-    real.add_argument('--network', default='none',
-                      help='none (no port), auto, or a network name or ID '
-                           '(default: %(default)s)')
-    real.add_argument('--flavor-prefix', default='demo.',
-                      help='prefix of the demo flavors\' names, e.g. '
-                           'demo.c2m4000d40 and demo.c2m4000d40.preemptible '
-                           '(default: %(default)s)')
-    real.add_argument('--capacity-vcpus', type=_positive, default=None,
-                      help='the cloud\'s vCPU capacity for utilisation '
-                           '(default: VCPU inventories in Placement)')
-    real.add_argument('--poll-interval', type=_positive, default=2.0,
-                      metavar='SECONDS',
-                      help='seconds between status polls of a server '
-                           '(default: %(default)s)')
-    p.set_defaults(func=_run, errors=(ValueError, OSError,
-                                      targets.ReplayError, RuntimeError))
+    Or on a cloud, with --os-cloud.
+
+    Replays the workload, then the same workload without its preemptible
+    requests, and shows requests, failures, preemptions and their cost,
+    and utilisation with and without preemptible backfilling (the
+    results field, one column per replay), with the paths of a CSV time
+    series and a PNG plot. Progress goes to standard error.
+    """
+
+    @property
+    def errors(self):
+        from opie_sched.demo import targets
+        return (ValueError, OSError, targets.ReplayError, RuntimeError)
+
+    def get_parser(self, prog_name):
+        p = super().get_parser(prog_name)
+        p.add_argument('--hosts', type=int, default=None,
+                       help='fake compute hosts of the in-process cloud '
+                            '(default: 4)')
+        p.add_argument('--trace', metavar='FILE.swf',
+                       help='Standard Workload Format trace (gzip or plain); '
+                            'default: a generated workload')
+        p.add_argument('--limit', type=int, default=None,
+                       help='replay at most this many jobs (default: all of a '
+                            'trace; 100 generated)')
+        p.add_argument('--max-jobs', type=int, default=None,
+                       help='read at most this many trace lines')
+        p.add_argument('--seed', type=int, default=42,
+                       help='seed of the generated workload')
+        p.add_argument('--preemptible', metavar='RULE',
+                       help='which trace jobs are preemptible: queue:N[,N], '
+                            'partition:N, fraction:F, all, none')
+        p.add_argument('--procs-per-vcpu', type=int, default=1)
+        p.add_argument('--max-vcpus-per-server', type=int, default=8)
+        p.add_argument('--time-compression', type=float, default=1.0,
+                       help='trace seconds per replay second')
+        p.add_argument('--no-baseline', action='store_true',
+                       help='skip the replay without preemptible requests')
+        p.add_argument('--progress-every', type=int, default=10)
+        p.add_argument('--output-dir', default='demo-output')
+        p.add_argument('--wait-timeout', type=_positive, default=None,
+                       metavar='SECONDS',
+                       help='fail when a server takes longer than this to '
+                            'become ACTIVE or deleted (default: wait as long '
+                            'as it takes; a slow machine makes the demo '
+                            'slower, never wrong)')
+        real = p.add_argument_group(
+            'replay on a cloud', 'With --os-cloud NAME (clouds.yaml, as the '
+            'openstack client reads it; admin credentials: the demo creates '
+            'its flavors and their preemptible twins when missing, reads '
+            'Placement and server events) the workload is replayed through '
+            'openstacksdk on that cloud instead of an in-process Nova. Every '
+            'server it boots is deleted at the end.')
+        real.add_argument('--image', help='image name or ID to boot (default: '
+                                          'the first active image)')
+        real.add_argument('--network', default='none',
+                          help='none (no port), auto, or a network name or ID '
+                               '(default: %(default)s)')
+        real.add_argument('--flavor-prefix', default='demo.',
+                          help='prefix of the demo flavors\' names, e.g. '
+                               'demo.c2m4000d40 and '
+                               'demo.c2m4000d40.preemptible (default: '
+                               '%(default)s)')
+        real.add_argument('--capacity-vcpus', type=_positive, default=None,
+                          help='the cloud\'s vCPU capacity for utilisation '
+                               '(default: VCPU inventories in Placement)')
+        real.add_argument('--poll-interval', type=_positive, default=2.0,
+                          metavar='SECONDS',
+                          help='seconds between status polls of a server '
+                               '(default: %(default)s)')
+        return p
+
+    def take_action(self, args):
+        return _run(self, args)

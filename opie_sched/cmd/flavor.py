@@ -13,59 +13,62 @@
 
 ``opie-sched flavor create-preemptible BASE [--name NAME]`` creates the
 preemptible twin of flavor BASE (see
-:func:`opie_sched.common.flavors.create_preemptible_twin`).
+:func:`opie_sched.common.flavors.create_preemptible_twin`) and shows it.
 """
 
-import sys
-
 from opie_sched.cmd import cli
+from opie_sched.cmd import columns
 from opie_sched.common import flavors
 
-
-def format_flavor(flavor):
-    """Human-readable lines describing a created flavor."""
-    lines = ['created flavor %s (%s): %d vCPU, %d MB RAM, %d GB disk, '
-             '%d GB ephemeral, %d MB swap, %s'
-             % (flavor.name, flavor.id, flavor.vcpus, flavor.ram,
-                flavor.disk or 0, flavor.ephemeral or 0, flavor.swap or 0,
-                'public' if flavor.is_public else 'private')]
-    for key, value in sorted((flavor.extra_specs or {}).items()):
-        lines.append('  %s=%s' % (key, value))
-    return '\n'.join(lines)
+#: Fields shown for a flavor (sizes in vCPU, MB and GB).
+FLAVOR_FIELDS = ('id', 'name', 'vcpus', 'ram', 'disk', 'ephemeral', 'swap',
+                 'is_public', 'description', 'extra_specs')
 
 
-def _create_preemptible(args):
-    conn = cli.connect(args)
-    flavor = flavors.create_preemptible_twin(
-        conn, args.base, name=args.name, is_public=args.is_public)
-    sys.stdout.write(format_flavor(flavor) + '\n')
-    return 0
+def flavor_fields(flavor):
+    """``(fields, values)`` of an openstacksdk flavor (RAM and swap in MB,
+    disk and ephemeral in GB)."""
+    values = (flavor.id, flavor.name, flavor.vcpus, flavor.ram,
+              flavor.disk or 0, flavor.ephemeral or 0, flavor.swap or 0,
+              bool(flavor.is_public), flavor.description,
+              columns.Mapping(dict(sorted(
+                  (flavor.extra_specs or {}).items()))))
+    return FLAVOR_FIELDS, values
 
 
-def register(subparsers):
-    parser = subparsers.add_parser('flavor', help='preemptible flavors')
-    sub = parser.add_subparsers(dest='flavor_command', metavar='COMMAND')
-    sub.required = True
-    create = sub.add_parser(
-        'create-preemptible',
-        help='create the preemptible twin of a flavor',
-        description='Create a flavor with the size of BASE (vCPUs, RAM, '
-                    'disk, ephemeral, swap), its description, visibility '
-                    'and non-resource extra specs, whose instances are '
-                    'preemptible: opie:preemptible=true, the standard '
-                    'resource classes set to 0 and the same amounts of '
-                    'the CUSTOM_PREEMPTIBLE_* classes requested instead.')
-    create.add_argument('base', metavar='BASE',
-                        help='name or ID of the base flavor')
-    create.add_argument('--name',
-                        help='name of the new flavor (default: '
-                             'BASE.preemptible)')
-    vis = create.add_mutually_exclusive_group()
-    vis.add_argument('--public', dest='is_public', action='store_const',
-                     const=True, default=None,
-                     help='make the new flavor public (default: as BASE)')
-    vis.add_argument('--private', dest='is_public', action='store_const',
-                     const=False,
-                     help='make the new flavor private (default: as BASE)')
-    create.set_defaults(func=_create_preemptible,
-                        errors=(flavors.FlavorError,))
+class CreatePreemptible(cli.ShowOne):
+    """Create the preemptible twin of a flavor.
+
+    Creates a flavor with the size of BASE (vCPUs, RAM, disk, ephemeral,
+    swap), its description, visibility and non-resource extra specs,
+    whose instances are preemptible: opie:preemptible=true, the standard
+    resource classes set to 0 and the same amounts of the
+    CUSTOM_PREEMPTIBLE_* classes requested instead.
+    """
+
+    errors = (flavors.FlavorError,)
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('base', metavar='BASE',
+                            help='name or ID of the base flavor')
+        parser.add_argument('--name',
+                            help='name of the new flavor (default: '
+                                 'BASE.preemptible)')
+        vis = parser.add_mutually_exclusive_group()
+        vis.add_argument('--public', dest='is_public', action='store_const',
+                         const=True, default=None,
+                         help='make the new flavor public (default: as '
+                              'BASE)')
+        vis.add_argument('--private', dest='is_public', action='store_const',
+                         const=False,
+                         help='make the new flavor private (default: as '
+                              'BASE)')
+        return parser
+
+    def take_action(self, parsed_args):
+        conn = cli.connect(self.app.options)
+        flavor = flavors.create_preemptible_twin(
+            conn, parsed_args.base, name=parsed_args.name,
+            is_public=parsed_args.is_public)
+        return flavor_fields(flavor)

@@ -11,470 +11,84 @@
 # under the License.
 """``opie-sched market``: what-if tools for the proportional-share market.
 
+``opie-sched market allocate SNAPSHOT.json`` reads a snapshot of hosts and
+bidding VMs (:mod:`opie_sched.market.snapshot`; ``-`` reads standard
+input) and shows, with the code of :mod:`opie_sched.market.pricing`: each
+pool's and each host's price per resource (Merkat eq. 1, floored at the
+reserve price), every VM's share computed on the whole pool and on its
+host, and its allocation errors (Merkat §3.1). VMs without a host are
+placed first, worst-fit decreasing by bid (Themis §III.B).
+
 ``opie-sched market demo [--periods N] [--period-seconds S]
-[--notice-seconds S] [--format table|json]`` runs the spot market service's
-engine (:class:`opie_sched.services.market.engine.MarketEngine`) against the
-demo's all-in-one in-process Nova with a fake clock; see :func:`run_demo`.
+[--notice-seconds S]`` runs the spot market service's engine against the
+demo's all-in-one in-process Nova with a fake clock
+(:func:`opie_sched.demo.market.run_demo`).
 
-``opie-sched market allocate SNAPSHOT.json [--format table|json]`` reads a
-snapshot of hosts and bidding VMs and prints, with the code of
-:mod:`opie_sched.market.pricing`: each pool's and each host's price per
-resource (Merkat eq. 1, floored at the reserve price), every VM's share
-computed on the whole pool and on its host, and its allocation errors
-(Merkat §3.1). VMs without a host are placed first, worst-fit decreasing
-by bid (Themis §III.B). ``-`` reads the snapshot from standard input.
-
-Snapshot format (JSON)::
-
-    {"reserve_price": {"vcpus": 0.01, "memory_mb": 0.00001},
-     "default_bid": 0.05,
-     "max_bid": 100,
-     "hosts": [{"name": "node-1", "pool": "default",
-                "capacity": {"vcpus": 100, "memory_mb": 65536}}],
-     "vms": [{"uuid": "vm-1", "host": "node-1", "bid": 12,
-              "request": {"vcpus": 4, "memory_mb": 8192}},
-             {"uuid": "vm-2", "pool": "default",
-              "bid": {"vcpus": "0.04", "memory_mb": "0.00001"}},
-             {"uuid": "vm-3", "host": "node-1",
-              "metadata": {"opie:bid": "0.08"},
-              "flavor_extra_specs": {"opie:bid": "0.05"}}]}
-
-* Resources are ``vcpus`` (vCPU) and ``memory_mb`` (MB); every host has
-  the same ones, each capacity > 0. ``pool`` (e.g. a host aggregate)
-  defaults to ``"default"``; each pool is one market.
-* Bids are currency per hour, numbers or decimal text. A VM's ``bid`` is
-  either one number, split over the resources in proportion to the
-  fraction of the pool it requests (:func:`.pricing.split_bid`; equally
-  without a ``request``), or an object with one bid per resource. Without
-  ``bid``, the bid comes from ``metadata`` ``opie:bid``, else
-  ``flavor_extra_specs`` ``opie:bid``, else ``default_bid``
-  (:func:`.bids.resolve_bid`). A bid above ``max_bid`` is an error.
-* ``request``: the most the VM can use of each resource (its flavor);
-  nobody gets more than it requests or than one host has.
-* ``host``: where the VM runs; null or absent to be placed, in ``pool``.
-* ``reserve_price``: currency per unit-hour per resource, default 0.
-
-JSON output: ``{"resources": [...], "reserve_price": {r: p},
-"pools": [{"pool", "capacity", "bids", "prices"}], "hosts": [{"name",
-"pool", "capacity", "bids", "prices", "vms"}], "vms": [{"uuid", "host",
-"pool", "placed", "bid_source", "bids", "cluster_share", "host_share",
-"errors", "error"}]}``, each of ``capacity``, ``bids``, ``prices``,
-shares and ``errors`` a mapping by resource; numbers are JSON numbers.
-Invalid snapshots fail with the path of the offending field, e.g.
-``vms[2].bid: must not be negative, got -1``.
+Both show one object through cliff's formatters: ``-f json`` prints the
+JSON document of :func:`opie_sched.market.snapshot.to_json` and
+:func:`opie_sched.demo.market.run_demo`.
 """
 
 import argparse
-import contextlib
-import dataclasses
-import decimal
-import json
-import logging
-import os
-import shutil
 import sys
-import tempfile
-import time
-
-import jsonschema
 
 from opie_sched.cmd import cli
-from opie_sched.common import flavors
+from opie_sched.cmd import columns
 from opie_sched.market import bids as market_bids
-from opie_sched.market import budget
-from opie_sched.services.market.db import models as db_models
-from opie_sched.services.market import engine as market_engine
-from opie_sched.market import outbid
 from opie_sched.market import pricing
+from opie_sched.market import snapshot
 
-_POSITIVE = {'type': 'number', 'exclusiveMinimum': 0}
-_NON_NEGATIVE = {'type': 'number', 'minimum': 0}
-_RAW_BID = {'type': ['number', 'string']}
-
-
-def _by_resource(value_schema, **extra):
-    schema = {'type': 'object', 'additionalProperties': False,
-              'properties': {r: value_schema for r in pricing.RESOURCES}}
-    schema.update(extra)
-    return schema
-
-
-_BID_SPECS = {'type': 'object',
-              'additionalProperties': {'type': ['string', 'number']}}
-
-_HOST = {
-    'type': 'object',
-    'required': ['name', 'capacity'],
-    'additionalProperties': False,
-    'properties': {
-        'name': {'type': 'string', 'minLength': 1},
-        'pool': {'type': 'string', 'minLength': 1},
-        'capacity': _by_resource(_POSITIVE, minProperties=1),
-    },
-}
-
-_VM = {
-    'type': 'object',
-    'required': ['uuid'],
-    'additionalProperties': False,
-    'properties': {
-        'uuid': {'type': 'string', 'minLength': 1},
-        'host': {'type': ['string', 'null']},
-        'pool': {'type': 'string', 'minLength': 1},
-        'bid': {'oneOf': [_RAW_BID, _by_resource(_RAW_BID)]},
-        'metadata': _BID_SPECS,
-        'flavor_extra_specs': _BID_SPECS,
-        'request': _by_resource(_NON_NEGATIVE),
-    },
-}
-
-#: JSON schema of a snapshot (draft 7).
-SCHEMA = {
-    'type': 'object',
-    'required': ['hosts', 'vms'],
-    'additionalProperties': False,
-    'properties': {
-        'reserve_price': _by_resource(_NON_NEGATIVE),
-        'default_bid': _RAW_BID,
-        'max_bid': _NON_NEGATIVE,
-        'hosts': {'type': 'array', 'items': _HOST, 'minItems': 1},
-        'vms': {'type': 'array', 'items': _VM},
-    },
-}
+#: Nested tables of ``market allocate`` (headings, keys); prices currency
+#: per unit-hour, bids currency per hour, shares in units, errors as
+#: fractions.
+_POOLS = (('pool', 'pool'), ('capacity', 'capacity'), ('bids/h', 'bids'),
+          ('price/unit-h', 'prices'))
+_HOSTS = (('host', 'name'), ('pool', 'pool'), ('capacity', 'capacity'),
+          ('bids/h', 'bids'), ('price/unit-h', 'prices'), ('vms', 'vms'))
+_VMS = (('vm', 'uuid'),
+        ('host', lambda v: v['host'] + (' (placed)' if v['placed'] else '')),
+        ('bid source', 'bid_source'), ('bids/h', 'bids'),
+        ('cluster share', 'cluster_share'), ('host share', 'host_share'),
+        ('errors', 'errors'), ('vm error', 'error'))
+_PROJECTS = (('project', 'project'), ('user', 'user'), ('credit', 'credit'))
 
 
-class SnapshotError(ValueError):
-    """A market snapshot is not valid; the message names the field."""
+class Allocate(cli.ShowOne):
+    """Show prices, shares and allocation errors for a market snapshot.
 
+    The snapshot lists hosts and bidding VMs.
 
-def _path(parts):
-    text = ''
-    for part in parts:
-        if isinstance(part, int):
-            text += '[%d]' % part
-        else:
-            text += ('.' if text else '') + str(part)
-    return text or '(top level)'
-
-
-def _validate(doc):
-    validator = jsonschema.Draft7Validator(SCHEMA)
-    errors = sorted(validator.iter_errors(doc),
-                    key=lambda e: [str(p) for p in e.absolute_path])
-    if errors:
-        error = jsonschema.exceptions.best_match(errors)
-        # oneOf errors say little; the deepest failing branch says more.
-        while error.context:
-            error = jsonschema.exceptions.best_match(error.context)
-        raise SnapshotError('%s: %s' % (_path(error.absolute_path),
-                                        error.message))
-
-
-def _no_constant(name):
-    raise SnapshotError('not valid JSON: %s is not a number' % name)
-
-
-def read(path):
-    """The decoded snapshot at ``path`` (``-``: stdin), numbers exact.
-
-    Non-integral numbers are decoded as :class:`~decimal.Decimal`;
-    ``NaN`` and ``Infinity`` are refused.
-
-    :raises SnapshotError: unreadable file, bad JSON.
+    Fields: resources, reserve_price (currency per unit-hour), pools and
+    hosts (capacity, sum of bids per hour, price per unit-hour), vms (bid
+    source, bids per hour, share on the pool and on the host, allocation
+    errors). SNAPSHOT.json is described in opie_sched.market.snapshot;
+    invalid snapshots fail with the path of the offending field, e.g.
+    vms[2].bid: must not be negative, got -1.
     """
-    try:
-        if path == '-':
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding='utf-8') as f:
-                text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SnapshotError('cannot read %s: %s' % (path, exc))
-    try:
-        return json.loads(text, parse_float=pricing.as_decimal,
-                          parse_constant=_no_constant)
-    except SnapshotError as exc:
-        raise SnapshotError('%s: %s' % (path, exc))
-    except ValueError as exc:
-        raise SnapshotError('%s: not valid JSON: %s' % (path, exc))
 
+    errors = (snapshot.SnapshotError, market_bids.BidError)
 
-def _check_hosts(doc):
-    names = set()
-    resources = None
-    for i, host in enumerate(doc['hosts']):
-        if host['name'] in names:
-            raise SnapshotError('hosts[%d].name: duplicate host %r'
-                                % (i, host['name']))
-        names.add(host['name'])
-        these = sorted(host['capacity'])
-        if resources is None:
-            resources = these
-        elif these != resources:
-            raise SnapshotError(
-                'hosts[%d].capacity: has %s, hosts[0] has %s (every host '
-                'needs the same resources)'
-                % (i, ', '.join(these), ', '.join(resources)))
-    return pricing.order_resources(resources)
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('snapshot', metavar='SNAPSHOT.json',
+                            help='the snapshot (JSON); - for standard '
+                                 'input')
+        return parser
 
-
-def _check_vm(i, vm, hosts, resources):
-    where = 'vms[%d]' % i
-    if vm.get('host') is not None and vm['host'] not in hosts:
-        raise SnapshotError('%s.host: unknown host %r' % (where, vm['host']))
-    if vm.get('host') is not None and 'pool' in vm:
-        pool = hosts[vm['host']].pool
-        if vm['pool'] != pool:
-            raise SnapshotError('%s.pool: %r, but host %r is in pool %r'
-                                % (where, vm['pool'], vm['host'], pool))
-    if vm.get('host') is None:
-        pool = vm.get('pool', pricing.DEFAULT_POOL)
-        if not any(h.pool == pool for h in hosts.values()):
-            raise SnapshotError('%s.pool: no host in pool %r to place the '
-                                'VM on' % (where, pool))
-    for field in ('request', 'bid'):
-        value = vm.get(field)
-        if isinstance(value, dict):
-            for r in value:
-                if r not in resources:
-                    raise SnapshotError('%s.%s.%s: no host has resource %s'
-                                        % (where, field, r, r))
-
-
-def _vm_bids(i, vm, doc, capacity):
-    """``({resource: bid}, source)`` of the i-th VM, validated."""
-    where = 'vms[%d]' % i
-    cap = doc.get('max_bid')
-    raw = vm.get('bid')
-    if isinstance(raw, dict):
-        parsed = {r: market_bids.parse_bid(v, cap, '%s.bid.%s' % (where, r))
-                  for r, v in raw.items()}
-        total = sum(parsed.values(), pricing.ZERO)
-        if cap is not None and total > cap:
-            raise market_bids.BidError(
-                '%s.bid: total %s is above the largest accepted bid %s'
-                % (where, total, cap))
-        return parsed, 'bid'
-    if raw is not None:
-        bid, source = market_bids.parse_bid(raw, cap, where + '.bid'), 'bid'
-    else:
+    def take_action(self, args):
+        hosts, vms, reserve, sources = snapshot.parse(
+            snapshot.read(args.snapshot))
         try:
-            bid, source = market_bids.resolve_bid(
-                vm.get('metadata'), vm.get('flavor_extra_specs'),
-                doc.get('default_bid'), cap)
-        except market_bids.BidError as exc:
-            raise market_bids.BidError('%s: %s' % (where, exc))
-    return pricing.split_bid(bid, capacity, vm.get('request')), source
-
-
-def parse(doc):
-    """Hosts, VMs and reserve prices of a decoded snapshot.
-
-    :returns: ``(hosts, vms, reserve, sources)``: lists of
-        :class:`.pricing.Host` and :class:`.pricing.VM`, a mapping
-        ``resource -> reserve price`` and ``uuid -> bid source``.
-    :raises SnapshotError: schema violation, duplicate or unknown names.
-    :raises opie_sched.market.bids.BidError: an invalid bid.
-    """
-    _validate(doc)
-    resources = _check_hosts(doc)
-    hosts = {}
-    for h in doc['hosts']:
-        hosts[h['name']] = pricing.Host(
-            h['name'], {r: h['capacity'][r] for r in resources},
-            h.get('pool', pricing.DEFAULT_POOL))
-    pool_capacity = {}
-    for host in hosts.values():
-        cap = pool_capacity.setdefault(host.pool, dict.fromkeys(resources, 0))
-        for r in resources:
-            cap[r] += host.capacity[r]
-    vms, sources, seen = [], {}, set()
-    for i, vm in enumerate(doc['vms']):
-        if vm['uuid'] in seen:
-            raise SnapshotError('vms[%d].uuid: duplicate VM %r'
-                                % (i, vm['uuid']))
-        seen.add(vm['uuid'])
-        _check_vm(i, vm, hosts, resources)
-        host = vm.get('host')
-        if host:
-            pool = hosts[host].pool
-        else:
-            pool = vm.get('pool', pricing.DEFAULT_POOL)
-        bids, sources[vm['uuid']] = _vm_bids(i, vm, doc, pool_capacity[pool])
-        vms.append(pricing.VM(vm['uuid'], bids, host,
-                              dict(vm.get('request', {})), pool))
-    reserve = {r: doc.get('reserve_price', {}).get(r, 0) for r in resources}
-    return list(hosts.values()), vms, reserve, sources
-
-
-def _numbers(mapping):
-    return {k: float(v) for k, v in mapping.items()}
-
-
-def to_json(allocation, reserve, sources):
-    """The JSON-ready dict of an :class:`.pricing.Allocation`."""
-    return {
-        'resources': list(allocation.resources),
-        'reserve_price': _numbers(
-            {r: pricing.as_decimal(reserve[r])
-             for r in allocation.resources}),
-        'pools': [{'pool': p.pool, 'capacity': _numbers(p.capacity),
-                   'bids': _numbers(p.bids), 'prices': _numbers(p.prices)}
-                  for p in allocation.pools.values()],
-        'hosts': [{'name': h.name, 'pool': h.pool,
-                   'capacity': _numbers(h.capacity),
-                   'bids': _numbers(h.bids), 'prices': _numbers(h.prices),
-                   'vms': list(h.vms)}
-                  for h in allocation.hosts.values()],
-        'vms': [{'uuid': v.uuid, 'host': v.host, 'pool': v.pool,
-                 'placed': v.placed, 'bid_source': sources[v.uuid],
-                 'bids': _numbers(v.bids),
-                 'cluster_share': _numbers(v.cluster),
-                 'host_share': _numbers(v.host_shares),
-                 'errors': _numbers(v.errors), 'error': float(v.error)}
-                for v in allocation.vms.values()],
-    }
-
-
-def _table(header, rows):
-    widths = [max(len(str(x)) for x in column)
-              for column in zip(header, *rows)]
-    lines = []
-    for row in [header] + rows:
-        lines.append('  '.join(str(x).ljust(w)
-                               for x, w in zip(row, widths)).rstrip())
-    return lines
-
-
-def format_table(allocation):
-    """Three tables: pools, hosts, VMs (prices per unit-hour, bids per
-    hour, shares in units, errors as fractions)."""
-    res = allocation.resources
-    num = pricing.pretty
-    lines = _table(
-        ['POOL', 'RESOURCE', 'CAPACITY', 'BIDS/H', 'PRICE/UNIT-H'],
-        [[p.pool, r, num(p.capacity[r]), num(p.bids[r]), num(p.prices[r])]
-         for p in allocation.pools.values() for r in res])
-    lines.append('')
-    lines += _table(
-        ['HOST', 'POOL', 'RESOURCE', 'CAPACITY', 'BIDS/H', 'PRICE/UNIT-H',
-         'VMS'],
-        [[h.name, h.pool, r, num(h.capacity[r]), num(h.bids[r]),
-          num(h.prices[r]), ','.join(h.vms)]
-         for h in allocation.hosts.values() for r in res])
-    lines.append('')
-    header = ['VM', 'HOST', 'RESOURCE', 'BID/H', 'CLUSTER', 'ON HOST',
-              'ERROR', 'VM ERROR']
-    rows = []
-    for v in allocation.vms.values():
-        for n, r in enumerate(res):
-            rows.append([v.uuid if n == 0 else '',
-                         (v.host + (' (placed)' if v.placed else ''))
-                         if n == 0 else '',
-                         r, num(v.bids[r]), num(v.cluster[r]),
-                         num(v.host_shares[r]), num(v.errors[r]),
-                         num(v.error) if n == 0 else ''])
-    lines += _table(header, rows)
-    return '\n'.join(lines)
-
-
-def _allocate(args):
-    hosts, vms, reserve, sources = parse(read(args.snapshot))
-    try:
-        allocation = pricing.allocate(hosts, vms, reserve)
-    except ValueError as exc:
-        raise SnapshotError(str(exc))
-    if args.format == 'json':
-        out = json.dumps(to_json(allocation, reserve, sources), indent=2)
-    else:
-        out = format_table(allocation)
-    sys.stdout.write(out + '\n')
-    return 0
-
-
-# -- opie-sched market demo ------------------------------------------------
-
-D = decimal.Decimal
-
-#: Compute hosts of the demo's cloud (8 vCPU, 16000 MB each).
-DEMO_HOSTS = 2
-#: Allocation ratio of the hosts' preemptible vCPU inventory: Placement
-#: admits twice the physical CPUs, the market prices the physical ones
-#: (``capacity_source = hypervisors``), so demand can exceed capacity.
-DEMO_CPU_RATIO = 2.0
-#: The demo's preemptible flavor: ``(name, vCPU, MB, GB)``, CPU-heavy
-#: (RAM, not overcommitted, never runs out before the CPUs do); booted
-#: as its ``.preemptible`` twin.
-DEMO_FLAVOR = ('cpu2', 2, 1000, 10)
-#: Reserve prices of the demo's market, currency per unit-hour (Themis
-#: ``bid_min``): what a server pays per vCPU while the pool is not
-#: contended. RAM has none: it is never contended here.
-DEMO_RESERVE = {'vcpus': '0.05'}
-#: ``(project id, user, initial credit in currency)``.
-DEMO_PROJECTS = (('alpha', 'alice', '10'), ('beta', 'bob', '10'),
-                 ('gamma', 'carol', '5'))
-_DEMO_USERS = {project: user for project, user, _ in DEMO_PROJECTS}
-#: The project whose ledger is printed at the end.
-DEMO_LEDGER_PROJECT = 'gamma'
-#: Largest accepted bid of the demo's market, currency per hour.
-DEMO_BID_CAP = '10'
-#: Upper bound of ``--periods`` (the demo should stay short).
-DEMO_MAX_PERIODS = 100
-
-
-@dataclasses.dataclass(frozen=True)
-class DemoServer:
-    """A preemptible server the demo boots as its project's user.
-
-    :ivar name: server name.
-    :ivar project: owning project (a key of :data:`DEMO_PROJECTS`).
-    :ivar flavor: flavor name (:data:`DEMO_FLAVOR`); its
-        ``.preemptible`` twin is booted.
-    :ivar bid: server metadata ``opie:bid``, currency per hour.
-    :ivar raise_to: when the server gets a preemption notice, its owner
-        raises the bid to this (currency per hour); None: the owner lets
-        it go.
-    """
-    name: str
-    project: str
-    flavor: str
-    bid: str
-    raise_to: str = None
-
-
-#: Demand: the servers booted at the start of each period (period 1
-#: first), each 2 vCPU of the pool's 16 physical CPUs. Period 1: 12 vCPU,
-#: the demand fits, the price is the reserve. Period 2: 18 vCPU, the pool
-#: is contended, the price clears above the reserve and gamma-1 (lowest
-#: bid) no longer gets its 2 vCPU: notice, deleted. Period 3: 20 vCPU,
-#: alpha-2 and beta-1 are out of bid; alice raises alpha-2's bid and
-#: keeps it, beta-1 is deleted. Later periods boot nothing; the market
-#: keeps running (period 4: the raised bid pushed gamma-2 out; period 5:
-#: 16 vCPU, back to the reserve).
-DEMO_WAVES = (
-    (DemoServer('alpha-1', 'alpha', 'cpu2', '0.60'),
-     DemoServer('alpha-2', 'alpha', 'cpu2', '0.30', raise_to='0.90'),
-     DemoServer('beta-1', 'beta', 'cpu2', '0.40'),
-     DemoServer('beta-2', 'beta', 'cpu2', '0.55'),
-     DemoServer('gamma-1', 'gamma', 'cpu2', '0.20'),
-     DemoServer('gamma-2', 'gamma', 'cpu2', '0.45')),
-    (DemoServer('alpha-3', 'alpha', 'cpu2', '0.70'),
-     DemoServer('beta-3', 'beta', 'cpu2', '0.80'),
-     DemoServer('gamma-3', 'gamma', 'cpu2', '0.50')),
-    (DemoServer('alpha-4', 'alpha', 'cpu2', '0.65'),
-     DemoServer('beta-4', 'beta', 'cpu2', '0.85')),
-)
-
-#: Environment variables of nova's test fixtures that the demo turns off
-#: while its cloud runs (tox sets them for the tests): output capture
-#: would swallow the demo's progress, a test timeout would kill it.
-_FIXTURE_ENV = {'OS_STDOUT_CAPTURE': '0', 'OS_STDERR_CAPTURE': '0',
-                'OS_TEST_TIMEOUT': '0'}
-
-
-class DemoError(RuntimeError):
-    """The demo ran, but a boot or a market step failed (the periods'
-    ``errors`` and ``boot_failures`` say which)."""
+            allocation = pricing.allocate(hosts, vms, reserve)
+        except ValueError as exc:
+            raise snapshot.SnapshotError(str(exc))
+        doc = snapshot.to_json(allocation, reserve, sources)
+        return (('resources', 'reserve_price', 'pools', 'hosts', 'vms'),
+                (columns.Words(doc['resources']),
+                 columns.Mapping(doc['reserve_price']),
+                 columns.Table(doc['pools'], _POOLS),
+                 columns.Table(doc['hosts'], _HOSTS),
+                 columns.Table(doc['vms'], _VMS)))
 
 
 def _bounded_int(minimum, maximum=None):
@@ -492,608 +106,79 @@ def _bounded_int(minimum, maximum=None):
     return parse
 
 
-@contextlib.contextmanager
-def _fixture_env():
-    """:data:`_FIXTURE_ENV` meanwhile; then the environment and the root
-    logger's level (nova's fixtures leave it at DEBUG) as they were."""
-    saved = {k: os.environ.get(k) for k in _FIXTURE_ENV}
-    level = logging.getLogger().level
-    os.environ.update(_FIXTURE_ENV)
-    try:
-        yield
-    finally:
-        logging.getLogger().setLevel(level)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+class Demo(cli.ShowOne):
+    """Run the spot market service on an all-in-one in-process Nova.
 
+    Rising demand, prices, notices, preemptions and balances, period by
+    period.
 
-@contextlib.contextmanager
-def _quiet_logging():
-    """Drop log records below WARNING meanwhile."""
-    disabled = logging.root.manager.disable
-    logging.disable(logging.INFO)
-    try:
-        yield
-    finally:
-        logging.disable(disabled)
+    Starts Nova in-process (2 fake hosts of 8 vCPU, 16000 MB, preemptible
+    vCPU overcommitted 2:1), three projects with credit whose users boot
+    preemptible servers with bids (server metadata opie:bid), and runs the
+    opie-market engine on the physical CPUs period by period with a fake
+    clock. While the demand fits, prices are the reserve; once it exceeds
+    the CPUs, prices clear the market and the lowest bidders whose shares
+    no longer cover their flavors get notice. Prices are currency per
+    unit-hour, bids and charges per hour currency per hour, charges and
+    balances currency. Progress goes to standard error; the periods and
+    the ledger are fields of the output (-f json: one JSON document).
+    """
 
+    def get_parser(self, prog_name):
+        from opie_sched.demo import market as demo
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--periods', type=_bounded_int(1, demo.DEMO_MAX_PERIODS),
+            default=6, help='market periods to run (default %(default)s)')
+        parser.add_argument(
+            '--period-seconds', type=_bounded_int(1), default=3600,
+            help='length of a market period, seconds (default '
+                 '%(default)s; the clock is fake)')
+        parser.add_argument(
+            '--notice-seconds', type=_bounded_int(0), default=300,
+            help='seconds between a preemption notice and the deletion, '
+                 'below --period-seconds (default %(default)s)')
+        return parser
 
-def _num(value):
-    return None if value is None else float(value)
+    @property
+    def errors(self):
+        from opie_sched.demo import market as demo
+        return (demo.DemoError,)
 
+    def take_action(self, args):
+        from opie_sched.demo import market as demo
 
-def _clock(timestamp):
-    """``HH:MM:SSZ`` of epoch seconds (the day is in the period header)."""
-    return time.strftime('%H:%M:%SZ', time.gmtime(timestamp))
+        def say(text):
+            sys.stderr.write('opie-sched market demo: %s\n' % text)
+            sys.stderr.flush()
 
-
-class _MarketDemo:
-    """One run of ``opie-sched market demo`` (see :func:`run_demo`)."""
-
-    def __init__(self, periods, period_seconds, notice_seconds, say):
-        self.periods = periods
-        self.period_seconds = period_seconds
-        self.notice_seconds = notice_seconds
-        self.say = say
-        self.specs = {}      # uuid -> DemoServer
-        self.owners = {}     # project -> openstacksdk connection
-        self.raised = {}     # uuid -> new bid (text)
-
-    # -- setup ---------------------------------------------------------
-
-    def _start(self, stack):
-        from opie_sched.demo import clients
-        from opie_sched.demo import cloud as cloud_mod
-        from opie_sched.services.market.db import api as db_api
-
-        state = tempfile.mkdtemp(prefix='opie-market-demo-')
-        stack.callback(shutil.rmtree, state, True)
-        host = self.host = cloud_mod.HOST
-        self.say('starting Nova in-process: %d hosts x (%d vCPU, %d MB; '
-                 'preemptible vCPU overcommitted %s:1), the opie '
-                 'scheduler, Placement, sqlite ...'
-                 % (DEMO_HOSTS, host['vcpus'], host['memory_mb'],
-                    pricing.pretty(D(repr(DEMO_CPU_RATIO)))))
-        t0 = time.monotonic()
-        # Native threading, as nova's services run in production (unless
-        # eventlet is already in this process).
-        cloud_mod.use_native_threading()
-        # The cloud lets real clients in (clients.RealClients); nova's log
-        # goes to the state directory, not the console.
-        self.cloud = cloud_mod.EmbeddedCloud(
-            hosts=DEMO_HOSTS, log_file=os.path.join(state, 'nova.log'),
-            preemptible_cpu_ratio=DEMO_CPU_RATIO)
-        stack.callback(self._stop_cloud)
-        self.cloud.start()
-        self.say('Nova is up (%.1f s)' % (time.monotonic() - t0))
-        self.admin = clients.connection(self.cloud, 'admin:admin')
-        name, vcpus, ram, disk = DEMO_FLAVOR
-        base = self.admin.compute.create_flavor(name=name, vcpus=vcpus,
-                                                ram=ram, disk=disk)
-        twin = flavors.create_preemptible_twin(self.admin, base.id)
-        self.flavor_ids = {name: base.id, twin.name: twin.id}
-        for project, user, _ in DEMO_PROJECTS:
-            self.owners[project] = clients.connection(
-                self.cloud, '%s:%s' % (user, project))
-        self.image = self.cloud.image_id
-
-        path = os.path.join(state, 'market.sqlite')
-        self.store = db_api.MarketStore('sqlite:///' + path)
-        stack.callback(self.store.dispose)
-        self.store.sync()
-        self.settings = market_engine.Settings(
-            period_seconds=self.period_seconds,
-            notice_period=self.notice_seconds, bid_cap=D(DEMO_BID_CAP),
-            default_bid=D(0), preemption_action='delete',
-            reserve_prices={r: D(p) for r, p in DEMO_RESERVE.items()})
-        self.engine = market_engine.MarketEngine(
-            self.store, market_engine.Cloud(self.admin, 'hypervisors'),
-            self.settings)
-        self.credit = budget.CreditManager(self.store)
-        self.say('market store: %s (sqlite, removed at the end)' % path)
-
-    def _stop_cloud(self):
-        self.say('stopping Nova ...')
-        # nova's fixtures leave the root logger at DEBUG; their own
-        # cleanup would log to the console (stdout: the JSON).
-        with _quiet_logging():
-            self.cloud.stop()
-
-    def _open_accounts(self, granted_at):
-        accounts = []
-        for project, user, amount in DEMO_PROJECTS:
-            self.credit.open_account(project, 0)
-            self.credit.credit(project, D(amount), granted_at,
-                               note='demo credit')
-            accounts.append({'project': project, 'user': user,
-                             'credit': _num(D(amount))})
-        return accounts
-
-    # -- the owners ----------------------------------------------------
-
-    def _boot(self, wave):
-        """Boot ``wave`` as each server's owner; wait until ACTIVE."""
-        from openstack import exceptions as sdk_exc
-        booted, failed = [], []
-        pending = []
-        for spec in wave:
-            conn = self.owners[spec.project]
-            server = conn.compute.create_server(
-                name=spec.name,
-                flavor_id=self.flavor_ids[spec.flavor + '.preemptible'],
-                image_id=self.image, networks='none',
-                metadata={'opie:bid': spec.bid})
-            self.specs[server.id] = spec
-            pending.append((spec, conn, server))
-        for spec, conn, server in pending:
-            try:
-                conn.compute.wait_for_server(server, wait=120,
-                                             interval=0.05)
-                booted.append(server.id)
-            except sdk_exc.SDKException as exc:
-                failed.append({'server': spec.name, 'server_id': server.id,
-                               'error': str(exc)})
-                conn.compute.delete_server(server.id, ignore_missing=True)
-        return booted, failed
-
-    def _react(self, uuid, notice_row):
-        """The owner of a noticed server reads the notice from its
-        metadata and, if the scenario says so, raises the bid."""
-        spec = self.specs.get(uuid)
-        if spec is None or spec.raise_to is None or uuid in self.raised:
-            return None
-        conn = self.owners[spec.project]
-        seen = conn.compute.get_server(uuid).metadata.get(
-            market_engine.NOTICE_KEY, '')
-        conn.compute.set_server_metadata(uuid,
-                                         **{'opie:bid': spec.raise_to})
-        self.raised[uuid] = spec.raise_to
-        return {'server': spec.name, 'server_id': uuid,
-                'project': spec.project,
-                'user': _DEMO_USERS[spec.project],
-                'action': 'raise bid', 'old_bid': _num(D(spec.bid)),
-                'new_bid': _num(D(spec.raise_to)),
-                'saw_notice': seen, 'deadline': notice_row['deadline']}
-
-    def _wait_gone(self, uuid):
-        from openstack import exceptions as sdk_exc
+        if args.notice_seconds >= args.period_seconds:
+            raise cli.UsageError(
+                '--notice-seconds (%d) must be below --period-seconds (%d): '
+                'the demo enforces every notice within its period'
+                % (args.notice_seconds, args.period_seconds))
         try:
-            self.admin.compute.wait_for_delete(
-                self.admin.compute.get_server(uuid), wait=120,
-                interval=0.05)
-        except sdk_exc.NotFoundException:
-            pass
-
-    # -- one period ----------------------------------------------------
-
-    def _name(self, uuid):
-        spec = self.specs.get(uuid)
-        return spec.name if spec else uuid
-
-    def _notice_json(self, row, at=None):
-        return {'server': self._name(row['server_uuid']),
-                'server_id': row['server_uuid'], 'project': row['project'],
-                'kind': row['kind'], 'reason': row['reason'],
-                'deadline': _num(row['deadline']),
-                'deadline_iso': market_engine.iso(row['deadline']),
-                **({} if at is None else {
-                    'at': _num(at), 'at_iso': market_engine.iso(at)})}
-
-    def period(self, index, ps):
-        """Boot the period's demand, settle it, enforce its notices."""
-        wave = DEMO_WAVES[index - 1] if index <= len(DEMO_WAVES) else ()
-        if wave:
-            self.say('period %d: booting %s ...' % (index, ', '.join(
-                '%s (%s, bid %s/h)' % (s.name, s.flavor, s.bid)
-                for s in wave)))
-        booted, failed = self._boot(wave)
-        before = {p: self.store.get_account(p).balance
-                  for p, _, _ in DEMO_PROJECTS}
-        self.say('period %d: settling at %s ...'
-                 % (index, market_engine.iso(ps)))
-        report = self.engine.tick(ps)
-        errors = list(report.errors)
-        notice_rows = {n['server_uuid']: n for n in self.store.notices()}
-        notices = [self._notice_json(notice_rows[u]) for u in report.notices]
-        actions = [a for a in (self._react(u, notice_rows[u])
-                               for u in report.notices) if a]
-        preempted, cancelled = [], []
-        last = ps
-        while True:
-            due = sorted(n['deadline'] for n in self.store.notices(
-                state=db_models.NOTICED) if last < n['deadline'] < ps +
-                self.period_seconds)
-            if not due:
-                break
-            last = due[0]
-            self.say('period %d: enforcing notices at %s ...'
-                     % (index, market_engine.iso(last)))
-            tick = self.engine.tick(last)
-            errors += tick.errors
-            rows = {n['server_uuid']: n for n in self.store.notices()}
-            for uuid in tick.preempted:
-                self._wait_gone(uuid)
-                preempted.append(self._notice_json(rows[uuid], last))
-            for uuid in tick.cancelled:
-                item = self._notice_json(rows[uuid], last)
-                item['why'] = ('bid raised to %s per hour' % self.raised[uuid]
-                               if uuid in self.raised else
-                               'no longer a victim')
-                cancelled.append(item)
-        return self._period_json(index, ps, report, booted, failed, notices,
-                                 actions, preempted, cancelled, before,
-                                 errors)
-
-    def _period_json(self, index, ps, report, booted, failed, notices,
-                     actions, preempted, cancelled, before, errors):
-        rows = self.store.period_servers(ps)
-        charged = {}
-        refilled = {}
-        for entry in report.charges:
-            if entry.key.kind == budget.KIND_CHARGE:
-                charged[entry.key.server] = -entry.amount
-            elif entry.key.kind == budget.KIND_REFILL:
-                refilled[entry.key.project] = entry.amount
-        outcome = {n['server_id']: 'noticed' for n in notices}
-        outcome.update({n['server_id']: 'notice withdrawn'
-                        for n in cancelled})
-        outcome.update({n['server_id']: 'preempted' for n in preempted})
-        positions = {u: p for m in report.markets.values()
-                     for u, p in m.positions.items()}
-        servers = []
-        for row in rows:
-            uuid = row['server_uuid']
-            held = {pricing.VCPUS: row['vcpus'],
-                    pricing.MEMORY_MB: row['memory_mb']}
-            spec = self.specs.get(uuid)
-            position = positions.get(uuid)
-            servers.append({
-                'server': self._name(uuid), 'server_id': uuid,
-                'project': row['project'],
-                'flavor': spec.flavor if spec else None,
-                'host': row['host'], 'pool': row['pool'],
-                'vcpus': row['vcpus'], 'memory_mb': row['memory_mb'],
-                'bid': _num(row['bid']), 'bid_source': row['bid_source'],
-                'cost_per_hour': _num(outbid.hourly_cost(
-                    report.prices.get(row['pool'], {}), held)),
-                'bids': {r: _num(b) for r, b in (
-                    position.bids.items() if position else ())},
-                'shares': {r: _num(a) for r, a in (
-                    position.shares.items() if position else ())},
-                'charge_per_hour': _num(
-                    position.charge_per_hour if position else None),
-                'charged': _num(charged.get(uuid, 0)),
-                'outcome': outcome.get(uuid, 'running')})
-        servers.sort(key=lambda s: (s['project'], s['server']))
-        accounts = {}
-        for project, _, _ in DEMO_PROJECTS:
-            mine = [charged[r['server_uuid']] for r in rows
-                    if r['project'] == project
-                    and r['server_uuid'] in charged]
-            accounts[project] = {
-                'start': _num(before[project]),
-                'charged': _num(sum(mine, D(0))),
-                'refilled': _num(refilled.get(project, D(0))),
-                'balance': _num(self.store.get_account(project).balance)}
-        pools = {r['pool'] for r in rows}
-        history = {(h['pool'], h['resource']): h
-                   for h in self.store.price_history(ps, ps + 1)}
-        market = {}
-        for pool, prices in report.prices.items():
-            cleared = report.markets.get(pool)
-            market[pool] = {
-                'capacity': {r: _num(history[(pool, r)]['capacity'])
-                             for r in prices},
-                'bids': {r: _num(history[(pool, r)]['bids'])
-                         for r in prices},
-                'reserve': {r: _num(cleared.reserve[r]) for r in prices}
-                if cleared else {},
-                'demand': {r: _num(cleared.demand[r]) for r in prices}
-                if cleared else {},
-                'contended': {r: cleared.contended[r] for r in prices}
-                if cleared else {}}
-        return {
-            'period': index, 'period_start': ps,
-            'period_start_iso': market_engine.iso(ps),
-            'period_seconds': self.period_seconds,
-            'booted': [self._name(u) for u in booted], 'boot_failures': failed,
-            'prices': {pool: {r: _num(p) for r, p in prices.items()}
-                       for pool, prices in report.prices.items()},
-            'market': market,
-            'total_bids': {pool: _num(sum(
-                (r['bid'] for r in rows if r['pool'] == pool
-                 and r['bid_source'] != market_engine.SOURCE_INVALID),
-                D(0)))
-                for pool in sorted(pools)},
-            'servers': servers, 'notices': notices, 'owner_actions': actions,
-            'cancelled': cancelled, 'preempted': preempted,
-            'accounts': accounts, 'errors': errors}
-
-    def ledger(self, project):
-        entries = []
-        for entry in self.store.entries(project):
-            key = entry.key
-            entries.append({
-                'kind': key.kind, 'server': key.server and self._name(
-                    key.server), 'server_id': key.server,
-                'time': _num(key.period_start),
-                'time_iso': market_engine.iso(key.period_start),
-                'amount': _num(entry.amount), 'balance': _num(entry.balance),
-                'note': entry.note})
-        return {'project': project, 'entries': entries}
-
-    # -- the whole run -------------------------------------------------
-
-    def run(self, on_period):
-        """Run every period; ``on_period(record)`` after each.
-
-        :returns: the JSON-ready result (see :func:`run_demo`).
-        """
-        with contextlib.ExitStack() as stack:
-            self._start(stack)
-            first = budget.period_start_for(
-                int(time.time()), self.period_seconds) + self.period_seconds
-            accounts = self._open_accounts(first)
-            periods = []
-            for index in range(1, self.periods + 1):
-                ps = first + (index - 1) * self.period_seconds
-                record = self.period(index, ps)
-                periods.append(record)
-                on_period(record)
-            return {
-                'hosts': DEMO_HOSTS,
-                'host_capacity': {r: self.host[r] for r in pricing.RESOURCES},
-                'preemptible_cpu_ratio': DEMO_CPU_RATIO,
-                'reserve_prices': {r: _num(p) for r, p in
-                                   self.settings.reserve_prices.items()},
-                'period_seconds': self.period_seconds,
-                'notice_seconds': self.notice_seconds,
-                'preemption_action': self.settings.preemption_action,
-                'bid_cap': _num(self.settings.bid_cap),
-                'projects': accounts, 'periods': periods,
-                'ledger': self.ledger(DEMO_LEDGER_PROJECT)}
-
-
-def _money(value):
-    return pricing.pretty(D(str(value)))
-
-
-def _share(server, resource=pricing.VCPUS):
-    share = server.get('shares', {}).get(resource)
-    if share is None:
-        return '-'
-    return '%s/%s' % (_money(round(share, 3)), _money(server[resource]))
-
-
-def _price_state(market, resource):
-    """Why a price is what it is: contention, or the reserve."""
-    unit = pricing.UNITS.get(resource, resource)
-    demand = market.get('demand', {}).get(resource)
-    capacity = market['capacity'][resource]
-    if demand is None:
-        return 'of %s %s' % (_money(capacity), unit)
-    if market.get('contended', {}).get(resource):
-        return 'contended: %s %s demanded of %s, bids %s/h' % (
-            _money(demand), unit, _money(capacity),
-            _money(market['bids'][resource]))
-    return 'the reserve: %s of %s %s demanded' % (
-        _money(demand), _money(capacity), unit)
-
-
-def format_demo_period(record, periods):
-    """One period of the demo as text (bids and charges per hour currency
-    per hour, prices currency per unit-hour, shares units, charges and
-    balances currency)."""
-    lines = ['', '== period %d/%d: %s, %s s ==' % (
-        record['period'], periods, record['period_start_iso'],
-        _money(record['period_seconds']))]
-    if record['booted']:
-        lines.append('demand: +%s' % ', +'.join(record['booted']))
-    for fail in record['boot_failures']:
-        lines.append('boot failed: %s: %s' % (fail['server'], fail['error']))
-    for pool, prices in sorted(record['prices'].items()):
-        market = record['market'][pool]
-        lines.append('prices in pool %s (sum of bids %s/h): %s' % (
-            pool, _money(record['total_bids'].get(pool, 0)), '; '.join(
-                '%s per %s-hour (%s)' % (
-                    _money(p), pricing.UNITS.get(r, r),
-                    _price_state(market, r))
-                for r, p in prices.items())))
-    rows = [[s['server'], s['project'], s['flavor'] or '-', s['host'] or '-',
-             _money(s['bid']), s['bid_source'], _share(s),
-             '-' if s.get('charge_per_hour') is None
-             else _money(s['charge_per_hour']),
-             _money(s['charged']), s['outcome']]
-            for s in record['servers']]
-    if rows:
-        lines += ['  ' + line for line in _table(
-            ['SERVER', 'PROJECT', 'FLAVOR', 'HOST', 'BID/H', 'SOURCE',
-             'VCPU SHARE', 'PAYS/H', 'CHARGED', 'OUTCOME'], rows)]
-    else:
-        lines.append('no preemptible server is running')
-    for n in record['notices']:
-        lines.append('notice    %s (%s), deadline %s: %s' % (
-            n['server'], n['project'], _clock(n['deadline']), n['reason']))
-    for a in record['owner_actions']:
-        lines.append('owner     %s (%s) sees the notice on %s and raises its '
-                     'bid %s -> %s per hour' % (
-                         a['user'], a['project'], a['server'],
-                         _money(a['old_bid']), _money(a['new_bid'])))
-    for n in record['cancelled']:
-        lines.append('withdrawn %s (%s) at %s: %s' % (
-            n['server'], n['project'], _clock(n['at']), n['why']))
-    for n in record['preempted']:
-        lines.append('preempted %s (%s) at %s, deleted (%s)' % (
-            n['server'], n['project'], _clock(n['at']),
-            n['kind'].replace('_', ' ')))
-    for error in record['errors']:
-        lines.append('error     %s' % error)
-    lines += _table(['PROJECT', 'START', 'CHARGED', 'REFILL', 'BALANCE'], [
-        [p, _money(a['start']), _money(a['charged']), _money(a['refilled']),
-         _money(a['balance'])] for p, a in record['accounts'].items()])
-    return '\n'.join(lines)
-
-
-def format_demo_ledger(ledger):
-    """The ledger of one project as text (amounts and balances currency).
-    """
-    lines = ['', 'ledger of project %s:' % ledger['project']]
-    lines += ['  ' + line for line in _table(
-        ['TIME', 'KIND', 'SERVER', 'AMOUNT', 'BALANCE', 'NOTE'],
-        [[e['time_iso'], e['kind'], e['server'] or '-', _money(e['amount']),
-          _money(e['balance']), e['note']] for e in ledger['entries']])]
-    return '\n'.join(lines)
-
-
-def run_demo(periods=6, period_seconds=3600, notice_seconds=300,
-             say=None, on_period=None):
-    """Run the spot market service's engine on an embedded Nova.
-
-    Starts :class:`opie_sched.demo.cloud.EmbeddedCloud` (:data:`DEMO_HOSTS`
-    hosts, preemptible vCPU overcommitted :data:`DEMO_CPU_RATIO`:1), a
-    market store (sqlite in a temporary directory, removed at the end) and
-    :class:`opie_sched.services.market.engine.MarketEngine` reading Nova
-    through
-    openstacksdk as ``admin`` and pricing the hypervisors' physical CPUs
-    (so demand can exceed the capacity the market prices), with the
-    reserve prices :data:`DEMO_RESERVE`. The projects of
-    :data:`DEMO_PROJECTS` get their credit; at the start of each period
-    their users boot the servers of :data:`DEMO_WAVES` (flavor
-    :data:`DEMO_FLAVOR`) with openstacksdk (bid = server metadata
-    ``opie:bid``), the engine settles the period (``tick(period start)``:
-    prices, charges, notices), owners react to notices, and the engine
-    enforces them at their deadlines (``tick(deadline)``). The clock is
-    fake: nothing sleeps for a period.
-
-    The market's rule (:func:`opie_sched.market.outbid.assess`): while
-    the demand fits the pool the price is the reserve and nobody is out
-    of bid; under contention the price clears the market (Merkat eq. 1
-    with each flavor as its cap), a server whose share no longer covers
-    its flavor is out of bid (the lowest bids first, never more than
-    needed), and each server pays what its share costs at that price,
-    never more than its bid.
-
-    :param periods: number of periods (>= 1).
-    :param period_seconds: market period, seconds (> 0).
-    :param notice_seconds: notice period, seconds (>= 0, below
-        ``period_seconds``).
-    :param say: ``(text) -> None`` for progress lines.
-    :param on_period: ``(record) -> None`` after each period.
-    :returns: ``{"hosts", "host_capacity", "preemptible_cpu_ratio",
-        "reserve_prices", "period_seconds", "notice_seconds",
-        "preemption_action", "bid_cap", "projects", "periods": [record,
-        ...], "ledger"}``; a record has ``prices`` and ``market`` (per
-        pool: ``capacity``, ``bids``, ``reserve``, ``demand``,
-        ``contended``, by resource), ``servers`` (each with ``bid``,
-        ``bids`` (the bid split over the resources, currency per hour),
-        ``shares`` (units), ``charge_per_hour`` (what the share costs),
-        ``cost_per_hour`` (the flavor at the spot prices), ``charged``,
-        ``outcome``), ``notices``, ``owner_actions``, ``cancelled``,
-        ``preempted`` and ``accounts``.
-    :raises ValueError: invalid arguments.
-    """
-    if isinstance(periods, bool) or not isinstance(periods, int) or not (
-            1 <= periods <= DEMO_MAX_PERIODS):
-        raise ValueError('periods must be an integer between 1 and %d, got '
-                         '%r' % (DEMO_MAX_PERIODS, periods))
-    if isinstance(period_seconds, bool) or not isinstance(
-            period_seconds, int) or period_seconds < 1:
-        raise ValueError('period_seconds must be an integer >= 1, got %r'
-                         % (period_seconds,))
-    if isinstance(notice_seconds, bool) or not isinstance(
-            notice_seconds, int) or not 0 <= notice_seconds < period_seconds:
-        raise ValueError('notice_seconds must be an integer >= 0 and below '
-                         'period_seconds (%d), got %r'
-                         % (period_seconds, notice_seconds))
-    demo = _MarketDemo(periods, period_seconds, notice_seconds,
-                       say or (lambda text: None))
-    with _fixture_env():
-        return demo.run(on_period or (lambda record: None))
-
-
-def _demo(args):
-    as_json = args.format == 'json'
-    stream = sys.stderr if as_json else sys.stdout
-
-    def say(text):
-        stream.write('opie-sched market demo: %s\n' % text)
-        stream.flush()
-
-    def on_period(record):
-        if not as_json:
-            sys.stdout.write(format_demo_period(record, args.periods) + '\n')
-            sys.stdout.flush()
-
-    if args.notice_seconds >= args.period_seconds:
-        raise cli.UsageError(
-            '--notice-seconds (%d) must be below --period-seconds (%d): the '
-            'demo enforces every notice within its period'
-            % (args.notice_seconds, args.period_seconds))
-    try:
-        result = run_demo(args.periods, args.period_seconds,
-                          args.notice_seconds, say=say, on_period=on_period)
-    except ValueError as exc:
-        raise cli.UsageError(str(exc))
-    if as_json:
-        sys.stdout.write(json.dumps(result, indent=2) + '\n')
-    else:
-        sys.stdout.write(format_demo_ledger(result['ledger']) + '\n')
-    sys.stdout.flush()
-    errors = sum(len(p['errors']) + len(p['boot_failures'])
-                 for p in result['periods'])
-    if errors:
-        raise DemoError('%d market or boot errors (see the periods above)'
-                        % errors)
-    return 0
-
-
-def register(subparsers):
-    parser = subparsers.add_parser(
-        'market', help='what-if tools for the proportional-share spot '
-                       'market')
-    sub = parser.add_subparsers(dest='market_command', metavar='COMMAND')
-    sub.required = True
-    al = sub.add_parser(
-        'allocate', help='print prices, per-host shares and allocation '
-                         'errors for a snapshot of hosts and bids')
-    al.add_argument('snapshot', metavar='SNAPSHOT.json',
-                    help='the snapshot (JSON, see the module docs); - for '
-                         'standard input')
-    al.add_argument('--format', choices=['table', 'json'], default='table')
-    al.set_defaults(func=_allocate,
-                    errors=(SnapshotError, market_bids.BidError))
-    demo = sub.add_parser(
-        'demo', help='run the spot market service on an all-in-one '
-                     'in-process Nova: rising demand, prices, notices, '
-                     'preemptions and balances, period by period',
-        description='Starts Nova in-process (%d fake hosts of 8 vCPU, '
-                    '16000 MB, preemptible vCPU overcommitted %s:1), three '
-                    'projects with credit whose users boot preemptible '
-                    'servers with bids (server metadata opie:bid), and '
-                    'runs the opie-market engine on the physical CPUs '
-                    'period by period with a fake clock. While the demand '
-                    'fits, prices are the reserve; once it exceeds the '
-                    'CPUs, prices clear the market and the lowest bidders '
-                    'whose shares no longer cover their flavors get '
-                    'notice. Prices are currency per unit-hour, bids and '
-                    'charges per hour currency per hour, charges and '
-                    'balances currency. With --format json, progress goes '
-                    'to standard error and one JSON document to standard '
-                    'output.' % (DEMO_HOSTS, pricing.pretty(
-                        D(repr(DEMO_CPU_RATIO)))))
-    demo.add_argument('--periods', type=_bounded_int(1, DEMO_MAX_PERIODS),
-                      default=6, help='market periods to run (default '
-                                      '%(default)s)')
-    demo.add_argument('--period-seconds', type=_bounded_int(1), default=3600,
-                      help='length of a market period, seconds (default '
-                           '%(default)s; the clock is fake)')
-    demo.add_argument('--notice-seconds', type=_bounded_int(0), default=300,
-                      help='seconds between a preemption notice and the '
-                           'deletion, below --period-seconds (default '
-                           '%(default)s)')
-    demo.add_argument('--format', choices=['table', 'json'],
-                      default='table')
-    demo.set_defaults(func=_demo, errors=(DemoError,))
+            result = demo.run_demo(args.periods, args.period_seconds,
+                                   args.notice_seconds, say=say)
+        except ValueError as exc:
+            raise cli.UsageError(str(exc))
+        errors = sum(len(p['errors']) + len(p['boot_failures'])
+                     for p in result['periods'])
+        if errors:
+            # the story so far, then the failure
+            sys.stderr.write('\n'.join(
+                demo.format_demo_period(p, args.periods)
+                for p in result['periods']) + '\n')
+            raise demo.DemoError('%d market or boot errors (see the '
+                                 'periods above)' % errors)
+        shown = {
+            'host_capacity': columns.Mapping(result['host_capacity']),
+            'reserve_prices': columns.Mapping(result['reserve_prices']),
+            'projects': columns.Table(result['projects'], _PROJECTS),
+            'periods': columns.Text(result['periods'], '\n\n'.join(
+                demo.format_demo_period(p, args.periods).lstrip('\n')
+                for p in result['periods'])),
+            'ledger': columns.Text(result['ledger'], demo.format_demo_ledger(
+                result['ledger']).lstrip('\n')),
+        }
+        return list(result), [shown.get(k, v) for k, v in result.items()]

@@ -12,7 +12,7 @@
 """``opie-sched preempt``: what the preemption phase would do, and did.
 
 ``opie-sched preempt explain SNAPSHOT.json`` reads a snapshot (see
-:mod:`opie_sched.preemption.snapshot`) and prints the host and victims the
+:mod:`opie_sched.preemption.snapshot`) and shows the host and victims the
 scheduler's preemption phase would choose, with the same planner code the
 scheduler runs. Host choice here is the preemption-cost ranking alone: hosts
 needing no preemption first, then least total victim cost, then host name.
@@ -22,13 +22,10 @@ servers were preempted: every server, deleted or not, whose instance actions
 hold the ``preempt`` action the opie scheduler and reconciler record.
 """
 
-import json
-import sys
-
 from oslo_utils import timeutils
 
 from opie_sched.cmd import cli
-
+from opie_sched.cmd import columns
 from opie_sched.preemption import costs
 from opie_sched.preemption import planner
 from opie_sched.preemption import snapshot
@@ -57,45 +54,6 @@ def explain(snap, policy):
     return {'host': best.host,
             'victims': [{'uuid': i.uuid, 'cost': c} for i, c in best.victims],
             'total_cost': best.total_cost, 'ranking': ranking}
-
-
-def format_table(result):
-    lines = []
-    if result['host'] is None:
-        lines.append('host: none (%s)' % result['reason'])
-    else:
-        lines.append('host: %s' % result['host'])
-        if result['victims']:
-            lines.append('%-38s %12s' % ('victim', 'cost'))
-            for v in result['victims']:
-                lines.append('%-38s %12g' % (v['uuid'], v['cost']))
-            lines.append('%-38s %12g' % ('total', result['total_cost']))
-        else:
-            lines.append('no preemption needed')
-    lines.append('')
-    lines.append('%-20s %-10s %12s  %s'
-                 % ('ranking', 'preempt', 'cost', 'victims'))
-    for r in result['ranking']:
-        lines.append('%-20s %-10s %12s  %s' % (
-            r['host'],
-            'no' if not r['needs_preemption'] else
-            ('yes' if r['feasible'] else 'impossible'),
-            '%g' % r['total_cost'], ','.join(r['victims'])))
-    return '\n'.join(lines)
-
-
-def _explain(args):
-    snap = snapshot.load(args.snapshot)
-    policy = costs.load_policy(args.cost, period=args.billing_period)
-    result = explain(snap, policy)
-    if args.format == 'json':
-        out = dict(result)
-        if not args.ranking:
-            out.pop('ranking')
-        sys.stdout.write(json.dumps(out, indent=2) + '\n')
-    else:
-        sys.stdout.write(format_table(result) + '\n')
-    return 0
 
 
 #: The instance action recorded on every victim (see
@@ -135,50 +93,85 @@ def preempted_servers(conn, since=None):
     return result
 
 
-def _list(args):
-    since = None
-    if args.since:
-        try:
-            since = timeutils.parse_isotime(args.since).isoformat()
-        except ValueError as exc:
-            raise cli.UsageError('--since: %s' % exc)
-    rows = preempted_servers(cli.connect(args), since)
-    if args.format == 'json':
-        sys.stdout.write(json.dumps(rows, indent=2) + '\n')
-        return 0
-    fmt = '%-36s  %-20s  %-10s  %-26s  %s'
-    lines = [fmt % ('server', 'name', 'status', 'preempted at', 'request')]
-    lines += [fmt % (r['id'], r['name'], r['status'], r['preempted_at'],
-                     r['request_id']) for r in rows]
-    sys.stdout.write('\n'.join(lines) + '\n')
-    return 0
+#: Columns of ``preempt list`` (the keys of :func:`preempted_servers`).
+LIST_COLUMNS = ('id', 'name', 'project_id', 'status', 'preempted_at',
+                'request_id')
+
+#: Nested columns of ``preempt explain`` (headings, keys).
+_VICTIMS = (('victim', 'uuid'), ('cost', 'cost'))
+_RANKING = (('host', 'host'),
+            ('preempt', lambda r: 'no' if not r['needs_preemption'] else
+             ('yes' if r['feasible'] else 'impossible')),
+            ('cost', 'total_cost'), ('victims', 'victims'))
 
 
-def register(subparsers):
-    parser = subparsers.add_parser(
-        'preempt', help='what-if tools for the preemption phase')
-    sub = parser.add_subparsers(dest='preempt_command', metavar='COMMAND')
-    sub.required = True
-    ex = sub.add_parser(
-        'explain', help='print the host and victims the preemption phase '
-                        'would choose for a snapshot')
-    ex.add_argument('snapshot', metavar='SNAPSHOT.json')
-    ex.add_argument('--cost', default='billing_period',
-                    help='cost modules, name[:multiplier],... '
-                         '(default: %(default)s)')
-    ex.add_argument('--billing-period', type=int, default=3600,
-                    metavar='SECONDS',
-                    help='billing period for billing_period '
-                         '(default: %(default)s)')
-    ex.add_argument('--format', choices=['json', 'table'], default='json')
-    ex.add_argument('--ranking', action='store_true',
-                    help='include every host\'s plan in the JSON output')
-    ex.set_defaults(func=_explain,
-                    errors=(snapshot.SnapshotError, costs.CostModuleError))
-    ls = sub.add_parser(
-        'list', help='list the servers of a cloud that were preempted '
-                     '(admin)')
-    ls.add_argument('--since', metavar='TIME',
-                    help='only servers changed since this ISO 8601 time')
-    ls.add_argument('--format', choices=['json', 'table'], default='table')
-    ls.set_defaults(func=_list, errors=())
+class Explain(cli.ShowOne):
+    """Show the host and victims preemption would choose for a snapshot.
+
+    Reads SNAPSHOT.json (see opie_sched.preemption.snapshot) and runs the
+    scheduler's own planner code on it. Host choice here is the
+    preemption-cost ranking alone: hosts needing no preemption first, then
+    least total victim cost, then host name. Fields: host (none when no
+    host fits even after preemption, with the reason), victims (uuid,
+    cost), total_cost, and with --ranking every host's plan, best first.
+    """
+
+    errors = (snapshot.SnapshotError, costs.CostModuleError)
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('snapshot', metavar='SNAPSHOT.json')
+        parser.add_argument('--cost', default='billing_period',
+                            help='cost modules, name[:multiplier],... '
+                                 '(default: %(default)s)')
+        parser.add_argument('--billing-period', type=int, default=3600,
+                            metavar='SECONDS',
+                            help='billing period for billing_period '
+                                 '(default: %(default)s)')
+        parser.add_argument('--ranking', action='store_true',
+                            help='include every host\'s plan (the '
+                                 'ranking field)')
+        return parser
+
+    def take_action(self, args):
+        snap = snapshot.load(args.snapshot)
+        policy = costs.load_policy(args.cost, period=args.billing_period)
+        result = explain(snap, policy)
+        fields = ['host', 'victims', 'total_cost']
+        values = [result['host'],
+                  columns.Table(result['victims'], _VICTIMS),
+                  columns.Number(result['total_cost'])]
+        if 'reason' in result:
+            fields.append('reason')
+            values.append(result['reason'])
+        if args.ranking:
+            fields.append('ranking')
+            values.append(columns.Table(result['ranking'], _RANKING))
+        return fields, values
+
+
+class List(cli.Lister):
+    """List the servers of a cloud that were preempted (admin).
+
+    Every server, deleted or not, whose instance actions hold the
+    preempt action the opie scheduler and reconciler record, oldest
+    preemption first; request_id is the preemptor's request (or the
+    reconciler's).
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--since', metavar='TIME',
+                            help='only servers changed since this ISO 8601 '
+                                 'time')
+        return parser
+
+    def take_action(self, args):
+        since = None
+        if args.since:
+            try:
+                since = timeutils.parse_isotime(args.since).isoformat()
+            except ValueError as exc:
+                raise cli.UsageError('--since: %s' % exc)
+        rows = preempted_servers(cli.connect(self.app.options), since)
+        return LIST_COLUMNS, [[r[c] for c in LIST_COLUMNS] for r in rows]

@@ -95,82 +95,85 @@ def write_output(text, path):
         raise
 
 
-def _run(args):
-    if args.from_placement:
-        given = [_option(d) for d in ('host',) + _SIZES + tuple(NOVA_DEFAULTS)
-                 if getattr(args, d) is not None]
-        if given:
-            raise cli.UsageError('provider-config: --from-placement reads '
-                                 'the sizes from Placement; do not give %s'
-                                 % ', '.join(given))
-        providers = provider_config.inventories_from_placement(
-            cli.connect(args), args.nodes or None)
-        if not providers:
-            raise provider_config.ProviderConfigError(
-                'no compute node resource providers (with VCPU, MEMORY_MB '
-                'and DISK_GB inventory) found in Placement')
-    else:
-        providers = [manual_provider(args)]
-    doc = provider_config.build_provider_config(providers)
-    write_output(provider_config.dump_yaml(doc), args.output)
-    if args.output not in (None, '-'):
-        sys.stdout.write('wrote %s: preemptible capacity for %d provider(s)\n'
-                         % (args.output, len(providers)))
-    return 0
+class ProviderConfig(cli.Command):
+    """Write a nova provider config giving nodes preemptible capacity.
 
+    Writes a nova provider config file (for [compute]
+    provider_config_location) that gives compute nodes
+    CUSTOM_PREEMPTIBLE_VCPU, CUSTOM_PREEMPTIBLE_MEMORY_MB and
+    CUSTOM_PREEMPTIBLE_DISK_GB inventory equal to their VCPU, MEMORY_MB
+    and DISK_GB capacity (same total, reserved and allocation ratio). Give
+    the sizes of one host, or --from-placement.
+    """
 
-def register(subparsers):
-    parser = subparsers.add_parser(
-        'provider-config',
-        help='write a nova provider config giving compute nodes '
-             'preemptible capacity',
-        description='Write a nova provider config file (for [compute] '
-                    'provider_config_location) that gives compute nodes '
-                    'CUSTOM_PREEMPTIBLE_VCPU, CUSTOM_PREEMPTIBLE_MEMORY_MB '
-                    'and CUSTOM_PREEMPTIBLE_DISK_GB inventory equal to their '
-                    'VCPU, MEMORY_MB and DISK_GB capacity (same total, '
-                    'reserved and allocation ratio). Give the sizes of one '
-                    'host, or --from-placement.')
-    parser.add_argument('--from-placement', action='store_true',
-                        help='read every compute node\'s inventory from '
-                             'Placement (needs cloud credentials)')
-    parser.add_argument('--node', dest='nodes', action='append',
-                        metavar='NAME',
-                        help='with --from-placement: only this compute node '
-                             '(resource provider name or UUID); repeatable')
-    parser.add_argument('--host', metavar='NAME',
-                        help='the compute node: its resource provider name '
-                             '(hypervisor hostname) or UUID (default: '
-                             '$COMPUTE_NODE, i.e. every compute node of the '
-                             'nova-compute service reading the file)')
-    parser.add_argument('--vcpus', type=int, metavar='N',
-                        help='VCPU total of the host (vCPU)')
-    parser.add_argument('--memory-mb', type=int, metavar='N',
-                        help='MEMORY_MB total of the host (MB)')
-    parser.add_argument('--disk-gb', type=int, metavar='N',
-                        help='DISK_GB total of the host (GB)')
-    parser.add_argument('--reserved-vcpus', type=int, metavar='N',
-                        help='reserved vCPUs (default: %d, as nova\'s '
-                             'reserved_host_cpus)'
-                             % NOVA_DEFAULTS['reserved_vcpus'])
-    parser.add_argument('--reserved-memory-mb', type=int, metavar='N',
-                        help='reserved RAM in MB (default: %d, as nova\'s '
-                             'reserved_host_memory_mb)'
-                             % NOVA_DEFAULTS['reserved_memory_mb'])
-    parser.add_argument('--reserved-disk-gb', type=int, metavar='N',
-                        help='reserved disk in GB (default: %d; nova\'s '
-                             'reserved_host_disk_mb / 1024, rounded up)'
-                             % NOVA_DEFAULTS['reserved_disk_gb'])
-    for dest, what in (('cpu_allocation_ratio', 'VCPU'),
-                       ('ram_allocation_ratio', 'MEMORY_MB'),
-                       ('disk_allocation_ratio', 'DISK_GB')):
-        parser.add_argument(_option(dest), dest=dest, type=float,
-                            metavar='R',
-                            help='allocation ratio of the host\'s %s '
-                                 '(default: %g, nova\'s initial_%s)'
-                                 % (what, NOVA_DEFAULTS[dest], dest))
-    parser.add_argument('--output', '-o', metavar='FILE', default='-',
-                        help='write the YAML to FILE (default: stdout)')
-    parser.set_defaults(func=_run,
-                        errors=(provider_config.ProviderConfigError,
-                                OSError))
+    errors = (provider_config.ProviderConfigError, OSError)
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--from-placement', action='store_true',
+                            help='read every compute node\'s inventory '
+                                 'from Placement (needs cloud credentials)')
+        parser.add_argument('--node', dest='nodes', action='append',
+                            metavar='NAME',
+                            help='with --from-placement: only this compute '
+                                 'node (resource provider name or UUID); '
+                                 'repeatable')
+        parser.add_argument('--host', metavar='NAME',
+                            help='the compute node: its resource provider '
+                                 'name (hypervisor hostname) or UUID '
+                                 '(default: $COMPUTE_NODE, i.e. every '
+                                 'compute node of the nova-compute service '
+                                 'reading the file)')
+        parser.add_argument('--vcpus', type=int, metavar='N',
+                            help='VCPU total of the host (vCPU)')
+        parser.add_argument('--memory-mb', type=int, metavar='N',
+                            help='MEMORY_MB total of the host (MB)')
+        parser.add_argument('--disk-gb', type=int, metavar='N',
+                            help='DISK_GB total of the host (GB)')
+        parser.add_argument('--reserved-vcpus', type=int, metavar='N',
+                            help='reserved vCPUs (default: %d, as nova\'s '
+                                 'reserved_host_cpus)'
+                                 % NOVA_DEFAULTS['reserved_vcpus'])
+        parser.add_argument('--reserved-memory-mb', type=int, metavar='N',
+                            help='reserved RAM in MB (default: %d, as '
+                                 'nova\'s reserved_host_memory_mb)'
+                                 % NOVA_DEFAULTS['reserved_memory_mb'])
+        parser.add_argument('--reserved-disk-gb', type=int, metavar='N',
+                            help='reserved disk in GB (default: %d; nova\'s '
+                                 'reserved_host_disk_mb / 1024, rounded up)'
+                                 % NOVA_DEFAULTS['reserved_disk_gb'])
+        for dest, what in (('cpu_allocation_ratio', 'VCPU'),
+                           ('ram_allocation_ratio', 'MEMORY_MB'),
+                           ('disk_allocation_ratio', 'DISK_GB')):
+            parser.add_argument(_option(dest), dest=dest, type=float,
+                                metavar='R',
+                                help='allocation ratio of the host\'s %s '
+                                     '(default: %g, nova\'s initial_%s)'
+                                     % (what, NOVA_DEFAULTS[dest], dest))
+        parser.add_argument('--output', '-o', metavar='FILE', default='-',
+                            help='write the YAML to FILE (default: stdout)')
+        return parser
+
+    def take_action(self, args):
+        if args.from_placement:
+            given = [_option(d) for d in
+                     ('host',) + _SIZES + tuple(NOVA_DEFAULTS)
+                     if getattr(args, d) is not None]
+            if given:
+                raise cli.UsageError(
+                    'provider-config: --from-placement reads the sizes '
+                    'from Placement; do not give %s' % ', '.join(given))
+            providers = provider_config.inventories_from_placement(
+                cli.connect(self.app.options), args.nodes or None)
+            if not providers:
+                raise provider_config.ProviderConfigError(
+                    'no compute node resource providers (with VCPU, '
+                    'MEMORY_MB and DISK_GB inventory) found in Placement')
+        else:
+            providers = [manual_provider(args)]
+        doc = provider_config.build_provider_config(providers)
+        write_output(provider_config.dump_yaml(doc), args.output)
+        if args.output not in (None, '-'):
+            sys.stdout.write('wrote %s: preemptible capacity for %d '
+                             'provider(s)\n' % (args.output, len(providers)))
+        return 0

@@ -14,15 +14,16 @@
 Plans a job of K identical tasks (one per host) that must keep K tasks
 running for T hours with probability S_min despite correlated network and
 power failures, with the Die-Hard planner of thesis Paper VI or one of its
-baselines (see :mod:`opie_sched.diehard`). Prints n (the extra tasks), the
+baselines (see :mod:`opie_sched.diehard`). Shows n (the extra tasks), the
 tasks per combined failure domain and the achieved reliability S(x).
 """
 
 import argparse
-import json
-import sys
 
-from opie_sched import diehard
+from opie_sched.cmd import cli
+from opie_sched.cmd import columns
+from opie_sched.diehard import planner as dh_plan
+from opie_sched.diehard import topology as dh_topo
 
 
 def _probability(text):
@@ -86,84 +87,78 @@ def plan_result(plan):
     }
 
 
-def format_table(result):
-    lines = [
-        'algorithm:      %s' % result['algorithm'],
-        'tasks (K):      %d' % result['tasks'],
-        'extra tasks:    %d (total %d)' % (result['extra_tasks'],
-                                           result['total_tasks']),
-        'reliability:    %.10f (error bound %.1e, %s) for %g h'
-        % (result['reliability']['value'],
-           result['reliability']['error_bound'],
-           result['reliability']['method'], result['hours']),
-        'target:         %g (%s)' % (result['target'],
-                                     'met' if result['target_met']
-                                     else 'NOT met'),
-        'affinity score: %d' % result['affinity_score'],
-        '',
-        '%-20s %-20s %6s' % ('network domain', 'power domain', 'tasks'),
-    ]
-    for cell in result['placement']:
-        lines.append('%-20s %-20s %6d' % (cell['network'], cell['power'],
-                                          cell['tasks']))
-    lines.append('')
-    lines.append('%-20s %6s' % ('power domain', 'tasks'))
-    for name, tasks in result['power_domains'].items():
-        lines.append('%-20s %6d' % (name, tasks))
-    return '\n'.join(lines)
+_PLACEMENT = (('network domain', 'network'), ('power domain', 'power'),
+              ('tasks', 'tasks'))
 
 
-def _plan(args):
-    if args.thesis_topology:
-        topology = diehard.thesis_topology(seed=args.seed)
-    else:
-        topology = diehard.load_topology(args.topology)
-    plan = diehard.plan(topology, args.tasks, args.target, args.hours,
-                        algorithm=args.algorithm, max_extra=args.max_extra)
-    result = plan_result(plan)
-    if args.format == 'json':
+class Plan(cli.ShowOne):
+    """Plan extra tasks to survive correlated failures (Die-Hard).
+
+    The extra tasks and their placement that keep K tasks running for T
+    hours with probability S_MIN.
+
+    Plans a job of K identical tasks (one per host) with the Die-Hard
+    planner of thesis Paper VI or one of its baselines. Fields:
+    algorithm, tasks (K), extra_tasks (n), total_tasks, hours, target,
+    target_met, reliability (value S(x), error_bound, method),
+    affinity_score, placement (tasks per network and power domain),
+    network_domains and power_domains (tasks per domain), and with
+    --trace every reliability evaluation.
+    """
+
+    errors = (dh_topo.TopologyError, dh_topo.PlanError)
+
+    def get_parser(self, prog_name):
+        pl = super().get_parser(prog_name)
+        pl.add_argument('--tasks', '-k', type=_int_at_least(1),
+                        required=True, metavar='K',
+                        help='tasks that must keep running')
+        pl.add_argument('--target', type=_probability, required=True,
+                        metavar='S_MIN',
+                        help='required reliability, e.g. 0.9999')
+        pl.add_argument('--hours', type=_hours, required=True, metavar='T',
+                        help='job duration in hours')
+        where = pl.add_mutually_exclusive_group(required=True)
+        where.add_argument('--topology', metavar='TOPOLOGY.yaml',
+                           help='failure domains and rates (see '
+                                'opie_sched.diehard.topology.'
+                                'topology_from_dict)')
+        where.add_argument('--thesis-topology', action='store_true',
+                           help='the thesis\' evaluation cluster: 9600 '
+                                'hosts, 61 network and 4 power domains')
+        pl.add_argument('--seed', type=int, default=0,
+                        help='seed of the thesis topology\'s ToR failure '
+                             'rates (default: %(default)s)')
+        pl.add_argument('--algorithm', choices=dh_plan.ALGORITHMS,
+                        default='diehard')
+        pl.add_argument('--max-extra', type=_int_at_least(0), metavar='N',
+                        help='largest number of extra tasks to consider '
+                             '(default: every free host)')
+        pl.add_argument('--trace', action='store_true',
+                        help='include every reliability evaluation (the '
+                             'trace field)')
+        return pl
+
+    def take_action(self, args):
+        if args.thesis_topology:
+            topology = dh_topo.thesis_topology(seed=args.seed)
+        else:
+            topology = dh_topo.load_topology(args.topology)
+        plan = dh_plan.plan(topology, args.tasks, args.target, args.hours,
+                            algorithm=args.algorithm,
+                            max_extra=args.max_extra)
+        result = plan_result(plan)
+        rel = result['reliability']
+        shown = {
+            'reliability': columns.Text(
+                rel, '%.10f (error bound %.1e, %s)'
+                % (rel['value'], rel['error_bound'], rel['method'])),
+            'placement': columns.Table(result['placement'], _PLACEMENT),
+            'network_domains': columns.Mapping(result['network_domains']),
+            'power_domains': columns.Mapping(result['power_domains']),
+            'trace': columns.Json(result['trace']),
+        }
         if not args.trace:
             result.pop('trace')
-        sys.stdout.write(json.dumps(result, indent=2) + '\n')
-    else:
-        sys.stdout.write(format_table(result) + '\n')
-    return 0
-
-
-def register(subparsers):
-    parser = subparsers.add_parser(
-        'reliability', help='plan extra tasks to survive correlated '
-                            'failures (Die-Hard)')
-    sub = parser.add_subparsers(dest='reliability_command',
-                                metavar='COMMAND')
-    sub.required = True
-    pl = sub.add_parser(
-        'plan', help='the extra tasks and their placement that keep K tasks '
-                     'running for T hours with probability S_MIN')
-    pl.add_argument('--tasks', '-k', type=_int_at_least(1), required=True,
-                    metavar='K', help='tasks that must keep running')
-    pl.add_argument('--target', type=_probability, required=True,
-                    metavar='S_MIN', help='required reliability, e.g. 0.9999')
-    pl.add_argument('--hours', type=_hours, required=True, metavar='T',
-                    help='job duration in hours')
-    where = pl.add_mutually_exclusive_group(required=True)
-    where.add_argument('--topology', metavar='TOPOLOGY.yaml',
-                       help='failure domains and rates (see '
-                            'opie_sched.diehard.topology_from_dict)')
-    where.add_argument('--thesis-topology', action='store_true',
-                       help='the thesis\' evaluation cluster: 9600 hosts, '
-                            '61 network and 4 power domains')
-    pl.add_argument('--seed', type=int, default=0,
-                    help='seed of the thesis topology\'s ToR failure rates '
-                         '(default: %(default)s)')
-    pl.add_argument('--algorithm', choices=diehard.ALGORITHMS,
-                    default='diehard')
-    pl.add_argument('--max-extra', type=_int_at_least(0), metavar='N',
-                    help='largest number of extra tasks to consider '
-                         '(default: every free host)')
-    pl.add_argument('--format', choices=['table', 'json'], default='table')
-    pl.add_argument('--trace', action='store_true',
-                    help='include every reliability evaluation in the JSON '
-                         'output')
-    pl.set_defaults(func=_plan,
-                    errors=(diehard.TopologyError, diehard.PlanError))
+        return (list(result),
+                [shown.get(k, v) for k, v in result.items()])

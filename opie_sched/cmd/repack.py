@@ -11,14 +11,14 @@
 # under the License.
 """``opie-sched repack``: the repacking autoscaler's planner (thesis Paper V).
 
-``opie-sched repack plan APP.json [--format table|json]`` prints the
+``opie-sched repack plan APP.json [-f table|json|...]`` shows the
 current set, the optimal set for the demand, their prices and the
 repacking decision of :func:`opie_sched.repacking.plan`.
 
 ``opie-sched repack simulate --workload increase|seasonal --strategy NAME``
 runs one of the thesis' strategies (``S_base``, ``S_base_Repacked``,
 ``S_delta``, ``S_delta_Repacked``, ``S_Full``, or ``all``) over a generated
-workload on the thesis' Table 2 VM types and prints the total cost.
+workload on the thesis' Table 2 VM types and lists their total costs.
 
 APP.json is one JSON object (prices in currency per hour, times in hours,
 capacities and demand in one application unit, e.g. req/min)::
@@ -64,6 +64,8 @@ capacities and demand in one application unit, e.g. req/min)::
 import json
 import sys
 
+from opie_sched.cmd import cli
+from opie_sched.cmd import columns
 from opie_sched import repacking
 
 #: Keys of APP.json and the plan() parameters they fill.
@@ -113,117 +115,105 @@ def load_app(path):
     return types, kwargs
 
 
-def _set_text(counts):
-    return ', '.join('%s x%d' % kv for kv in sorted(counts.items())) or '-'
+#: Columns of ``repack simulate`` (every strategy's result).
+SIMULATE_COLUMNS = ('strategy', 'total_cost', 'resource_cost',
+                    'reconfig_cost', 'reconfigurations', 'unmet_steps')
 
 
-def format_plan(result):
-    """Human-readable table of a :meth:`RepackPlan.as_dict` result."""
-    lines = ['%-12s %-44s %10s %12s'
-             % ('set', 'servers', 'price/h', 'capacity')]
-    rows = [('current', result['current'], result['current_price'],
-             result['current_capacity']),
-            ('baseline', result['baseline'], result['baseline_price'],
-             result['baseline_capacity']),
-            ('optimal', result['optimal'], result['optimal_price'],
-             result['optimal_capacity'])]
-    for label, counts, price, cap in rows:
-        lines.append('%-12s %-44s %10.4g %12g' % (
-            label, _set_text(counts), price, cap))
-    lines.append('')
-    lines.append('required capacity: %g' % result['required'])
-    if result['scaled_out']:
-        lines.append('scale-out first:   %s' % _set_text(result['scaled_out']))
-    lines.append('start: %s; stop: %s; keep: %s' % (
-        _set_text(result['start']), _set_text(result['stop']),
-        _set_text(result['keep'])))
-    lines.append('R = %g, d = %g h, K = %g, gain = %s' % (
-        result['reconfig_cost'], result['d'], result['K'],
-        '-' if result['gain'] is None else '%.6g' % result['gain']))
-    lines.append('decision: %s' % result['reason'])
-    return '\n'.join(lines)
+class Plan(cli.ShowOne):
+    """Show the optimal VM set for a demand and whether to repack to it.
+
+    The repacking decision of thesis Paper V, Algorithm 1.
+
+    APP.json gives the VM types, the demand and the running set (see the
+    module documentation of opie_sched.cmd.repack). Fields: the current,
+    baseline and optimal sets ({flavor: count}) with their prices
+    (currency per hour) and capacities, scaled_out, start/stop/keep, R
+    (reconfig_cost, currency), d (hours), K, the gain and the decision
+    (repack, reason); target is the set to run.
+    """
+
+    errors = (repacking.RepackingError,)
+
+    def get_parser(self, prog_name):
+        pl = super().get_parser(prog_name)
+        pl.add_argument('app', metavar='APP.json')
+        pl.add_argument('--method', choices=list(repacking.METHODS),
+                        help='optimal-set solver (default: APP.json\'s, '
+                             'else %s)' % repacking.DEFAULT_METHOD)
+        return pl
+
+    def take_action(self, args):
+        types, kwargs = load_app(args.app)
+        if args.method:
+            kwargs['method'] = args.method
+        result = repacking.plan(types, **kwargs).as_dict()
+        shown = []
+        for key, value in sorted(result.items()):
+            if isinstance(value, dict):
+                value = columns.Counts(value)
+            elif isinstance(value, float) or value is None and key == 'gain':
+                value = columns.Number(value, '%.6g')
+            shown.append(value)
+        return sorted(result), shown
 
 
-def _plan(args):
-    types, kwargs = load_app(args.app)
-    if args.method:
-        kwargs['method'] = args.method
-    result = repacking.plan(types, **kwargs).as_dict()
-    if args.format == 'json':
-        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True) + '\n')
-    else:
-        sys.stdout.write(format_plan(result) + '\n')
-    return 0
+class Simulate(cli.Lister):
+    """List the total cost of scaling strategies over a workload.
 
+    The workload is generated; the VM types are the thesis' Table 2.
 
-def _simulate(args):
-    types = repacking.thesis_types(args.app)
-    demand, step = repacking.workload(args.workload, seed=args.seed)
-    names = (list(repacking.STRATEGIES) if args.strategy == 'all'
-             else [args.strategy])
-    results = []
-    for name in names:
-        sim = repacking.make_strategy(
-            name, types, d=args.d_minutes / 60.0, K=args.K,
-            repack_time=args.repack_minutes / 60.0, budget=args.budget
-        ).run(demand, step)
-        results.append({'strategy': sim.strategy,
-                        'total_cost': sim.total_cost,
-                        'resource_cost': sim.resource_cost,
-                        'reconfig_cost': sim.reconfig_cost,
-                        'reconfigurations': sim.reconfigurations,
-                        'unmet_steps': sum(1 for u in sim.unmet if u > 0)})
-    if args.format == 'json':
-        out = {'workload': args.workload, 'seed': args.seed,
-               'app': args.app, 'steps': len(demand), 'step_hours': step,
-               'results': results}
-        sys.stdout.write(json.dumps(out, indent=2) + '\n')
-        return 0
-    sys.stdout.write('workload %s (seed %d, %d steps of %g min), app %s\n'
-                     % (args.workload, args.seed, len(demand), step * 60,
-                        args.app))
-    sys.stdout.write('%-18s %12s %10s %8s\n' % ('strategy', 'total cost',
-                                                'R paid', 'repacks'))
-    for r in results:
-        sys.stdout.write('%-18s %12.2f %10.2f %8d\n' % (
-            r['strategy'], r['total_cost'], r['reconfig_cost'],
-            r['reconfigurations']))
-    return 0
+    Runs one of the thesis' strategies (S_base, S_base_Repacked, S_delta,
+    S_delta_Repacked, S_Full), or all, over a generated workload. Costs
+    are currency; unmet_steps counts the steps whose demand the set did
+    not cover. The workload (steps, step length) is described on
+    standard error.
+    """
 
+    errors = (repacking.RepackingError,)
 
-def register(subparsers):
-    parser = subparsers.add_parser(
-        'repack', help='repacking autoscaler planner (optimal VM sets)')
-    sub = parser.add_subparsers(dest='repack_command', metavar='COMMAND')
-    sub.required = True
-    pl = sub.add_parser(
-        'plan', help='optimal set for a demand and whether to repack the '
-                     'running set to it')
-    pl.add_argument('app', metavar='APP.json')
-    pl.add_argument('--format', choices=['table', 'json'], default='table')
-    pl.add_argument('--method', choices=list(repacking.METHODS),
-                    help='optimal-set solver (default: APP.json\'s, '
-                         'else %s)' % repacking.DEFAULT_METHOD)
-    pl.set_defaults(func=_plan, errors=(repacking.RepackingError,))
+    def get_parser(self, prog_name):
+        # the strategies run on the simulator's core (opie_sched[sim])
+        from opie_sched.simulator import repacking_strategies
+        sim = super().get_parser(prog_name)
+        sim.add_argument('--workload', required=True,
+                         choices=sorted(repacking.WORKLOADS))
+        sim.add_argument('--strategy', required=True,
+                         choices=list(repacking_strategies.STRATEGIES)
+                         + ['all'])
+        sim.add_argument('--seed', type=int, default=0)
+        sim.add_argument('--app', choices=['A', 'B'], default='A',
+                         help='Table 2 application (default: %(default)s)')
+        sim.add_argument('--repack-minutes', type=float, default=4.0,
+                         help='repacking time (default: %(default)s; the '
+                              'thesis uses 4 and 20)')
+        sim.add_argument('--d-minutes', type=float, default=1000.0,
+                         help='stability interval (default: %(default)s)')
+        sim.add_argument('--K', type=float, default=0.01,
+                         help='gain threshold (default: %(default)s)')
+        sim.add_argument('--budget', type=float,
+                         help='budget, currency per hour (default: none)')
+        return sim
 
-    sim = sub.add_parser(
-        'simulate', help='total cost of a scaling strategy over a '
-                         'generated workload (thesis Table 2 types)')
-    sim.add_argument('--workload', required=True,
-                     choices=sorted(repacking.WORKLOADS))
-    sim.add_argument('--strategy', required=True,
-                     choices=list(repacking.STRATEGIES) + ['all'])
-    sim.add_argument('--seed', type=int, default=0)
-    sim.add_argument('--app', choices=['A', 'B'], default='A',
-                     help='Table 2 application (default: %(default)s)')
-    sim.add_argument('--repack-minutes', type=float, default=4.0,
-                     help='repacking time (default: %(default)s; the '
-                          'thesis uses 4 and 20)')
-    sim.add_argument('--d-minutes', type=float, default=1000.0,
-                     help='stability interval (default: %(default)s)')
-    sim.add_argument('--K', type=float, default=0.01,
-                     help='gain threshold (default: %(default)s)')
-    sim.add_argument('--budget', type=float,
-                     help='budget, currency per hour (default: none)')
-    sim.add_argument('--format', choices=['table', 'json'], default='table')
-    sim.set_defaults(func=_simulate, errors=(repacking.RepackingError,))
+    def take_action(self, args):
+        from opie_sched.simulator import repacking_strategies
+        types = repacking.thesis_types(args.app)
+        demand, step = repacking.workload(args.workload, seed=args.seed)
+        names = (list(repacking_strategies.STRATEGIES)
+                 if args.strategy == 'all' else [args.strategy])
+        sys.stderr.write('workload %s (seed %d, %d steps of %g min), app '
+                         '%s\n' % (args.workload, args.seed, len(demand),
+                                   step * 60, args.app))
+        rows = []
+        for name in names:
+            sim = repacking_strategies.make_strategy(
+                name, types, d=args.d_minutes / 60.0, K=args.K,
+                repack_time=args.repack_minutes / 60.0, budget=args.budget
+            ).run(demand, step)
+            rows.append([sim.strategy,
+                         columns.Number(sim.total_cost, '%.2f'),
+                         columns.Number(sim.resource_cost, '%.2f'),
+                         columns.Number(sim.reconfig_cost, '%.2f'),
+                         sim.reconfigurations,
+                         sum(1 for u in sim.unmet if u > 0)])
+        return SIMULATE_COLUMNS, rows

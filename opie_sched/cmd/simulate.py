@@ -19,26 +19,32 @@ preemption code (:mod:`opie_sched.simulator`), no Nova needed::
     opie-sched simulate --generate 2000 --policy all     # policies compared
     opie-sched simulate --scenario nasa-backfill --limit 1000
 
-It prints progress and a summary table (or JSON with ``--format json``) and
-writes ``simulation.csv`` (time series) and ``simulation.png`` to
+It prints progress on standard error, shows the results through cliff's
+formatters (``-f table|json|yaml|value|shell``, ``-c FIELD``) and writes
+``simulation.csv`` (time series) and ``simulation.png`` to
 ``--output-dir``.
 
-The ``nasa-backfill`` scenario is §5.1 of López García et al.
-(``seeds/preemptible-instances-scheduler.txt``): an HPC system's batch jobs
-(the NASA Ames iPSC/860 trace, all normal) with its idle slots backfilled by
-cloud jobs run as preemptible instances (a generated stream offering
-``--backfill-load`` × the cloud's vCPU capacity), compared with the same
-trace without backfilling. The trace is looked up in ``../shared/traces``
-next to the repository (or ``--traces-dir``); without it the scenario is
-skipped with a message.
+The ``nasa-backfill`` scenario is §5.1 of López García et al., "An
+efficient cloud scheduler design supporting preemptible instances": an HPC
+system's batch jobs (the NASA Ames iPSC/860 trace, all normal) with its idle
+slots backfilled by cloud jobs run as preemptible instances (a generated
+stream offering ``--backfill-load`` × the cloud's vCPU capacity), compared
+with the same trace without backfilling. The trace is looked up in
+``../shared/traces`` next to the repository (or ``--traces-dir``); without
+it the scenario is skipped with a message.
 """
 
 import dataclasses
-import json
+import inspect
 import math
 import os
 import sys
+import time
 
+from cliff import columns as cliff_columns
+
+from opie_sched.cmd import cli
+from opie_sched.cmd import columns
 from opie_sched.simulator import cloud as cloud_mod
 from opie_sched.simulator import engine
 from opie_sched.simulator import policies
@@ -49,6 +55,8 @@ from opie_sched.workload import swf
 
 SCENARIOS = ('nasa-backfill',) + tuple(named.SCENARIOS)
 NASA_TRACE = 'NASA-iPSC-1993-3.1-cln.swf.gz'
+#: Named scenarios that take ``--discovery``.
+DISCOVERY_SCENARIOS = ('rpm-vs-ffd',)
 #: Job numbers of the generated backfill start above this, so they never
 #: collide with a trace's.
 BACKFILL_JOB_BASE = 1000000000
@@ -159,15 +167,11 @@ def scenario_text(with_bf, without_bf):
                with_bf.preemption_decisions, with_bf.preemption_cost))
 
 
-class _Out:
-    """Progress to stdout for text output, to stderr with --format json."""
-
-    def __init__(self, args):
-        self.stream = sys.stderr if args.format == 'json' else sys.stdout
-
-    def __call__(self, msg):
-        self.stream.write(msg + '\n')
-        self.stream.flush()
+def _say(msg):
+    """Progress and narrative: standard error (standard output is the
+    formatter's)."""
+    sys.stderr.write(msg + '\n')
+    sys.stderr.flush()
 
 
 def _spec(args):
@@ -204,16 +208,17 @@ def _workload(args, spec):
                      args.preemptible_fraction))
 
 
-def _write(args, results, title, say):
+def _write(args, results, title):
+    """The CSV time series and the PNG plot: ``[(field, path), ...]``."""
     os.makedirs(args.output_dir, exist_ok=True)
     from opie_sched.simulator import report
-    csv_path = report.write_csv(os.path.join(args.output_dir,
-                                             'simulation.csv'), results)
-    say('time series: %s' % csv_path)
+    files = [('time_series', report.write_csv(
+        os.path.join(args.output_dir, 'simulation.csv'), results))]
     if not args.no_plot:
-        png = report.plot(os.path.join(args.output_dir, 'simulation.png'),
-                          results, title=title)
-        say('plot:        %s' % png)
+        files.append(('plot', report.plot(
+            os.path.join(args.output_dir, 'simulation.png'), results,
+            title=title)))
+    return files
 
 
 def _progress_every(args, n):
@@ -222,175 +227,271 @@ def _progress_every(args, n):
     return max(1, n // 5)
 
 
-def _run_named(args, say):
-    """A scenario of :mod:`opie_sched.simulator.scenarios`."""
-    result, text, seconds = named.run(args.scenario, reduced=args.reduced,
-                                      seed=args.seed)
-    if args.format == 'json':
-        sys.stdout.write(json.dumps(dict(result, runtime_s=seconds),
-                                    default=str) + '\n')
-    else:
-        say(text)
-        say('')
-        say('runtime: %.1f s' % seconds)
-    return 0
+#: Rows of the results table: (metric, key of SimResult.as_dict() or
+#: callable(as_dict) -> value, printf format).
+RESULT_ROWS = (
+    ('policy', 'policy', '%s'),
+    ('hosts', 'hosts', '%d'),
+    ('vCPU capacity', 'capacity_vcpus', '%g'),
+    ('requests', 'requests', '%d'),
+    ('  normal', 'normal_requests', '%d'),
+    ('  preemptible', 'preemptible_requests', '%d'),
+    ('servers requested', 'servers_requested', '%d'),
+    ('servers booted', 'servers_booted', '%d'),
+    ('normal requests failed', 'normal_failed', '%d'),
+    ('  of which blocked by preemptibles', 'normal_blocked_by_preemptible',
+     '%d'),
+    ('preemptible requests rejected', 'preemptible_rejected', '%d'),
+    ('preemption decisions', 'preemption_decisions', '%d'),
+    ('instances preempted', 'preemptions', '%d'),
+    ('total preemption cost', 'preemption_cost', '%.0f'),
+    ('preempted work (vCPU h)', lambda r: r['lost_vcpu_seconds'] / 3600.0,
+     '%.1f'),
+    ('scheduling passes', 'scheduling_passes', '%d'),
+    ('  extra passes', 'extra_passes', '%d'),
+    ('vCPU utilisation, all (%)', lambda r: 100 * r['utilisation'], '%.1f'),
+    ('vCPU utilisation, normal (%)',
+     lambda r: 100 * r['utilisation_normal'], '%.1f'),
+    ('vCPU utilisation, preemptible (%)',
+     lambda r: 100 * r['utilisation_preemptible'], '%.1f'),
+    ('mean active hosts', 'mean_active_hosts', '%.1f'),
+    ('utilisation window (h)', lambda r: '%.1f-%.1f' % tuple(
+        x / 3600.0 for x in r['window_seconds']), '%s'),
+    ('events', 'events', '%d'),
+    ('events per wall second', 'events_per_second', '%.0f'),
+)
 
 
-def _run_scenario(args, say):
-    from opie_sched.simulator import report
+class Results(cliff_columns.FormattableColumn):
+    """Simulation results: a table of :data:`RESULT_ROWS` (one column per
+    run) for people, the list of ``SimResult.as_dict()`` for machines."""
+
+    def human_readable(self):
+        header = ['metric'] + [r['label'] for r in self._value]
+        rows = []
+        for name, get, fmt in RESULT_ROWS:
+            rows.append([name] + [
+                fmt % (get(r) if callable(get) else r[get])
+                for r in self._value])
+        return columns.table(header, rows)
+
+
+def _results_fields(results, **extra):
+    """``(fields, values)``: ``extra`` then ``results``."""
+    fields = list(extra) + ['results']
+    values = list(extra.values()) + [
+        Results([r.as_dict() for r in results])]
+    return fields, values
+
+
+def _discovery_kwargs(args):
+    """The scenario's keyword arguments for ``--discovery``."""
+    if args.discovery is None:
+        return {}
+    if args.scenario not in DISCOVERY_SCENARIOS:
+        raise cli.UsageError('--discovery is for --scenario %s'
+                             % ', '.join(DISCOVERY_SCENARIOS))
+    return {'discovery': args.discovery}
+
+
+def _run_registered(name, reduced, seed, **kwargs):
+    """``(result, text, seconds)`` of a scenario of the registry, with
+    ``kwargs`` (e.g. ``discovery``) passed to the scenario's function.
+
+    While :func:`opie_sched.simulator.scenarios.run` takes only
+    ``reduced`` and ``seed``, a scenario given more is called from the
+    registry's table (:data:`.scenarios.SCENARIOS`) here.
+    """
+    params = inspect.signature(named.run).parameters
+    if not kwargs or set(kwargs) <= set(params) or any(
+            p.kind is p.VAR_KEYWORD for p in params.values()):
+        return named.run(name, reduced=reduced, seed=seed, **kwargs)
+    start = time.monotonic()
+    result, text = named.SCENARIOS[name](reduced=reduced, seed=seed,
+                                         **kwargs)
+    return result, text, time.monotonic() - start
+
+
+def _run_named(args):
+    """A scenario of :mod:`opie_sched.simulator.scenarios`: its result's
+    fields, ``runtime_s`` and ``report`` (the paper's table next to
+    ours). Nested fields (lists, mappings) are shown with ``--long`` and
+    always in the json and yaml formats."""
+    result, text, seconds = _run_registered(
+        args.scenario, args.reduced, args.seed, **_discovery_kwargs(args))
+    nested = args.long or args.formatter in ('json', 'yaml')
+    fields, values = [], []
+    for key, value in result.items():
+        if isinstance(value, (dict, list, tuple)):
+            if not nested:
+                continue
+            value = columns.Json(value)
+        else:
+            value = columns.plain(value)
+        fields.append(key)
+        values.append(value)
+    fields += ['runtime_s', 'report']
+    values += [columns.Number(seconds, '%.1f'), text]
+    return fields, values
+
+
+def _run_scenario(args):
     if args.scenario in named.SCENARIOS:
-        return _run_named(args, say)
+        return _run_named(args)
+    _discovery_kwargs(args)
     traces = args.traces_dir or default_traces_dir()
     path = os.path.join(traces, NASA_TRACE)
     if not os.path.isfile(path):
-        say('opie-sched simulate: skipping scenario nasa-backfill: trace %s '
-            'not found (expected in %s; use --traces-dir)'
-            % (NASA_TRACE, os.path.abspath(traces)))
-        if args.format == 'json':
-            sys.stdout.write(json.dumps({'scenario': args.scenario,
-                                         'skipped': True,
-                                         'reason': 'trace not found: %s'
-                                         % path}) + '\n')
-        return 0
+        reason = ('trace %s not found (expected in %s; use --traces-dir)'
+                  % (NASA_TRACE, os.path.abspath(traces)))
+        _say('opie-sched simulate: skipping scenario nasa-backfill: %s'
+             % reason)
+        return ('scenario', 'skipped', 'reason'), (args.scenario, True,
+                                                   reason)
     spec = _spec(args)
     policy = policies.make_policy(args.policy if args.policy != 'all'
                                   else policies.DEFAULT_POLICY,
                                   args.cost, args.billing_period)
     limit = args.limit if args.limit is not None else 1000
-    say('opie-sched simulate: scenario nasa-backfill: %s, first %d jobs, '
-        '%d hosts x %s, policy %s, cost %s, backfill load %g'
-        % (NASA_TRACE, limit, args.hosts, tuple(spec.capacity), policy.name,
-           args.cost, args.backfill_load))
+    _say('opie-sched simulate: scenario nasa-backfill: %s, first %d jobs, '
+         '%d hosts x %s, policy %s, cost %s, backfill load %g'
+         % (NASA_TRACE, limit, args.hosts, tuple(spec.capacity), policy.name,
+            args.cost, args.backfill_load))
     with_bf, without_bf, info = nasa_backfill(
         path, hosts=args.hosts, limit=limit, policy=policy, spec=spec,
         backfill_load=args.backfill_load, seed=args.seed,
         preemptible_rule=args.preemptible or 'none',
-        mapping_policy=_mapping_policy(args, 'none'), progress=say,
+        mapping_policy=_mapping_policy(args, 'none'), progress=_say,
         progress_every=args.progress_every)
-    conclusion = scenario_text(with_bf, without_bf)
-    if args.format == 'json':
-        sys.stdout.write(report.to_json(
-            [with_bf, without_bf], scenario=args.scenario,
-            trace=str(info), conclusion=conclusion) + '\n')
-    else:
-        say('trace: %s' % info)
-        say('')
-        say(report.summary([with_bf, without_bf]))
-        say('')
-        say(conclusion)
-    _write(args, [with_bf, without_bf],
-           'nasa-backfill: %s, %d hosts' % (NASA_TRACE, args.hosts), say)
-    return 0
+    files = _write(args, [with_bf, without_bf],
+                   'nasa-backfill: %s, %d hosts' % (NASA_TRACE, args.hosts))
+    fields, values = _results_fields(
+        [with_bf, without_bf], scenario=args.scenario, trace=str(info),
+        conclusion=scenario_text(with_bf, without_bf))
+    return fields + [f for f, _ in files], values + [p for _, p in files]
 
 
-def run(args):
-    """``opie-sched simulate``; returns the exit code."""
-    from opie_sched.simulator import report
-    say = _Out(args)
-    if args.hosts < 1:
-        raise ValueError('--hosts must be >= 1, got %d' % args.hosts)
-    if args.scenario:
-        return _run_scenario(args, say)
-    spec = _spec(args)
-    reqs, source = _workload(args, spec)
-    if not reqs:
-        say('opie-sched simulate: the workload has no requests')
-        return 1
-    names = policies.POLICIES if args.policy == 'all' else (args.policy,)
-    n_pre = sum(1 for r in reqs if r.preemptible)
-    say('opie-sched simulate: %d hosts x %s (vCPU, MB, GB); workload: %s; '
-        '%d requests (%d normal, %d preemptible); cost %s'
-        % (args.hosts, tuple(spec.capacity), source, len(reqs),
-           len(reqs) - n_pre, n_pre, args.cost))
-    results = []
-    for name in names:
-        policy = policies.make_policy(name, args.cost, args.billing_period)
-        sim = engine.Simulator(cloud_mod.Cloud.uniform(args.hosts, spec),
-                               policy, progress=say,
-                               progress_every=_progress_every(args,
-                                                              len(reqs)))
-        results.append(sim.run(reqs, label=name))
-    if args.format == 'json':
-        sys.stdout.write(report.to_json(results, workload=source) + '\n')
-    else:
-        say('')
-        say(report.summary(results))
-        say('')
-    _write(args, results, 'opie-sched simulate: %s' % source, say)
-    return 0
+class Simulate(cli.ShowOne):
+    """Simulate a data centre running the preemption code on a workload.
 
+    The workload is a trace or generated.
 
-def register(subparsers):
-    p = subparsers.add_parser(
-        'simulate', help='simulate a data centre running the preemption '
-                         'code on a trace or generated workload')
-    src = p.add_mutually_exclusive_group()
-    src.add_argument('--trace', metavar='FILE.swf',
-                     help='Standard Workload Format trace (gzip or plain)')
-    src.add_argument('--generate', metavar='N', type=int, default=1000,
-                     help='generate N requests (default: %(default)s)')
-    src.add_argument('--scenario', choices=SCENARIOS,
-                     help='a named scenario: nasa-backfill replays the NASA '
-                          'trace with and without preemptible backfilling; '
-                          'the others print a paper\'s table next to ours '
-                          '(opie_sched.simulator.scenarios)')
-    p.add_argument('--reduced', action='store_true',
-                   help='named scenarios other than nasa-backfill: the '
-                        'small version run by the unit tests')
-    p.add_argument('--hosts', type=int, default=16,
-                   help='simulated hosts (default: %(default)s)')
-    p.add_argument('--host-vcpus', type=float, default=8)
-    p.add_argument('--host-memory-mb', type=float, default=16000)
-    p.add_argument('--host-disk-gb', type=float, default=200)
-    p.add_argument('--cpu-allocation-ratio', type=float, default=1.0)
-    p.add_argument('--ram-allocation-ratio', type=float, default=1.0)
-    p.add_argument('--disk-allocation-ratio', type=float, default=1.0)
-    p.add_argument('--policy', default=policies.DEFAULT_POLICY,
-                   choices=policies.POLICIES + ('all',),
-                   help='scheduling policy, or all of them side by side '
-                        '(default: %(default)s)')
-    p.add_argument('--cost', default=policies.DEFAULT_COST,
-                   metavar='MODULE[:MULT],...',
-                   help='cost modules with multipliers, as [opie_preemption] '
-                        'cost_modules (default: %(default)s)')
-    p.add_argument('--billing-period', type=float, default=3600,
-                   help='seconds, for the billing_period cost module')
-    p.add_argument('--seed', type=int, default=42,
-                   help='seed of generated workloads')
-    p.add_argument('--rate', type=float, default=None,
-                   help='generated requests per hour (default: what offers '
-                        '--load x the cloud\'s vCPU)')
-    p.add_argument('--load', type=float, default=1.2,
-                   help='offered load of a generated workload, as a '
-                        'fraction of vCPU capacity (default: %(default)s)')
-    p.add_argument('--preemptible-fraction', type=float, default=0.5,
-                   help='share of generated requests that are preemptible')
-    p.add_argument('--limit', type=int, default=None,
-                   help='map at most this many trace jobs (nasa-backfill: '
-                        'default 1000)')
-    p.add_argument('--max-jobs', type=int, default=None,
-                   help='read at most this many trace lines')
-    p.add_argument('--preemptible', metavar='RULE',
-                   help='which trace jobs are preemptible: none, all, '
-                        'queue:N, partition:N, fraction:F (default '
-                        '%s; nasa-backfill: none)' % mapping.DEFAULT_RULE)
-    p.add_argument('--procs-per-vcpu', type=float, default=1)
-    p.add_argument('--max-vcpus-per-server', type=int, default=8)
-    p.add_argument('--time-compression', type=float, default=1.0,
-                   help='trace seconds per simulated second')
-    p.add_argument('--backfill-load', type=float, default=1.0,
-                   help='nasa-backfill: vCPU offered by the preemptible '
-                        'backfill, as a fraction of capacity')
-    p.add_argument('--traces-dir', default=None,
-                   help='nasa-backfill: where the NASA trace is (default: '
-                        '../shared/traces next to the repository)')
-    p.add_argument('--format', choices=('text', 'json'), default='text',
-                   help='summary format on stdout (json: progress goes to '
-                        'stderr)')
-    p.add_argument('--progress-every', type=int, default=None,
-                   help='print progress every N arrivals (0: never)')
-    p.add_argument('--no-plot', action='store_true', help='skip the PNG')
-    p.add_argument('--output-dir', default='simulate-output',
-                   help='where simulation.csv and simulation.png go '
-                        '(default: %(default)s)')
-    p.set_defaults(func=run, errors=(ValueError, OSError))
+    Runs a workload on N simulated hosts with the scheduler's own pure
+    preemption code, no Nova needed, and shows the results (one column
+    per policy) with the paths of simulation.csv (time series) and
+    simulation.png; progress goes to standard error. A named scenario
+    (--scenario) shows the paper's table next to ours (the report field)
+    and the scenario's result.
+    """
+
+    errors = (ValueError, OSError)
+
+    def get_parser(self, prog_name):
+        p = super().get_parser(prog_name)
+        src = p.add_mutually_exclusive_group()
+        src.add_argument('--trace', metavar='FILE.swf',
+                         help='Standard Workload Format trace (gzip or plain)')
+        src.add_argument('--generate', metavar='N', type=int, default=1000,
+                         help='generate N requests (default: %(default)s)')
+        src.add_argument('--scenario', choices=SCENARIOS,
+                         help='a named scenario: nasa-backfill replays the '
+                              'NASA trace with and without preemptible '
+                              'backfilling; the others show a paper\'s table '
+                              'next to ours (opie_sched.simulator.scenarios)')
+        p.add_argument('--reduced', action='store_true',
+                       help='named scenarios other than nasa-backfill: the '
+                            'small version run by the unit tests')
+        p.add_argument('--hosts', type=int, default=16,
+                       help='simulated hosts (default: %(default)s)')
+        p.add_argument('--host-vcpus', type=float, default=8)
+        p.add_argument('--host-memory-mb', type=float, default=16000)
+        p.add_argument('--host-disk-gb', type=float, default=200)
+        p.add_argument('--cpu-allocation-ratio', type=float, default=1.0)
+        p.add_argument('--ram-allocation-ratio', type=float, default=1.0)
+        p.add_argument('--disk-allocation-ratio', type=float, default=1.0)
+        p.add_argument('--policy', default=policies.DEFAULT_POLICY,
+                       choices=policies.POLICIES + ('all',),
+                       help='scheduling policy, or all of them side by side '
+                            '(default: %(default)s)')
+        p.add_argument('--cost', default=policies.DEFAULT_COST,
+                       metavar='MODULE[:MULT],...',
+                       help='cost modules with multipliers, as '
+                            '[opie_preemption] cost_modules (default: '
+                            '%(default)s)')
+        p.add_argument('--billing-period', type=float, default=3600,
+                       help='seconds, for the billing_period cost module')
+        p.add_argument('--seed', type=int, default=42,
+                       help='seed of generated workloads')
+        p.add_argument('--rate', type=float, default=None,
+                       help='generated requests per hour (default: what '
+                            'offers --load x the cloud\'s vCPU)')
+        p.add_argument('--load', type=float, default=1.2,
+                       help='offered load of a generated workload, as a '
+                            'fraction of vCPU capacity (default: %(default)s)')
+        p.add_argument('--preemptible-fraction', type=float, default=0.5,
+                       help='share of generated requests that are preemptible')
+        p.add_argument('--limit', type=int, default=None,
+                       help='map at most this many trace jobs (nasa-backfill: '
+                            'default 1000)')
+        p.add_argument('--max-jobs', type=int, default=None,
+                       help='read at most this many trace lines')
+        p.add_argument('--preemptible', metavar='RULE',
+                       help='which trace jobs are preemptible: none, all, '
+                            'queue:N, partition:N, fraction:F (default '
+                            '%s; nasa-backfill: none)' % mapping.DEFAULT_RULE)
+        p.add_argument('--procs-per-vcpu', type=float, default=1)
+        p.add_argument('--max-vcpus-per-server', type=int, default=8)
+        p.add_argument('--time-compression', type=float, default=1.0,
+                       help='trace seconds per simulated second')
+        p.add_argument('--backfill-load', type=float, default=1.0,
+                       help='nasa-backfill: vCPU offered by the preemptible '
+                            'backfill, as a fraction of capacity')
+        p.add_argument('--traces-dir', default=None,
+                       help='nasa-backfill: where the NASA trace is (default: '
+                            '../shared/traces next to the repository)')
+        p.add_argument('--progress-every', type=int, default=None,
+                       help='print progress every N arrivals (0: never)')
+        p.add_argument('--no-plot', action='store_true', help='skip the PNG')
+        p.add_argument('--output-dir', default='simulate-output',
+                       help='where simulation.csv and simulation.png go '
+                            '(default: %(default)s)')
+        p.add_argument('--discovery', choices=('local', 'global'),
+                       help='--scenario rpm-vs-ffd: which hosts RPM\'s '
+                            'placement looks at, a random group of '
+                            'neighbours (local, Alg. 1, the default) or '
+                            'every host (global)')
+        p.add_argument('--long', action='store_true',
+                       help='named scenarios: also show the result\'s '
+                            'nested fields in the table and value formats '
+                            '(json and yaml always have them)')
+        return p
+
+    def take_action(self, args):
+        if args.hosts < 1:
+            raise ValueError('--hosts must be >= 1, got %d' % args.hosts)
+        if args.scenario:
+            return _run_scenario(args)
+        if args.discovery is not None:
+            _discovery_kwargs(args)
+        spec = _spec(args)
+        reqs, source = _workload(args, spec)
+        if not reqs:
+            raise ValueError('the workload has no requests')
+        names = policies.POLICIES if args.policy == 'all' else (args.policy,)
+        n_pre = sum(1 for r in reqs if r.preemptible)
+        _say('opie-sched simulate: %d hosts x %s (vCPU, MB, GB); workload: '
+             '%s; %d requests (%d normal, %d preemptible); cost %s'
+             % (args.hosts, tuple(spec.capacity), source, len(reqs),
+                len(reqs) - n_pre, n_pre, args.cost))
+        results = []
+        for name in names:
+            policy = policies.make_policy(name, args.cost,
+                                          args.billing_period)
+            sim = engine.Simulator(
+                cloud_mod.Cloud.uniform(args.hosts, spec), policy,
+                progress=_say,
+                progress_every=_progress_every(args, len(reqs)))
+            results.append(sim.run(reqs, label=name))
+        files = _write(args, results, 'opie-sched simulate: %s' % source)
+        fields, values = _results_fields(results, workload=source)
+        return fields + [f for f, _ in files], values + [p for _, p in files]

@@ -215,10 +215,13 @@ class RealClients(fixtures.Fixture):
         return self._run('openstack', shell.main, argv, args)
 
     def opie_sched(self, *args):
-        """Run ``opie-sched ARGS`` in-process, like :meth:`openstack`."""
-        from opie_sched.cmd import cli
-        return self._run('opie-sched', cli.main, self.auth_args + list(args),
-                         args)
+        """Run ``opie-sched ARGS`` in-process (its console script's
+        function), like :meth:`openstack`."""
+        from importlib import metadata
+        [script] = metadata.entry_points(group='console_scripts',
+                                         name='opie-sched')
+        return self._run('opie-sched', script.load(),
+                         self.auth_args + list(args), args)
 
     def _run(self, prog, main, argv, args):
         out, err = io.StringIO(), io.StringIO()

@@ -128,12 +128,13 @@ class DemoOnCloudTest(testtools.TestCase):
                            '--poll-interval', '0.05', '--output-dir',
                            out_dir])
         self.assertEqual(0, rc, err.getvalue() + out.getvalue())
-        text = out.getvalue()
-        self.assertIn('cloud inproc (8 vCPU)', text)
-        self.assertIn('replay "with backfilling" on cloud inproc', text)
-        self.assertIn('replay "normal only" on cloud inproc', text)
+        text, progress = out.getvalue(), err.getvalue()
+        self.assertRegex(text, r'\| cloud +\| cloud inproc \(8 vCPU\)')
+        self.assertIn('replay "with backfilling" on cloud inproc', progress)
+        self.assertIn('replay "normal only" on cloud inproc', progress)
         self.assertIn('total preemption cost (s)', text)
-        self.assertIn('preemptible backfilling adds', text)
+        self.assertRegex(text, r'\| conclusion +\| preemptible backfilling '
+                               r'adds')
         with open(os.path.join(out_dir, 'utilisation.csv')) as f:
             rows = list(csv.DictReader(f))
         self.assertEqual({'with backfilling', 'normal only'},

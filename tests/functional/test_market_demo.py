@@ -246,11 +246,12 @@ class MarketDemoTest(testtools.TestCase):
         rc, out, err = run_cli('market', 'demo', '--periods', '0')
         self.assertEqual(2, rc)
         self.assertIn('--periods: must be between 1 and 100, got 0', err)
-        rc, out, err = run_cli('market', 'demo', '--format', 'yaml')
+        rc, out, err = run_cli('market', 'demo', '--format', 'csv')
         self.assertEqual(2, rc)
+        self.assertIn("argument -f/--format: invalid choice: 'csv'", err)
 
     def test_run_demo_checks_its_arguments(self):
-        from opie_sched.cmd import market
+        from opie_sched.demo import market
         for kwargs in ({'periods': 0}, {'periods': True},
                        {'period_seconds': 0}, {'notice_seconds': -1},
                        {'period_seconds': 60, 'notice_seconds': 60}):

@@ -11,11 +11,9 @@
 # under the License.
 """Tests of the opie-sched command line."""
 
-import importlib
 import io
+import json
 import os
-import sys
-import types
 
 import fixtures
 import testtools
@@ -92,50 +90,106 @@ class CLITestCase(testtools.TestCase):
         self.assertNotIn('Traceback', err)
 
 
+#: Every command of opie-sched (setup.cfg [entry_points] opie_sched.cli).
+COMMANDS = {
+    'demo', 'preempt explain', 'preempt list', 'flavor create-preemptible',
+    'provider-config', 'reliability plan', 'repack plan', 'repack simulate',
+    'market allocate', 'market demo', 'simulate', 'devcloud up',
+    'devcloud status', 'devcloud down', 'devcloud scheduler-conf'}
+
+
+class Hello(cli.Lister):
+    """Say hello."""
+
+    errors = (LookupError,)
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('who')
+        return parser
+
+    def take_action(self, args):
+        if args.who == 'usage':
+            raise cli.UsageError('who must not be usage')
+        if args.who == 'nobody':
+            raise LookupError('nobody\nis here')
+        if args.who == 'bug':
+            raise RuntimeError('first\nsecond')
+        return ('greeting', 'who'), [('hello', args.who), ('hi', args.who)]
+
+
 class RegistrationTest(CLITestCase):
 
-    def test_modules(self):
-        for name in cli.COMMAND_MODULES:
-            module = importlib.import_module(name)
-            self.assertTrue(callable(module.register), name)
+    def app(self, *argv):
+        app = cli.OpieSched(list(argv))
+        app.command_manager.add_command('hello', Hello)
+        return app
+
+    def test_entry_points(self):
+        manager = cli.OpieSched([]).command_manager
+        names = {name for name, _ in manager} - {'help', 'complete'}
+        self.assertEqual(COMMANDS, names)
+        bases = (cli.Command, cli.Lister, cli.ShowOne)
+        for name in COMMANDS:
+            factory = dict(manager)[name].load()
+            self.assertTrue(issubclass(factory, bases), name)
+            # a one-line summary for the command list
+            self.assertTrue(factory.__doc__.split('\n')[0].strip(), name)
 
     def test_commands(self):
         self.assertEqual(0, self.run_cli('--help'))
         out = self.stdout.getvalue()
-        for command in ('demo', 'preempt', 'flavor', 'provider-config'):
-            self.assertIn(command, out)
+        for command in COMMANDS:
+            self.assertIn('  %s ' % command, out)
         self.assertIn('--os-cloud', out)
 
-    def test_a_module_adds_a_group(self):
-        module = types.ModuleType('opie_test_hello')
+    def test_a_lister_gets_the_formatters(self):
+        self.assertEqual(0, self.app().run(['hello', 'world', '-f', 'json',
+                                            '-c', 'greeting']))
+        self.assertEqual([{'greeting': 'hello'}, {'greeting': 'hi'}],
+                         json.loads(self.stdout.getvalue()))
+        self.stdout.truncate(0)
+        self.stdout.seek(0)
+        self.assertEqual(0, self.app().run(['hello', 'world', '-f', 'csv']))
+        self.assertEqual('"greeting","who"\n"hello","world"\n'
+                         '"hi","world"\n',
+                         self.stdout.getvalue().replace('\r', ''))
 
-        def _run(args):
-            sys.stdout.write('hello %s\n' % args.who)
-            return 7
+    def test_errors_and_exit_codes(self):
+        self.assertEqual(2, self.app().run(['hello', 'usage']))
+        self.assertOneLineError('who must not be usage')
+        for who, fragment in (('nobody', 'nobody is here'),
+                              ('bug', 'unexpected RuntimeError: first '
+                                      'second (run with --debug')):
+            self.stderr.truncate(0)
+            self.stderr.seek(0)
+            self.assertEqual(1, self.app().run(['hello', who]))
+            self.assertOneLineError(fragment)
+        self.stderr.truncate(0)
+        self.stderr.seek(0)
+        self.assertEqual(2, self.app().run(['hello', 'x', '-c', 'nope']))
+        self.assertOneLineError('-c: No recognized column names')
 
-        def register(subparsers):
-            p = subparsers.add_parser('hello')
-            p.add_argument('who')
-            p.set_defaults(func=_run, errors=())
-        module.register = register
-        self.useFixture(fixtures.MonkeyPatch(
-            'sys.modules', dict(sys.modules, opie_test_hello=module)))
-        self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.cmd.cli.COMMAND_MODULES',
-            cli.COMMAND_MODULES + ('opie_test_hello',)))
-        self.assertEqual(7, self.run_cli('hello', 'world'))
-        self.assertEqual('hello world\n', self.stdout.getvalue())
+    def test_a_missing_extra_is_named(self):
+        class EntryPoint:
+            value = 'opie_test:Cmd'
 
-    def test_broken_module_does_not_break_the_others(self):
-        self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.cmd.cli.COMMAND_MODULES',
-            ('opie_sched.cmd.no_such_module',) + cli.COMMAND_MODULES))
-        self.assertEqual(0, self.run_cli(
-            'provider-config', '--vcpus', '1', '--memory-mb', '1024',
-            '--disk-gb', '1'))
-        self.assertIn('opie-sched: warning: the commands of '
-                      'opie_sched.cmd.no_such_module are unavailable',
-                      self.stderr.getvalue())
+            def load(self):
+                raise ModuleNotFoundError("No module named 'numpy'",
+                                          name='numpy')
+
+        app = cli.OpieSched([])
+        app.command_manager.commands['numbers'] = cli._Guarded(
+            EntryPoint(), 'numbers')
+        self.assertEqual(1, app.run(['numbers', '--seed', '1']))
+        self.assertOneLineError('opie-sched numbers needs: pip install '
+                                'opie_sched[sim] (No module named')
+        app = cli.OpieSched(['--help'])
+        app.command_manager.commands['numbers'] = cli._Guarded(
+            EntryPoint(), 'numbers')
+        self.assertRaises(SystemExit, app.run, ['--help'])
+        self.assertIn('(needs: pip install opie_sched[sim])',
+                      self.stdout.getvalue())
 
     def test_usage_errors(self):
         self.assertEqual(2, self.run_cli())
@@ -143,18 +197,32 @@ class RegistrationTest(CLITestCase):
         self.assertEqual(2, self.run_cli('flavor'))
         self.assertEqual(2, self.run_cli('flavor', 'create-preemptible'))
         self.assertEqual(2, self.run_cli('provider-config', '--vcpus', 'x'))
+        self.assertEqual(2, self.run_cli('preempt', 'explain', 'x.json',
+                                         '-f', 'csv'))
         lines = self.stderr.getvalue().splitlines()
-        self.assertEqual(5, len(lines), lines)
+        self.assertEqual(6, len(lines), lines)
+        self.assertEqual('opie-sched: error: a command is required (see '
+                         'opie-sched --help)', lines[0])
+        self.assertEqual('opie-sched: error: bogus is not an opie-sched '
+                         'command (see opie-sched --help)', lines[1])
+        self.assertEqual('opie-sched: error: flavor is not an opie-sched '
+                         'command; did you mean: flavor create-preemptible '
+                         '(see opie-sched --help)', lines[2])
         self.assertEqual(
             "opie-sched provider-config: error: argument --vcpus: invalid "
-            "int value: 'x' (see --help)", lines[-1])
-        self.assertTrue(lines[1].startswith(
-            "opie-sched: error: argument COMMAND: invalid choice: 'bogus' "
-            "(choose from "), lines[1])
+            "int value: 'x' (see --help)", lines[4])
+        self.assertIn("argument -f/--format: invalid choice: 'csv'",
+                      lines[5])
 
     def test_subcommand_help(self):
         self.assertEqual(0, self.run_cli('provider-config', '--help'))
         self.assertIn('--from-placement', self.stdout.getvalue())
+        self.stdout.truncate(0)
+        self.stdout.seek(0)
+        self.assertEqual(0, self.run_cli('help', 'preempt', 'list'))
+        self.assertIn('--since', self.stdout.getvalue())
+        self.assertIn('-f {csv,json,table,value,yaml}',
+                      self.stdout.getvalue())
 
 
 class ProviderConfigCommandTest(CLITestCase):
@@ -289,14 +357,25 @@ class FlavorCommandTest(CLITestCase):
 
     def test_create(self):
         self.assertEqual(0, self.run_cli('flavor', 'create-preemptible',
-                                         'm1.small'))
-        out = self.stdout.getvalue()
-        self.assertIn('created flavor m1.small.preemptible', out)
-        self.assertIn('1 vCPU, 2048 MB RAM, 20 GB disk', out)
-        self.assertIn('  resources:CUSTOM_PREEMPTIBLE_DISK_GB=20', out)
+                                         'm1.small', '-f', 'json'))
+        shown = json.loads(self.stdout.getvalue())
         stored = self.nova.by_name('m1.small.preemptible')[0]
+        self.assertEqual(stored['id'], shown['id'])
+        self.assertEqual(('m1.small.preemptible', 1, 2048, 20, True),
+                         (shown['name'], shown['vcpus'], shown['ram'],
+                          shown['disk'], shown['is_public']))
+        self.assertEqual(stored['extra_specs'], shown['extra_specs'])
+        self.assertEqual('20', shown['extra_specs'][
+            'resources:CUSTOM_PREEMPTIBLE_DISK_GB'])
         self.assertTrue(flavors.is_preemptible(stored['extra_specs'], 1,
                                                2048, 20))
+
+    def test_create_table(self):
+        self.assertEqual(0, self.run_cli('flavor', 'create-preemptible',
+                                         'm1.small'))
+        out = self.stdout.getvalue()
+        self.assertIn('| name        | m1.small.preemptible', out)
+        self.assertIn('resources:CUSTOM_PREEMPTIBLE_DISK_GB=20', out)
 
     def test_create_named_private(self):
         self.assertEqual(0, self.run_cli(
@@ -335,8 +414,8 @@ class ConnectTest(CLITestCase):
 
     def connect(self, *argv):
         argv = list(argv) + ['provider-config', '--from-placement']
-        args = cli.build_parser(argv).parse_args(argv)
-        return cli.connect(args)
+        options, _ = cli.parse_command(argv)
+        return cli.connect(options)
 
     def test_os_cloud_option(self):
         conn = self.connect('--os-cloud', 'alpha')

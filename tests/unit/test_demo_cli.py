@@ -30,27 +30,50 @@ class DemoOptionsTest(testtools.TestCase):
         self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD'))
 
     def parse(self, *argv):
-        return cli.build_parser(list(argv)).parse_args(list(argv))
+        return cli.parse_command(list(argv))
 
     def test_in_process_by_default(self):
-        args = self.parse('demo')
-        self.assertIsNone(args.demo_cloud)
-        self.assertIsNone(demo._global_cloud(args))
+        options, args = self.parse('demo')
+        self.assertIsNone(demo._global_cloud(options))
         self.assertIsNone(args.wait_timeout)     # no timeout by default
         self.assertIsNone(args.hosts)            # 4 in-process
+        self.assertEqual('none', args.network)
 
     def test_os_cloud_after_the_command(self):
-        args = self.parse('demo', '--os-cloud', 'devcloud-admin',
-                          '--image', 'cirros', '--network', 'none')
-        self.assertEqual('devcloud-admin', args.demo_cloud)
+        # the global option, anywhere on the command line
+        options, args = self.parse('demo', '--os-cloud', 'devcloud-admin',
+                                   '--image', 'cirros', '--network', 'none')
+        self.assertEqual('devcloud-admin', demo._global_cloud(options))
         self.assertEqual('cirros', args.image)
 
     def test_global_os_cloud_counts_unless_from_the_environment(self):
-        args = self.parse('--os-cloud', 'mine', 'demo')
-        self.assertEqual('mine', demo._global_cloud(args))
+        options, _ = self.parse('--os-cloud', 'mine', 'demo')
+        self.assertEqual('mine', demo._global_cloud(options))
         self.useFixture(fixtures.EnvironmentVariable('OS_CLOUD', 'mine'))
-        args = self.parse('demo')
-        self.assertIsNone(demo._global_cloud(args))
+        options, _ = self.parse('demo')
+        self.assertIsNone(demo._global_cloud(options))
+
+    def test_results_field(self):
+        from opie_sched.demo import replay
+        with_pre = replay.ReplayResult('with backfilling', 8.0, requests=3,
+                                       normal_requests=2,
+                                       preemptible_requests=1,
+                                       preemptions=1, preemption_cost=60.0)
+        baseline = replay.ReplayResult('normal only', 8.0, requests=2,
+                                       normal_requests=2,
+                                       preemption_cost=None)
+        column = demo.Results([with_pre, baseline])
+        rows = column.machine_readable()
+        self.assertEqual(['with backfilling', 'normal only'],
+                         [r['label'] for r in rows])
+        self.assertEqual([3, 1, 60.0], [rows[0][k] for k in (
+            'requests', 'preemptions', 'preemption_cost')])
+        self.assertIsNone(rows[1]['preemption_cost'])
+        text = column.human_readable()
+        self.assertIn('with backfilling', text.splitlines()[0])
+        [cost] = [line for line in text.splitlines()
+                  if 'total preemption cost' in line]
+        self.assertEqual(['60', 'n/a'], cost.split()[-2:])
 
     def test_bad_wait_timeout_is_a_usage_error(self):
         err = io.StringIO()

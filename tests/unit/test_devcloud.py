@@ -252,7 +252,7 @@ class TestRender(testtools.TestCase):
     def test_provider_config_command_parses(self):
         # The arguments are accepted by the real 'opie-sched' parser.
         argv = config.provider_config_command(_settings(), '-')
-        args = cli.build_parser(argv).parse_args(argv)
+        _options, args = cli.parse_command(argv)
         self.assertEqual(8, args.vcpus)
         self.assertEqual(16000, args.memory_mb)
 
@@ -514,10 +514,39 @@ class TestCLI(testtools.TestCase):
 
     def test_status_without_cloud(self):
         root = self.useFixture(fixtures.TempDir()).path
-        code, out, _err = self._run(['devcloud', 'status', '--state-dir',
-                                     os.path.join(root, 'none')])
+        code, out, err = self._run(['devcloud', 'status', '--state-dir',
+                                    os.path.join(root, 'none')])
         self.assertEqual(3, code)
-        self.assertIn('no devcloud', out)
+        self.assertIn('devcloud: no devcloud in ', err)
+        self.assertRegex(out, r'\| status +\| absent ')
+
+    def test_status_summary_and_exit_codes(self):
+        from opie_sched.devcloud import cloud
+        summary = {
+            'status': 'up', 'state_dir': '/s', 'clouds_yaml': '/s/c.yaml',
+            'clouds': ['devcloud-admin', 'devcloud-demo'],
+            'db_prefix': 'opie_x_', 'vhost': 'opie_x',
+            'endpoints': {'nova': 'http://127.0.0.1:1/v2.1'},
+            'services': {
+                'nova-api': {'pid': 11, 'alive': True, 'processes': 3,
+                             'rss_mib': 120.5, 'health': 'ok'},
+                'opie-scheduler': {'pid': 12, 'alive': False,
+                                   'processes': 0, 'rss_mib': 0.0,
+                                   'health': 'not running'}}}
+        self.useFixture(fixtures.MockPatchObject(
+            cloud.Cloud, 'status', return_value=summary))
+        code, out, _err = self._run(['devcloud', 'status', '-f', 'json'])
+        self.assertEqual(1, code)     # a service died
+        self.assertEqual(summary, json.loads(out))
+        code, out, _err = self._run(['devcloud', 'status'])
+        self.assertEqual(1, code)
+        [row] = [line for line in out.splitlines() if 'opie-scheduler' in line]
+        self.assertEqual(['opie-scheduler', '12', 'DEAD', '0', '0.0', 'not',
+                          'running'], row.strip('| ').split()[:7])
+        summary['services']['opie-scheduler']['alive'] = True
+        code, out, _err = self._run(['devcloud', 'status', '-c', 'vhost',
+                                     '-f', 'value'])
+        self.assertEqual((0, 'opie_x\n'), (code, out))
 
     def test_down_without_cloud(self):
         root = self.useFixture(fixtures.TempDir()).path

@@ -18,7 +18,6 @@ Expected values are computed here from the papers' formulas: Merkat eq. 1
 Run with ``stestr run tests.unit.test_market``.
 """
 
-import argparse
 import dataclasses
 import decimal
 from decimal import Decimal
@@ -33,7 +32,6 @@ from hypothesis import strategies as st
 import testtools
 
 from opie_sched.cmd import cli
-from opie_sched.cmd import market as market_cmd
 from opie_sched.common import flavors
 from opie_sched.market import bids
 from opie_sched.market import budget
@@ -844,9 +842,6 @@ class MarketCLITest(testtools.TestCase):
         self.stderr = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
         self.useFixture(fixtures.MonkeyPatch('sys.stderr', self.stderr))
-        parser = argparse.ArgumentParser(prog='opie-sched')
-        market_cmd.register(parser.add_subparsers())
-        self.parser = parser
 
     def write(self, doc, name='snap.json'):
         path = os.path.join(self.tmp, name)
@@ -855,9 +850,9 @@ class MarketCLITest(testtools.TestCase):
         return path
 
     def run_json(self, doc):
-        args = self.parser.parse_args(
-            ['market', 'allocate', self.write(doc), '--format', 'json'])
-        self.assertEqual(0, args.func(args))
+        self.assertEqual(0, self.run_main('market', 'allocate',
+                                          self.write(doc), '-f', 'json'),
+                         self.stderr.getvalue())
         return json.loads(self.stdout.getvalue())
 
     def test_merkat_example_json(self):
@@ -880,14 +875,29 @@ class MarketCLITest(testtools.TestCase):
                          hosts['node-3']['vms'])
 
     def test_table(self):
-        args = self.parser.parse_args(['market', 'allocate',
-                                       self.write(MERKAT)])
-        self.assertEqual(0, args.func(args))
-        lines = self.stdout.getvalue().splitlines()
-        self.assertIn('PRICE/UNIT-H', lines[0])
-        row = [ln for ln in lines if ln.startswith('small-1')][0].split()
-        self.assertEqual(['small-1', 'node-3', '(placed)', 'vcpus', '12',
-                          '37.5', '33.3333', '-0.125', '-0.125'], row)
+        self.assertEqual(0, self.run_main('market', 'allocate',
+                                          self.write(MERKAT), '-c', 'vms'))
+        cells = [line.split('|')[2].strip() for line in
+                 self.stdout.getvalue().splitlines() if line.count('|') == 3]
+        self.assertEqual('Value', cells[0])
+        self.assertEqual(['vm', 'host', 'bid source', 'bids/h',
+                          'cluster share', 'host share', 'errors',
+                          'vm error'],
+                         [c.strip() for c in cells[1].split('   ')
+                          if c.strip()])
+        row = [c for c in cells if c.startswith('small-1')][0].split()
+        self.assertEqual(['small-1', 'node-3', '(placed)', 'bid',
+                          'vcpus=12', 'vcpus=37.5', 'vcpus=33.3333',
+                          'vcpus=-0.125', '-0.125'], row)
+
+    def test_table_has_every_field(self):
+        self.assertEqual(0, self.run_main('market', 'allocate',
+                                          self.write(MERKAT)))
+        out = self.stdout.getvalue()
+        for field in ('resources', 'reserve_price', 'pools', 'hosts',
+                      'vms'):
+            self.assertIn('| %s ' % field, out)
+        self.assertIn('vcpus=0.32', out)     # (3 * 12 + 2 * 30) / 300
 
     def test_bid_sources_reserve_and_split(self):
         doc = {
@@ -916,8 +926,6 @@ class MarketCLITest(testtools.TestCase):
         self.assertAlmostEqual(0.25 / 0.5, vms['x']['host_share']['vcpus'])
 
     def run_main(self, *argv):
-        self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.cmd.cli.COMMAND_MODULES', ('opie_sched.cmd.market',)))
         self.useFixture(fixtures.EnvironmentVariable(
             'OS_CLIENT_CONFIG_FILE', os.path.join(self.tmp, 'none.yaml')))
         self.useFixture(fixtures.EnvironmentVariable('HOME', self.tmp))
@@ -937,6 +945,7 @@ class MarketCLITest(testtools.TestCase):
         self.assertEqual(0, self.run_main('market', 'allocate',
                                           self.write(MERKAT), '--format',
                                           'json'))
+        # --format is the long form of -f
         self.assertEqual(5, len(json.loads(self.stdout.getvalue())['vms']))
 
     def test_bad_snapshots_name_the_field(self):
@@ -998,6 +1007,60 @@ class MarketCLITest(testtools.TestCase):
                              os.path.join(self.tmp, 'missing.json'))
         self.assertEqual(1, code)
         self.assertIn('cannot read', self.stderr.getvalue())
+
+
+class MarketDemoTextTest(testtools.TestCase):
+    """The market demo's story of a period, as the table shows it."""
+
+    def test_period_and_ledger(self):
+        from opie_sched.demo import market as demo
+        record = {
+            'period': 2, 'period_start_iso': '2026-01-01T10:00:00Z',
+            'period_seconds': 600, 'booted': ['alpha-3'],
+            'boot_failures': [],
+            'prices': {'default': {'vcpus': 0.2, 'memory_mb': 0.0}},
+            'market': {'default': {
+                'capacity': {'vcpus': 16, 'memory_mb': 32000},
+                'bids': {'vcpus': 3.78, 'memory_mb': 0.72},
+                'demand': {'vcpus': 18, 'memory_mb': 9000},
+                'contended': {'vcpus': True, 'memory_mb': False}}},
+            'total_bids': {'default': 4.5},
+            'servers': [{'server': 'gamma-1', 'project': 'gamma',
+                         'flavor': 'cpu2', 'host': 'host1', 'bid': 0.2,
+                         'bid_source': 'metadata', 'vcpus': 2,
+                         'shares': {'vcpus': 0.931034},
+                         'charge_per_hour': 0.18, 'charged': 0.03,
+                         'outcome': 'preempted'}],
+            'notices': [], 'owner_actions': [], 'cancelled': [],
+            'preempted': [{'server': 'gamma-1', 'project': 'gamma',
+                           'at': 36060, 'kind': 'out_of_bid'}],
+            'errors': [],
+            'accounts': {'gamma': {'start': 5.0, 'charged': 0.03,
+                                   'refilled': 0.0, 'balance': 4.97}}}
+        lines = demo.format_demo_period(record, 3).splitlines()
+        self.assertEqual('== period 2/3: 2026-01-01T10:00:00Z, 600 s ==',
+                         lines[1])
+        self.assertEqual('demand: +alpha-3', lines[2])
+        self.assertIn('0.2 per vCPU-hour (contended: 18 vCPU demanded of '
+                      '16, bids 3.78/h)', lines[3])
+        self.assertEqual(['SERVER', 'PROJECT', 'FLAVOR', 'HOST', 'BID/H',
+                          'SOURCE', 'VCPU', 'SHARE', 'PAYS/H', 'CHARGED',
+                          'OUTCOME'], lines[4].split())
+        self.assertEqual(['gamma-1', 'gamma', 'cpu2', 'host1', '0.2',
+                          'metadata', '0.931/2', '0.18', '0.03',
+                          'preempted'], lines[5].split())
+        self.assertEqual('preempted gamma-1 (gamma) at 10:01:00Z, deleted '
+                         '(out of bid)', lines[6])
+        self.assertEqual(['gamma', '5', '0.03', '0', '4.97'],
+                         lines[8].split())
+        ledger = demo.format_demo_ledger({'project': 'gamma', 'entries': [
+            {'time_iso': '2026-01-01T10:00:00Z', 'kind': 'charge',
+             'server': 'gamma-1', 'amount': -0.03, 'balance': 4.97,
+             'note': 'share cost'}]}).splitlines()
+        self.assertEqual('ledger of project gamma:', ledger[1])
+        self.assertEqual(['2026-01-01T10:00:00Z', 'charge', 'gamma-1',
+                          '-0.03', '4.97', 'share', 'cost'],
+                         ledger[3].split())
 
 
 # -- the scheduler's weigher applies the same rule ---------------------------
