@@ -24,7 +24,8 @@ from nova import objects
 from nova.scheduler import weights as nova_weights
 from nova.tests.unit.scheduler import fakes
 
-from opie_sched import diehard
+from opie_sched.diehard import planner as dh_plan
+from opie_sched.diehard import topology as dh_topo
 from opie_sched.rpm import model as rpm
 from opie_sched.common import utilisation
 from opie_sched.scheduler import reliability
@@ -498,12 +499,12 @@ class ConstraintTest(_NovaTest):
 class FailureDomainFilterTest(_NovaTest):
 
     def expected(self):
-        topo = diehard.Topology(
-            [diehard.Domain(n, (diehard.DEFAULT_NETWORK_FAILURE_RATE,))
+        topo = dh_topo.Topology(
+            [dh_topo.Domain(n, (dh_topo.DEFAULT_NETWORK_FAILURE_RATE,))
              for n in 'abc'],
-            [diehard.Domain('p1', (diehard.DEFAULT_POWER_FAILURE_RATE,))],
+            [dh_topo.Domain('p1', (dh_topo.DEFAULT_POWER_FAILURE_RATE,))],
             [(n, 'p1', 2) for n in 'abc'])
-        return diehard.plan(topo, 2, 0.999, 80)
+        return dh_plan.plan(topo, 2, 0.999, 80)
 
     def run_multi_create(self, hosts, spec, count):
         """Mimic nova's loop: filter, weigh, pick the best, consume."""
