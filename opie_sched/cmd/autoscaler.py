@@ -17,9 +17,11 @@ clouds.yaml (``[opie_autoscaler] cloud``) or ``OS_*`` variables. Logging is
 oslo.log's (``--debug``, ``--log-file``, ...).
 
 ``--once`` runs one round over every application and exits (0 when no
-application failed, 1 otherwise); otherwise the service loops every
-``[opie_autoscaler] interval`` seconds until SIGTERM or SIGINT.
-``--dry-run`` only logs the plans.
+application failed, 1 otherwise); otherwise the service runs a round
+every ``[opie_autoscaler] interval`` seconds (an oslo.service service, see
+:func:`opie_sched.common.coordination.serve`) until SIGTERM or SIGINT,
+which let the current round finish; exit code 0 then, 1 when the
+coordination backend cannot be joined. ``--dry-run`` only logs the plans.
 """
 
 import sys
@@ -27,8 +29,9 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from opie_sched.services.autoscaler import opts
 from opie_sched.cmd import service_config
+from opie_sched.common import coordination
+from opie_sched.services.autoscaler import opts
 
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +58,8 @@ def main(argv=None):
         sys.stderr.write('opie-autoscaler: error: %s\n' % exc)
         return 2
     logging.setup(conf, 'opie_sched')
+    if not conf.once:  # a daemon: native threads, before tooz's import
+        coordination.use_threading_backend()
     from opie_sched.services.autoscaler import service as service_mod
     service = service_mod.AutoscalerService(conf)
     try:
@@ -72,8 +77,7 @@ def main(argv=None):
             return 1 if any(o.action == 'error' for o in outcomes) else 0
         LOG.info('opie-autoscaler running every %g s',
                  conf.opie_autoscaler.interval)
-        service.run_until_signalled()
-        return 0
+        return coordination.serve(conf, service.service('opie-autoscaler'))
     finally:
         service.stop()
 

@@ -14,7 +14,8 @@
 Subcommands (options come from ``--config-file``, group ``[opie_market]``,
 see :mod:`opie_sched.services.market.opts`)::
 
-    opie-market run          # the periodic worker (leader-elected)
+    opie-market run          # the periodic worker (leader-elected; stops
+                             # after the current tick on SIGTERM/SIGINT)
     opie-market api          # the REST API (development server)
     opie-market tick         # settle the current period once, print it
     opie-market db sync      # create/upgrade the tables (alembic)
@@ -23,12 +24,12 @@ see :mod:`opie_sched.services.market.opts`)::
 Exit codes: 0 success, 1 runtime failure, 2 bad configuration.
 """
 
-import signal
 import sys
 
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from opie_sched.common import coordination
 from opie_sched.services.market import engine as market_engine
 from opie_sched.services.market import opts
 
@@ -91,15 +92,11 @@ def _tick(conf):
 
 
 def _run(conf):
+    # Before oslo.messaging (the notifier, the listener) imports
+    # oslo_service, which would otherwise pick the eventlet backend.
+    coordination.use_threading_backend()
     from opie_sched.services.market import service
-    svc = service.create_service(conf)
-    svc.start()
-    signal.signal(signal.SIGTERM, lambda *a: svc.stop())
-    try:
-        svc.wait()
-    except KeyboardInterrupt:
-        svc.stop()
-    return 0
+    return coordination.serve(conf, service.create_service(conf))
 
 
 def _api(conf):

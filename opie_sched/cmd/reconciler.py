@@ -14,17 +14,20 @@
 Reads nova.conf like any nova service (``--config-file``). Each round finds
 the hosts whose full state exceeds capacity and terminates their cheapest
 preemptible instances (see :mod:`opie_sched.scheduler.reconciler`).
-``--once`` runs one round and exits; otherwise it loops every
-``[opie_reconciler] interval`` seconds. Like the reconciler inside
-opie-scheduler, it runs only while it holds the reconciler lock on
-``[opie_preemption] coordination_url``: start it on several hosts and one
-acts at a time.
+``--once`` runs one round and exits (0, or 1 when the round failed);
+otherwise a round starts every ``[opie_reconciler] interval`` seconds (an
+oslo.service service, see :func:`opie_sched.common.coordination.serve`)
+until SIGTERM or SIGINT, which let the current round finish (exit code 0).
+Like the reconciler inside opie-scheduler, it acts only while it holds the
+reconciler lock on ``[opie_preemption] coordination_url``: start it on
+several hosts and one acts at a time.
 """
 
+# Native threads, as nova's own services; this also selects oslo.service's
+# threading backend.
 from nova import monkey_patch; monkey_patch.patch(backend='threading')  # noqa
 
 import sys  # noqa: E402
-import time  # noqa: E402
 
 from oslo_config import cfg  # noqa: E402
 from oslo_log import log as logging  # noqa: E402
@@ -33,6 +36,7 @@ import nova.conf  # noqa: E402
 from nova import config  # noqa: E402
 from nova import objects  # noqa: E402
 
+from opie_sched.common import coordination  # noqa: E402
 from opie_sched import conf as opie_conf  # noqa: E402
 
 CONF = nova.conf.CONF
@@ -42,6 +46,45 @@ cli_opts = [
     cfg.BoolOpt('once', default=False,
                 help='Run one reconciliation round and exit.'),
 ]
+
+
+def run_round(reconciler, coord):
+    """One round under the reconciler lock; False when it failed (logged).
+
+    :param reconciler: :class:`opie_sched.scheduler.reconciler.Reconciler`.
+    :param coord: :class:`opie_sched.scheduler.locks.Coordinator`.
+    """
+    from opie_sched.scheduler import locks
+    try:
+        if coord.hold(locks.RECONCILER_LOCK):
+            acted = reconciler.run_once()
+            LOG.info('Reconciler round done: %d host(s) repaired',
+                     len(acted))
+        else:
+            LOG.info('Another reconciler holds the lock; waiting')
+    except Exception:
+        LOG.exception('Reconciler round failed')
+        return False
+    return True
+
+
+class ReconcilerService(coordination.PeriodicService):
+    """:func:`run_round` every ``interval`` seconds; stopping releases the
+    lock and leaves the coordination backend, so that another replica
+    takes over at its next round.
+    """
+
+    def __init__(self, reconciler, coord, interval):
+        super().__init__(interval, 'opie-reconciler')
+        self.reconciler = reconciler
+        self.coord = coord
+
+    def run_round(self):
+        run_round(self.reconciler, self.coord)
+
+    def stop(self):
+        super().stop()
+        self.coord.stop()
 
 
 def main():
@@ -54,20 +97,7 @@ def main():
     from opie_sched.scheduler import reconciler
     rec = reconciler.Reconciler()
     coord = locks.coordinator(CONF)
-    while True:
-        started = time.monotonic()
-        try:
-            if coord.hold(locks.RECONCILER_LOCK):
-                acted = rec.run_once()
-                LOG.info('Reconciler round done: %d host(s) repaired',
-                         len(acted))
-            else:
-                LOG.info('Another reconciler holds the lock; waiting')
-        except Exception:
-            LOG.exception('Reconciler round failed')
-            if CONF.once:
-                return 1
-        if CONF.once:
-            return 0
-        time.sleep(max(CONF.opie_reconciler.interval
-                       - (time.monotonic() - started), 0))
+    if CONF.once:
+        return 0 if run_round(rec, coord) else 1
+    return coordination.serve(CONF, ReconcilerService(
+        rec, coord, CONF.opie_reconciler.interval))

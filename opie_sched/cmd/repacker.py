@@ -20,9 +20,11 @@ the cloud credentials from clouds.yaml (``[opie_repacker] cloud``) or
 ``--once`` runs one period and exits: 0 when it ran (even with failed
 migrations, which are logged), 1 when it could not (cloud unreadable,
 bad options), 3 when another replica held the lock. Otherwise the service
-samples every ``sample_interval`` s and plans every ``interval`` s until
-SIGTERM or SIGINT. ``--dry-run`` prints the plan as a table and migrates
-nothing.
+samples every ``sample_interval`` s and plans every ``interval`` s (an
+oslo.service service, see :func:`opie_sched.common.coordination.serve`)
+until SIGTERM or SIGINT, which let the current round finish; exit code 0
+then, 1 when the coordination backend cannot be joined. ``--dry-run``
+prints the plan as a table and migrates nothing.
 """
 
 import sys
@@ -30,8 +32,9 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from opie_sched.services.repacker import opts
 from opie_sched.cmd import service_config
+from opie_sched.common import coordination
+from opie_sched.services.repacker import opts
 
 LOG = logging.getLogger(__name__)
 
@@ -66,6 +69,8 @@ def main(argv=None, conn=None):
     except SystemExit as exc:  # argparse: --help, unknown arguments
         return exc.code
     logging.setup(conf, 'opie_sched')
+    if not conf.once:  # a daemon: native threads, before tooz's import
+        coordination.use_threading_backend()
     try:
         from opie_sched.services.repacker import service as service_mod
     except ImportError as exc:
@@ -91,8 +96,7 @@ def main(argv=None, conn=None):
         LOG.info('opie-repacker: sampling every %g s, planning every %g s',
                  conf.opie_repacker.sample_interval,
                  conf.opie_repacker.interval)
-        service.run_until_signalled()
-        return 0
+        return coordination.serve(conf, service.service('opie-repacker'))
     finally:
         service.stop()
 

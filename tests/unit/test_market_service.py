@@ -1060,6 +1060,49 @@ class ServiceTest(testtools.TestCase):
         self.assertGreaterEqual(len(ticks), 2)
         self.assertIn('market tick failed', log.output)
 
+    def test_stop_finishes_the_tick_then_the_listener_and_leadership(self):
+        from opie_sched.services.market import service
+
+        events = []
+        inside, release = threading.Event(), threading.Event()
+
+        class Leadership:
+            def stop(self):
+                events.append('leadership stopped')
+
+        class SlowEngine:
+            leadership = Leadership()
+
+            def tick(self):
+                events.append('tick begins')
+                inside.set()
+                release.wait(120)
+                events.append('tick ends')
+                return engine.PeriodReport(period_start=0)
+
+        class Listener:
+            def start(self):
+                events.append('listener started')
+
+            def stop(self):
+                events.append('listener stopped')
+
+            def wait(self):
+                pass
+
+        svc = service.MarketService(SlowEngine(), interval=0.0,
+                                    listener=Listener())
+        svc.start()
+        self.assertTrue(inside.wait(120))
+        stopper = threading.Thread(target=svc.stop)
+        stopper.start()
+        svc.wait_for_stop_request()  # from here on, no tick starts
+        release.set()
+        stopper.join(120)
+        self.assertFalse(stopper.is_alive())
+        self.assertEqual(['listener started', 'tick begins', 'tick ends',
+                          'listener stopped', 'leadership stopped'], events)
+
     def test_notifications_in_and_out_over_oslo_messaging(self):
         import oslo_messaging
 

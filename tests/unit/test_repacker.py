@@ -22,6 +22,7 @@ Run with ``stestr run tests.unit.test_repacker``.
 
 import io
 import os
+import threading
 import types
 from unittest import mock
 
@@ -596,25 +597,64 @@ class ServiceTest(testtools.TestCase):
         self.assertEqual('ok', b.run_once(dry_run=True).status)
         self.assertTrue(os.path.isdir(os.path.join(self.tmp, 'locks')))
 
-    def test_run_forever_samples_between_periods(self):
+    def test_daemon_samples_between_periods(self):
         s = self.service(dry_run=True, interval=0.05, sample_interval=0.01)
         calls = []
+        enough = threading.Event()
 
         class Counting(FakeCollector):
             def sample(inner, interval):
                 calls.append(interval)
                 if len(calls) >= 8:
-                    s.request_stop()
+                    enough.set()
                 return self.hosts
 
         s._collector = Counting(self.hosts)
         periods = []
         run_once = s.run_once
         s.run_once = lambda: periods.append(run_once())
-        s.run_forever()
+        self.assertEqual(0.01, s.round_interval())
+        daemon = s.service('opie-repacker')
+        daemon.start()
+        self.assertTrue(enough.wait(120))
+        daemon.stop()
+        self.assertIsNone(s.coordinator)  # the daemon left the backend
         self.assertGreaterEqual(len(calls), 8)
         self.assertTrue(1 <= len(periods) < len(calls), (periods, calls))
         self.assertEqual({0.01}, set(calls))
+
+    def test_round_is_a_period_once_per_interval(self):
+        s = self.service(dry_run=True, interval=10.0, sample_interval=2.0)
+        kinds = []
+        s.run_once = lambda: kinds.append('period')
+        s.sample = lambda: kinds.append('sample')
+        clock = iter([100.0, 102.0, 104.0, 109.9, 110.0, 112.0, 120.5])
+        with mock.patch.object(svc.time, 'monotonic', lambda: next(clock)):
+            for _ in range(7):
+                s.run_round()
+        self.assertEqual(['period', 'sample', 'sample', 'sample', 'period',
+                          'sample', 'period'], kinds)
+
+    def test_round_interval(self):
+        for interval, sample, tick in ((600.0, 60.0, 60.0),
+                                       (30.0, 60.0, 30.0),
+                                       (600.0, 0.0, 600.0),
+                                       (0.0, 0.0, 1.0)):
+            s = svc.RepackerService(make_conf(self.tmp, interval=interval,
+                                              sample_interval=sample))
+            self.assertEqual(tick, s.round_interval())
+
+    def test_a_failing_round_is_logged(self):
+        s = self.service(dry_run=True)
+
+        def broken():
+            raise RuntimeError('collector broke')
+
+        s.run_once = broken
+        log = self.useFixture(fixtures.FakeLogger())
+        s.run_round()  # does not raise
+        self.assertIn('Repacker round failed', log.output)
+        self.assertIn('collector broke', log.output)
 
     def test_bad_policy_is_an_error_period(self):
         s = self.service(underload_threshold=0.95)

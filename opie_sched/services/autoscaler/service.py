@@ -42,7 +42,6 @@ Each round, for every application of the applications file
 import logging
 import os
 import socket
-import time
 import uuid
 
 from opie_sched.services.autoscaler import app as app_mod
@@ -63,8 +62,12 @@ def lock_name(app_name):
     return (LOCK_PREFIX + app_name).encode('utf-8')
 
 
-class AutoscalerService(coordination.CoordinatedLoop):
+class AutoscalerService(coordination.CoordinatedRounds):
     """The autoscaler of the applications of one applications file.
+
+    :meth:`run_once` is one round; the daemon runs one every
+    ``[opie_autoscaler] interval`` seconds as an oslo.service service
+    (:meth:`service`, :func:`opie_sched.common.coordination.serve`).
 
     :param conf: a ``cfg.ConfigOpts`` with the ``[opie_autoscaler]``
         options registered
@@ -98,7 +101,7 @@ class AutoscalerService(coordination.CoordinatedLoop):
         #: autoscaler.policies.step), kept across rounds.
         self.slo_state = {}
         self._slo_client = None
-        self._init_loop(coordinator)
+        self._init_coordination(coordinator)
         self.member_id = member_id or 'opie-autoscaler-%s-%d-%s' % (
             socket.gethostname(), os.getpid(), uuid.uuid4().hex[:6])
 
@@ -178,16 +181,16 @@ class AutoscalerService(coordination.CoordinatedLoop):
                                          reason=error)]
         return [self.step(a) for a in apps]
 
-    def run_forever(self):
-        """Rounds every ``[opie_autoscaler] interval`` s until :meth:`stop`."""
-        while not self._stop.is_set():
-            began = time.monotonic()
-            try:
-                self.run_once()
-            except Exception:
-                LOG.exception('Autoscaler round failed')
-            self._stop.wait(max(0.0, self.opts.interval
-                                - (time.monotonic() - began)))
+    def round_interval(self):
+        """``[opie_autoscaler] interval`` (seconds)."""
+        return self.opts.interval
+
+    def run_round(self):
+        """:meth:`run_once`, an exception logged (the daemon's round)."""
+        try:
+            self.run_once()
+        except Exception:
+            LOG.exception('Autoscaler round failed')
 
     def step(self, application):
         """Lock, plan and execute one application; an :class:`Outcome`."""

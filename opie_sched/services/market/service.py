@@ -19,16 +19,16 @@ the optional listener of Nova's versioned notifications
 (:class:`.engine.DemandTracker`).
 
 :class:`MarketService` runs :meth:`.engine.MarketEngine.tick` every
-``tick_interval`` seconds in a thread until stopped; an exception in a
-tick is logged and the loop goes on.
+``tick_interval`` seconds as an oslo.service service until stopped; an
+exception in a tick is logged and the next tick runs.
 """
 
 import os
 import socket
-import threading
 
 from oslo_log import log as logging
 
+from opie_sched.common import coordination
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market import engine as market_engine
@@ -139,36 +139,37 @@ def build_engine(conf, store=None, cloud=None, leadership=None,
                                       notifier=notifier, tracker=tracker)
 
 
-class MarketService:
-    """The periodic loop (start/stop/wait, as an oslo.service service).
+class MarketService(coordination.PeriodicService):
+    """The periodic market worker, an oslo.service service.
+
+    Runs :meth:`.engine.MarketEngine.tick` every ``interval`` seconds
+    (oslo.service's ``FixedIntervalLoopingCall``, see
+    :class:`opie_sched.common.coordination.PeriodicService`); a tick
+    that raises is logged and the next one runs. :meth:`stop` lets the
+    tick in progress finish, then stops the listener and leaves the
+    leader election.
 
     :param engine: :class:`.engine.MarketEngine`.
     :param interval: seconds between ticks.
     :param listener: optional started-on-start notification listener.
     """
 
+    round_failed = 'market tick failed'
+
     def __init__(self, engine, interval, listener=None):
+        super().__init__(interval, PUBLISHER)
         self.engine = engine
-        self.interval = interval
         self.listener = listener
-        self._stop = threading.Event()
-        self._thread = None
 
-    def _loop(self):
-        while not self._stop.is_set():
-            try:
-                report = self.engine.tick()
-                if report.leader and (report.notices or report.preempted
-                                      or report.errors):
-                    LOG.info('period %s: notices %s, preempted %s, '
-                             'errors %s', market_engine.iso(
-                                 report.period_start), report.notices,
-                             report.preempted, report.errors)
-            except Exception:  # tick() catches its own; belt and braces
-                LOG.exception('market tick failed')
-            self._stop.wait(self.interval)
+    def run_round(self):
+        report = self.engine.tick()
+        if report.leader and (report.notices or report.preempted
+                              or report.errors):
+            LOG.info('period %s: notices %s, preempted %s, errors %s',
+                     market_engine.iso(report.period_start), report.notices,
+                     report.preempted, report.errors)
 
-    def start(self):
+    def _start(self):
         if self.listener is not None:
             try:
                 self.listener.start()
@@ -176,26 +177,18 @@ class MarketService:
                 LOG.exception('notification listener failed to start; '
                               'relying on the periodic reconciliation')
                 self.listener = None
-        self._thread = threading.Thread(target=self._loop,
-                                        name='opie-market', daemon=True)
-        self._thread.start()
+        super()._start()
 
     def stop(self):
-        self._stop.set()
+        super().stop()
         if self.listener is not None:
             try:
                 self.listener.stop()
                 self.listener.wait()
             except Exception:
                 LOG.exception('stopping the notification listener failed')
-        if self._thread is not None:
-            self._thread.join()
         if self.engine.leadership is not None:
             self.engine.leadership.stop()
-
-    def wait(self):
-        while self._thread is not None and self._thread.is_alive():
-            self._thread.join(1)
 
 
 def create_service(conf):

@@ -80,8 +80,12 @@ def coordination_url(conf):
         opts.state_dir, 'locks')
 
 
-class RepackerService(coordination.CoordinatedLoop):
+class RepackerService(coordination.CoordinatedRounds):
     """The repacker of one cloud.
+
+    :meth:`run_once` is one period. The daemon (:meth:`service`,
+    :func:`opie_sched.common.coordination.serve`) runs :meth:`run_round`
+    every :meth:`round_interval` seconds as an oslo.service service.
 
     :param conf: ``cfg.ConfigOpts`` with :func:`opts.register_opts` done.
     :param conn: an ``openstack.connection.Connection``; default one from
@@ -103,7 +107,8 @@ class RepackerService(coordination.CoordinatedLoop):
         self._collector = collector
         self._executor = executor
         self._strategy = strategy
-        self._init_loop(coordinator)
+        self._init_coordination(coordinator)
+        self._last_period = None
         self.member_id = member_id or 'opie-repacker-%s-%d-%s' % (
             socket.gethostname(), os.getpid(), uuid.uuid4().hex[:6])
         self.out = out
@@ -197,21 +202,24 @@ class RepackerService(coordination.CoordinatedLoop):
                      len(outcomes))
         return Period(hosts=hosts, plan=result, outcomes=outcomes)
 
-    def run_forever(self):
-        """Sample every ``sample_interval`` s and run a period every
-        ``interval`` s until :meth:`stop`."""
-        last_period = None
-        while not self._stop.is_set():
-            began = time.monotonic()
-            try:
-                if (last_period is None
-                        or began - last_period >= self.opts.interval):
-                    last_period = began
-                    self.run_once()
-                else:
-                    self.sample()
-            except Exception:
-                LOG.exception('Repacker round failed')
-            tick = min(self.opts.sample_interval or self.opts.interval,
-                       self.opts.interval) or 1.0
-            self._stop.wait(max(0.0, tick - (time.monotonic() - began)))
+    def round_interval(self):
+        """Seconds between two rounds of the daemon: the shorter of
+        ``sample_interval`` (when not 0) and ``interval``, 1 s when both
+        are 0."""
+        return min(self.opts.sample_interval or self.opts.interval,
+                   self.opts.interval) or 1.0
+
+    def run_round(self):
+        """The daemon's round: a period when ``interval`` seconds have
+        passed since the last one started (the first round is one), else
+        a utilisation sample. An exception is logged."""
+        began = time.monotonic()
+        try:
+            if (self._last_period is None
+                    or began - self._last_period >= self.opts.interval):
+                self._last_period = began
+                self.run_once()
+            else:
+                self.sample()
+        except Exception:
+            LOG.exception('Repacker round failed')
