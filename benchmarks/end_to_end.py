@@ -48,7 +48,8 @@ Every repetition refills the cloud. Prints per design the median create to
 ACTIVE and a breakdown (API answer, scheduled/failed, victims gone,
 ACTIVE), the ratios opie/(a) (target <= 1.5) and (b)/opie (target >= 2),
 and what dominates. ``--json PATH`` also writes the samples and the
-medians that :class:`opie_sched.simulator.scenarios.RetryStepCosts` reads
+medians that
+:class:`opie_sched.simulator.preemption_latency.RetryStepCosts` reads
 (``model_steps``: ``boot``, ``delete``, ``fail`` in seconds).
 """
 
@@ -153,7 +154,8 @@ class Cloud:
     def hosts(self):
         """``{provider name: (capacity, used)}`` (Resources: vCPU, MB, GB)
         from Placement: capacity of the standard classes, usage of the
-        full state (standard plus opie's ``CUSTOM_PREEMPTIBLE_*``)."""
+        full state (standard plus opie's ``CUSTOM_PREEMPTIBLE_*``).
+        """
         from opie_sched.preemption import model
         result = {}
         for rp in self._get('/resource_providers')['resource_providers']:
@@ -185,7 +187,8 @@ class Cloud:
 
     def fill(self, flavor, label, capacity_of):
         """Boot servers of ``flavor`` until a create fails: the cloud is
-        full. ``capacity_of``: hosts -> how many to boot at once."""
+        full. ``capacity_of``: hosts -> how many to boot at once.
+        """
         created = 0
         for _ in range(4):
             count = capacity_of(self.hosts())
@@ -268,7 +271,8 @@ def _flavor_field(flavor, key):
 def reaper_victims(cloud, request):
     """The reaper: the cheapest victims among ``e2e-pre*`` servers, on
     the host where they cost least (opie's exact selection, billing-period
-    cost). :returns: ``(host, [server id])``."""
+    cost). :returns: ``(host, [server id])``.
+    """
     from opie_sched.preemption import costs
     from opie_sched.preemption import model
     from opie_sched.preemption import planner

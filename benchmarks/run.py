@@ -112,7 +112,8 @@ def parts_for(args):
 def _sched_estimate(nodes, repeat):
     """Seconds, from runs on 2 loaded cores: ~40 s of Nova start-up per
     scale, ~0.35 s per node of set-up and ~(4 + 0.01 × nodes) s per
-    repetition of the three scenarios."""
+    repetition of the three scenarios.
+    """
     total = 0
     for n in (int(x) for x in nodes.split(',') if x.strip()):
         total += 40 + 0.35 * n + repeat * (4 + 0.01 * n)

@@ -432,8 +432,8 @@ class Bench:
 
     def select(self, mgr, uuid):
         """One timed select_destinations; returns (seconds, node)."""
-        import oslo_messaging
         from nova import exception
+        import oslo_messaging
         spec = self.request_spec(uuid)
         start = time.perf_counter()
         cpu = time.thread_time()
@@ -467,7 +467,8 @@ class Bench:
 
     def wait_destroyed(self, uuids, timeout=60.0):
         """Untimed: let the fake compute finish (row destroyed, Placement
-        allocation gone) before the victims are re-created."""
+        allocation gone) before the victims are re-created.
+        """
         deadline = time.monotonic() + timeout
         while True:
             insts = self.objects.InstanceList.get_by_filters(
@@ -527,11 +528,11 @@ class Bench:
 
     def run_retry(self):
         """(c) NoValidHost -> terminate -> select again; returns seconds."""
-        from oslo_utils import timeutils
         from opie_sched.preemption import model
         from opie_sched.preemption import planner
         from opie_sched.scheduler import hosts
         from opie_sched.scheduler import weights
+        from oslo_utils import timeutils
 
         objects = self.objects
         uuid = self.new_uuid()
@@ -574,7 +575,8 @@ class Bench:
 @contextlib.contextmanager
 def _no_instance_info_init():
     """Build a HostManager without its async instance-info load (nova's
-    docstring suggests mocking it; push_instance_info fills it)."""
+    docstring suggests mocking it; push_instance_info fills it).
+    """
     from nova.scheduler import host_manager
     real = host_manager.HostManager._init_instance_info
     host_manager.HostManager._init_instance_info = lambda self, *a: None

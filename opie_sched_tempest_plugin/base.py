@@ -57,7 +57,8 @@ Flavor = collections.namedtuple('Flavor', 'id name size')
 
 def flavor_size(flavor):
     """``{'VCPU': n, 'MEMORY_MB': mb, 'DISK_GB': gb}`` of a flavor dict
-    (root + ephemeral disk; swap is not placement disk)."""
+    (root + ephemeral disk; swap is not placement disk).
+    """
     return {'VCPU': int(flavor['vcpus']), 'MEMORY_MB': int(flavor['ram']),
             'DISK_GB': int(flavor['disk']) + int(
                 flavor.get('OS-FLV-EXT-DATA:ephemeral') or 0)}
@@ -79,7 +80,8 @@ def fits(size, free):
 class OpieBaseTest(test.BaseTestCase):
     """Credentials primary, alt and admin, with openstacksdk connections
     (``self.primary``, ``self.alt``, ``self.admin``) and helpers to boot,
-    wait for and inspect servers and hosts."""
+    wait for and inspect servers and hosts.
+    """
 
     credentials = ['primary', 'alt', 'admin']
 
@@ -126,7 +128,8 @@ class OpieBaseTest(test.BaseTestCase):
     def call(conn, method, path, microversion='2.1', json=None,
              ok=(200, 201, 202, 204)):
         """``(status, body)`` of a compute API call; raises AssertionError
-        on a status not in ``ok`` (None: accept any)."""
+        on a status not in ``ok`` (None: accept any).
+        """
         resp = conn.compute.request(path, method, json=json,
                                     microversion=microversion,
                                     raise_exc=False)
@@ -152,7 +155,8 @@ class OpieBaseTest(test.BaseTestCase):
     @classmethod
     def unlimited_quota(cls, project_id):
         """No instance/core/RAM quota for the project (the fills boot as
-        many servers as the cloud holds)."""
+        many servers as the cloud holds).
+        """
         cls.call(cls.admin, 'PUT', '/os-quota-sets/%s' % project_id,
                  json={'quota_set': {'instances': -1, 'cores': -1,
                                      'ram': -1}})
@@ -202,7 +206,8 @@ class OpieBaseTest(test.BaseTestCase):
         """``{provider name: {'uuid', 'capacity', 'preemptible_capacity',
         'used'}}`` of every compute node resource provider (one with VCPU
         inventory): capacity of the standard classes, capacity of the
-        preemptible classes, and usage of both (dicts by class)."""
+        preemptible classes, and usage of both (dicts by class).
+        """
         found = {}
         for rp in cls.placement(cls.admin,
                                 '/resource_providers')['resource_providers']:
@@ -233,7 +238,8 @@ class OpieBaseTest(test.BaseTestCase):
     def preemptible_room(cls, size, hosts=None):
         """How many preemptible servers of ``size`` the cloud holds now:
         per host, the smaller of its full state's room and its preemptible
-        inventory's room."""
+        inventory's room.
+        """
         hosts = cls.hosts() if hosts is None else hosts
         total = 0
         for host in hosts.values():
@@ -301,7 +307,8 @@ class OpieBaseTest(test.BaseTestCase):
 
     def wait_for_status(self, conn, ids, status, timeout=None):
         """Wait until every server in ``ids`` has ``status``; fail at once
-        when one is ERROR, or at the timeout."""
+        when one is ERROR, or at the timeout.
+        """
         timeout = timeout or CONF.opie.build_timeout
         deadline = time.monotonic() + timeout
         pending = set(ids)
@@ -320,7 +327,8 @@ class OpieBaseTest(test.BaseTestCase):
 
     def delete_and_wait(self, conn, ids, timeout=None):
         """Delete the servers (already gone: fine) and wait until they
-        are gone."""
+        are gone.
+        """
         for server_id in ids:
             try:
                 conn.compute.delete_server(server_id, ignore_missing=True)
@@ -350,7 +358,8 @@ class OpieBaseTest(test.BaseTestCase):
     def fill_with_preemptibles(self, conn, flavor):
         """Boot as many preemptible servers of ``flavor`` as the cloud
         holds (one multi-create); returns ``(ids, {id: host})`` once all
-        are ACTIVE. Skips when the cloud holds none."""
+        are ACTIVE. Skips when the cloud holds none.
+        """
         count = self.preemptible_room(flavor.size)
         if count == 0:
             raise self.skipException('no preemptible room left for %s'

@@ -21,7 +21,8 @@ from opie_sched_tempest_plugin import config as opie_config
 
 class OpieTempestPlugin(plugins.TempestPlugin):
     """opie_sched's tests (``opie_sched_tempest_plugin.tests``) and the
-    ``[opie]`` option group."""
+    ``[opie]`` option group.
+    """
 
     def load_tests(self):
         base_path = os.path.split(os.path.dirname(

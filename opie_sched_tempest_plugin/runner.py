@@ -87,7 +87,8 @@ SERVERS = (('MariaDB', '127.0.0.1', 3306), ('RabbitMQ', '127.0.0.1', 5672))
 def unreachable():
     """Why the tier cannot run here (MariaDB or RabbitMQ does not accept
     TCP connections), or None. Anything else missing is for ``devcloud
-    up`` to report, as a failure."""
+    up`` to report, as a failure.
+    """
     from opie_sched.devcloud import preflight
     problems = ['%s is not reachable on %s:%d' % (name, host, port)
                 for name, host, port in SERVERS
@@ -102,7 +103,8 @@ def _bin(name):
 
 def _run(cmd, log=None, **kwargs):
     """Run ``cmd``; its output goes to our stdout and to ``log``.
-    Returns ``(returncode, output)``."""
+    Returns ``(returncode, output)``.
+    """
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, **kwargs)
     lines = []
@@ -117,7 +119,8 @@ def _run(cmd, log=None, **kwargs):
 
 def counts(output):
     """``{'passed', 'failed', 'skipped'}`` from the totals ``tempest run``
-    prints (zeros when it printed none)."""
+    prints (zeros when it printed none).
+    """
     found = {k.lower(): int(v) for k, v in _TOTALS.findall(output)}
     return {'passed': found.get('passed', 0),
             'failed': found.get('failed', 0)
@@ -163,7 +166,8 @@ def _reliability_enabled(state_dir):
 
 def _market_notice_period(state_dir):
     """``[opie_market] notice_period`` of the devcloud's market (seconds;
-    the option's default 300 when the file does not set it)."""
+    the option's default 300 when the file does not set it).
+    """
     import configparser
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     parser.read(os.path.join(state_dir, 'etc', 'opie_sched',
@@ -175,7 +179,8 @@ def _market_contention(state_dir):
     """Whether boots can contend the devcloud's market: its hosts
     overcommit vCPUs (nova.conf ``cpu_allocation_ratio`` > 1, the same
     ratio as the preemptible inventory) and the market prices the
-    physical CPUs (``capacity_source = hypervisors``)."""
+    physical CPUs (``capacity_source = hypervisors``).
+    """
     import configparser
     market = configparser.ConfigParser(interpolation=None, strict=False)
     market.read(os.path.join(state_dir, 'etc', 'opie_sched',
@@ -192,7 +197,8 @@ def host_ram_mb(vcpus):
     """RAM of a devcloud host for the tier: 512 MB (the smallest flavor's
     RAM per vCPU) per physical vCPU plus the 512 MB nova reserves, so
     servers of the devcloud's flavors never hold more vCPUs than the host
-    has, however the vCPUs are overcommitted."""
+    has, however the vCPUs are overcommitted.
+    """
     return 512 * vcpus + 512
 
 
@@ -269,7 +275,8 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
 def autoscaler_options(app):
     """The ``[opie] autoscaler*`` options of the devcloud's autoscaled
     application (``summary['autoscaler']`` of ``devcloud up``; None: no
-    autoscaler). The scenario's demands are the option's default."""
+    autoscaler). The scenario's demands are the option's default.
+    """
     if not app:
         return {'autoscaler': False}
     flavors = sorted(app['flavors'].items())
@@ -288,7 +295,8 @@ def autoscaler_options(app):
 
 def fill_preemptible(clouds_yaml, log):
     """Fill the cloud's free room with preemptible servers of the tiny
-    flavor (as devcloud-demo); returns how many were booted."""
+    flavor (as devcloud-demo); returns how many were booted.
+    """
     conn = _connect(clouds_yaml, 'devcloud-demo')
     admin = _connect(clouds_yaml, 'devcloud-admin')
     flavors = _flavor_ids(admin)

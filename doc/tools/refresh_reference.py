@@ -14,11 +14,12 @@
 
 The CLI reference (``doc/source/cli/opie-sched.rst``,
 ``openstack-spot.rst`` and the usage texts of ``services.rst``) and the
-simulator's scenario tables (``doc/source/simulator/index.rst``) are not
-generated at build time: rendering them would need nova installed in the
-docs environment. This script runs the commands and rewrites those pages,
-each stamped with the date and the command it ran, so that nothing on them
-pretends to be live::
+simulator's scenario tables (``doc/source/simulator/index.rst``, whose
+introduction, kept in :data:`SIMULATOR_INTRO`, links the hand-written
+``simulator/core.rst``) are not generated at build time: rendering them
+would need nova installed in the docs environment. This script runs the
+commands and rewrites those pages, each stamped with the date and the
+command it ran, so that nothing on them pretends to be live::
 
     .tox/py3/bin/python doc/tools/refresh_reference.py \\
         [--bin-dir .tox/py3/bin] [--only cli|scenarios] [--timeout 600]
@@ -108,14 +109,23 @@ Named scenarios reproduce a paper's table or figure and print the paper's
 numbers next to ours; a result that does not reproduce is printed with the
 reason, never tuned toward the paper's number::
 
-    opie-sched simulate --scenario NAME [--reduced] [--seed N] \
-[--discovery local|global] [-f table|json|yaml|value|shell] [-c FIELD]
+    opie-sched simulate --scenario NAME [--reduced] [--seed N]
+        [--discovery local|global] [-f table|json|yaml|value|shell]
+        [-c FIELD]
 
 The paper's table next to ours is the ``report`` field (``-c report -f
 value`` prints it alone); ``-f json`` has the scenario's whole result.
 
 ``--reduced`` runs the small version of the same experiment that the unit
 tests run (seconds instead of minutes); without it, the full experiment.
+
+Every scenario runs on the one shared engine described in
+:doc:`core`.
+
+.. toctree::
+   :hidden:
+
+   core
 
 .. important::
 

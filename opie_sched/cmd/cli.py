@@ -111,7 +111,8 @@ class _Base:
 
 class Command(_Base, cliff_command.Command):
     """A command that writes its own output (``take_action`` returns the
-    exit code, None for 0)."""
+    exit code, None for 0).
+    """
 
 
 class _Display(_Base):
@@ -126,12 +127,14 @@ class _Display(_Base):
 
 class Lister(_Display, cliff_lister.Lister):
     """A command printing rows: ``take_action`` returns ``(columns,
-    rows)``."""
+    rows)``.
+    """
 
 
 class ShowOne(_Display, cliff_show.ShowOne):
     """A command printing one object: ``take_action`` returns
-    ``(fields, values)``."""
+    ``(fields, values)``.
+    """
 
 
 def _without_os_cloud(argv):
@@ -179,7 +182,8 @@ def cloud_parser(argv):
 
 class _Missing(Command):
     """A command whose module needs an extra that is not installed: listed
-    in the help with the extra to install; running it says so (exit 1)."""
+    in the help with the extra to install; running it says so (exit 1).
+    """
 
     message = None
 
@@ -198,7 +202,8 @@ class _Missing(Command):
 
 class _Guarded:
     """An entry point whose loading turns a missing extra into a
-    :class:`_Missing` command."""
+    :class:`_Missing` command.
+    """
 
     def __init__(self, ep, name):
         self.ep = ep
@@ -227,7 +232,8 @@ class _Guarded:
 class _CommandManager(commandmanager.CommandManager):
     """The commands registered in an entry point namespace (the stevedore
     namespace :data:`NAMESPACE`), each imported when it is run or listed:
-    a command whose module needs a missing extra is still listed."""
+    a command whose module needs a missing extra is still listed.
+    """
 
     def load_commands(self, namespace):
         self.group_list.append(namespace)
@@ -272,7 +278,8 @@ class OpieSched(cliff_app.App):
 
     def configure_logging(self):
         """Warnings and errors on stderr (debug logging with ``--debug``
-        or ``-vv``); leaves an already configured root logger alone."""
+        or ``-vv``); leaves an already configured root logger alone.
+        """
         debug = self.options.debug or self.options.verbose_level > 1
         logging.basicConfig(
             level=logging.DEBUG if debug else logging.WARNING,

@@ -26,7 +26,8 @@ import prettytable
 
 class Number(columns.FormattableColumn):
     """A number shown with a printf format (default ``%g``); None as
-    ``-``."""
+    ``-``.
+    """
 
     def __init__(self, value, fmt='%g'):
         super().__init__(value)
@@ -81,7 +82,8 @@ class Table(columns.FormattableColumn):
 
 class Text(columns.FormattableColumn):
     """A value whose human form is given (e.g. a report's text) and
-    whose machine form is the value."""
+    whose machine form is the value.
+    """
 
     def __init__(self, value, text):
         super().__init__(value)
@@ -93,7 +95,8 @@ class Text(columns.FormattableColumn):
 
 class Json(columns.FormattableColumn):
     """A nested value shown as indented JSON; its machine form is
-    :func:`plain`."""
+    :func:`plain`.
+    """
 
     def human_readable(self):
         return json.dumps(self._value, indent=1, sort_keys=True,
@@ -112,13 +115,15 @@ def _default(value):
 
 def plain(value):
     """``value`` with only JSON's types (numpy scalars as Python numbers,
-    tuples as lists, other objects as text)."""
+    tuples as lists, other objects as text).
+    """
     return json.loads(json.dumps(value, default=_default))
 
 
 def table(header, rows):
     """A plain text table (PrettyTable, left-aligned, no vertical rules)
-    of ``rows`` (lists of cells) under ``header``."""
+    of ``rows`` (lists of cells) under ``header``.
+    """
     t = prettytable.PrettyTable(header)
     t.align = 'l'
     t.border = True

@@ -104,7 +104,8 @@ class Results(cliff_columns.FormattableColumn):
     """The replays' results: a table (one column per replay, utilisation
     in %) for people; for machines ``[{"label", "requests", ...,
     "utilisation" (fraction), ...}]``, all over one window (first request
-    to the last server's end in either replay)."""
+    to the last server's end in either replay).
+    """
 
     def __init__(self, results):
         from opie_sched.demo import report
@@ -189,14 +190,16 @@ def _run(cmd, args):
 def _global_cloud(options):
     """The ``--os-cloud NAME`` option, when given on the command line
     (``OS_CLOUD`` in the environment alone does not send the demo to a
-    cloud)."""
+    cloud).
+    """
     name = getattr(options, 'os_cloud', None)
     return name if name and name != os.environ.get('OS_CLOUD') else None
 
 
 def _embedded(args):
     """``(replay(requests, label), description)`` on a new in-process
-    cloud per replay."""
+    cloud per replay.
+    """
     from opie_sched.demo import cloud as cloud_mod
     threading = cloud_mod.use_native_threading()
     from opie_sched.demo import replay
@@ -236,7 +239,8 @@ def _embedded(args):
 
 def _remote(args, options):
     """``(replay(requests, label), description)`` on the cloud named by
-    ``--os-cloud`` (clouds.yaml), through openstacksdk."""
+    ``--os-cloud`` (clouds.yaml), through openstacksdk.
+    """
     from opie_sched.demo import replay
     from opie_sched.demo import targets
 

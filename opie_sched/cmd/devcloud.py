@@ -91,7 +91,8 @@ def _errors():
 
 class Services(cliff_columns.FormattableColumn):
     """``{service: {"pid", "alive", "processes", "rss_mib", "health"}}``
-    shown as a table (memory in MiB)."""
+    shown as a table (memory in MiB).
+    """
 
     def human_readable(self):
         rows = []

@@ -27,7 +27,8 @@ FLAVOR_FIELDS = ('id', 'name', 'vcpus', 'ram', 'disk', 'ephemeral', 'swap',
 
 def flavor_fields(flavor):
     """``(fields, values)`` of an openstacksdk flavor (RAM and swap in MB,
-    disk and ephemeral in GB)."""
+    disk and ephemeral in GB).
+    """
     values = (flavor.id, flavor.name, flavor.vcpus, flavor.ram,
               flavor.disk or 0, flavor.ephemeral or 0, flavor.swap or 0,
               bool(flavor.is_public), flavor.description,

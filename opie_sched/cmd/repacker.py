@@ -41,7 +41,8 @@ LOG = logging.getLogger(__name__)
 
 def parse_config(argv, conf=None):
     """A ``cfg.ConfigOpts`` with every option registered and ``argv``
-    parsed (arguments without the program name)."""
+    parsed (arguments without the program name).
+    """
     return service_config.parse(
         argv, 'opie-repacker', opts.register_opts, opts.GROUP,
         once_help='Run one period and exit.',

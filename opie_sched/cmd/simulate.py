@@ -72,7 +72,8 @@ def default_traces_dir():
 def _mean_generated_request(runtime_min=600.0, runtime_max=4 * 3600.0,
                             exponent=2.0):
     """Mean (vCPU, run time in s) of a default generated request (flavors
-    small/medium/large equally likely, bounded power-law run time)."""
+    small/medium/large equally likely, bounded power-law run time).
+    """
     vcpus = sum(f[0] for f in generator.FLAVORS.values()) / len(
         generator.FLAVORS)
     a, b = runtime_min, runtime_max
@@ -89,7 +90,8 @@ def _mean_generated_request(runtime_min=600.0, runtime_max=4 * 3600.0,
 
 def rate_for_load(capacity_vcpus, load):
     """Requests per hour of :func:`~opie_sched.workload.generator.generate`
-    (default sizes) that offer ``load`` × ``capacity_vcpus`` vCPU."""
+    (default sizes) that offer ``load`` × ``capacity_vcpus`` vCPU.
+    """
     vcpus, runtime = _mean_generated_request()
     return load * capacity_vcpus / (vcpus * runtime / 3600.0)
 
@@ -97,7 +99,8 @@ def rate_for_load(capacity_vcpus, load):
 def backfill_requests(horizon, capacity_vcpus, load=1.0, seed=42):
     """Generated preemptible requests arriving in ``[0, horizon]`` s that
     offer ``load`` × ``capacity_vcpus`` vCPU (job numbers above
-    :data:`BACKFILL_JOB_BASE`)."""
+    :data:`BACKFILL_JOB_BASE`).
+    """
     if horizon <= 0 or load <= 0:
         return []
     rate = rate_for_load(capacity_vcpus, load)
@@ -169,7 +172,8 @@ def scenario_text(with_bf, without_bf):
 
 def _say(msg):
     """Progress and narrative: standard error (standard output is the
-    formatter's)."""
+    formatter's).
+    """
     sys.stderr.write(msg + '\n')
     sys.stderr.flush()
 
@@ -264,7 +268,8 @@ RESULT_ROWS = (
 
 class Results(cliff_columns.FormattableColumn):
     """Simulation results: a table of :data:`RESULT_ROWS` (one column per
-    run) for people, the list of ``SimResult.as_dict()`` for machines."""
+    run) for people, the list of ``SimResult.as_dict()`` for machines.
+    """
 
     def human_readable(self):
         header = ['metric'] + [r['label'] for r in self._value]
@@ -316,7 +321,8 @@ def _run_named(args):
     """A scenario of :mod:`opie_sched.simulator.scenarios`: its result's
     fields, ``runtime_s`` and ``report`` (the paper's table next to
     ours). Nested fields (lists, mappings) are shown with ``--long`` and
-    always in the json and yaml formats."""
+    always in the json and yaml formats.
+    """
     result, text, seconds = _run_registered(
         args.scenario, args.reduced, args.seed, **_discovery_kwargs(args))
     nested = args.long or args.formatter in ('json', 'yaml')

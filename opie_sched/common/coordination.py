@@ -45,7 +45,8 @@ LOG = logging.getLogger(__name__)
 class _NoEventlet:
     """A meta path finder refusing to import eventlet (as Nova does in its
     native threading mode): libraries that use eventlet when it is
-    importable (futurist, oslo.utils) take their native-thread path."""
+    importable (futurist, oslo.utils) take their native-thread path.
+    """
 
     def find_spec(self, fullname, path, target=None):
         if fullname == 'eventlet' or fullname.startswith('eventlet.'):
@@ -142,7 +143,8 @@ class PeriodicService(service_base.ServiceBase):
 
     def request_stop(self):
         """Ask whoever waits in :meth:`wait_for_stop_request` to stop the
-        service (safe in a signal handler: it only sets an event)."""
+        service (safe in a signal handler: it only sets an event).
+        """
         self._stop_requested.set()
 
     def wait_for_stop_request(self):
@@ -165,7 +167,8 @@ class PeriodicService(service_base.ServiceBase):
 
     def wait(self):
         """Block until the rounds are stopped (returns at once when they
-        never started)."""
+        never started).
+        """
         with self._lock:
             timer = self._timer
         if timer is not None:
@@ -189,7 +192,8 @@ class CoordinatedRounds(metaclass=abc.ABCMeta):
     @property
     def conn(self):
         """The openstacksdk Connection (clouds.yaml entry ``opts.cloud``,
-        or the ``OS_*`` variables), made on first use."""
+        or the ``OS_*`` variables), made on first use.
+        """
         if self._conn is None:
             import openstack
             self._conn = openstack.connect(cloud=self.opts.cloud)
@@ -197,7 +201,8 @@ class CoordinatedRounds(metaclass=abc.ABCMeta):
 
     def _init_coordination(self, coordinator):
         """``coordinator``: a started tooz coordinator (kept running by
-        :meth:`stop`), or None to have :meth:`start` make one."""
+        :meth:`stop`), or None to have :meth:`start` make one.
+        """
         self.coordinator = coordinator
         self._own_coordinator = coordinator is None
 

@@ -66,7 +66,8 @@ class Usage(collections.namedtuple(
         'Usage', 'cpu_capacity cpu_requested cpu_used '
                  'ram_capacity ram_requested ram_used')):
     """One host's CPU (vCPU) and RAM (MB): capacity (total × allocation
-    ratio), requested by deployed instances, actually used."""
+    ratio), requested by deployed instances, actually used.
+    """
 
     @property
     def cpu_unrequested(self):
@@ -102,7 +103,8 @@ def _ratio(num, den):
 
 def allocation_usage(host_state):
     """:class:`Usage` of a HostState with used = requested (the flavors'
-    claims, as the resource tracker counts them)."""
+    claims, as the resource tracker counts them).
+    """
     cpu_cap = host_state.vcpus_total * host_state.cpu_allocation_ratio
     ram_cap = (host_state.total_usable_ram_mb *
                host_state.ram_allocation_ratio)
@@ -128,7 +130,8 @@ class UsageHistory(object):
     def record(self, key, cpu_util, ram_util, interval=0.0, stamp=None):
         """Append a sample for ``key`` unless the last one is younger than
         ``interval`` seconds, or carries the same ``stamp`` (e.g. the
-        metric timestamp). Returns True when recorded."""
+        metric timestamp). Returns True when recorded.
+        """
         now = self._clock()
         with self._lock:
             buf = self._samples.get(key)
@@ -174,12 +177,14 @@ class UtilisationSource(metaclass=abc.ABCMeta):
 
     def sample_stamp(self, host_state):
         """An identity of the measurement behind :meth:`usage` (None: use
-        ``sample_interval`` only)."""
+        ``sample_interval`` only).
+        """
         return None
 
     def usages(self, host_states):
         """``{(host, node): Usage}`` for the candidate hosts, recording one
-        history sample per host. Override to fetch in bulk."""
+        history sample per host. Override to fetch in bulk.
+        """
         found = {}
         for hs in host_states:
             usage = self.usage(hs)
@@ -196,7 +201,8 @@ class UtilisationSource(metaclass=abc.ABCMeta):
 
 class AllocationSource(UtilisationSource):
     """Actually used = allocated: the host state's used vCPUs and RAM
-    (every instance's flavor). The fallback when nothing measures load."""
+    (every instance's flavor). The fallback when nothing measures load.
+    """
 
     def usage(self, host_state):
         return allocation_usage(host_state)

@@ -29,9 +29,9 @@ Groups:
 
 from oslo_config import cfg
 
+from opie_sched.conf import rpm as rpm_opts
 from opie_sched.services.autoscaler import opts as autoscaler_opts
 from opie_sched.services.repacker import opts as repacker_opts
-from opie_sched.conf import rpm as rpm_opts
 
 preemption_group = cfg.OptGroup(
     'opie_preemption',

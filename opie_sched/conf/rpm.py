@@ -213,7 +213,8 @@ def discovery_policy(conf):
     """Keyword arguments of :class:`opie_sched.rpm.planner.Policy`
     for the discovery options of ``[opie_rpm]`` (``discovery``,
     ``neighbours``, ``max_ttl``, ``seed``); ``conf`` has
-    :func:`register_opts` applied."""
+    :func:`register_opts` applied.
+    """
     group = conf.opie_rpm
     return {'discovery': group.discovery,
             'neighbours': group.discovery_neighbours,

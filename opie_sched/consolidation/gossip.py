@@ -83,7 +83,8 @@ def power(cpu):
 class Interaction:
     """One accepted decision: ``vms`` moved from ``source`` to
     ``destination`` in the virtual mapping, for ``reason`` ('merge',
-    'imbalance', 'incremental', 'offload')."""
+    'imbalance', 'incremental', 'offload').
+    """
 
     source: int
     destination: int
@@ -226,7 +227,8 @@ class Gossip:
     def _redistribute(self, me, k):
         """Eq. 5-8: among single moves either way and one-for-one swaps
         (ours: a bounded neighbourhood of the pair's 2-D bin packing), the
-        feasible redistribution of largest Gain."""
+        feasible redistribution of largest Gain.
+        """
         a = self.alpha
         c1, m1, c2, m2 = self.c[me], self.m[me], self.c[k], self.m[k]
         before = abs(c1 - m1) + abs(c2 - m2)
@@ -285,7 +287,8 @@ class Gossip:
     def _incremental(self, me, k):
         """§3.3 incremental release: if ``me`` is below the threshold (CPU
         and memory) and ``k`` is more loaded, the largest of ``me``'s VMs
-        that ``k`` can take under α moves (one per interaction)."""
+        that ``k`` can take under α moves (one per interaction).
+        """
         for src, dst in ((me, k), (k, me)):
             load_s = max(self.c[src], self.m[src])
             if (not self.receives[dst] or load_s >= self.threshold
@@ -304,7 +307,8 @@ class Gossip:
     def offload(self, me):
         """Alg. 3 for an overloaded ``me`` over its current view; True when
         the overload was resolved in the mapping (else it waits for the
-        next cycle's view)."""
+        next cycle's view).
+        """
         if not self.overloaded(me):
             return False
         bar = self.alpha
@@ -347,7 +351,8 @@ class Gossip:
     def cycle(self):
         """One gossip cycle (new views, then every peer in random order
         offloads if overloaded and meets each neighbour of its view);
-        the number of accepted decisions."""
+        the number of accepted decisions.
+        """
         self.sampling.next_cycle()
         changes = 0
         for me in self.rng.permutation(self.n):
@@ -365,7 +370,8 @@ class Gossip:
     def converge(self, max_cycles=20, on_cycle=None):
         """Cycles until one changes nothing (or ``max_cycles``); the
         number of cycles run. ``on_cycle(cycle_number, self)`` after
-        each."""
+        each.
+        """
         for n in range(1, max_cycles + 1):
             changed = self.cycle()
             if on_cycle is not None:
@@ -376,7 +382,8 @@ class Gossip:
 
     def plan(self):
         """§3.5 reconfiguration plan: ``[(vm, source, destination)]`` for
-        every VM whose mapped PM differs from where it runs."""
+        every VM whose mapped PM differs from where it runs.
+        """
         moved = np.nonzero((self.assign != self.host) & (self.host >= 0))[0]
         return [(int(v), int(self.host[v]), int(self.assign[v]))
                 for v in moved]
@@ -389,7 +396,8 @@ class Gossip:
 def metrics(n, cpu_used, mem_used):
     """Eq. 3, 9, 10 of a placement: dict with ``active`` PMs, ``cpu`` and
     ``mem`` mean utilisation of the active PMs, ``imbalance`` (eq. 9, over
-    all n PMs), ``power`` (W, active PMs only: idle ones sleep)."""
+    all n PMs), ``power`` (W, active PMs only: idle ones sleep).
+    """
     cpu_used = np.asarray(cpu_used)
     mem_used = np.asarray(mem_used)
     active = (cpu_used > 1e-9) | (mem_used > 1e-9)

@@ -106,7 +106,8 @@ class ScaleFreeOverlay:
 
     def hub(self):
         """The peer of highest degree (lowest id on ties): the central
-        entry point of Paper II §3.1."""
+        entry point of Paper II §3.1.
+        """
         return int(np.argmax(self.degrees()))
 
 

@@ -58,7 +58,8 @@ class P2PError(ValueError):
 
 class _NodeVMs:
     """``cluster.vms[node]``: that node's ``{vm: demand}``, in placement
-    order (built on access from the shared host model)."""
+    order (built on access from the shared host model).
+    """
 
     def __init__(self, cluster):
         self._cluster = cluster
@@ -118,7 +119,8 @@ class Cluster(hosts_mod.Hosts):
 
     def active(self):
         """Boolean array: nodes hosting at least one VM (others are in
-        energy-saving mode)."""
+        energy-saving mode).
+        """
         return self.used > 1e-9
 
     def place(self, vm, demand, node):
@@ -172,7 +174,8 @@ class Heuristic:
         """The chosen node among ``candidates`` (int array, ``here`` first
         when it fits, then the fitting neighbours in overlay order), or -1
         when there is none. A neighbour wins a tie with ``here`` (§3.1);
-        ties among neighbours are broken at random."""
+        ties among neighbours are broken at random.
+        """
         if len(candidates) == 0:
             return -1
         values = self.value(util[candidates])
@@ -186,7 +189,8 @@ class Heuristic:
 
 class MostUtilised(Heuristic):
     """Most-utilised: the fitting node of highest utilisation (§3.1 (1));
-    consolidates, keeps idle nodes idle."""
+    consolidates, keeps idle nodes idle.
+    """
 
     name = 'max'
 
@@ -196,7 +200,8 @@ class MostUtilised(Heuristic):
 
 class LeastUtilised(Heuristic):
     """Least-utilised: the fitting node of lowest utilisation (§3.1 (2));
-    spreads the load."""
+    spreads the load.
+    """
 
     name = 'min'
 
@@ -208,7 +213,8 @@ class FirstFit(Heuristic):
     """First-fit: the first fitting node among itself and its neighbours
     (§3.1 (3)); the node itself comes first (ours: "itself included",
     so a fitting node takes the request without searching further, the
-    paper's "does not search further")."""
+    paper's "does not search further").
+    """
 
     name = 'ff'
 
@@ -373,7 +379,8 @@ class PowerModel:
 
     def profit(self, cluster):
         """Eq. 3 over the active nodes (empty nodes sleep), currency per
-        time unit."""
+        time unit.
+        """
         active = cluster.active()
         util = cluster.used[active] / cluster.capacity
         income = cluster.used.sum() * self.price

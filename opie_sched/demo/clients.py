@@ -59,7 +59,8 @@ IMAGE_ENDPOINT = 'http://image.opie-sched.test:80'
 
 def _token_context(env, **kwargs):
     """The request context of nova's fixture, or of a ``user:project``
-    token (``noauth2`` style) when nova's test headers are absent."""
+    token (``noauth2`` style) when nova's test headers are absent.
+    """
     user = env.get('HTTP_X_AUTH_USER')
     if user is not None:
         project = env['HTTP_X_AUTH_PROJECT_ID']
@@ -126,7 +127,8 @@ def parse_token(token):
 
 def real_clients_enabled():
     """Whether a :class:`RealClients` fixture is in use (nova's API then
-    accepts ``user:project`` tokens)."""
+    accepts ``user:project`` tokens).
+    """
     return (nova_auth.NovaKeystoneContext._create_context
             is _token_context)
 
@@ -202,13 +204,15 @@ class RealClients(fixtures.Fixture):
 
     def connection(self, token='admin:admin'):
         """An openstacksdk connection as ``token`` (see
-        :func:`connection`)."""
+        :func:`connection`).
+        """
         return connection(self.test, token)
 
     def openstack(self, *args):
         """Run ``openstack ARGS`` in-process; parsed JSON output (with
         ``-f json`` in ARGS), else the text. Fails the test on a non-zero
-        exit code."""
+        exit code.
+        """
         from openstackclient import shell
         argv = self.auth_args + ['--os-compute-api-version', '2.96'] + list(
             args)
@@ -216,7 +220,8 @@ class RealClients(fixtures.Fixture):
 
     def opie_sched(self, *args):
         """Run ``opie-sched ARGS`` in-process (its console script's
-        function), like :meth:`openstack`."""
+        function), like :meth:`openstack`.
+        """
         from importlib import metadata
         [script] = metadata.entry_points(group='console_scripts',
                                          name='opie-sched')

@@ -166,7 +166,8 @@ def use_native_threading():
 
 class _LogToFile(fixtures.Fixture):
     """Nova's log records (INFO and up) to a file instead of the handlers
-    already installed (the console)."""
+    already installed (the console).
+    """
 
     def __init__(self, path):
         super().__init__()
@@ -276,7 +277,8 @@ class EmbeddedCloud(fixtures.Fixture):
 
     def stop(self):
         """Stop the services and remove the databases and files (nothing
-        if the cloud is not up: a failed start cleaned up already)."""
+        if the cloud is not up: a failed start cleaned up already).
+        """
         if self._up:
             self._up = False
             self.cleanUp()
@@ -358,18 +360,19 @@ class EmbeddedCloud(fixtures.Fixture):
     @staticmethod
     def _reset_globals():
         """Nova's process-wide caches, which a previous cloud in this
-        process may have filled."""
-        import nova.crypto
+        process may have filled.
+        """
+        from nova.api.openstack import wsgi_app
         from nova.compute import api as compute_api
         from nova.compute import rpcapi as compute_rpcapi
         from nova import context
+        import nova.crypto
         import nova.limit.utils
         from nova import objects
         from nova import quota
         from nova.scheduler.client import report
         from nova.scheduler import utils as scheduler_utils
         import nova.service_auth
-        from nova.api.openstack import wsgi_app
 
         objects.Service.clear_min_version_cache()
         compute_api.CELLS = []
@@ -411,7 +414,8 @@ class EmbeddedCloud(fixtures.Fixture):
 
     def start_service(self, name, host=None, **kwargs):
         """Start a nova service (``conductor``, ``scheduler``,
-        ``compute``) in this process; stopped by :meth:`stop`."""
+        ``compute``) in this process; stopped by :meth:`stop`.
+        """
         from nova.compute import rpcapi as compute_rpcapi
         from nova import context
         from nova import objects

@@ -128,13 +128,15 @@ _FIXTURE_ENV = {'OS_STDOUT_CAPTURE': '0', 'OS_STDERR_CAPTURE': '0',
 
 class DemoError(RuntimeError):
     """The demo ran, but a boot or a market step failed (the periods'
-    ``errors`` and ``boot_failures`` say which)."""
+    ``errors`` and ``boot_failures`` say which).
+    """
 
 
 @contextlib.contextmanager
 def _fixture_env():
     """:data:`_FIXTURE_ENV` meanwhile; then the environment and the root
-    logger's level (nova's fixtures leave it at DEBUG) as they were."""
+    logger's level (nova's fixtures leave it at DEBUG) as they were.
+    """
     saved = {k: os.environ.get(k) for k in _FIXTURE_ENV}
     level = logging.getLogger().level
     os.environ.update(_FIXTURE_ENV)
@@ -280,7 +282,8 @@ class _MarketDemo:
 
     def _react(self, uuid, notice_row):
         """The owner of a noticed server reads the notice from its
-        metadata and, if the scenario says so, raises the bid."""
+        metadata and, if the scenario says so, raises the bid.
+        """
         spec = self.specs.get(uuid)
         if spec is None or spec.raise_to is None or uuid in self.raised:
             return None
@@ -525,7 +528,8 @@ def _price_state(market, resource):
 def format_demo_period(record, periods):
     """One period of the demo as text (bids and charges per hour currency
     per hour, prices currency per unit-hour, shares units, charges and
-    balances currency)."""
+    balances currency).
+    """
     lines = ['', '== period %d/%d: %s, %s s ==' % (
         record['period'], periods, record['period_start_iso'],
         _money(record['period_seconds']))]

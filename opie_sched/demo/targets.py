@@ -42,7 +42,8 @@ PREEMPT_EVENT = 'opie.instance.preempt'
 class ReplayError(Exception):
     """A request of the replay failed for a reason other than the cloud
     refusing a server (e.g. an API error); the message names the request,
-    the server and the cloud."""
+    the server and the cloud.
+    """
 
 
 #: One preemption decision seen by the replay: the victims' uuids and the
@@ -59,7 +60,8 @@ def _one_line(exc):
 
 def flavor_name(prefix, vcpus, memory_mb, disk_gb):
     """Name of the demo's normal flavor of that size, e.g.
-    ``demo.c2m4000d40`` (vCPU, MB, GB)."""
+    ``demo.c2m4000d40`` (vCPU, MB, GB).
+    """
     return '%sc%dm%dd%d' % (prefix, vcpus, memory_mb, disk_gb)
 
 
@@ -108,7 +110,8 @@ class OpenStackTarget:
     def capacity_vcpus(self):
         """vCPUs of the cloud's compute nodes: the sum over Placement's
         compute node providers of (VCPU total - reserved) x allocation
-        ratio, unless given."""
+        ratio, unless given.
+        """
         if self._capacity is None:
             self._capacity = self._placement_vcpus()
         return self._capacity
@@ -293,7 +296,8 @@ class OpenStackTarget:
 
     def sync_launched_at(self, running, vnow):
         """Not possible through the public API: cost modules see the
-        servers' real ages."""
+        servers' real ages.
+        """
 
     def collect_preemptions(self, running):
         """Preemptions of servers in ``running`` since the last call.
@@ -340,7 +344,8 @@ class OpenStackTarget:
 
 class EmbeddedTarget(OpenStackTarget):
     """:class:`OpenStackTarget` over a started
-    :class:`~opie_sched.demo.cloud.EmbeddedCloud`."""
+    :class:`~opie_sched.demo.cloud.EmbeddedCloud`.
+    """
 
     virtual_launch_times = True
 

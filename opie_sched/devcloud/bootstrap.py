@@ -49,7 +49,8 @@ def _mysql(settings):
 
 def create_databases(settings, layout):
     """(Re)create the cloud's databases (dropping leftovers of a failed
-    run of the same state directory)."""
+    run of the same state directory).
+    """
     conn = _mysql(settings)
     try:
         with conn.cursor() as cur:
@@ -101,7 +102,8 @@ def vhost_exists(vhost):
 
 def create_vhost(vhost, user='guest'):
     """Create the RabbitMQ vhost (recreated if left over) and give ``user``
-    every permission on it."""
+    every permission on it.
+    """
     if vhost_exists(vhost):
         _rabbitmqctl('delete_vhost', vhost)
     _rabbitmqctl('add_vhost', vhost)
@@ -119,7 +121,8 @@ def _bin(program):
 
 def keystone_schema(settings, layout, env):
     """Keystone's schema, keys and ``keystone-manage bootstrap`` (admin
-    user and project, the identity endpoints)."""
+    user and project, the identity endpoints).
+    """
     conf = ['--config-file', layout.path('etc', 'keystone', 'keystone.conf')]
     log = layout.log('keystone-manage')
     km = _bin('keystone-manage')
@@ -246,7 +249,8 @@ def keystone_catalog(settings):
 
 def image_and_flavors(settings, layout, env):
     """The fake image, the flavors and their preemptible twins (through
-    ``opie-sched flavor create-preemptible``)."""
+    ``opie-sched flavor create-preemptible``).
+    """
     conn = admin_connection(settings)
     conn.image.create_image(
         name=IMAGE, data=b'\0' * 512, disk_format='raw',
@@ -272,7 +276,8 @@ def image_and_flavors(settings, layout, env):
 def autoscaler_flavors(settings):
     """The public flavors of opie-autoscaler's application
     (:data:`opie_sched.devcloud.config.AUTOSCALER_FLAVORS`; normal
-    flavors, priced in the applications file)."""
+    flavors, priced in the applications file).
+    """
     conn = admin_connection(settings)
     for name, vcpus, ram, disk, _capacity, _price in \
             config.AUTOSCALER_FLAVORS:
@@ -282,7 +287,8 @@ def autoscaler_flavors(settings):
 
 def provider_config(settings, layout, index, env):
     """Write compute ``index``'s provider config with ``opie-sched
-    provider-config`` before the compute first starts."""
+    provider-config`` before the compute first starts.
+    """
     out = '%s/opie-preemptible.yaml' % config.provider_config_dir(
         layout, index)
     process.run([_bin('opie-sched')] + config.provider_config_command(

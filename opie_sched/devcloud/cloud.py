@@ -137,7 +137,8 @@ def write_configs(settings, layout):
 
 def service_env(layout):
     """The environment of every process: clouds.yaml of the cloud, the
-    environment's bin directory first on PATH."""
+    environment's bin directory first on PATH.
+    """
     env = dict(os.environ)
     env['OS_CLIENT_CONFIG_FILE'] = layout.clouds_yaml
     env['PATH'] = os.pathsep.join([os.path.dirname(sys.executable),
@@ -390,7 +391,8 @@ class Cloud:
     def down(self, keep_logs=False):
         """Stop every process, drop the databases and the vhost, remove
         the state directory (but its ``logs`` when ``keep_logs``). Returns
-        the names of the stopped services."""
+        the names of the stopped services.
+        """
         state = self.layout.load()
         if state is None and not os.path.isdir(self.layout.root):
             return []
@@ -461,7 +463,8 @@ class Cloud:
         """What a test needs to drive the autoscaler's application:
         ``{'application', 'tag', 'cloud', 'project', 'applications_file',
         'demand_file', 'flavors': {name: {'capacity', 'price'}}}``
-        (capacity in vCPU, price in currency per hour)."""
+        (capacity in vCPU, price in currency per hour).
+        """
         _user, project, _role = config.CLOUD_USERS[config.AUTOSCALER_CLOUD]
         return {
             'application': config.AUTOSCALER_APP,
@@ -480,7 +483,8 @@ class Cloud:
         """How to run opie-repacker once against this cloud: ``{'command':
         argv}`` (the environment set with ``env``: the cloud's
         clouds.yaml; its configuration file, dry run unless a later
-        ``--config-file`` says otherwise), ``'state_dir'``."""
+        ``--config-file`` says otherwise), ``'state_dir'``.
+        """
         return {
             'command': ['env', 'OS_CLIENT_CONFIG_FILE=%s'
                         % self.layout.clouds_yaml,
@@ -492,7 +496,8 @@ class Cloud:
 
     def status(self):
         """The summary plus, per service, ``alive``, ``rss_mib`` and
-        ``health`` (HTTP answers / nova service up)."""
+        ``health`` (HTTP answers / nova service up).
+        """
         state = self.layout.load()
         if state is None:
             return None

@@ -226,7 +226,8 @@ class Settings:
     @property
     def cpu_allocation_ratio(self):
         """The vCPU allocation ratio of every host (normal and
-        preemptible inventory alike)."""
+        preemptible inventory alike).
+        """
         if self.preemptible_cpu_ratio is None:
             return self.allocation_ratio
         return self.preemptible_cpu_ratio
@@ -260,7 +261,8 @@ class Settings:
 
 def render(sections):
     """INI text of ``{section: {option: value}}`` (lists repeat the option,
-    booleans are ``True``/``False``, ``None`` values are left out)."""
+    booleans are ``True``/``False``, ``None`` values are left out).
+    """
     lines = []
     for section, options in sections.items():
         lines.append('[%s]' % section)
@@ -366,7 +368,8 @@ def glance_conf(settings, layout):
 def neutron_conf(settings, layout):
     """neutron.conf of an API-only neutron-server: ML2 with no mechanism
     driver and no tenant network type (servers use ``--nic none``), no
-    agents, no service plugins, no notifications to nova."""
+    agents, no service plugins, no notifications to nova.
+    """
     return {
         'DEFAULT': {
             'debug': settings.debug,
@@ -391,7 +394,8 @@ def neutron_conf(settings, layout):
 
 def nova_conf(settings, layout):
     """nova.conf shared by nova-api, nova-conductor, opie-scheduler and the
-    computes (each compute adds :func:`compute_conf`)."""
+    computes (each compute adds :func:`compute_conf`).
+    """
     ratio = settings.allocation_ratio
     return {
         'DEFAULT': {
@@ -427,7 +431,8 @@ def nova_conf(settings, layout):
 
 def compute_conf(settings, layout, index):
     """The overlay config of compute ``index`` (1-based): its own host,
-    state and instances paths and provider config directory."""
+    state and instances paths and provider config directory.
+    """
     return {
         'DEFAULT': {
             'host': settings.compute_host(index),
@@ -448,7 +453,8 @@ def provider_config_dir(layout, index):
 
 def provider_config_command(settings, output):
     """``opie-sched provider-config`` arguments for one fake host (written
-    before the compute first starts; uuid ``$COMPUTE_NODE``)."""
+    before the compute first starts; uuid ``$COMPUTE_NODE``).
+    """
     ratio = '%g' % settings.allocation_ratio
     return ['provider-config',
             '--vcpus', str(settings.compute_vcpus),
@@ -542,7 +548,8 @@ def autoscaler_applications_file(layout):
 def autoscaler_demand_file(layout):
     """The demand of :data:`AUTOSCALER_APP`, vCPU as a bare number: what a
     monitoring system would write (``file`` demand source of
-    opie-autoscaler)."""
+    opie-autoscaler).
+    """
     return layout.path('autoscaler-demand')
 
 
@@ -550,7 +557,8 @@ def autoscaler_applications(layout):
     """The applications file's content (a dict): :data:`AUTOSCALER_APP`
     on :data:`AUTOSCALER_FLAVORS`, its servers tagged
     :data:`AUTOSCALER_TAG`, booted from the devcloud's image without a
-    network, its demand read from :func:`autoscaler_demand_file`."""
+    network, its demand read from :func:`autoscaler_demand_file`.
+    """
     from opie_sched.devcloud import bootstrap
     return {'applications': [{
         'name': AUTOSCALER_APP,
@@ -567,7 +575,8 @@ def autoscaler_applications(layout):
 
 def clouds_yaml(settings):
     """clouds.yaml content (a dict) with the clouds of
-    :data:`CLOUD_USERS`."""
+    :data:`CLOUD_USERS`.
+    """
     clouds = {}
     for name, (user, project, _role) in CLOUD_USERS.items():
         clouds[name] = {

@@ -129,7 +129,8 @@ class Layout:
 
     def database(self, name):
         """The MariaDB database name of ``name`` (one of
-        :data:`DATABASES`)."""
+        :data:`DATABASES`).
+        """
         if name not in DATABASES:
             raise ValueError('unknown database %r' % name)
         return self.db_prefix + name

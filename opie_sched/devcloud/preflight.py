@@ -11,7 +11,8 @@
 # under the License.
 """What ``devcloud up`` needs on the machine, checked before anything is
 started: MariaDB, RabbitMQ (and ``rabbitmqctl``), the Python packages and
-the programs of the services."""
+the programs of the services.
+"""
 
 import importlib.util
 import os
@@ -47,7 +48,8 @@ class MissingError(Exception):
 
 def bin_path(program):
     """The path of ``program``: beside ``sys.executable``, else on PATH;
-    ``None`` when absent."""
+    ``None`` when absent.
+    """
     local = os.path.join(os.path.dirname(sys.executable), program)
     if os.access(local, os.X_OK):
         return local

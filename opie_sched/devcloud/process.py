@@ -112,7 +112,8 @@ def rss_kib(pids):
 
 def stop(pid, timeout=15.0):
     """Stop the process group led by ``pid``: SIGTERM, then SIGKILL after
-    ``timeout`` seconds. A group already gone is fine."""
+    ``timeout`` seconds. A group already gone is fine.
+    """
     if not pid:
         return
     try:

@@ -112,7 +112,8 @@ def _ranks(fail_probs):
 
 def _level_units(ctx, level):
     """Cells grouped by network or power domain, with the domains' failure
-    probabilities."""
+    probabilities.
+    """
     topo = ctx.topology
     of = topo.network_of if level == 'network' else topo.power_of
     probs = ctx.q_net if level == 'network' else ctx.q_pow
@@ -158,7 +159,8 @@ def proportional_placement(ctx, total):
 
 def hrf_placement(ctx, total):
     """Highest-Reliability-First (Paper VI §5.2): fill the most reliable
-    cells to capacity first."""
+    cells to capacity first.
+    """
     vector = [0] * len(ctx.topology.cells)
     left = total
     for c in sorted(range(len(vector)), key=lambda c: ctx.cell_rank[c]):
@@ -174,7 +176,8 @@ def hrf_placement(ctx, total):
 class Step(collections.namedtuple(
         'Step', 'stage network_failures power_failures extra value met')):
     """One reliability evaluation of a planner: ``stage`` is 'root',
-    'node' (a Die-Hard (i, j) tree node), 'bisect', 'trim' or 'search'."""
+    'node' (a Die-Hard (i, j) tree node), 'bisect', 'trim' or 'search'.
+    """
 
 
 class Plan(collections.namedtuple(
@@ -258,7 +261,8 @@ def _result(ctx, algorithm, extra, vector):
 def _bisect(ctx, family, low, high):
     """Smallest n in (low, high] whose placement meets the target, given
     that ``family(high)`` does and ``family(low)`` does not (low may be
-    -1). S grows with n because every family only ever adds tasks."""
+    -1). S grows with n because every family only ever adds tasks.
+    """
     while high - low > 1:
         mid = (low + high) // 2
         if ctx.record('bisect', mid, family(mid)):
@@ -325,7 +329,8 @@ def _domain_count(ctx, level):
 
 def _walk(ctx, network, power, limit):
     """Algorithm 1's tree walk. Returns (family, low, high) bracketing n,
-    or None when no node up to ``limit`` extra tasks reaches the target."""
+    or None when no node up to ``limit`` extra tasks reaches the target.
+    """
     network.failing = 0  # the root missed the target
     R, W = _domain_count(ctx, 'network'), _domain_count(ctx, 'power')
     power_n = None
@@ -360,7 +365,8 @@ def _power_branch(ctx, power, W, limit):
 
 def _trim(ctx, extra, vector, level):
     """Remove single tasks from the least reliable non-empty domain (its
-    least reliable cell) while the target still holds (§3.2)."""
+    least reliable cell) while the target still holds (§3.2).
+    """
     groups, probs = _level_units(ctx, level)
     order = sorted(range(len(groups)), key=lambda u: (-probs[u], -u))
     vector = list(vector)
@@ -379,7 +385,8 @@ def _trim(ctx, extra, vector, level):
 def _search(ctx, algorithm, family, limit, start=0):
     """Smallest n <= limit meeting the target for a family of placements
     that only adds tasks as n grows: gallop from ``start`` (a failing n, or
-    0), then bisect."""
+    0), then bisect.
+    """
     if start == 0 and ctx.record('search', 0, family(0)):
         return _result(ctx, algorithm, 0, family(0))
     low, high = start, max(1, 2 * start)
@@ -397,7 +404,8 @@ def _search(ctx, algorithm, family, limit, start=0):
 def plan_proportional(topology, tasks, target, hours, max_extra=None,
                       tolerance=dh_rel.DEFAULT_TOLERANCE):
     """The Proportional baseline (Paper VI §5.2): the smallest n whose
-    :func:`proportional_placement` reaches S_min. See :func:`plan`."""
+    :func:`proportional_placement` reaches S_min. See :func:`plan`.
+    """
     ctx = _Context(topology, tasks, target, hours, tolerance)
     return _search(ctx, 'proportional',
                    lambda n: proportional_placement(ctx, tasks + n),
@@ -407,7 +415,8 @@ def plan_proportional(topology, tasks, target, hours, max_extra=None,
 def plan_hrf(topology, tasks, target, hours, max_extra=None,
              tolerance=dh_rel.DEFAULT_TOLERANCE):
     """The Highest-Reliability-First baseline (Paper VI §5.2): the smallest
-    n whose :func:`hrf_placement` reaches S_min. See :func:`plan`."""
+    n whose :func:`hrf_placement` reaches S_min. See :func:`plan`.
+    """
     ctx = _Context(topology, tasks, target, hours, tolerance)
     return _search(ctx, 'hrf', lambda n: hrf_placement(ctx, tasks + n),
                    _limit(ctx, max_extra))

@@ -49,7 +49,8 @@ class Reliability(collections.namedtuple(
 
 class _FailureModel(object):
     """The domains that host tasks of a placement, with their failure
-    probabilities over the job's duration."""
+    probabilities over the job's duration.
+    """
 
     def __init__(self, topology, vector, hours):
         used = [c for c, x in enumerate(vector) if x]
@@ -149,7 +150,8 @@ def _truncated(model, tasks, tolerance):
 
 def _truncation_level(fail_probs, budget):
     """Smallest m with P(more than m of the domains fail) <= budget, and
-    that probability (Poisson-binomial tail, summed from the top)."""
+    that probability (Poisson-binomial tail, summed from the top).
+    """
     dist = _failure_count_distribution(fail_probs)
     tail = 0.0
     for m in range(len(fail_probs), -1, -1):
@@ -177,7 +179,8 @@ def _failed_set_probability(failed, fail_probs):
 def _given_power_failures(model, failed, tasks, max_failures):
     """Σ_{i <= max_failures} S_{i,j} / P^W(w) for one power state w:
     a dynamic programme over the network domains on (failed domains, tasks
-    lost), dropping states that lose more than N - K tasks."""
+    lost), dropping states that lose more than N - K tasks.
+    """
     loads = [sum(load for w, load in enumerate(row) if w not in failed)
              for row in model.loads]
     budget = sum(loads) - tasks
@@ -223,7 +226,8 @@ def lemma_extra_tasks(tasks, domains, failures):
 
 def affinity_score(vector):
     """Σ x(x − 1)/2 over the cells (Paper VI eq. 9): the task pairs that
-    share a combined failure domain."""
+    share a combined failure domain.
+    """
     return sum(x * (x - 1) // 2 for x in vector)
 
 

@@ -380,7 +380,8 @@ class CreditManager:
 
     def refill(self, project, period_start, period_seconds):
         """The periodic transfer of Merkat §4.1.3 (see
-        :func:`refill_amount`); keyed by ``(project, period_start)``."""
+        :func:`refill_amount`); keyed by ``(project, period_start)``.
+        """
         _period(period_seconds)
         key = EntryKey(KIND_REFILL, project, None, period_start)
         return self._post(

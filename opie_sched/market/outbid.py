@@ -166,7 +166,8 @@ def hourly_cost(prices, held):
 def _charge(bid, share, demand, price):
     """What one resource's share costs per hour: the bid when the share is
     ``bid / p*`` (not capped), ``p* * demand`` when the demand caps it;
-    exact, whatever the rounding of the share."""
+    exact, whatever the rounding of the share.
+    """
     if share <= 0:
         return ZERO
     if share < demand:

@@ -542,7 +542,8 @@ class PoolPrices:
 @dataclasses.dataclass(frozen=True)
 class HostShares:
     """A host's local market (Merkat §3.1): same fields as
-    :class:`PoolPrices` plus the host's pool and VMs (uuids)."""
+    :class:`PoolPrices` plus the host's pool and VMs (uuids).
+    """
     name: str
     pool: str
     capacity: dict
@@ -652,7 +653,8 @@ def _caps_of(vms, resource, limit):
 
 def _market(vms, capacity, limits, resources, reserve):
     """(bids, prices, shares) of a group of VMs sharing ``capacity``
-    (:func:`clear_market` per resource)."""
+    (:func:`clear_market` per resource).
+    """
     bids, prices, shares = {}, {}, {}
     for r in resources:
         by_vm = _bids_of(vms, r)

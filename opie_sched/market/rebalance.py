@@ -92,7 +92,8 @@ class RebalanceError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Migration:
     """One VM to migrate: ``vm`` (uuid) from ``source`` to
-    ``destination`` (host names)."""
+    ``destination`` (host names).
+    """
     vm: str
     source: str
     destination: str
@@ -192,7 +193,8 @@ def _best_move(candidates, current, errors, pools, host_pool, on_host, tabu,
                limits, rng):
     """``(uuid, source, destination, errors after)`` of the iteration's
     move, or None: the first candidate with a feasible, non-tabu
-    destination, to the destination of least placement error."""
+    destination, to the destination of least placement error.
+    """
     for uuid in candidates:
         source = current[uuid]
         pool = pools[host_pool[source]]

@@ -124,7 +124,8 @@ class Budget(object):
 
     def charge(self, amount):
         """Take ``amount`` (currency >= 0) from the balance; it may go
-        negative only by what rounding leaves."""
+        negative only by what rounding leaves.
+        """
         amount = _num(amount, 'amount', minimum=0)
         self.balance -= amount
         self.spent += amount

@@ -12,9 +12,8 @@
 """The dual host state of the preemptible-instances scheduler.
 
 Terms follow López García et al., "An efficient cloud scheduler design
-supporting preemptible instances"
-(``seeds/preemptible-instances-scheduler.txt``,
-§3): every host has a **full state**, in which every instance counts, and a
+supporting preemptible instances" (Future Generation Computer Systems, 2019),
+§3: every host has a **full state**, in which every instance counts, and a
 **normal state**, in which preemptible instances do not count. Normal requests
 are admitted on the normal state (Placement enforces it in Nova), preemptible
 requests on the full state; ranking always uses the full state; a normal

@@ -12,7 +12,7 @@
 """The preemption phase: rank hosts by preemption cost and choose victims.
 
 López García et al., "An efficient cloud scheduler design supporting
-preemptible instances" (``seeds/preemptible-instances-scheduler.txt``): hosts
+preemptible instances" (Future Generation Computer Systems, 2019): hosts
 are ranked on their full state, hosts that need no preemption first, then by
 the cost of the victims they would need (Alg. 4); on the chosen host the
 victims are the minimal-cost set of preemptible instances freeing enough vCPU,

@@ -61,7 +61,8 @@ def format_time(when):
 
 def parse_time(text):
     """The timezone-aware datetime of :func:`format_time`'s text, or None
-    when ``text`` is missing or not of that form."""
+    when ``text`` is missing or not of that form.
+    """
     if not text:
         return None
     try:
@@ -108,7 +109,8 @@ class VictimState:
     def from_metadata(cls, sysmeta):
         """The state recorded in ``sysmeta`` (a mapping), or None when there
         is none or it is unreadable (an unreadable record is no record: the
-        instance is then an ordinary candidate again)."""
+        instance is then an ordinary candidate again).
+        """
         if not sysmeta:
             return None
         state = sysmeta.get(KEY_STATE)
@@ -143,7 +145,8 @@ class VictimState:
     def terminating(self, now, retry_interval, max_backoff):
         """The state after one more termination attempt starts at ``now``:
         ``attempts`` + 1 and ``next_attempt`` after
-        :func:`backoff` seconds."""
+        :func:`backoff` seconds.
+        """
         attempts = self.attempts + 1
         return dataclasses.replace(
             self, state=TERMINATING, attempts=attempts,

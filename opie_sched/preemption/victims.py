@@ -12,11 +12,10 @@
 """Exact victim selection: the cheapest preemptible instances to terminate.
 
 Source: López García et al., "An efficient cloud scheduler design supporting
-preemptible instances", Algorithm 5
-(``seeds/preemptible-instances-scheduler.txt``, digest in
-``docs/algorithms.md`` §A). On the chosen host, among all subsets of
-the preemptible instances whose termination frees at least the missing vCPU,
-RAM and disk, pick one of minimal total cost. The paper enumerates the 2^n
+preemptible instances" (Future Generation Computer Systems, 2019),
+Algorithm 5. On the chosen host, among all subsets of the preemptible
+instances whose termination frees at least the missing vCPU, RAM and disk,
+pick one of minimal total cost. The paper enumerates the 2^n
 subsets; :func:`select_victims` gives the same answer without enumerating.
 
 Problem
@@ -188,7 +187,8 @@ class _Problem:
 
 def _number(value, what, *args):
     """``value`` as a finite float >= 0; ``what % args`` names it in the
-    error (formatted only then: this runs once per amount and cost)."""
+    error (formatted only then: this runs once per amount and cost).
+    """
     if type(value) is float or type(value) is int:
         # Fast path; int may overflow float, hence the try below.
         pass
@@ -379,7 +379,8 @@ class _Solver:
     def cost_lb(self, avail, rem):
         """Lower bound (float, policy units) on the cost of covering
         ``rem`` (scaled ints) with the items in the ``avail`` bit mask;
-        None when they cannot cover it."""
+        None when they cannot cover it.
+        """
         best = 0.0
         scales = self.p.res_scales
         for k in self.dims:
@@ -424,7 +425,8 @@ class _Solver:
 
     def reaches(self, lb, budget_int):
         """True when a float cost bound ``lb`` proves that any completion
-        costs at least ``budget_int`` (scaled integer)."""
+        costs at least ``budget_int`` (scaled integer).
+        """
         if self.cost_scale_f is not None:
             units = lb * self.cost_scale_f * _BOUND_SLACK
             if units == math.inf:

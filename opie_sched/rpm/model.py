@@ -106,7 +106,8 @@ def overbooking_risk(req, unreq, free):
 def host_overbooking_risk(req_cpu, unreq_cpu, free_cpu,
                           req_mem, unreq_mem, free_mem):
     """R_o = max(R_o(CPU), R_o(Memory)) (Paper IV eq. 6); see
-    :func:`overbooking_risk` for the arguments (vCPU, then MB)."""
+    :func:`overbooking_risk` for the arguments (vCPU, then MB).
+    """
     return max(overbooking_risk(req_cpu, unreq_cpu, free_cpu),
                overbooking_risk(req_mem, unreq_mem, free_mem))
 
@@ -137,14 +138,16 @@ def coefficient_of_variation(samples):
 def max_coefficient_of_variation(count=HISTORY_SAMPLES):
     """Upper bound of :func:`coefficient_of_variation` over ``count``
     non-negative samples: ``sqrt(count - 1)`` (all load in one sample);
-    3 for the thesis' 10 samples."""
+    3 for the thesis' 10 samples.
+    """
     return math.sqrt(max(count, 2) - 1)
 
 
 def host_load_variation(cpu_samples, mem_samples):
     """R_v of a host: the larger coefficient of variation of its CPU and
     its memory utilisation (the thesis names one "load"; taking the max
-    mirrors eq. 6)."""
+    mirrors eq. 6).
+    """
     return max(coefficient_of_variation(cpu_samples),
                coefficient_of_variation(mem_samples))
 
@@ -159,7 +162,8 @@ def risk(r_o, r_v):
 class Location(collections.namedtuple('Location', 'host group cluster')):
     """Where a host sits in the three-level tree (Paper IV §3, Fig. 1):
     ``group`` (edge switch / server group) and ``cluster`` (aggregation
-    level). Either may be None when unknown."""
+    level). Either may be None when unknown.
+    """
 
 
 def distance(a, b):
@@ -186,7 +190,8 @@ def distance(a, b):
 
 def nearest_distance(candidate, references):
     """min Dist from ``candidate`` to any of ``references``; None when there
-    is no reference (the term is then neutral)."""
+    is no reference (the term is then neutral).
+    """
     refs = list(references)
     if not refs:
         return None
@@ -229,7 +234,8 @@ def efficiency(cpu_util, mem_util, req_cpu_util, req_mem_util,
 
 def efficiency_bounds(target=TARGET_UTILISATION, formula='distance'):
     """``(lower, upper)`` of :func:`efficiency` for utilisations in
-    [0, 1]."""
+    [0, 1].
+    """
     if formula == 'literal':
         return target - 1.0, target
     return 0.0, max(target, 1.0 - target)
@@ -336,7 +342,8 @@ def imbalance(dst_cpu, dst_mem, vm_cpu, vm_mem, src_cpu=None, src_mem=None):
 def normalise(value, upper, lower=0.0):
     """``(value − lower) / (upper − lower)`` clamped to [0, 1]: a term
     "normalized against its upper bound" (Paper IV §4.3.1). A zero-width
-    range gives 0."""
+    range gives 0.
+    """
     if upper <= lower:
         return 0.0
     return min(1.0, max(0.0, (value - lower) / (upper - lower)))
@@ -475,7 +482,8 @@ class Overlay(object):
 class Discovery(collections.namedtuple('Discovery',
                                        'best score rounds candidates')):
     """Outcome of :func:`discover`: the chosen host (None: the event is
-    pending), its score, the rounds used and the candidate list."""
+    pending), its score, the rounds used and the candidate list.
+    """
 
 
 def discover(rng, overlay, source, rank, urgent, max_ttl=MAX_TTL):
@@ -523,7 +531,8 @@ def discover(rng, overlay, source, rank, urgent, max_ttl=MAX_TTL):
 
 def seeded_rng(seed):
     """A :class:`random.Random` for ``seed`` (int or str); None: seeded
-    from the operating system (not reproducible)."""
+    from the operating system (not reproducible).
+    """
     if seed is None:
         return random.Random(random.SystemRandom().getrandbits(64))
     return random.Random(seed)
@@ -533,7 +542,8 @@ def seeded_rng(seed):
 
 class Event(enum.IntEnum):
     """Events of a node agent, valued by priority (Paper IV Table 1:
-    lower value first)."""
+    lower value first).
+    """
 
     OVERLOAD = 1
     NEW_REQUEST = 2
@@ -544,7 +554,8 @@ def is_overloaded(cpu_samples, mem_samples, threshold=OVERLOAD_THRESHOLD,
                   window=HISTORY_SAMPLES):
     """Overload trigger (Paper IV §5.3): in each of the last ``window``
     consecutive samples the CPU *or* the memory utilisation exceeds
-    ``threshold``. False with fewer samples."""
+    ``threshold``. False with fewer samples.
+    """
     pairs = _last_pairs(cpu_samples, mem_samples, window)
     return pairs is not None and all(c > threshold or m > threshold
                                      for c, m in pairs)
@@ -554,7 +565,8 @@ def is_underloaded(cpu_samples, mem_samples, threshold=UNDERLOAD_THRESHOLD,
                    window=HISTORY_SAMPLES):
     """Underload trigger (Paper IV §5.3): in each of the last ``window``
     consecutive samples both CPU and memory utilisation are below
-    ``threshold``. False with fewer samples."""
+    ``threshold``. False with fewer samples.
+    """
     pairs = _last_pairs(cpu_samples, mem_samples, window)
     return pairs is not None and all(c < threshold and m < threshold
                                      for c, m in pairs)
@@ -563,7 +575,8 @@ def is_underloaded(cpu_samples, mem_samples, threshold=UNDERLOAD_THRESHOLD,
 def host_trigger(cpu_samples, mem_samples, overload=OVERLOAD_THRESHOLD,
                  underload=UNDERLOAD_THRESHOLD, window=HISTORY_SAMPLES):
     """:attr:`Event.OVERLOAD`, :attr:`Event.UNDERLOAD` or None for a host's
-    history (the PM state profiler of §4.2)."""
+    history (the PM state profiler of §4.2).
+    """
     if is_overloaded(cpu_samples, mem_samples, overload, window):
         return Event.OVERLOAD
     if is_underloaded(cpu_samples, mem_samples, underload, window):

@@ -376,7 +376,8 @@ class Plan:
 def host_triggers(hosts, policy):
     """``{host name: rpm.Event}`` of the hosts with a trigger (Paper IV
     §4.2 PM state profiler, §5.3 thresholds); hosts with fewer than
-    ``policy.window`` samples never trigger."""
+    ``policy.window`` samples never trigger.
+    """
     found = {}
     for host in hosts:
         event = rpm.host_trigger(host.cpu_history, host.mem_history,
@@ -424,7 +425,8 @@ class _State:
 def data_transfer(inst, policy):
     """DT of moving ``inst``, MB (Paper IV eq. 8-9 through
     :func:`opie_sched.rpm.model.data_transfer`): the memory for a cold move,
-    pre-copy rounds for a live one."""
+    pre-copy rounds for a live one.
+    """
     memory = inst.memory_mb
     if not inst.live:
         return rpm.data_transfer(memory)
@@ -438,7 +440,8 @@ def data_transfer(inst, policy):
 def data_transfer_upper_bound(hosts, policy):
     """The DT bound of the plan, MB: the largest
     :func:`opie_sched.rpm.model.data_transfer_bound` over every instance (so DT
-    compares instances with each other; 1 MB when there is none)."""
+    compares instances with each other; 1 MB when there is none).
+    """
     bounds = [rpm.data_transfer_bound(i.memory_mb, i.live, i.dirty_rate,
                                       policy.bandwidth, policy.max_rounds)
               for h in hosts for i in h.instances]
@@ -452,7 +455,8 @@ def fits(state, inst, destination, policy, consolidate=False):
     preempted by the move) and
     the used CPU and RAM stay <= ``policy.alpha`` (Paper IV eq. 2). With
     ``consolidate`` (draining an underloaded host) an empty host is no
-    destination: moving there frees no host."""
+    destination: moving there frees no host.
+    """
     host = state.hosts[destination]
     if not host.accepts or destination in state.drained:
         return False
@@ -512,7 +516,8 @@ def move_terms(state, inst, source, destination, policy, dt_bound):
 
 def _rank(state, inst, source, policy, dt_bound, consolidate, names):
     """The :class:`Move` of ``inst`` to the lowest-score host among
-    ``names`` that fits (ties: host name), or None."""
+    ``names`` that fits (ties: host name), or None.
+    """
     best = None
     for name in sorted(names):
         if name == source or not fits(state, inst, name, policy,
@@ -557,7 +562,8 @@ def best_destination(state, inst, source, policy, dt_bound,
 def ordered_events(triggers, state):
     """``[(rpm.Event, host)]`` by priority (Paper IV Table 1 through
     :func:`opie_sched.rpm.model.prioritise`): overloaded hosts most loaded
-    first, then underloaded hosts least loaded first; ties by name."""
+    first, then underloaded hosts least loaded first; ties by name.
+    """
     def load(name):
         return max(state.utilisation(name))
 
@@ -577,7 +583,8 @@ def relieve_overload(state, name, policy, budget, dt_bound):
     """Moves bringing host ``name`` back to <= the overload threshold in
     CPU and memory: each step the (movable instance, destination) pair of
     lowest score. Stops when resolved, when ``budget`` moves are planned
-    or when nothing fits; returns ``(moves, reason or None)``."""
+    or when nothing fits; returns ``(moves, reason or None)``.
+    """
     moves = []
     while _overloaded_now(state, name, policy):
         if len(moves) >= budget:
@@ -601,7 +608,8 @@ def relieve_overload(state, name, policy, budget, dt_bound):
 def drain_order(instances):
     """Instances in draining order: preemptible first (defragment the
     preemptible capacity), then the larger first (the hardest to place
-    while there is most room), then by id."""
+    while there is most room), then by id.
+    """
     return sorted(instances, key=lambda i: (not i.preemptible, -i.vcpus,
                                             -i.memory_mb, i.id))
 
@@ -699,7 +707,8 @@ def plan(hosts, policy=None):
 
 def format_plan(result, hosts=None):
     """A text table of a :class:`Plan` (and of the hosts' state when
-    ``hosts`` is given): one line per move, in order."""
+    ``hosts`` is given): one line per move, in order.
+    """
     lines = []
     if hosts:
         lines.append('%-16s %6s %6s %8s  %s'

@@ -81,7 +81,8 @@ def _add_fault(cctxt, instance, message, details):
 def mark_victim(cctxt, instance, preempted_by, reason):
     """Tell the owner why the instance is being preempted: server metadata
     and tag (informational: the service never reads them back), an
-    instance fault and the ``preempt`` instance action."""
+    instance fault and the ``preempt`` instance action.
+    """
     now = timeutils.utcnow(with_timezone=True).strftime('%Y-%m-%dT%H:%M:%SZ')
     instance.metadata = dict(instance.metadata or {},
                              **{hosts.PREEMPTED_BY_KEY: preempted_by,

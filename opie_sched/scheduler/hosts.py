@@ -40,8 +40,8 @@ from nova import objects
 
 import nova.conf
 
-from opie_sched import conf as opie_conf
 from opie_sched.common import flavors
+from opie_sched import conf as opie_conf
 from opie_sched.preemption import model
 from opie_sched.preemption import victim_state as victim_state_mod
 
@@ -69,7 +69,8 @@ _cell_lock = threading.Lock()
 def flavor_is_preemptible(flavor):
     """True when the (instance's own copy of the) flavor is preemptible,
     by the one definition the market shares
-    (:func:`opie_sched.common.flavors.is_marked_preemptible`)."""
+    (:func:`opie_sched.common.flavors.is_marked_preemptible`).
+    """
     return flavors.is_marked_preemptible(getattr(flavor, 'extra_specs',
                                                  None))
 
@@ -77,14 +78,16 @@ def flavor_is_preemptible(flavor):
 def disk_gb(root_gb, ephemeral_gb, swap_mb, boot_from_volume=False):
     """Local disk a server holds, counted as Nova counts ``DISK_GB``
     (:func:`opie_sched.common.flavors.disk_gb`), without the root disk when it
-    boots from a volume. GB."""
+    boots from a volume. GB.
+    """
     return flavors.disk_gb(0 if boot_from_volume else root_gb,
                            ephemeral_gb, swap_mb)
 
 
 def flavor_resources(flavor, boot_from_volume=False):
     """:class:`~opie_sched.preemption.model.Resources` a flavor holds on a
-    host (vCPU, MB, GB; disk as :func:`disk_gb`)."""
+    host (vCPU, MB, GB; disk as :func:`disk_gb`).
+    """
     return model.Resources(
         flavor.vcpus, flavor.memory_mb,
         disk_gb(flavor.root_gb, flavor.ephemeral_gb,
@@ -94,7 +97,8 @@ def flavor_resources(flavor, boot_from_volume=False):
 def instance_boots_from_volume(instance):
     """True when an Instance has no image: it boots from a volume (the
     check Nova makes first; an image-backed volume boot is not told apart
-    without a block-device query, which the bulk paths avoid)."""
+    without a block-device query, which the bulk paths avoid).
+    """
     if 'image_ref' not in instance:
         return False
     return not instance.image_ref
@@ -108,7 +112,8 @@ def request_is_preemptible(spec_obj):
 
 def request_resources(spec_obj):
     """Resources a RequestSpec asks for (vCPU, MB, GB as Nova counts
-    DISK_GB: no root disk for a boot from volume, swap included)."""
+    DISK_GB: no root disk for a boot from volume, swap included).
+    """
     flavor = getattr(spec_obj, 'flavor', None)
     swap = getattr(flavor, 'swap', 0) or 0 if flavor is not None else 0
     bfv = bool(spec_obj.obj_attr_is_set('is_bfv') and spec_obj.is_bfv) \
@@ -121,7 +126,8 @@ def request_resources(spec_obj):
 def victim_state(instance):
     """The service-owned :class:`~opie_sched.preemption.victim_state.
     VictimState` of an Instance (from its system metadata, which users
-    cannot write), or None."""
+    cannot write), or None.
+    """
     if 'system_metadata' not in instance:
         return None
     return victim_state_mod.VictimState.from_metadata(
@@ -134,7 +140,8 @@ def instance_is_leaving(instance, extra_leaving=(), now=None):
     or whose reservation by a scheduler worker is younger than
     ``[opie_preemption] reservation_timeout`` (system metadata written by
     the service only), or its uuid is in ``extra_leaving``. Server metadata
-    and tags play no part."""
+    and tags play no part.
+    """
     if (instance.uuid in extra_leaving
             or instance.task_state in _LEAVING_TASK_STATES
             or instance.vm_state in _GONE_VM_STATES):
@@ -149,7 +156,8 @@ def instance_is_leaving(instance, extra_leaving=(), now=None):
 def instance_info(instance, extra_leaving=(), now=None, resources=None):
     """:class:`~opie_sched.preemption.model.InstanceInfo` of an Instance
     (``leaving`` as :func:`instance_is_leaving` says; ``resources`` default
-    to its flavor's, as :func:`flavor_resources` counts them)."""
+    to its flavor's, as :func:`flavor_resources` counts them).
+    """
     flavor = instance.flavor
     leaving = instance_is_leaving(instance, extra_leaving, now)
     launched = instance.launched_at
@@ -186,7 +194,8 @@ def note_consumed(host_state, spec_obj, before):
 
 def consumed_disk_gb(host_state):
     """GB consumed on a HostState by requests since nova last refreshed it
-    (see :func:`note_consumed`)."""
+    (see :func:`note_consumed`).
+    """
     mark, gb = getattr(host_state, _CONSUMED, (None, 0))
     if mark is None or mark != host_state.updated:
         return 0
@@ -344,7 +353,8 @@ def _row_flavor(text):
 def _instance_rows(context, hosts):
     """``[InstanceRow]`` on ``hosts`` (not deleted, not soft-deleted): one
     query for the columns and the flavor, one for opie's system metadata
-    keys and one for its server metadata keys."""
+    keys and one for its server metadata keys.
+    """
     inst = main_models.Instance.__table__
     extra = main_models.InstanceExtra.__table__
     meta = main_models.InstanceSystemMetadata.__table__
@@ -441,7 +451,8 @@ class RequestView:
 
     def loaded_instances(self, host_states):
         """``{(host, node): [InstanceRow]}`` for the given HostStates (bulk
-        loaded once per request, see :func:`load_instances`)."""
+        loaded once per request, see :func:`load_instances`).
+        """
         host_states = list(host_states)
         self._ensure_loaded(host_states)
         return {(hs.host, hs.nodename):
@@ -511,7 +522,8 @@ _current = threading.local()
 
 def current_view():
     """The :class:`RequestView` of the request this thread is scheduling,
-    when opie-scheduler runs it; None otherwise."""
+    when opie-scheduler runs it; None otherwise.
+    """
     return getattr(_current, 'view', None)
 
 

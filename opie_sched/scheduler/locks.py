@@ -46,13 +46,15 @@ class LockTimeout(Exception):
 
 def host_lock_name(rp_uuid):
     """Name of the preemption lock of one resource provider (compute
-    node)."""
+    node).
+    """
     return 'opie-preempt-%s' % rp_uuid
 
 
 def default_url(conf):
     """``[opie_preemption] coordination_url``, or the file driver's URL
-    under ``$state_path`` (the directory is created)."""
+    under ``$state_path`` (the directory is created).
+    """
     url = conf.opie_preemption.coordination_url
     if url:
         return url

@@ -61,7 +61,8 @@ _Pending = collections.namedtuple(
 
 def victim_reasons(plan, preemptor_uuid, request_id):
     """``{victim uuid: text}`` telling each owner why, with that victim's
-    own cost."""
+    own cost.
+    """
     return {inst.uuid: (
         'instance terminated by the scheduler on host %s to make room for '
         'instance %s (request %s); this victim\'s cost %g of a total %g'
@@ -136,7 +137,8 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
 
     def _plan_victims(self, view, host_state, instance_uuid):
         """Choose and reserve victims on the claimed host, under its lock,
-        from Placement's allocations (every worker's claims)."""
+        from Placement's allocations (every worker's claims).
+        """
         rp_uuid = host_state.uuid
         summary = view.summaries.get(rp_uuid)
         capacity = reservations.summary_capacity(summary)
@@ -195,7 +197,8 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         state has room for it: the cell conductor claims an alternate
         itself on a reschedule, without the scheduler, so no victims could
         be chosen there (a reschedule then fails like a stock one when no
-        such host is left)."""
+        such host is left).
+        """
         view = hosts.current_view()
         if num_alts and view is not None and getattr(view, 'preempt', False):
             try:
@@ -263,7 +266,8 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
     def _opie_reconcile(self, context):
         """Periodic repair of overcommitted hosts (``[opie_reconciler]``):
         every ``interval`` seconds, by the one worker of the cloud holding
-        the reconciler lock."""
+        the reconciler lock.
+        """
         opts = CONF.opie_reconciler
         if not opts.run_in_scheduler:
             return

@@ -49,8 +49,8 @@ from oslo_log import log as logging
 import nova.conf
 from nova.scheduler import utils as scheduler_utils
 
-from opie_sched import conf as opie_conf
 from opie_sched.common import flavors
+from opie_sched import conf as opie_conf
 from opie_sched.market import bids
 from opie_sched.market import outbid
 from opie_sched.market import pricing
@@ -88,7 +88,8 @@ def request_bid(spec_obj):
 
 def instance_bid(instance):
     """The bid of an instance already placed (Decimal, currency per hour);
-    an invalid bid counts as the default one (it is logged)."""
+    an invalid bid counts as the default one (it is logged).
+    """
     meta = instance.metadata if 'metadata' in instance else {}
     specs = getattr(instance.flavor, 'extra_specs', None) or {}
     default = CONF.opie_preemption.default_bid
@@ -126,7 +127,8 @@ def request_out_of_bid(bid, vcpus, memory_mb, capacity, others):
 
 def _capacity(host_state):
     """The host's capacity as the market counts it (total × allocation
-    ratio), or None when unknown."""
+    ratio), or None when unknown.
+    """
     try:
         vcpus = host_state.vcpus_total * host_state.cpu_allocation_ratio
         ram = (host_state.total_usable_ram_mb

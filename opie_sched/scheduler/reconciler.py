@@ -67,7 +67,8 @@ LIFETIME_KEY = 'opie:max_lifetime'
 def lifetime_limit(flavor, default):
     """Seconds a preemptible server of ``flavor`` may live: the flavor's
     ``opie:max_lifetime`` (an int >= 0; 0 = no limit), else ``default``.
-    A malformed value is ignored (the API validates new flavors)."""
+    A malformed value is ignored (the API validates new flavors).
+    """
     specs = getattr(flavor, 'extra_specs', None) or {}
     value = specs.get(LIFETIME_KEY)
     if value is not None:
@@ -102,7 +103,8 @@ class Reconciler:
     def host_views(self, ctx, skip=()):
         """``[(cell_uuid, HostView)]`` of every compute node, all cells,
         from the ComputeNode records (every instance loaded: for reports
-        and ``--dry-run``; the repair reads Placement instead)."""
+        and ``--dry-run``; the repair reads Placement instead).
+        """
         result = []
         now = timeutils.utcnow(with_timezone=True)
         for cell in self._cells(ctx):
@@ -124,7 +126,8 @@ class Reconciler:
 
     def plan(self, ctx, skip=()):
         """``[(cell_uuid, HostPlan)]`` for every overcommitted host, as the
-        ComputeNode records show them (no lock, nothing reserved)."""
+        ComputeNode records show them (no lock, nothing reserved).
+        """
         policy = weights.cost_policy()
         now = timeutils.utcnow(with_timezone=True)
         plans = []

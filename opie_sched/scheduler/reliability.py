@@ -92,9 +92,9 @@ from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
+from opie_sched.conf import rpm as rpm_opts
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import topology as dh_topo
-from opie_sched.conf import rpm as rpm_opts
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -119,7 +119,8 @@ _TOKEN = re.compile(r'(opie_tasks|opie_target|opie_hours)=([^\s,;]+)')
 
 class ReliabilityError(ValueError):
     """A reliability request that cannot be honoured (the message says
-    why); the filter rejects every host."""
+    why); the filter rejects every host.
+    """
 
 
 class Constraint(collections.namedtuple('Constraint', 'tasks target hours')):
@@ -192,7 +193,8 @@ class HostDomain(collections.namedtuple('HostDomain',
                                         'network power network_rates '
                                         'power_rates')):
     """A host's network and power domain names and each domain's node
-    failure rates (per hour, one per redundant node)."""
+    failure rates (per hour, one per redundant node).
+    """
 
 
 _file_lock = threading.Lock()
@@ -437,7 +439,8 @@ class RequestPlan(object):
 
     def allowed(self, host, placed, left):
         """A host may take the next task: not already used by the job, in
-        a cell of the plan with quota left."""
+        a cell of the plan with quota left.
+        """
         if host in placed or host in self.existing:
             return False
         cell = self.cell_of.get(host)
@@ -521,7 +524,8 @@ class ReliabilityWeigher(weights.BaseHostWeigher):
     """Hosts of the cell the plan wants next first: weight = quota left in
     the host's cell / the largest quota left (1 for the emptiest cell
     relative to its plan, 0 outside the plan). 0 everywhere for requests
-    without a reliability constraint, and on errors."""
+    without a reliability constraint, and on errors.
+    """
 
     minval = 0.0
     maxval = 1.0

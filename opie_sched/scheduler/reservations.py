@@ -58,7 +58,8 @@ class PlacementError(Exception):
 
 def _as_resources(amounts):
     """``Resources`` of a ``{resource class: amount}`` mapping, standard and
-    preemptible classes added up; other classes ignored."""
+    preemptible classes added up; other classes ignored.
+    """
     acc = [0, 0, 0]
     for rc, amount in (amounts or {}).items():
         i = _STANDARD.get(rc, _PREEMPTIBLE.get(rc))
@@ -76,7 +77,8 @@ def summary_capacity(summary):
     """Full-state capacity (vCPU, MB, GB) of a provider summary of
     ``GET /allocation_candidates`` (capacity = (total − reserved) ×
     allocation ratio, as Placement computes it), or None when a standard
-    class is missing."""
+    class is missing.
+    """
     resources = (summary or {}).get('resources') or {}
     try:
         return model.Resources(*(resources[rc]['capacity']
@@ -87,7 +89,8 @@ def summary_capacity(summary):
 
 def summary_has_preemptible(summary):
     """True when a provider summary shows preemptible usage (or is missing,
-    when nothing can be said)."""
+    when nothing can be said).
+    """
     if not summary:
         return True
     resources = summary.get('resources') or {}
@@ -149,7 +152,8 @@ def cell_context(ctx, cell_uuid):
     """A copy of the admin ``ctx`` targeted at the cell (None: as is),
     stamped now: Nova records an instance action's start time from its
     context's timestamp, so every step (mark, stop, delete) gets a fresh
-    one."""
+    one.
+    """
     cctxt = nova_context.RequestContext.from_dict(ctx.to_dict())
     cctxt.timestamp = timeutils.utcnow()
     if cell_uuid is not None:
@@ -160,7 +164,8 @@ def cell_context(ctx, cell_uuid):
 
 def load_by_uuid(cctxt, uuids):
     """``{uuid: Instance}`` (flavor and system metadata loaded) of the
-    instances of the cell that exist and are not deleted."""
+    instances of the cell that exist and are not deleted.
+    """
     if not uuids:
         return {}
     insts = objects.InstanceList.get_by_filters(
@@ -225,7 +230,8 @@ def reserve(cctxt, instances, preemptor, request_id, reasons, now=None):
 
 def write_state(inst, state):
     """Store a :class:`~opie_sched.preemption.victim_state.VictimState` in
-    the instance's system metadata."""
+    the instance's system metadata.
+    """
     sysmeta = dict(inst.system_metadata or {})
     sysmeta.update(state.as_metadata())
     inst.system_metadata = sysmeta
@@ -245,7 +251,8 @@ def clear_state(inst):
 
 def unreserve(ctx, cell_uuid, uuids):
     """Clear the ``reserved`` state of victims whose request failed (their
-    ``terminating`` state, if any, is kept)."""
+    ``terminating`` state, if any, is kept).
+    """
     if not uuids:
         return
     cctxt = cell_context(ctx, cell_uuid)

@@ -65,9 +65,9 @@ from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
-from opie_sched.rpm import model as rpm
-from opie_sched.conf import rpm as rpm_opts
 from opie_sched.common import utilisation
+from opie_sched.conf import rpm as rpm_opts
+from opie_sched.rpm import model as rpm
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -95,7 +95,8 @@ def _single_value(values, host, key):
 
 def location_from_aggregates(host, aggregates):
     """:class:`opie_sched.rpm.model.Location` of ``host`` from the metadata of
-    its aggregates (objects with a ``metadata`` dict)."""
+    its aggregates (objects with a ``metadata`` dict).
+    """
     groups, clusters = [], []
     for agg in aggregates or ():
         meta = getattr(agg, 'metadata', None) or {}
@@ -113,7 +114,8 @@ def location(host_state):
 
 def reference_hosts(spec_obj):
     """Host names the distance is measured to: the ``opie_near`` hint, or
-    the hosts of the request's server group; empty when neither."""
+    the hosts of the request's server group; empty when neither.
+    """
     hints = getattr(spec_obj, 'scheduler_hints', None) or {}
     near = hints.get(NEAR_HINT) if hasattr(hints, 'get') else None
     if near:
@@ -132,7 +134,8 @@ def reference_hosts(spec_obj):
 
 def _load_locations(spec_obj, names):
     """Locations of non-candidate reference hosts: two aggregate queries
-    for the whole request."""
+    for the whole request.
+    """
     ctx = getattr(spec_obj, '_context', None) or \
         nova_context.get_admin_context()
     by_host = {name: [] for name in names}
@@ -155,7 +158,8 @@ def request_size(spec_obj):
 
 class HostTerms(object):
     """The normalised RPM terms of one candidate host, with the raw
-    values they come from (for logs and tests)."""
+    values they come from (for logs and tests).
+    """
 
     def __init__(self, terms, raw):
         self.terms = terms
@@ -209,7 +213,8 @@ def utilisation_source():
 
 class _RequestState(object):
     """What the RPM plugins know about one request: whether its history
-    samples were recorded, and the terms of its current instance."""
+    samples were recorded, and the terms of its current instance.
+    """
 
     def __init__(self):
         self.recorded = False
@@ -226,7 +231,8 @@ def evaluate(host_states, spec_obj):
     current instance, computed once per instance of a request and shared
     by all RPM weighers. History samples are recorded for the first
     instance only (later ones see hosts consumed by this request's own
-    placements, which were not measured)."""
+    placements, which were not measured).
+    """
     host_states = list(host_states)
     with _state_lock:
         state = _states.get(spec_obj)
@@ -266,7 +272,8 @@ def evaluate(host_states, spec_obj):
 
 class _RPMWeigher(weights.BaseHostWeigher):
     """Weight = −(normalised score); nova maps it to ``1 − score`` with
-    the fixed bounds below."""
+    the fixed bounds below.
+    """
 
     minval = -1.0
     maxval = 0.0
@@ -306,7 +313,8 @@ class _RPMWeigher(weights.BaseHostWeigher):
 class RPMRiskWeigher(_RPMWeigher):
     """Lower risk first: Risk = R_o × R_v (Paper IV eq. 5-7), normalised by
     its bound sqrt(history_length − 1) (the largest coefficient of
-    variation of that many samples)."""
+    variation of that many samples).
+    """
 
     multiplier_option = 'rpm_risk_weight_multiplier'
 
@@ -317,7 +325,8 @@ class RPMRiskWeigher(_RPMWeigher):
 class RPMEfficiencyWeigher(_RPMWeigher):
     """Hosts ending closest to the target utilisation first: E of Paper IV
     eq. 10-11 (``[opie_rpm] efficiency_formula``), normalised by its
-    bounds."""
+    bounds.
+    """
 
     multiplier_option = 'rpm_efficiency_weight_multiplier'
 
@@ -327,7 +336,8 @@ class RPMEfficiencyWeigher(_RPMWeigher):
 
 class RPMImbalanceWeigher(_RPMWeigher):
     """Hosts whose CPU and RAM utilisation stay balanced first: Imb of
-    Paper IV eq. 12-13 for a new request (no source term), bound 1."""
+    Paper IV eq. 12-13 for a new request (no source term), bound 1.
+    """
 
     multiplier_option = 'rpm_imbalance_weight_multiplier'
 
@@ -338,7 +348,8 @@ class RPMImbalanceWeigher(_RPMWeigher):
 class RPMDistanceWeigher(_RPMWeigher):
     """Hosts near the reference hosts first: Dist of Paper IV §4.3.1
     (1 same group, 2 same cluster, 3 elsewhere or unknown), divided by 3;
-    neutral (0) without reference hosts."""
+    neutral (0) without reference hosts.
+    """
 
     multiplier_option = 'rpm_distance_weight_multiplier'
 
@@ -360,7 +371,8 @@ def configured_lambdas():
 
 class RPMWeigher(_RPMWeigher):
     """Lowest RPM score first: Score = Σ λ_k × term_k (Paper IV eq. 3)
-    with the λ's of ``[opie_rpm]`` (0.2 each by default)."""
+    with the λ's of ``[opie_rpm]`` (0.2 each by default).
+    """
 
     multiplier_option = 'rpm_weight_multiplier'
 
@@ -411,6 +423,7 @@ def all_filters():
 
 def all_weighers():
     """Every RPM weigher class (for ``weight_classes``); enable either the
-    combined :class:`RPMWeigher` or the per-term ones, not both."""
+    combined :class:`RPMWeigher` or the per-term ones, not both.
+    """
     return [RPMWeigher, RPMRiskWeigher, RPMEfficiencyWeigher,
             RPMImbalanceWeigher, RPMDistanceWeigher]

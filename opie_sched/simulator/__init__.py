@@ -17,7 +17,7 @@ mapped by :mod:`opie_sched.workload.mapping`, or a workload drawn by
 pure preemption code the Nova scheduler plugins run
 (:mod:`opie_sched.preemption`): the dual host state of López García et al.,
 "An efficient cloud scheduler design supporting preemptible instances"
-(``seeds/preemptible-instances-scheduler.txt``, §3), the ranking of
+(Future Generation Computer Systems, 2019, §3), the ranking of
 :func:`~opie_sched.preemption.planner.rank_hosts` (Alg. 4) and the exact
 victim selection of :func:`~opie_sched.preemption.planner.plan_host`
 (Alg. 5).

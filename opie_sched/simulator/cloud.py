@@ -12,11 +12,11 @@
 """Simulated hosts with the dual state of the preemptible-aware scheduler.
 
 López García et al., "An efficient cloud scheduler design supporting
-preemptible instances" (``seeds/preemptible-instances-scheduler.txt``,
-§3; digest in ``docs/algorithms.md`` §A): every host has a **full state**
-(every instance counted) and a **normal state** (preemptible instances not
-counted). :class:`Cloud` keeps both for every host and answers the three
-questions of a scheduling pass with the scheduler's own pure code:
+preemptible instances" (Future Generation Computer Systems, 2019, §3):
+every host has a **full state** (every instance counted) and a **normal
+state** (preemptible instances not counted). :class:`Cloud` keeps both for
+every host and answers the three questions of a scheduling pass with the
+scheduler's own pure code:
 
 * filtering — :meth:`Cloud.normal_state_fits` is what Placement checks for a
   normal request (the preemptible resource classes are separate inventory,
@@ -115,7 +115,8 @@ class HostSpec:
     @property
     def capacity(self):
         """Schedulable capacity, ``total × ratio`` per dimension
-        (:class:`~opie_sched.preemption.model.Resources`)."""
+        (:class:`~opie_sched.preemption.model.Resources`).
+        """
         return model.Resources(self.vcpus * self.cpu_allocation_ratio,
                                self.memory_mb * self.ram_allocation_ratio,
                                self.disk_gb * self.disk_allocation_ratio)
@@ -265,13 +266,15 @@ class Cloud:
 
     def instances(self, host):
         """The :class:`~opie_sched.preemption.model.InstanceInfo` on a host
-        (by index), in arrival order."""
+        (by index), in arrival order.
+        """
         info = self._info
         return [info[vm] for vm in self.hosts.vms_on(host)]
 
     def _changed(self, host, res, preemptible, sign):
         """Both states of ``host`` after the core placed (``sign`` 1) or
-        removed (-1) an instance of ``res``."""
+        removed (-1) an instance of ``res``.
+        """
         # Element by element (same float operations as the row form
         # cap - used, free + pre; a few times faster for three numbers
         # than numpy's row operations).
@@ -346,7 +349,8 @@ class Cloud:
 
     def view(self, host):
         """The :class:`~opie_sched.preemption.model.HostView` of a host
-        (by index), as the scheduler plugins build it."""
+        (by index), as the scheduler plugins build it.
+        """
         return model.HostView(self.names[host], self.capacities[host],
                               model.Resources(*self.used[host].tolist()),
                               self.instances(host))
@@ -380,12 +384,14 @@ class Cloud:
         """Index of the first host (by name) whose full state fits
         ``request``, or None; same answer as
         ``first(full_state_fits(request))``, without comparing every
-        host."""
+        host.
+        """
         return self._first_fit(self.free_full, self._bmax_full, request)
 
     def first_normal_fit(self, request):
         """Index of the first host whose normal state fits ``request``,
-        or None (``first(normal_state_fits(request))``)."""
+        or None (``first(normal_state_fits(request))``).
+        """
         return self._first_fit(self.free_normal, self._bmax_normal, request)
 
     def choose(self, request, preemptible, policy, t):
@@ -418,12 +424,14 @@ class Cloud:
 
     def normal_state_fits(self, request):
         """Bool array ``(n_hosts,)``: ``request`` fits the normal state
-        (what Placement admits for a normal request)."""
+        (what Placement admits for a normal request).
+        """
         return self._fits(self.free_normal, request)
 
     def full_state_fits(self, request):
         """Bool array ``(n_hosts,)``: ``request`` fits the full state
-        (``PreemptibleFullStateFilter``)."""
+        (``PreemptibleFullStateFilter``).
+        """
         return self._fits(self.free_full, request)
 
     @staticmethod
@@ -495,7 +503,8 @@ class Cloud:
 
     def _lower_bounds(self, idx, req, policy, t):
         """Lower bounds ``(len(idx),)`` on each host's victim-set cost, or
-        None when the policy has modules :func:`vector_costs` lacks."""
+        None when the policy has modules :func:`vector_costs` lacks.
+        """
         evaluate = vector_costs(policy)
         if evaluate is None:
             return None

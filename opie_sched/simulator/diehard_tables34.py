@@ -70,7 +70,8 @@ LABELS = {'diehard': 'DH', 'proportional': 'Proportional', 'hrf': 'HRF'}
 def dual_homed_spread(topology, total):
     """``total`` tasks spread evenly (round robin, in order) over the cells
     of the network domains with two or more ToR switches (evidence for the
-    thesis' DH rows)."""
+    thesis' DH rows).
+    """
     cells = [c for c in range(len(topology.cells))
              if len(topology.network_domains[
                  topology.network_of(c)].failure_rates) > 1]

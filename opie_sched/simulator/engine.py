@@ -131,7 +131,8 @@ class SimResult:
     def window(self):
         """``(start, end)`` of the default utilisation window: first sample
         to :attr:`horizon` (to the last sample if the horizon is not
-        later than the start)."""
+        later than the start).
+        """
         t = self.series.get('t')
         if t is None or not len(t):
             return 0.0, 0.0

@@ -118,7 +118,8 @@ class Workload:
 
     def factor(self, t):
         """Eq. 11's (1 + u sin(2πt/86400 − 2πs)) / 2 per VM (1 for batch
-        VMs: their demand is constant)."""
+        VMs: their demand is constant).
+        """
         f = 0.5 * (1 + self.u * np.sin(2 * np.pi * t * self.seconds / 86400
                                        - 2 * np.pi * self.s))
         return np.where(self.interactive, f, 1.0)
@@ -135,7 +136,8 @@ class Workload:
 def _place(vms, dc, cpu, mem, pms, sampling, rng, strategy, initial):
     """Place ``vms`` (ids) one by one on ``dc`` (the core's
     :class:`~opie_sched.simulator.core.hosts.Hosts`, sums up to date);
-    the number rejected."""
+    the number rejected.
+    """
     c = dc.sums['size'][:, 0]
     m = dc.sums['size'][:, 1]
     rejected = 0
@@ -165,7 +167,8 @@ def _place(vms, dc, cpu, mem, pms, sampling, rng, strategy, initial):
 
 def _used(host, cpu, mem, pms):
     """CPU and memory used per PM by a mapping ``host`` (the protocol's
-    virtual one), from scratch."""
+    virtual one), from scratch.
+    """
     c = np.zeros(pms)
     m = np.zeros(pms)
     on = host >= 0
@@ -253,7 +256,8 @@ def run(strategy, seed=0, trace=None, **params):
 
 def convergence(strategy, k, seed=0, **params):
     """Fig. 2 / Fig. 5 under a constant load: the first epoch's gossip
-    from the random initial placement. ``(cycles, migrations, trace)``."""
+    from the random initial placement. ``(cycles, migrations, trace)``.
+    """
     cfg = dict(FULL, **params)
     trace = []
     cfg2 = dict(cfg, steps=cfg['monitor_every'], view=k)

@@ -13,7 +13,8 @@
 
 ``opie``
     The preemptible-aware scheduler of López García et al.
-    (``seeds/preemptible-instances-scheduler.txt``, §3, Alg. 2 and 6), as
+    ("An efficient cloud scheduler design supporting preemptible
+    instances", 2019, §3, Alg. 2 and 6), as
     opie_sched runs it in Nova: a normal request is filtered on the normal
     state (Placement), ranked by
     :func:`~opie_sched.preemption.planner.rank_hosts` on the full state
@@ -81,7 +82,8 @@ class Outcome:
 
 def request_resources(request):
     """:class:`~opie_sched.preemption.model.Resources` of one server of a
-    :class:`~opie_sched.workload.mapping.ServerRequest`."""
+    :class:`~opie_sched.workload.mapping.ServerRequest`.
+    """
     return model.Resources(request.vcpus, request.memory_mb,
                            request.disk_gb)
 
@@ -150,7 +152,8 @@ def _first_fit(cloud, res):
 
 class OpiePolicy(Policy):
     """Dual state, preemption-cost ranking and exact victims (see the
-    module docstring)."""
+    module docstring).
+    """
 
     name = 'opie'
 

@@ -75,7 +75,8 @@ def realised_intervals(sim, strategy):
     A step is a reconfiguration when its set is not the one S_delta's rule
     proposed; the interval runs to the next reconfiguration or the end of
     the run; P is the price of the proposed set, P̂ the repacked set's, R
-    what was paid."""
+    what was paid.
+    """
     cat = strategy.cat
     prev = [0] * len(cat.names)
     found = []

@@ -81,7 +81,8 @@ def to_json(results, **extra):
 
 def write_csv(path, results):
     """One row per sample: ``label`` then the :data:`~.engine.SERIES`
-    columns and ``capacity_vcpus``. Returns ``path``."""
+    columns and ``capacity_vcpus``. Returns ``path``.
+    """
     names = [name for name, _ in engine.SERIES]
     with open(path, 'w', newline='') as f:
         w = csv.writer(f)
@@ -98,7 +99,8 @@ def plot(path, results, title='opie_sched simulation'):
     """PNG: vCPU utilisation (normal stacked under preemptible) of the
     first result with the others' totals as lines, and below it the
     running totals of preemptions and failed normal requests. Returns
-    ``path``."""
+    ``path``.
+    """
     results = list(results)
     fig, (ax, ax2) = pyplot.subplots(
         2, 1, figsize=(10, 6.5), sharex=True,

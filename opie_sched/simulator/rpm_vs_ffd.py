@@ -151,7 +151,8 @@ def ffd_sum_weights(demand_cpu, demand_mem, capacity_cpu, capacity_mem):
 def ffd_sum_volume(weights, cpu, mem):
     """Volume(V) = Σ w_i × r_i (Paper IV eq. 19) of a VM of ``cpu`` ECU
     and ``mem`` GB, each normalised by the host capacity so that the
-    dimensions are comparable."""
+    dimensions are comparable.
+    """
     w_cpu, w_mem = weights
     return w_cpu * cpu / HOST_CPU + w_mem * mem / HOST_MEM
 
@@ -160,7 +161,8 @@ def thesis_load(n_hosts, hours, seed):
     """The §5.1 load scaled to ``n_hosts``: services (present all run)
     and Poisson batch arrivals so that the run has the thesis' requests
     per host and SB ratio (:func:`opie_sched.workload.generator.
-    thesis_vm_workload`)."""
+    thesis_vm_workload`).
+    """
     per_host = REQUESTS_PER_HOST_DAY * hours / 24.0
     services = int(round(n_hosts * REQUESTS_PER_HOST_DAY * SB_RATIO
                          / (1 + SB_RATIO)))
@@ -173,7 +175,8 @@ def thesis_load(n_hosts, hours, seed):
 def peak_reservation(vms, n_hosts):
     """``(cpu, mem)`` fractions: every request's reservation over the
     data centre's capacity (the thesis' "maximum approximate utilization
-    ... if all VMs are accepted")."""
+    ... if all VMs are accepted").
+    """
     return (sum(v['cpu'] for v in vms) / (n_hosts * HOST_CPU),
             sum(v['mem'] for v in vms) / (n_hosts * HOST_MEM))
 
@@ -255,7 +258,8 @@ class DataCentre(object):
 
     def demand(self, t):
         """Usage of every VM at ``t`` seconds (services: eq. 14-15 with
-        β = the type's memory / CPU; batch: the reservation)."""
+        β = the type's memory / CPU; batch: the reservation).
+        """
         svc = self.service
         frac = 0.5 * (1 + self.u[svc] * np.sin(
             2 * math.pi * t / 86400.0 - 2 * math.pi * self.s[svc]))
@@ -274,7 +278,8 @@ class DataCentre(object):
 
     def fits(self, vm, h):
         """Eq. 2 on the used capacity, reservations within
-        :data:`OVERBOOK` (both policies)."""
+        :data:`OVERBOOK` (both policies).
+        """
         return (self.uc[h] + self.use_cpu[vm] <= ALPHA * HOST_CPU + 1e-9
                 and self.um[h] + self.use_mem[vm] <= ALPHA * HOST_MEM + 1e-9
                 and self.rc[h] + self.cpu[vm] <= OVERBOOK * HOST_CPU + 1e-9
@@ -284,7 +289,8 @@ class DataCentre(object):
 
     def score(self, vm, h, source):
         """RPM score of ``vm`` on host ``h`` (eq. 3); ``source`` None for
-        a new request (no Dist, DT or source imbalance, §4.3.1)."""
+        a new request (no Dist, DT or source imbalance, §4.3.1).
+        """
         req_c, req_m = self.cpu[vm], self.mem[vm]
         r_o = rpm.host_overbooking_risk(
             req_c, HOST_CPU - self.rc[h], HOST_CPU - self.uc[h],
@@ -326,7 +332,8 @@ class DataCentre(object):
 
     def choose(self, vm, origin, urgent, migrating, active_only=False):
         """Destination of ``vm`` discovered from host ``origin`` (the
-        entry host of a request, the source of a migration), or None."""
+        entry host of a request, the source of a migration), or None.
+        """
         source = origin if migrating else None
         if self.discovery == 'global':
             found = self.rank(vm, range(self.n), source, active_only)
@@ -357,7 +364,8 @@ class DataCentre(object):
 def overload_victims(dc, h):
     """VMs of host ``h`` in the migration planner's order (§4.2, both
     policies): cheapest data transfer first (cold batch before live
-    services), then smaller memory, then index."""
+    services), then smaller memory, then index.
+    """
     vms = np.flatnonzero(dc.host == h)
     return sorted((int(v) for v in vms),
                   key=lambda v: (dc.dt_mb[v], dc.mem[v], v))

@@ -133,7 +133,8 @@ class TraceMissing(Exception):
 
 def traces_dir():
     """``<repository>/../shared/traces`` (the repository root is two levels
-    above this package)."""
+    above this package).
+    """
     root = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
     return os.path.normpath(os.path.join(root, '..', 'shared', 'traces'))
@@ -196,7 +197,8 @@ class Job(object):
         """SLO paper Table 1 utility of this job, times its tasks (B is
         per task). Performance-partial, "a combination between the
         deadline-partial and the performance-strict functions", is their
-        mean here."""
+        mean here.
+        """
         b = self.budget * self.tasks
         met = self.met()
         frac = 1.0 if met else (self.done_at_deadline or 0.0)
@@ -333,7 +335,8 @@ def _clear(running, cap_c, cap_m):
     clear_market`: Merkat eq. 1, work-conserving, floored at the reserve)
     of the running jobs' CPU and memory: ``(p_c, p_m, shares_c,
     shares_m)``, prices per core / GB and period, shares per job (all its
-    VMs). Memory is None for CPU-only runs."""
+    VMs). Memory is None for CPU-only runs.
+    """
     c = pricing.clear_market(
         {j.jid: j.bids['cpu'] * j.tasks for j in running}, cap_c,
         {j.jid: j.tasks for j in running}, BID_MIN)
@@ -406,7 +409,8 @@ def _try_start(job, now, p_c, p_m, rng, period=PERIOD):
 
 def _split(job, per_vm, p_c, p_m):
     """A VM budget split over CPU and memory by what a full allocation of
-    each costs at the current prices."""
+    each costs at the current prices.
+    """
     if p_m is None:
         return {'cpu': max(BID_MIN, per_vm)}
     w_c, w_m = p_c * 1.0, p_m * job.mem

@@ -143,7 +143,8 @@ class PreemptibleRule:
 
 def hashed_unit(job_number, seed=0):
     """A number in [0, 1) determined by ``(seed, job_number)`` alone
-    (BLAKE2b, so stable across processes and Python versions)."""
+    (BLAKE2b, so stable across processes and Python versions).
+    """
     digest = hashlib.blake2b(b'%d:%d' % (seed, job_number),
                              digest_size=8).digest()
     return int.from_bytes(digest, 'big') / 2.0 ** 64

@@ -177,7 +177,8 @@ class SWFJob:
     @property
     def procs(self):
         """Processors the job used: allocated if known, else requested,
-        else -1."""
+        else -1.
+        """
         if self.allocated_procs >= 0:
             return self.allocated_procs
         return self.requested_procs
@@ -219,7 +220,8 @@ class SWFTrace:
 
     def header_int(self, key):
         """The header value ``key`` as an int, or None if absent or not an
-        integer."""
+        integer.
+        """
         value = self.header.get(key, '').split('\n')[0].strip()
         try:
             return int(value)
@@ -384,7 +386,8 @@ class _TextPrefixed:
 def _open(source):
     """Return (stream, path, closers): ``stream`` yields lines (bytes of the
     uncompressed data, or str for a text file object); ``closers`` are the
-    streams this module opened and must close."""
+    streams this module opened and must close.
+    """
     if isinstance(source, (str, bytes, os.PathLike)):
         path = os.fsdecode(source)
         raw = open(path, 'rb')
@@ -434,7 +437,8 @@ def _readline(stream, path, line_no):
 
 def _lines(stream, path):
     """Yield (line_no, str) — or (line_no, SWFError) for a line that is not
-    text — without ever holding more than MAX_LINE_BYTES of one line."""
+    text — without ever holding more than MAX_LINE_BYTES of one line.
+    """
     line_no = 0
     while True:
         line_no += 1

@@ -15,9 +15,9 @@ import fixtures
 
 from nova.tests.functional import integrated_helpers
 
+from opie_sched.common import flavors
 from opie_sched.demo import cloud
 from opie_sched.demo import fake_driver
-from opie_sched.common import flavors
 
 HOST = cloud.HOST
 PAPER_FLAVORS = cloud.PAPER_FLAVORS

@@ -38,6 +38,7 @@ from wsgi_intercept import interceptor
 from nova import exception as nova_exc
 from nova.virt import fake as nova_fake
 
+from opie_sched.demo import clients
 from opie_sched.services.autoscaler import app as app_mod
 from opie_sched.services.autoscaler import opts
 from opie_sched.services.autoscaler import service as service_mod
@@ -47,7 +48,6 @@ from opie_sched.services.market.db import api as market_db
 from opie_sched.services.market import engine as market_engine
 from opie_sched.services.market import opts as market_opts
 from tests.functional import base
-from opie_sched.demo import clients
 
 FLAVORS = {'as.1': (1, 10, 1.0), 'as.2': (2, 25, 1.6),
            'as.4': (4, 60, 3.0)}
@@ -224,7 +224,8 @@ class AutoscalerTest(base.OpieNovaTestCase):
 
     def market(self):
         """The real opie-market API (noauth) on a sqlite store, reachable
-        at :data:`MARKET_ENDPOINT` through wsgi-intercept; the store."""
+        at :data:`MARKET_ENDPOINT` through wsgi-intercept; the store.
+        """
         state = self.useFixture(fixtures.TempDir()).path
         store = market_db.MarketStore(
             'sqlite:///' + os.path.join(state, 'market.sqlite'))
@@ -248,7 +249,8 @@ class AutoscalerTest(base.OpieNovaTestCase):
     @staticmethod
     def publish(store, period_start, vcpus, memory_mb):
         """Record a period's prices (currency per unit-hour) as the
-        market engine does."""
+        market engine does.
+        """
         store.create_period(period_start, HOUR, 'test', [], {'default': {
             'prices': {'vcpus': Decimal(vcpus),
                        'memory_mb': Decimal(memory_mb)},

@@ -26,11 +26,11 @@ import testtools
 import yaml
 
 from opie_sched.cmd import cli
+from opie_sched.common import flavors
 from opie_sched.demo import clients
 from opie_sched.demo import cloud as cloud_mod
 from opie_sched.demo import replay
 from opie_sched.demo import targets
-from opie_sched.common import flavors
 from opie_sched.workload import mapping
 
 

@@ -35,12 +35,12 @@ import openstack
 from openstack import exceptions as sdk_exc
 import webob
 
+from opie_sched.common import flavors
 from opie_sched.demo import clients
 from opie_sched.demo import cloud as demo_cloud
-from opie_sched.common import flavors
+from opie_sched.market import budget
 from opie_sched.services.market.api import app as api_app
 from opie_sched.services.market.api import policy
-from opie_sched.market import budget
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market import engine
 from opie_sched.services.market import opts
@@ -117,7 +117,8 @@ class MarketTest(base.OpieNovaTestCase):
 
     def boot(self, conn, bids, prefix='s', flavor='cpu2.preemptible'):
         """Boot one server per bid as the owner of ``conn`` (bids as
-        metadata); their ids in ``bids`` order."""
+        metadata); their ids in ``bids`` order.
+        """
         ids = []
         for i, bid in enumerate(bids):
             server = conn.compute.create_server(

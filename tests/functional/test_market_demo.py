@@ -182,7 +182,8 @@ class MarketDemoTest(testtools.TestCase):
 
     def assert_clearing_rule(self, period, reserve):
         """The period's vCPU market obeys the clearing rule (Merkat eq. 1
-        with the flavors as caps, floored at the reserve)."""
+        with the flavors as caps, floored at the reserve).
+        """
         market = period['market']['default']
         price = period['prices']['default']['vcpus']
         capacity = market['capacity']['vcpus']
@@ -260,7 +261,8 @@ class MarketDemoTest(testtools.TestCase):
 
 class PreemptibleCpuRatioTest(testtools.TestCase):
     """The embedded cloud can overcommit preemptible CPUs (nothing
-    starts: the checks and the provider config only)."""
+    starts: the checks and the provider config only).
+    """
 
     def test_bad_ratio_is_refused(self):
         from opie_sched.demo import cloud
@@ -271,8 +273,8 @@ class PreemptibleCpuRatioTest(testtools.TestCase):
         self.assertEqual(1.0, cloud.EmbeddedCloud().preemptible_cpu_ratio)
 
     def test_provider_config_carries_the_ratio(self):
-        import yaml
         from opie_sched.demo import cloud
+        import yaml
         directory = self.useFixture(fixtures.TempDir()).path
 
         def ratios(**kwargs):

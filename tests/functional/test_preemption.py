@@ -186,7 +186,8 @@ class GracefulPreemptionTest(base.OpieNovaTestCase, _Helpers):
 
 class ReconcilerTest(base.OpieNovaTestCase, _Helpers):
     """An overcommit made behind the opie scheduler's back (stock nova
-    scheduler, as if opie-scheduler had died after the claim)."""
+    scheduler, as if opie-scheduler had died after the claim).
+    """
 
     HOSTS = ('host1',)
     SCHEDULER_MANAGER = base.NOVA_MANAGER
@@ -215,7 +216,8 @@ class ReconcilerTest(base.OpieNovaTestCase, _Helpers):
 
 class ProportionalShareTest(base.OpieNovaTestCase, _Helpers):
     """Themis §III.B on the real scheduler: a preemptible request goes
-    where the bids already placed add up to the least."""
+    where the bids already placed add up to the least.
+    """
 
     HOSTS = ('host1', 'host2')
     EXTRA_FLAGS = {'filter_scheduler': {'weight_classes': [

@@ -11,7 +11,8 @@
 # under the License.
 """Preemption that holds on a real in-process Nova: forged metadata,
 failing deletes, release timeouts, disk-only shortfalls, maximum lifetime,
-alternates, and two scheduler services racing on the same hosts."""
+alternates, and two scheduler services racing on the same hosts.
+"""
 
 import threading
 import time

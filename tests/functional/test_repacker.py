@@ -145,7 +145,8 @@ class RepackerTest(base.OpieNovaTestCase):
     def test_p2p_strategy_plans_and_live_migrates(self):
         """thesis Paper II re-consolidation as the repacker's strategy:
         a dry-run plan, then a real live-migration round, under the same
-        lock and budget."""
+        lock and budget.
+        """
         service = self.make_service(strategy='p2p', max_migrations=1)
         before = self.hosts_now()
         period = service.run_once(dry_run=True)
@@ -178,7 +179,8 @@ class RepackerTest(base.OpieNovaTestCase):
 
     def test_gossip_strategy_plans_and_live_migrates(self):
         """thesis Paper III gossip redistribution as the repacker's
-        strategy: a dry-run plan, then one live migration (budget 1)."""
+        strategy: a dry-run plan, then one live migration (budget 1).
+        """
         service = self.make_service(strategy='gossip', max_migrations=1)
         before = self.hosts_now()
         period = service.run_once(dry_run=True)

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """RPM weighers, the utilisation cap and Die-Hard quotas on a real
-in-process Nova (the opie scheduler, fake 8 vCPU / 16000 MB hosts)."""
+in-process Nova (the opie scheduler, fake 8 vCPU / 16000 MB hosts).
+"""
 
 import collections
 import time
@@ -37,7 +38,8 @@ class _Helpers:
 
     def wait_for_scheduler_aggregates(self, hosts, key):
         """The API casts aggregate changes to the scheduler; wait until its
-        host manager has them (asynchronous casts in these tests)."""
+        host manager has them (asynchronous casts in these tests).
+        """
         manager = self.scheduler.manager.host_manager
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

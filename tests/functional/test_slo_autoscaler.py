@@ -21,8 +21,8 @@ metric within the budget, and every server's bid is set through ``PUT
 Nova.
 """
 
-from opie_sched.services.autoscaler import app as app_mod
 from opie_sched.market import bids as market_bids
+from opie_sched.services.autoscaler import app as app_mod
 from tests.functional import test_autoscaler as ta
 
 

@@ -31,14 +31,14 @@ import requests
 from requests_mock.contrib import fixture as rm_fixture
 import testtools
 
+from opie_sched.cmd import autoscaler as cmd
+from opie_sched.common import flavors as flavors_mod
 from opie_sched.services.autoscaler import app as app_mod
 from opie_sched.services.autoscaler import demand
 from opie_sched.services.autoscaler import executor as ex
 from opie_sched.services.autoscaler import opts
 from opie_sched.services.autoscaler import service as svc
 from opie_sched.services.autoscaler import spot
-from opie_sched.cmd import autoscaler as cmd
-from opie_sched.common import flavors as flavors_mod
 
 D = decimal.Decimal
 
@@ -881,7 +881,8 @@ PRICES_URL = MARKET + '/prices'
 def market_body(vcpus='0.25', memory_mb='0.0001', pool='default',
                 period='2026-11-22T10:00:00Z'):
     """A ``GET /v1/prices`` body (opie_sched.services.market.api.app), one
-    more pool ``gpu`` that is ten times dearer."""
+    more pool ``gpu`` that is ten times dearer.
+    """
     rows = []
     for name, factor in ((pool, 1), ('gpu', 10)):
         for resource, price, unit in (('vcpus', vcpus, 'vCPU'),
@@ -1103,7 +1104,8 @@ class SpotResolveTest(testtools.TestCase):
 
 class SpotServiceTest(testtools.TestCase):
     """The service on market prices: the mix follows the spot price, and
-    every market problem keeps the current set."""
+    every market problem keeps the current set.
+    """
 
     def setUp(self):
         super().setUp()

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """The daemon lifecycle shared by the companion services: oslo.service
-services running periodic rounds, tooz coordination, signals."""
+services running periodic rounds, tooz coordination, signals.
+"""
 
 import os
 import signal
@@ -194,7 +195,8 @@ sys.exit(rc)
 
 class SignalTest(testtools.TestCase):
     """The daemons stop on SIGTERM/SIGINT, exit code 0 (a subprocess each:
-    the test runner's own signal handlers are left alone)."""
+    the test runner's own signal handlers are left alone).
+    """
 
     def setUp(self):
         super().setUp()
@@ -213,7 +215,8 @@ class SignalTest(testtools.TestCase):
 
     def daemon(self, module, conf_text, marker, env=None, args=()):
         """Start ``module``'s main(); return it once ``marker`` (a round's
-        log line) has been logged twice, with the output lines so far."""
+        log line) has been logged twice, with the output lines so far.
+        """
         proc = subprocess.Popen(
             self.argv(module, conf_text) + list(args), stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True,

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """``opie-sched demo`` options: in-process by default, a cloud with
-``--os-cloud``."""
+``--os-cloud``.
+"""
 
 import contextlib
 import io

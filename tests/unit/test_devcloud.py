@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Tests of opie_sched.devcloud: configuration rendering, state layout,
-argument errors, missing-service detection, the Neutron stand-in."""
+argument errors, missing-service detection, the Neutron stand-in.
+"""
 
 import configparser
 import importlib
@@ -140,8 +141,8 @@ class TestRender(testtools.TestCase):
             market['period_seconds'], market['notice_period'],
             market['tick_interval'], market['capacity_source']))
         # The rendered file is read by the market's own options.
-        from oslo_config import cfg
         from opie_sched.services.market import opts
+        from oslo_config import cfg
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'm.conf')
         with open(path, 'w') as f:

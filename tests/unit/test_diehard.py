@@ -41,7 +41,8 @@ HOURS = 1.0
 
 def oracle_reliability(topology, vector, tasks, hours):
     """Eq. (4) by brute force over the state of *every* domain (also the
-    ones without tasks), written independently of the library."""
+    ones without tasks), written independently of the library.
+    """
     nets = topology.network_domains
     pows = topology.power_domains
     q = {}

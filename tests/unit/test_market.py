@@ -676,7 +676,8 @@ COUNTS = {}
 
 def exact_sum(values):
     """The sum without rounding (Decimal's default context keeps 28
-    digits; the shares are rounded down so that their exact sum fits)."""
+    digits; the shares are rounded down so that their exact sum fits).
+    """
     with decimal.localcontext() as ctx:
         ctx.prec = 200
         return sum(values, D(0))
@@ -688,7 +689,8 @@ def _count(name):
 
 class ClearMarketPropertyTest(testtools.TestCase):
     """Properties of :func:`pricing.clear_market` and :func:`outbid.assess`
-    (the issue's three, plus eq. 1 without binding caps)."""
+    (the issue's three, plus eq. 1 without binding caps).
+    """
 
     @settings(max_examples=300, deadline=None)
     @given(MARKET_ROWS, CAPACITY, st.sampled_from(['0', '0.01', '0.5']))

@@ -38,9 +38,9 @@ import webob
 
 from opie_sched.cmd import market_service
 from opie_sched.common import flavors
+from opie_sched.market import budget
 from opie_sched.services.market.api import app as api_app
 from opie_sched.services.market.api import policy
-from opie_sched.market import budget
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market.db import models
@@ -735,7 +735,8 @@ class LeaderElectionTest(testtools.TestCase):
 
 class _APIBase(testtools.TestCase):
     """The API over a fake cloud: srv-a (project pA, bid 1), srv-b (pB,
-    bid 2), plain-a (pA, not preemptible); one period settled."""
+    bid 2), plain-a (pA, not preemptible); one period settled.
+    """
 
     def setUp(self):
         super().setUp()
@@ -1147,7 +1148,8 @@ class KeystoneAuthTest(_APIBase):
     """The API behind the real keystonemiddleware ``auth_token`` (what
     ``[opie_market] api_auth_strategy = keystone`` and the paste pipeline
     ``main`` use); keystonemiddleware's own fixture validates the tokens in
-    place of Keystone."""
+    place of Keystone.
+    """
 
     def setUp(self):
         super().setUp()

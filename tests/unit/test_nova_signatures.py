@@ -11,7 +11,8 @@
 # under the License.
 """Pins every nova signature opie_sched overrides or relies on, so that a
 nova release changing one fails here, by name, instead of breaking the
-scheduler at run time."""
+scheduler at run time.
+"""
 
 import inspect
 

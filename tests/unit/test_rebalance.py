@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Tests of the tabu-search rebalancing (opie_sched.market.rebalance) and
-its repacker strategy (opie_sched.services.repacker.tabu)."""
+its repacker strategy (opie_sched.services.repacker.tabu).
+"""
 
 from decimal import Decimal
 

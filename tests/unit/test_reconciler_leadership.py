@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """The reconciler inside opie-scheduler: one per cloud, interval honoured,
-a failing round never takes the scheduler down."""
+a failing round never takes the scheduler down.
+"""
 
 from unittest import mock
 

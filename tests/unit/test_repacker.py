@@ -32,10 +32,10 @@ import testtools
 
 from opie_sched.cmd import repacker as cmd
 from opie_sched.rpm import model as rpm
+from opie_sched.rpm import planner as pl
 from opie_sched.services.repacker import collector as col
 from opie_sched.services.repacker import executor as ex
 from opie_sched.services.repacker import opts
-from opie_sched.rpm import planner as pl
 from opie_sched.services.repacker import service as svc
 
 #: The paper's host (8 vCPU, 16000 MB) and flavors (vCPU, MB).
@@ -49,7 +49,8 @@ def inst(id, flavor='small', preemptible=False, **kw):
 
 def host(name, instances=(), samples=10, cpu=None, mem=None, **kw):
     """A host whose history is ``samples`` copies of its current load
-    (or of ``cpu``/``mem`` when given)."""
+    (or of ``cpu``/``mem`` when given).
+    """
     insts = tuple(instances)
     c = sum(i.cpu for i in insts) / 8.0 if cpu is None else cpu
     m = sum(i.memory for i in insts) / 16000.0 if mem is None else mem
@@ -368,7 +369,8 @@ class BadInputTest(testtools.TestCase):
 
 class FakeCompute:
     """Servers ``{id: host}``; migrations land at once unless the
-    destination is in ``fail``."""
+    destination is in ``fail``.
+    """
 
     def __init__(self, servers, fail=()):
         self.hosts = dict(servers)

@@ -16,15 +16,15 @@ with the collector and the cloud faked.
 Run with ``stestr run tests.unit.test_repacker_strategies``.
 """
 
+import fixtures
 import hypothesis
 from hypothesis import strategies as st
-import fixtures
 from stevedore import extension
 import testtools
 
 from opie_sched.consolidation import overlay
-from opie_sched.services.repacker import executor as ex
 from opie_sched.rpm import planner as pl
+from opie_sched.services.repacker import executor as ex
 from opie_sched.services.repacker import service as svc
 from opie_sched.services.repacker import strategies
 from tests.unit import test_repacker as base
@@ -50,7 +50,8 @@ def _host(name, loads, accepts=True, prefix=None):
 
 def replay(hosts, plan, alpha=0.9):
     """Apply the plan's moves in order and check every one fits when it
-    runs (requests within the host, used <= α); the final placement."""
+    runs (requests within the host, used <= α); the final placement.
+    """
     where = {i.id: h.name for h in hosts for i in h.instances}
     insts = {i.id: i for h in hosts for i in h.instances}
     caps = {h.name: h for h in hosts}
@@ -209,7 +210,8 @@ class GossipStrategyTest(testtools.TestCase):
 
 class ServiceStrategyTest(testtools.TestCase):
     """The service runs the configured strategy under its lock, budget
-    and dry-run, with the collector and the cloud faked."""
+    and dry-run, with the collector and the cloud faked.
+    """
 
     def setUp(self):
         super().setUp()
@@ -262,8 +264,8 @@ class TabuStrategyLoadTest(testtools.TestCase):
     """The tabu strategy through the repacker's loader, bids given."""
 
     def test_loaded_by_name_and_plans_with_the_bids(self):
-        from oslo_config import cfg
         from opie_sched.services.repacker import opts as repacker_opts
+        from oslo_config import cfg
         conf = cfg.ConfigOpts()
         repacker_opts.register_opts(conf)
         conf([])

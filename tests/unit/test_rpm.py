@@ -11,7 +11,8 @@
 # under the License.
 """RPM terms (thesis Paper IV), the utilisation sources, the RPM weighers
 and filter, and Die-Hard's failure-domain filter and weigher on nova
-HostStates (no database)."""
+HostStates (no database).
+"""
 
 import datetime
 import os
@@ -24,10 +25,10 @@ from nova import objects
 from nova.scheduler import weights as nova_weights
 from nova.tests.unit.scheduler import fakes
 
+from opie_sched.common import utilisation
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import topology as dh_topo
 from opie_sched.rpm import model as rpm
-from opie_sched.common import utilisation
 from opie_sched.scheduler import reliability
 from opie_sched.scheduler import rpm_plugins
 
@@ -626,7 +627,8 @@ class FailureDomainFilterTest(_NovaTest):
 
 def _tree(clusters=2, groups=4, hosts=16):
     """Locations of a three-level tree: ``clusters`` × ``groups`` ×
-    ``hosts``."""
+    ``hosts``.
+    """
     return [rpm.Location('c%dg%dh%d' % (c, g, h), 'g%d' % g, 'c%d' % c)
             for c in range(clusters) for g in range(groups)
             for h in range(hosts)]
@@ -698,7 +700,8 @@ class OverlayTest(testtools.TestCase):
 
 class DiscoverTest(testtools.TestCase):
     """Alg. 1: urgent events take the first round's best peer, others
-    collect a candidate per round up to MaxTTL."""
+    collect a candidate per round up to MaxTTL.
+    """
 
     def setUp(self):
         super().setUp()

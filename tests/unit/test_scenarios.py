@@ -177,7 +177,8 @@ class RepackingTablesTest(testtools.TestCase):
 
 class ThemisValueTest(testtools.TestCase):
     """The themis-value scenario (opie_sched.simulator.themis; its rules
-    are tested in tests.unit.test_themis)."""
+    are tested in tests.unit.test_themis).
+    """
 
     def test_registered(self):
         self.assertIs(themis.themis_value,
@@ -370,7 +371,8 @@ ratio a opie/stock 10 nodes: 1.07
 
 class PreemptionLatencyTest(testtools.TestCase):
     """The benchmark itself runs in tests.unit.test_bench_scheduling
-    (about 40 s); here, its table parsing and the skip path."""
+    (about 40 s); here, its table parsing and the skip path.
+    """
 
     def test_parse_table(self):
         rows = latency.parse_latency_table(LATENCY_OUT)

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """The filter and weighers on nova HostStates (no database: the request's
-instances are handed to the per-request view directly)."""
+instances are handed to the per-request view directly).
+"""
 
 import datetime
 
@@ -79,7 +80,8 @@ class _PluginTest(testtools.TestCase):
 
     def use_hosts(self, *host_states):
         """Make the request's view know the hosts' instances (what
-        opie-scheduler bulk-loads once per request)."""
+        opie-scheduler bulk-loads once per request).
+        """
         view = hosts.RequestView(ctx=None)
         for hs in host_states:
             view._instances[(hs.host, hs.nodename)] = list(

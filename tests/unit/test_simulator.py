@@ -56,7 +56,8 @@ def request(job_id, submit, runtime, res, preemptible, count=1):
 
 def random_cloud(rng, n_hosts, t_now, fill=0.9):
     """A cloud whose hosts are filled at random with normal and
-    preemptible instances of the three flavors started before t_now."""
+    preemptible instances of the three flavors started before t_now.
+    """
     cloud = cloud_mod.Cloud.uniform(n_hosts)
     for k in range(int(n_hosts * 8 * fill)):
         host = rng.randrange(n_hosts)
@@ -70,7 +71,8 @@ def random_cloud(rng, n_hosts, t_now, fill=0.9):
 
 def reference_plan(cloud, res, policy, t):
     """What the scheduler does: rank_hosts over the hosts Placement
-    admits (normal state), built as HostViews one by one."""
+    admits (normal state), built as HostViews one by one.
+    """
     mask = cloud.normal_state_fits(res)
     views = [cloud.view(i) for i in range(cloud.n_hosts) if mask[i]]
     if not views:
@@ -172,7 +174,8 @@ class CloudTest(testtools.TestCase):
 class BillingPeriodCaseTest(testtools.TestCase):
     """tests/functional/test_preemption.py's billing_period case: runtime
     mod 3600 s gives 3000, 400, 3500, 1000; a large normal server preempts
-    the 4000 s and 1000 s mediums (cost 400 + 1000)."""
+    the 4000 s and 1000 s mediums (cost 400 + 1000).
+    """
 
     def test_large_normal_preempts_cheapest_pair(self):
         t = 10000.0

@@ -341,7 +341,8 @@ class HostsTest(testtools.TestCase):
                               st.integers(1, 5)), max_size=60))
     def test_sums_always_equal_a_recount(self, ops):
         """Whatever the sequence of changes, every host's sums and count
-        equal those recomputed from the VMs placed there."""
+        equal those recomputed from the VMs placed there.
+        """
         h = hosts_mod.Hosts([[10, 10]] * 4)
         ids = list(h.register_many(10, size=[[k, 2 * k] for k in
                                              range(1, 11)]))
@@ -390,7 +391,8 @@ class ScenariosOnTheCoreTest(testtools.TestCase):
     def test_rpm_placement_keeps_fractional_use(self):
         """Regression: the first minute's placements used to be added to
         integer per-host sums (numpy's bincount of nothing is int64), so
-        a service using 2.55 ECU counted as 2."""
+        a service using 2.55 ECU counted as 2.
+        """
         vms = rpm_vs_ffd.thesis_load(16, 1.0, 0)
         dc = rpm_vs_ffd.DataCentre(16, vms, 'rpm')
         dc.demand(0.0)

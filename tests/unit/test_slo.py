@@ -19,8 +19,8 @@ import math
 
 import testtools
 
-from opie_sched import repacking
 from opie_sched.market import slo
+from opie_sched import repacking
 
 
 class BidMaxTest(testtools.TestCase):

@@ -12,7 +12,8 @@
 """The autoscaler's SLO policies (opie_sched.services.autoscaler.policies): the
 stevedore plugins, their declarations, and a service round that sets bids
 through the market's REST API (faked over HTTP with requests_mock) and
-scales servers through the (fake) openstacksdk connection."""
+scales servers through the (fake) openstacksdk connection.
+"""
 
 import json
 import os
@@ -88,7 +89,8 @@ def ctx(**kw):
 
 class ThemisVerticalDeadlineTest(testtools.TestCase):
     """Initial payment first, then Vertical-Deadline on the measured
-    progress."""
+    progress.
+    """
 
     def policy(self):
         return policies.load_policy({'policy': 'themis-vertical-deadline',
@@ -168,7 +170,8 @@ class MerkatPoliciesTest(testtools.TestCase):
 
 class ServiceRoundTest(testtools.TestCase):
     """One autoscaler round of an SLO application against a fake market
-    (HTTP) and a fake cloud."""
+    (HTTP) and a fake cloud.
+    """
 
     def setUp(self):
         super().setUp()

@@ -11,7 +11,8 @@
 # under the License.
 """Rules of the Themis / Merkat simulation (opie_sched.simulator.themis):
 utilities, baselines and the market on small synthetic workloads (no
-trace needed)."""
+trace needed).
+"""
 
 import testtools
 
@@ -45,7 +46,8 @@ class UtilityTest(testtools.TestCase):
 
 class QueueTest(testtools.TestCase):
     """FCFS blocks at the head; EDF orders by deadline and stops a job
-    at its deadline without knowing run times."""
+    at its deadline without knowing run times.
+    """
 
     def test_fcfs_head_blocks_and_backfill_does_not(self):
         specs = [(0, 4, 3000, 10), (0, 8, 3000, 10), (0, 2, 600, 10)]

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Victim state on Nova objects: what counts as leaving, the authoritative
-full state from Placement allocations, Nova-like disk accounting."""
+full state from Placement allocations, Nova-like disk accounting.
+"""
 
 import datetime
 from unittest import mock

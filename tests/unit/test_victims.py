@@ -18,8 +18,8 @@ import datetime
 import fractions
 import itertools
 import math
-from unittest import mock
 import random
+from unittest import mock
 
 from hypothesis import given
 from hypothesis import settings

@@ -70,8 +70,8 @@ import math
 import numbers
 import re
 
-from opie_sched.services.autoscaler import demand as demand_mod
 from opie_sched import repacking
+from opie_sched.services.autoscaler import demand as demand_mod
 
 _NAME_RE = re.compile(r'^[A-Za-z0-9._-]+$')
 
@@ -375,7 +375,8 @@ class Resolved:
 
     def market_prices(self):
         """``'FLAVOR P/h (market ...), ...'`` of the market-priced flavors,
-        or ``''``: for the decision log."""
+        or ``''``: for the decision log.
+        """
         prices = {t.name: t.price for t in self.types}
         return ', '.join('%s %.4g/h (%s)' % (name, prices[name], source)
                          for name, source in sorted(

@@ -81,10 +81,10 @@ import time
 
 from stevedore import driver
 
-from opie_sched.services.autoscaler import executor as executor_mod
-from opie_sched.services.autoscaler import spot
 from opie_sched.market import pricing
 from opie_sched.market import slo
+from opie_sched.services.autoscaler import executor as executor_mod
+from opie_sched.services.autoscaler import spot
 
 #: stevedore namespace of the SLO policies.
 NAMESPACE = 'opie_sched.autoscaler.policies'
@@ -177,7 +177,8 @@ class Context:
 @dataclasses.dataclass
 class Decision:
     """A policy's decision: the bid per server (currency per hour) and the
-    number of servers (None: unchanged), with the reason for the log."""
+    number of servers (None: unchanged), with the reason for the log.
+    """
 
     bid: float
     nvms: int = None
@@ -298,7 +299,8 @@ class ThemisHorizontalDeadline(Policy):
 class MerkatVertical(Policy):
     """Merkat Alg. 1 on real servers: the server's bid split per resource
     (:func:`opie_sched.market.pricing.split_bid`), adapted on CPU and
-    memory, summed back into the one bid the market reads."""
+    memory, summed back into the one bid the market reads.
+    """
 
     PARAMS = ('target', 'low', 'high', 'min_allocation')
 
@@ -423,8 +425,8 @@ class MarketClient(object):
         return session, {'raise_exc': False}
 
     def _call(self, method, url, body=None):
-        import requests
         from keystoneauth1 import exceptions as ksa_exc
+        import requests
         client, extra = self._client()
         kw = dict(extra, timeout=self.timeout,
                   headers={'Accept': 'application/json'})
@@ -471,7 +473,8 @@ class MarketClient(object):
 
     def shares(self, market_url):
         """``{server_id: {resource: units}}`` of ``GET /shares`` (the
-        servers' shares of their hosts; admin only)."""
+        servers' shares of their hosts; admin only).
+        """
         doc = self._call('get', '%s/shares' % market_url.rstrip('/'))
         out = {}
         for row in doc.get('shares', ()):
@@ -484,7 +487,8 @@ class MarketClient(object):
 
     def capacity(self, market_url, pool, period_start):
         """``{resource: units}`` of ``pool`` in the newest period (from
-        ``GET /prices/history``), or None when not published."""
+        ``GET /prices/history``), or None when not published.
+        """
         if not period_start:
             return None
         doc = self._call('get', '%s/prices/history?start=%s&pool=%s' % (

@@ -44,13 +44,13 @@ import os
 import socket
 import uuid
 
+from opie_sched.common import coordination
+from opie_sched import repacking
 from opie_sched.services.autoscaler import app as app_mod
 from opie_sched.services.autoscaler import demand as demand_mod
 from opie_sched.services.autoscaler import executor as executor_mod
 from opie_sched.services.autoscaler import policies
 from opie_sched.services.autoscaler import spot
-from opie_sched.common import coordination
-from opie_sched import repacking
 
 LOG = logging.getLogger(__name__)
 
@@ -138,7 +138,8 @@ class AutoscalerService(coordination.CoordinatedRounds):
 
     def _market_session(self):
         """The connection's keystoneauth session if it authenticates, else
-        None (plain ``requests``)."""
+        None (plain ``requests``).
+        """
         session = getattr(self.conn, 'session', None)
         if session is None or getattr(session, 'auth', None) is None:
             return None

@@ -251,8 +251,8 @@ class SpotPrices:
         return session, {'raise_exc': False}
 
     def _fetch(self, market_url):
-        import requests
         from keystoneauth1 import exceptions as ksa_exc
+        import requests
         url = self.prices_url(market_url)
         try:
             client, extra = self._client()

@@ -249,13 +249,15 @@ class ServerInfo:
     @property
     def preemptible(self):
         """The flavor marker (:func:`opie_sched.common.flavors.
-        is_marked_preemptible`), the scheduler's definition."""
+        is_marked_preemptible`), the scheduler's definition.
+        """
         return flavors.is_marked_preemptible(self.extra_specs)
 
     @property
     def busy(self):
         """True while Nova works on the server (resize, migration,
-        rebuild, ...): the market does not act on it then."""
+        rebuild, ...): the market does not act on it then.
+        """
         return bool(self.task_state) or self.status in BUSY_STATUSES
 
 
@@ -496,7 +498,8 @@ class Leadership:
 
     def is_leader(self):
         """True when this member holds the leader lock (taking it if
-        free). Backend errors mean "not leader" (logged)."""
+        free). Backend errors mean "not leader" (logged).
+        """
         if self.stopped:
             return False
         try:
@@ -922,7 +925,8 @@ class MarketEngine:
 
     def give_notices(self, ps, now, servers, prices, report):
         """Notices for this period's victims; withdraw stale notices
-        (the case is resolved, or the server is no longer preemptible)."""
+        (the case is resolved, or the server is no longer preemptible).
+        """
         victims = self._victims(ps, self.store.period_servers(ps), servers,
                                 prices)
         deadline = now + self.settings.notice_period
@@ -1124,7 +1128,8 @@ class MarketEngine:
 
 def position_json(position, period_start=None):
     """JSON-friendly dict of an :class:`opie_sched.market.outbid.Position`
-    (units by resource; money as Decimals, currency per hour)."""
+    (units by resource; money as Decimals, currency per hour).
+    """
     srv = position.server
     body = {'pool': srv.pool, 'bid': srv.bid, 'bids': dict(position.bids),
             'share': dict(position.shares), 'minimum': dict(srv.held),

@@ -147,7 +147,8 @@ class PriceList(command.Lister):
 
 class ShareList(command.Lister):
     """Per-host shares and allocation errors of the running preemptible
-    servers, most under-served first (admin; Merkat §3.1)."""
+    servers, most under-served first (admin; Merkat §3.1).
+    """
 
     def take_action(self, parsed_args):
         rows = _client(self).shares()['shares']

@@ -86,7 +86,8 @@ def _notification_transport(conf):
 def make_notifier(conf):
     """An oslo.messaging notifier, or None when notifications are off
     (``emit_notifications`` false, or no ``[oslo_messaging_notifications]
-    driver``)."""
+    driver``).
+    """
     if not opts.group(conf).emit_notifications:
         return None
     try:
@@ -104,7 +105,8 @@ def make_notifier(conf):
 
 def make_listener(conf, tracker):
     """A listener of Nova's versioned notifications feeding ``tracker``,
-    or None when ``listen_notifications`` is off."""
+    or None when ``listen_notifications`` is off.
+    """
     g = opts.group(conf)
     if not g.listen_notifications:
         return None

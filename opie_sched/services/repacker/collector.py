@@ -89,7 +89,8 @@ class History:
 
     def record(self, host, cpu, mem, interval=0.0):
         """Append ``(cpu, mem)`` (fractions) for ``host`` unless its last
-        sample is younger than ``interval`` seconds; True when kept."""
+        sample is younger than ``interval`` seconds; True when kept.
+        """
         now = self._clock()
         with self._lock:
             buf = self._buffer(host)
@@ -141,7 +142,8 @@ class History:
 def location_from_aggregates(aggregates):
     """``{host: (group, cluster)}`` from aggregates (``hosts`` and
     ``metadata``); a host with conflicting values in several aggregates
-    gets None for that level (unknown, as in the RPM weighers)."""
+    gets None for that level (unknown, as in the RPM weighers).
+    """
     seen = collections.defaultdict(lambda: (set(), set()))
     for agg in aggregates:
         meta = getattr(agg, 'metadata', None) or {}
@@ -202,7 +204,8 @@ class Node(collections.namedtuple('Node', 'host node vcpus memory_mb '
                                           'memory_limit_mb')):
     """One compute node: service ``host``, hypervisor ``node``, capacity
     (vCPU, MB), whether it may receive servers, topology, and the
-    request limits (capacity × allocation ratio)."""
+    request limits (capacity × allocation ratio).
+    """
 
 
 class Collector:
@@ -226,7 +229,8 @@ class Collector:
 
     def _placement(self, url):
         """JSON of a Placement GET (raw REST: works whatever proxy class
-        the SDK picked for the endpoint)."""
+        the SDK picked for the endpoint).
+        """
         try:
             resp = self.conn.placement.get(url)
         except Exception as exc:
@@ -239,7 +243,8 @@ class Collector:
     def _capacities(self):
         """``{node name: (vCPU, MB, vCPU limit, MB limit)}`` from
         Placement inventories: capacity ``total − reserved``, limit
-        capacity × allocation ratio."""
+        capacity × allocation ratio.
+        """
         out = {}
         for rp in self._placement('/resource_providers')[
                 'resource_providers']:

@@ -27,8 +27,8 @@ import tempfile
 
 from oslo_config import cfg
 
-from opie_sched.rpm import model as rpm
 from opie_sched.conf import rpm as rpm_opts
+from opie_sched.rpm import model as rpm
 
 GROUP = 'opie_repacker'
 
@@ -198,8 +198,8 @@ def policy(conf):
     :raises opie_sched.rpm.planner.PlanError: inconsistent values
         (underload >= overload, λ's not adding up to 1).
     """
-    from opie_sched.rpm import planner
     from opie_sched.conf import rpm as rpm_opts
+    from opie_sched.rpm import planner
     opts, r = conf[GROUP], conf.opie_rpm
     return planner.Policy(
         **rpm_opts.discovery_policy(conf),

@@ -40,10 +40,10 @@ import time
 import uuid
 
 from opie_sched.common import coordination
+from opie_sched.rpm import planner
 from opie_sched.services.repacker import collector as collector_mod
 from opie_sched.services.repacker import executor as executor_mod
 from opie_sched.services.repacker import opts as opts_mod
-from opie_sched.rpm import planner
 from opie_sched.services.repacker import strategies as strategies_mod
 
 LOG = logging.getLogger(__name__)
@@ -74,7 +74,8 @@ class Period:
 
 def coordination_url(conf):
     """The tooz URL: ``coordination_url`` or the file driver in
-    ``state_dir/locks``."""
+    ``state_dir/locks``.
+    """
     opts = conf[opts_mod.GROUP]
     return opts.coordination_url or 'file://' + os.path.join(
         opts.state_dir, 'locks')
@@ -205,14 +206,16 @@ class RepackerService(coordination.CoordinatedRounds):
     def round_interval(self):
         """Seconds between two rounds of the daemon: the shorter of
         ``sample_interval`` (when not 0) and ``interval``, 1 s when both
-        are 0."""
+        are 0.
+        """
         return min(self.opts.sample_interval or self.opts.interval,
                    self.opts.interval) or 1.0
 
     def run_round(self):
         """The daemon's round: a period when ``interval`` seconds have
         passed since the last one started (the first round is one), else
-        a utilisation sample. An exception is logged."""
+        a utilisation sample. An exception is logged.
+        """
         began = time.monotonic()
         try:
             if (self._last_period is None

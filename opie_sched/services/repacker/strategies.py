@@ -57,8 +57,8 @@ from opie_sched.consolidation import gossip
 from opie_sched.consolidation import overlay as overlay_mod
 from opie_sched.consolidation import p2p
 from opie_sched.rpm import model as rpm
-from opie_sched.services.repacker import opts as opts_mod
 from opie_sched.rpm import planner
+from opie_sched.services.repacker import opts as opts_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -84,7 +84,8 @@ class Strategy:
 
     def policy(self):
         """The :class:`planner.Policy` of the configuration (thresholds,
-        α, budget, migration link)."""
+        α, budget, migration link).
+        """
         return opts_mod.policy(self.conf)
 
     def plan(self, hosts):
@@ -106,7 +107,8 @@ class _Projection:
     """The hosts' projected state while a plan is built: instances per
     host, used and requested sums, and the fit rule shared by every new
     strategy (the one of :func:`planner.fits`: requests within what Nova
-    allows, used CPU and RAM <= α after the move, accepting hosts)."""
+    allows, used CPU and RAM <= α after the move, accepting hosts).
+    """
 
     def __init__(self, hosts, alpha):
         self.hosts = list(hosts)
@@ -271,7 +273,8 @@ class P2PStrategy(Strategy):
 class _LoadView:
     """The 1-D view :func:`p2p.allocate` reads: ``used`` = each host's load
     over a capacity of 1 (the walk's own fit test is done by ``eligible``
-    with the 2-D rule)."""
+    with the 2-D rule).
+    """
 
     capacity = 1.0
 
@@ -376,7 +379,8 @@ class TabuStrategy(Strategy):
     servers migrate to reduce the spot market's allocation error. The bids
     come from the market API (``GET /v1/shares``, service type
     ``spot-market`` in the catalog of the service's cloud, ``[opie_repacker]
-    cloud``)."""
+    cloud``).
+    """
 
     name = 'tabu'
 

@@ -67,7 +67,8 @@ class EventQueue:
     def drain(self):
         """The event loop of a model whose every event is queued: yields
         ``(t, item)`` until the queue is empty, events pushed meanwhile
-        included."""
+        included.
+        """
         while self._heap:
             yield self.pop()
 
@@ -191,7 +192,8 @@ class StepClock:
 
     def skip_to(self, t):
         """Jump over idle time: to the last step boundary at or before
-        ``t`` (``step × floor(t / step)``), never backwards."""
+        ``t`` (``step × floor(t / step)``), never backwards.
+        """
         self.now = max(self.now, self.step * math.floor(t / self.step))
         return self.now
 
@@ -211,7 +213,8 @@ class StepClock:
 
     def steps(self, n):
         """``(k, k × step)`` for ``k`` in ``0..n-1`` (each time computed
-        from its index, not accumulated); sets :attr:`now` as it goes."""
+        from its index, not accumulated); sets :attr:`now` as it goes.
+        """
         for k in range(n):
             self.now = k * self.step
             self.ticks = k

@@ -269,7 +269,8 @@ class Hosts:
     def refresh(self):
         """Recompute every host's sums and VM count from the placed VMs
         (numpy ``bincount`` in VM id order): after a scenario changed
-        ``values`` of placed VMs in bulk."""
+        ``values`` of placed VMs in bulk.
+        """
         n = self.n_hosts
         on = self.host >= 0
         h = self.host[on]
@@ -291,7 +292,8 @@ class Hosts:
 
     def free(self, host, measure=None):
         """``cap - sums[measure]`` of a host (default the first measure),
-        a ``(d,)`` array."""
+        a ``(d,)`` array.
+        """
         return self.cap[host] - self.sums[measure or self.measures[0]][host]
 
     def active(self):

@@ -53,7 +53,8 @@ class Series:
 
     def record(self, row):
         """Add a sample whose first value is its time; a sample at the
-        same time as the last one replaces it."""
+        same time as the last one replaces it.
+        """
         data = self._data
         if data[0] and data[0][-1] == row[0]:
             if len(row) != len(data):

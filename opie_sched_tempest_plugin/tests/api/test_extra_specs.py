@@ -11,7 +11,8 @@
 # under the License.
 """Flavor extra specs of the ``opie`` namespace are validated by
 nova-api (entry point ``nova.api.extra_spec_validators``, microversion
-2.86 and later)."""
+2.86 and later).
+"""
 
 from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
@@ -23,7 +24,8 @@ VALIDATED = '2.86'
 
 class OpieExtraSpecsTest(base.OpieBaseTest):
     """Malformed ``opie:`` extra specs get 400 and change nothing; valid
-    ones are accepted."""
+    ones are accepted.
+    """
 
     credentials = ['admin']
 

@@ -11,7 +11,8 @@
 # under the License.
 """The opie-market REST API behind keystonemiddleware, as projects and
 operators use it: prices, bids, isolation between projects, admin-only
-calls."""
+calls.
+"""
 
 import decimal
 
@@ -26,7 +27,8 @@ CONF = config.CONF
 
 class MarketBaseTest(base.OpieBaseTest):
     """Market clients for primary (``self.market``), alt
-    (``self.market_alt``) and admin (``self.market_admin``)."""
+    (``self.market_alt``) and admin (``self.market_admin``).
+    """
 
     @classmethod
     def skip_checks(cls):

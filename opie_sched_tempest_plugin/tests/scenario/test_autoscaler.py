@@ -62,7 +62,8 @@ SKEW = 2.0
 
 def _epoch(stamp):
     """Seconds since the epoch of a Nova timestamp (UTC when it names no
-    zone)."""
+    zone).
+    """
     when = timeutils.parse_isotime(stamp)
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
@@ -96,7 +97,8 @@ def cheapest_sets(demand, capacities, prices):
 
 class AutoscalerFlavorMoveTest(base.OpieBaseTest):
     """Demands 2 -> 8 -> 3 vCPU (by default) move the application from
-    small to large servers and back, never below the covered demand."""
+    small to large servers and back, never below the covered demand.
+    """
 
     @classmethod
     def skip_checks(cls):
@@ -141,7 +143,8 @@ class AutoscalerFlavorMoveTest(base.OpieBaseTest):
     def _list(self, since=None):
         """The application's servers (admin view, embedded flavors):
         tagged ones now, or -- with ``since`` -- every server of the
-        project named like the application's, deleted ones included."""
+        project named like the application's, deleted ones included.
+        """
         query = 'all_tenants=1&project_id=%s' % self.project_id
         if since is None:
             query += '&tags=%s' % CONF.opie.autoscaler_tag
@@ -156,7 +159,8 @@ class AutoscalerFlavorMoveTest(base.OpieBaseTest):
     def _observe(self):
         """``(capacity, {flavor: ACTIVE count}, others)``: ACTIVE capacity
         (servers being deleted left out) and the other servers of the
-        application as ``'id status/task flavor'``."""
+        application as ``'id status/task flavor'``.
+        """
         capacity, mix, others = 0.0, {}, []
         for server in self._list():
             flavor = server['flavor']['original_name']
@@ -178,7 +182,8 @@ class AutoscalerFlavorMoveTest(base.OpieBaseTest):
 
     def _write_demand(self, value):
         """Replace the demand file atomically (a reader never sees a
-        half-written number)."""
+        half-written number).
+        """
         path = CONF.opie.autoscaler_demand_file
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path),
                                    prefix='.demand-')
@@ -189,7 +194,8 @@ class AutoscalerFlavorMoveTest(base.OpieBaseTest):
     def _step(self, previous, demand, history):
         """Write ``demand`` and wait for a cheapest set, checking the
         capacity at every observation; returns ``(written, done)`` times
-        (seconds since the epoch)."""
+        (seconds since the epoch).
+        """
         _, expected = cheapest_sets(demand, self.capacities, self.prices)
         written = time.time()
         self._write_demand(demand)

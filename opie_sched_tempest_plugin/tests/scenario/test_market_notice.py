@@ -56,7 +56,8 @@ class MarketNoticeTest(test_market.MarketBaseTest):
     no notice, the vCPU price stays where it was. One more server, bidding
     below the price, makes the pool contended: it alone gets a notice at
     the next period and is terminated once its deadline has passed, never
-    before; the high bidders keep running without a notice."""
+    before; the high bidders keep running without a notice.
+    """
 
     @classmethod
     def skip_checks(cls):
@@ -80,7 +81,8 @@ class MarketNoticeTest(test_market.MarketBaseTest):
     def _heavy_flavor(self, vcpus):
         """A preemptible flavor of ``vcpus`` vCPU and 256 MB (admin), made
         like the cloud's twin flavors: the twin's extra specs with the
-        preemptible amounts of this size."""
+        preemptible amounts of this size.
+        """
         _, body = self.call(self.admin, 'GET', '/flavors/%s/os-extra_specs'
                             % self.preemptible.id)
         specs = dict(body['extra_specs'])
@@ -103,7 +105,8 @@ class MarketNoticeTest(test_market.MarketBaseTest):
 
     def _physical_vcpus(self):
         """``{host: vCPUs}`` of the hypervisors that are up (what the
-        market prices with ``capacity_source = hypervisors``)."""
+        market prices with ``capacity_source = hypervisors``).
+        """
         _, body = self.call(self.admin, 'GET', '/os-hypervisors/detail',
                             '2.53')
         return {h['service']['host']: int(h['vcpus'])
@@ -112,7 +115,8 @@ class MarketNoticeTest(test_market.MarketBaseTest):
 
     def _period(self, after):
         """The prices body of the first settled period that starts at or
-        after ``after`` (seconds since the epoch)."""
+        after ``after`` (seconds since the epoch).
+        """
         deadline = time.monotonic() + CONF.opie.market_max_wait
         while True:
             _, body = self.market.prices()

@@ -28,7 +28,8 @@ FORGED_KEY = 'opie:preempted_by'
 
 class PreemptionTest(base.OpieBaseTest):
     """Preemptible and normal boots; a normal server on a
-    preemptible-full cloud; owners seeing why; forged victim marks."""
+    preemptible-full cloud; owners seeing why; forged victim marks.
+    """
 
     @classmethod
     def skip_checks(cls):
@@ -44,7 +45,8 @@ class PreemptionTest(base.OpieBaseTest):
     @decorators.idempotent_id('6b1f3c1e-2d53-4d0c-9d57-0f1e6a3c9a01')
     def test_preemptible_and_normal_boot(self):
         """A preemptible server takes preemptible inventory only; a normal
-        one standard inventory only."""
+        one standard inventory only.
+        """
         hosts = self.hosts()
         pre = self.boot(self.primary, self.preemptible)[0]
         norm = self.boot(self.primary, self.normal)[0]
@@ -68,7 +70,8 @@ class PreemptionTest(base.OpieBaseTest):
     def test_normal_boot_preempts_and_owner_sees_why(self):
         """On a preemptible-full cloud a normal server (alt's) becomes
         ACTIVE; the minimum number of the primary's preemptible servers go,
-        and their owner sees a ``preempt`` action in the event list."""
+        and their owner sees a ``preempt`` action in the event list.
+        """
         fill, _placed = self.fill_with_preemptibles(self.primary,
                                                     self.preemptible)
         normal = self.boot(self.alt, self.normal)[0]
@@ -90,7 +93,8 @@ class PreemptionTest(base.OpieBaseTest):
         """Server metadata is the user's: ``opie:preempted_by`` set by the
         owner on every preemptible server must not make them
         unpreemptible. A normal boot still preempts one of them and no
-        host ends over capacity."""
+        host ends over capacity.
+        """
         fill, _placed = self.fill_with_preemptibles(self.primary,
                                                     self.preemptible)
         for server_id in fill:

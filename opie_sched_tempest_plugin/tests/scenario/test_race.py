@@ -35,7 +35,8 @@ def needed_victims(base_used, preemptibles, normals, capacity, pre_size,
     """The fewest preemptible servers of ``pre_size`` a host must lose so
     that ``base_used`` + the remaining preemptibles + ``normals`` normal
     servers of ``normal_size`` fit in ``capacity`` (dicts by standard
-    class; usage counts normal and preemptible classes together)."""
+    class; usage counts normal and preemptible classes together).
+    """
     need = 0
     for rc, cap in capacity.items():
         if pre_size.get(rc, 0) <= 0:
@@ -64,7 +65,8 @@ class ConcurrentPreemptionRaceTest(base.OpieBaseTest):
     """``[opie] race_servers`` (30) normal servers booted at once by
     threads onto a cloud filled with preemptible servers: all ACTIVE, none
     in ERROR, every host's full state within capacity once they are
-    ACTIVE, and no victim more than each host needed."""
+    ACTIVE, and no victim more than each host needed.
+    """
 
     @classmethod
     def skip_checks(cls):

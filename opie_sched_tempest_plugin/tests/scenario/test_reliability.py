@@ -12,7 +12,8 @@
 """Die-Hard placement (thesis Paper VI) through the public API: a
 multi-create with scheduler hints ``opie_tasks``/``opie_target``/
 ``opie_hours`` is spread one task per host over the failure domains that
-host aggregates declare (metadata ``opie:network_domain``)."""
+host aggregates declare (metadata ``opie:network_domain``).
+"""
 
 import time
 
@@ -29,7 +30,8 @@ NETWORK_KEY = 'opie:network_domain'
 
 class FailureDomainTest(base.OpieBaseTest):
     """Two hosts in two network domains, a third in none (made the
-    emptiest, so nova's weighers alone would pick it)."""
+    emptiest, so nova's weighers alone would pick it).
+    """
 
     @classmethod
     def skip_checks(cls):
@@ -76,7 +78,8 @@ class FailureDomainTest(base.OpieBaseTest):
 
     def _ballast(self):
         """One normal server (admin's) on each domain host, so the host
-        outside every domain is the emptiest."""
+        outside every domain is the emptiest.
+        """
         for host in self.domain_hosts:
             self.boot(self.admin, self.normal,
                       availability_zone='nova:%s' % host)
@@ -95,7 +98,8 @@ class FailureDomainTest(base.OpieBaseTest):
     @decorators.idempotent_id('b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d14')
     def test_impossible_request_fails_cleanly(self):
         """More tasks than hosts in domains, or a malformed hint: the
-        servers go to ERROR (no valid host), nothing runs unprotected."""
+        servers go to ERROR (no valid host), nothing runs unprotected.
+        """
         for count, hints in ((3, {'opie_tasks': '3'}),
                              (2, {'opie_tasks': '2', 'opie_target': '2'})):
             ids = self.boot(self.primary, self.normal, count, hints=hints,

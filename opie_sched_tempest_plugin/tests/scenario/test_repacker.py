@@ -67,7 +67,8 @@ LOW_BID = '1'
 
 class RepackerStrategiesTest(base.OpieBaseTest):
     """p2p, gossip and tabu: a dry-run plan, then one real period of live
-    migrations as planned."""
+    migrations as planned.
+    """
 
     @classmethod
     def skip_checks(cls):
@@ -93,7 +94,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
         """``{service host: {'node', 'vcpus', 'memory_mb',
         'used_vcpus'}}`` of the enabled, up compute hosts: the node as
         :meth:`base.OpieBaseTest.hosts` gives it, Placement capacity
-        (total - reserved) and vCPUs in use (normal and preemptible)."""
+        (total - reserved) and vCPUs in use (normal and preemptible).
+        """
         _, body = self.call(self.admin, 'GET', '/os-hypervisors/detail',
                             '2.53')
         nodes = {h['hypervisor_hostname']: h['service']['host']
@@ -117,7 +119,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
 
     def _two_empty_hosts(self):
         """The first two compute hosts (by name) running no server, with
-        their sizes; skips when the cloud has fewer."""
+        their sizes; skips when the cloud has fewer.
+        """
         hosts = self._compute_hosts()
         empty = sorted(h for h, info in hosts.items()
                        if info['used_vcpus'] == 0)
@@ -132,7 +135,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
         """A public flavor of ``vcpus`` vCPU, ``ram`` MB and 1 GB (admin,
         deleted at cleanup); with ``preemptible_twin`` (a preemptible
         :class:`base.Flavor`), a preemptible one made like it: its extra
-        specs with the preemptible amounts of this size."""
+        specs with the preemptible amounts of this size.
+        """
         _, body = self.call(self.admin, 'POST', '/flavors', json={
             'flavor': {'name': data_utils.rand_name('opie-repack'),
                        'vcpus': vcpus, 'ram': ram, 'disk': 1,
@@ -154,7 +158,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
     def _boot_on(self, *requests):
         """Servers forced on hosts (admin), one request per ``(host,
         flavor, count, metadata)``, all booted at once; their ids per
-        request once all are ACTIVE where they were forced."""
+        request once all are ACTIVE where they were forced.
+        """
         groups = [self.boot(self.admin, flavor, count, metadata=metadata,
                             availability_zone='nova:%s' % host, wait=False)
                   for host, flavor, count, metadata in requests]
@@ -173,7 +178,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
 
     def _live_migrations(self, ids):
         """``{id: [(status, source, destination)]}`` of the servers' live
-        migrations."""
+        migrations.
+        """
         _, body = self.call(self.admin, 'GET',
                             '/os-migrations?migration_type=live-migration',
                             '2.59')
@@ -189,7 +195,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
     def _repacker(self, strategy, dry_run):
         """Run one period of opie-repacker with ``strategy`` and a budget
         of :data:`BUDGET`; its standard output. Retries while another
-        replica holds the lock."""
+        replica holds the lock.
+        """
         fd, overlay = tempfile.mkstemp(prefix='opie-repacker-',
                                        suffix='.conf')
         self.addCleanup(os.unlink, overlay)
@@ -227,7 +234,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
     def _dry_run_then_period(self, strategy, ids):
         """The dry-run plan, checked to have moved nothing, then one real
         period, checked to have moved exactly the planned servers of
-        ``ids`` where the plan said. Returns ``(plan, its text)``."""
+        ``ids`` where the plan said. Returns ``(plan, its text)``.
+        """
         before = self._where(ids)
         text = self._repacker(strategy, dry_run=True)
         base.LOG.info('opie-repacker %s, dry run:\n%s', strategy, text)
@@ -258,7 +266,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
     def _consolidation_layout(self):
         """Host ``a``: one 1-vCPU server (well under 40 % loaded); host
         ``b``: half its vCPUs taken by 1-vCPU servers. Returns ``(a, b,
-        lone server, b's servers)``."""
+        lone server, b's servers)``.
+        """
         a, b, hosts = self._two_empty_hosts()
         flavor = self._flavor(1, 256)
         half = int(math.ceil(hosts[b]['vcpus'] / 2.0))
@@ -273,7 +282,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
     @decorators.idempotent_id('3e7a9c51-2b8d-4f06-a1c4-5d9e0f7b6a21')
     def test_p2p_moves_underloaded_host_to_more_loaded(self):
         """Paper II §3.3: host ``a`` (1 server, at most 40 % loaded) finds
-        the more loaded host ``b`` over the overlay; ``b`` (50 %) stays."""
+        the more loaded host ``b`` over the overlay; ``b`` (50 %) stays.
+        """
         a, b, lone, busy = self._consolidation_layout()
         plan, text = self._dry_run_then_period('p2p', [lone] + busy)
         self.assertIn((lone, a, b, 'underload'), plan, text)
@@ -283,7 +293,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
     def test_gossip_merges_a_pair_that_fits_one_host(self):
         """Paper III §3.3 (Merge+Imb): hosts ``a`` and ``b`` fit in one
         host under α, so the pair merges; the fewest moves carry ``a``'s
-        server to ``b``."""
+        server to ``b``.
+        """
         a, b, lone, busy = self._consolidation_layout()
         plan, text = self._dry_run_then_period('gossip', [lone] + busy)
         self.assertEqual([(lone, a, b, 'merge')],
@@ -296,7 +307,8 @@ class RepackerStrategiesTest(base.OpieBaseTest):
         (2:1) while the other hosts are idle. Against the pool seen as
         one host (where each would get its whole flavor) both are
         under-served, the low bidder most: it is the one that moves, to
-        another host, and the allocation error falls to 0."""
+        another host, and the allocation error falls to 0.
+        """
         if not CONF.opie.market:
             raise self.skipException('[opie] market = false: the tabu '
                                      'strategy reads bids from the market')

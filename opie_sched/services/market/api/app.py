@@ -62,13 +62,13 @@ import webob
 import webob.dec
 import webob.exc
 
-from opie_sched.services.market.api import policy
 from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
+from opie_sched.market import pricing
+from opie_sched.services.market.api import policy
 from opie_sched.services.market.db import models
 from opie_sched.services.market import engine as market_engine
 from opie_sched.services.market import opts
-from opie_sched.market import pricing
 
 LOG = logging.getLogger(__name__)
 
@@ -599,7 +599,8 @@ def noauth_filter_factory(global_conf, **local_conf):
 
 def init_application(argv=None, paste_file=None, name='main'):
     """WSGI entry point (uwsgi, mod_wsgi): load config, then the paste
-    pipeline ``name`` of ``paste_file`` (default: :func:`build_app`)."""
+    pipeline ``name`` of ``paste_file`` (default: :func:`build_app`).
+    """
     from oslo_config import cfg
     global CONF
     conf = cfg.ConfigOpts()

@@ -84,7 +84,8 @@ def list_rules():
 
 def enforcer(conf):
     """An oslo.policy Enforcer over ``conf`` with the defaults
-    registered."""
+    registered.
+    """
     enf = policy.Enforcer(conf)
     enf.register_defaults(list_rules())
     return enf

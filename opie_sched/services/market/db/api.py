@@ -155,7 +155,8 @@ class MarketStore(budget.LedgerStore):
     def update_account(self, project, refill_rate=None, cap=None,
                        clear_cap=False):
         """Change an account's refill rate (currency per hour) or cap
-        (currency); the balance is only changed by ledger entries."""
+        (currency); the balance is only changed by ledger entries.
+        """
         values = {'updated_at': time.time(),
                   'version': models.Account.version + 1}
         if refill_rate is not None:
@@ -244,7 +245,8 @@ class MarketStore(budget.LedgerStore):
 
     def get_period(self, period_start):
         """``{"period_start", "period_seconds", "state", "owner"}`` or
-        None."""
+        None.
+        """
         with self._reader() as session:
             row = session.get(models.Period, period_start)
             if row is None:
@@ -365,7 +367,8 @@ class MarketStore(budget.LedgerStore):
 
     def get_bid(self, server_uuid):
         """``{"server_uuid", "project", "bid", "source", "updated_at"}``
-        or None."""
+        or None.
+        """
         with self._reader() as session:
             row = session.get(models.Bid, server_uuid)
             if row is None:
@@ -405,7 +408,8 @@ class MarketStore(budget.LedgerStore):
 
     def notices(self, state=None, project=None):
         """Notices as dicts (columns of :class:`.models.Notice`), oldest
-        first."""
+        first.
+        """
         n = models.Notice
         query = sa.select(n)
         if state is not None:
@@ -436,7 +440,8 @@ class MarketStore(budget.LedgerStore):
 
     def set_reserve_prices(self, prices, pool=models.ALL_POOLS):
         """Set reserve prices (``{resource: currency per unit-hour}``) of
-        a pool (``*``: every pool without its own)."""
+        a pool (``*``: every pool without its own).
+        """
         now = time.time()
         with self._writer() as session:
             for resource, price in prices.items():

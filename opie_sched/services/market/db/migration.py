@@ -45,7 +45,8 @@ def db_sync(engine, revision='head'):
 
 def db_version(engine):
     """The current revision of the database (None: not under version
-    control yet)."""
+    control yet).
+    """
     with engine.connect() as conn:
         return alembic_migration.MigrationContext.configure(
             conn).get_current_revision()

@@ -102,7 +102,8 @@ class LedgerEntry(Base):
 
 class Bid(Base):
     """The last known bid of a server (currency per hour) and its source
-    (``metadata``, ``flavor``, ``default``, or ``api``)."""
+    (``metadata``, ``flavor``, ``default``, or ``api``).
+    """
     __tablename__ = 'market_bids'
     server_uuid = sa.Column(sa.String(64), primary_key=True)
     project = sa.Column(sa.String(255), nullable=False, index=True)
@@ -113,7 +114,8 @@ class Bid(Base):
 
 class PriceHistory(Base):
     """The price of a resource in a pool for one period (currency per
-    unit-hour)."""
+    unit-hour).
+    """
     __tablename__ = 'market_price_history'
     __table_args__ = (
         sa.UniqueConstraint('pool', 'resource', 'period_start',
@@ -176,7 +178,8 @@ GONE = 'gone'
 class Notice(Base):
     """A preemption notice: ``deadline`` (epoch seconds) after which the
     server is stopped or deleted; ``kind`` is ``out_of_bid`` or
-    ``out_of_credit``."""
+    ``out_of_credit``.
+    """
     __tablename__ = 'market_notices'
     server_uuid = sa.Column(sa.String(64), primary_key=True)
     project = sa.Column(sa.String(255), nullable=False, index=True)

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Alembic environment: runs on the engine given in the config's
-attributes (see :mod:`opie_sched.services.market.db.migration`)."""
+attributes (see :mod:`opie_sched.services.market.db.migration`).
+"""
 
 from alembic import context
 
