@@ -9,4 +9,19 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Functional tests on the in-process Nova."""
+"""Functional tests on the in-process Nova.
+
+nova's functional fixtures run its services under eventlet and patch the
+standard library when ``nova.tests`` is first imported. A test module
+that imports oslo.db, oslo.context or urllib3 before that keeps their
+thread-locals native: every green thread then shares one oslo.db
+transaction context, and a compute build that saves its ComputeNode while
+another green thread reads through the same context fails with "Can't
+upgrade a READER transaction to a WRITER mid-transaction". So patch here,
+before any functional test module is imported, as nova's own
+``nova/tests/__init__.py`` does.
+"""
+
+from nova import monkey_patch
+
+monkey_patch.patch()
