@@ -123,15 +123,27 @@ def summary_fields(summary):
     return fields, [shown.get(k, summary[k]) for k in fields]
 
 
-def _state_dir(parser):
-    parser.add_argument('--state-dir', default=layout_mod.default_state_dir(),
-                        help='directory of the cloud: configuration, logs, '
-                             'clouds.yaml, state file (default: '
-                             '$OPIE_DEVCLOUD_STATE_DIR or %s)'
-                             % layout_mod.DEFAULT_STATE_DIR)
+class _OnStateDir:
+    """A command on the cloud of ``--state-dir``, failing with one line on
+    the devcloud's own errors.
+    """
+
+    @property
+    def errors(self):
+        return _errors()
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--state-dir', default=layout_mod.default_state_dir(),
+            help='directory of the cloud: configuration, logs, '
+                 'clouds.yaml, state file (default: '
+                 '$OPIE_DEVCLOUD_STATE_DIR or %s)'
+                 % layout_mod.DEFAULT_STATE_DIR)
+        return parser
 
 
-class Up(cli.ShowOne):
+class Up(_OnStateDir, cli.ShowOne):
     """Start a cloud.
 
     Starts an all-in-one cloud made of separate processes: Keystone,
@@ -142,13 +154,8 @@ class Up(cli.ShowOne):
     its clouds.yaml (clouds devcloud-admin, devcloud-demo, devcloud-alt).
     """
 
-    @property
-    def errors(self):
-        return _errors()
-
     def get_parser(self, prog_name):
         up = super().get_parser(prog_name)
-        _state_dir(up)
         up.add_argument('--computes', type=_positive, default=2,
                         help='number of nova-compute services (default 2)')
         up.add_argument('--scheduler-workers', type=_positive, default=2,
@@ -256,21 +263,12 @@ class Up(cli.ShowOne):
         return summary_fields(summary)
 
 
-class Status(cli.ShowOne):
+class Status(_OnStateDir, cli.ShowOne):
     """Show a cloud's services, with pid, memory and health.
 
     Exit code 1 when a service died, 3 when there is no cloud in the
     state directory.
     """
-
-    @property
-    def errors(self):
-        return _errors()
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        _state_dir(parser)
-        return parser
 
     def run(self, parsed_args):
         self.exit_code = 0
@@ -289,21 +287,12 @@ class Status(cli.ShowOne):
         return summary_fields(summary)
 
 
-class Down(cli.Command):
+class Down(_OnStateDir, cli.Command):
     """Stop and remove a cloud.
 
     Stops every process of the cloud, drops its databases and RabbitMQ
     vhost, removes its state directory.
     """
-
-    @property
-    def errors(self):
-        return _errors()
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        _state_dir(parser)
-        return parser
 
     def take_action(self, args):
         from opie_sched.devcloud import cloud as cloud_mod
