@@ -46,6 +46,26 @@ preemption_opts = [
              'request is claimed on a host whose full state is over '
              'capacity, terminate the cheapest preemptible instances there. '
              'When False the reconciler alone repairs overcommitted hosts.'),
+    cfg.BoolOpt(
+        'transparent_normal_placement', default=False,
+        help='How opie-scheduler filters and weighs a normal (not '
+             'preemptible) request. Possible values: False (default) - on '
+             'the full state, as López García et al. do: nova\'s filters '
+             'and weighers see every instance, and PreemptionCostWeigher '
+             'and PreemptibleCountWeigher send a normal server first where '
+             'no preemptible instance must die, so fewer die; where normal '
+             'servers land then depends on the preemptible ones, and a '
+             'later normal request can find the normal state packed '
+             'differently than on a cloud without them. True - on the '
+             'normal state: every filter and weigher sees each host as a '
+             'cloud without preemptible instances would (their vCPU, RAM, '
+             'disk, instance and I/O counts taken out of the HostState), '
+             'PreemptionCostWeigher and PreemptibleCountWeigher weigh '
+             'every host alike, and the victims are chosen afterwards on '
+             'the chosen host; normal servers land exactly where they '
+             'would without preemptible instances, at the price of more '
+             'preemptions. Preemptible requests are always filtered and '
+             'weighed on the full state.'),
     cfg.ListOpt(
         'cost_modules', default=['billing_period:1.0'],
         help='Cost modules and their multipliers, ``name[:multiplier]``. '

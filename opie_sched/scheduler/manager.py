@@ -12,6 +12,9 @@ This is the one module that touches private SchedulerManager methods:
 
 * ``_schedule`` — wraps a request in a per-request view (bulk-loaded host
   instances, victims reserved so far, the provider summaries);
+* ``_get_sorted_hosts`` — a normal request is filtered and weighed on
+  the normal state when ``[opie_preemption]
+  transparent_normal_placement`` is on (:mod:`.transparent`);
 * ``_consume_selected_host`` — runs right after the Placement claim of each
   instance; when the request is normal and the host holds preemptible
   instances, the host's lock is taken, its full state is read from
@@ -49,6 +52,7 @@ from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import reconciler
 from opie_sched.scheduler import reservations
+from opie_sched.scheduler import transparent
 from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
@@ -116,6 +120,11 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                 LOG.exception('Could not clear reservations of %s; they '
                               'expire after reservation_timeout',
                               item.plan.host)
+
+    def _get_sorted_hosts(self, spec_obj, host_states, index):
+        # [opie_preemption] transparent_normal_placement (transparent.py)
+        return transparent.sorted_hosts(super()._get_sorted_hosts,
+                                        spec_obj, host_states, index)
 
     # -- phase three: choose victims after each claim ----------------------
 

@@ -35,6 +35,7 @@ from opie_sched import conf as opie_conf
 from opie_sched.preemption import costs
 from opie_sched.preemption import planner
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import transparent
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -103,7 +104,9 @@ class PreemptionCostWeigher(_BulkWeigher):
     [0, 1]: 1.0 when the request fits the full state; for hosts that need
     preemption ``0.1 + 0.4 × (1 − cost / max cost among them)`` (so at most
     0.5); 0.0 when even every preemptible instance would not free enough.
-    Preemptible requests never preempt: every host gets 1.0.
+    Preemptible requests never preempt, and a normal request placed on
+    the normal state (``[opie_preemption] transparent_normal_placement``)
+    is not steered: every host gets 1.0.
     """
 
     minval = 0.0
@@ -115,7 +118,8 @@ class PreemptionCostWeigher(_BulkWeigher):
             CONF.opie_preemption.preemption_cost_weight_multiplier)
 
     def _weigh_all(self, host_states, spec_obj):
-        if hosts.request_is_preemptible(spec_obj):
+        if (hosts.request_is_preemptible(spec_obj)
+                or transparent.is_normal_view(host_states)):
             return [1.0] * len(host_states)
         plans = plans_for(host_states, spec_obj)
         ordered = [plans[(hs.host, hs.nodename)] for hs in host_states]
@@ -142,7 +146,9 @@ class PreemptibleCountWeigher(_BulkWeigher):
     López García et al., Alg. 3 (the simplest rank): a host that does not
     fit the request in its full state gets a negative weight, minus the
     number of preemptible instances it runs; a host that fits gets 0.
-    Preemptible requests: every host gets 0.
+    Preemptible requests, and normal requests placed on the normal state
+    (``[opie_preemption] transparent_normal_placement``): every host gets
+    0.
     """
 
     def weight_multiplier(self, host_state):
@@ -151,7 +157,8 @@ class PreemptibleCountWeigher(_BulkWeigher):
             CONF.opie_preemption.preemptible_count_weight_multiplier)
 
     def _weigh_all(self, host_states, spec_obj):
-        if hosts.request_is_preemptible(spec_obj):
+        if (hosts.request_is_preemptible(spec_obj)
+                or transparent.is_normal_view(host_states)):
             return [0.0] * len(host_states)
         view = hosts.view_for(spec_obj)
         request = hosts.request_resources(spec_obj)
