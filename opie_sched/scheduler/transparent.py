@@ -31,7 +31,8 @@ preemption phase, unchanged). Preemptible requests keep the full state.
 What a view takes out, per preemptible instance the host's ComputeNode
 counts (the request's bulk-loaded instances,
 :meth:`opie_sched.scheduler.hosts.RequestView.loaded_instances`, one query
-per cell, never one per host):
+per cell, never one per host, for the hosts where Placement shows
+preemptible usage):
 
 * ``vcpus_used``: its flavor's vCPUs;
 * ``free_ram_mb``: its flavor's MB are given back;
@@ -71,6 +72,7 @@ import nova.conf
 
 from opie_sched import conf as opie_conf
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import reservations
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -203,10 +205,18 @@ def is_normal_view(host_states):
 def normal_views(host_states, spec_obj):
     """``[NormalHostState]`` of HostStates, in their order, from the
     request's bulk-loaded instances (one query per cell for all of them).
+
+    Only hosts whose Placement provider summary shows preemptible usage
+    (or that have no summary) are loaded: the others hold no preemptible
+    instance, and their view is the HostState itself, so a cloud with few
+    preemptible servers pays for few rows.
     """
     host_states = list(host_states)
     view = hosts.view_for(spec_obj)
-    loaded = view.loaded_instances(host_states)
+    summaries = getattr(view, 'summaries', None) or {}
+    needy = [hs for hs in host_states if reservations.summary_has_preemptible(
+        summaries.get(hs.uuid))]
+    loaded = view.loaded_instances(needy) if needy else {}
     return [NormalHostState(
         hs, preemptible_usage(loaded.get((hs.host, hs.nodename), ())))
         for hs in host_states]

@@ -44,6 +44,7 @@ class NovaSignatureTest(testtools.TestCase):
                                  'alloc_reqs_by_rp_uuid',
                                  'allocation_request_version',
                                  'selected_alloc_reqs'],
+        '_get_sorted_hosts': ['self', 'spec_obj', 'host_states', 'index'],
     }
 
     def test_overridden_scheduler_manager_methods(self):
@@ -69,7 +70,9 @@ class NovaSignatureTest(testtools.TestCase):
                      'free_ram_mb', 'total_usable_disk_gb', 'disk_mb_used',
                      'free_disk_mb', 'cpu_allocation_ratio',
                      'ram_allocation_ratio', 'disk_allocation_ratio',
-                     'updated', 'uuid', 'cell_uuid', 'instances'):
+                     'updated', 'uuid', 'cell_uuid', 'instances',
+                     'num_instances', 'num_io_ops', 'limits',
+                     'allocation_candidates'):
             self.assertTrue(hasattr(hs, attr), attr)
         self.assertEqual(['self', 'spec_obj'],
                          params(host_manager.HostState.consume_from_request))

@@ -115,6 +115,29 @@ class NormalHostStateTest(_Base):
         self.assertEqual(200 * 1024, v.free_disk_mb)
         self.assertEqual(0, v.num_instances)
 
+    def test_only_hosts_with_preemptible_usage_are_loaded(self):
+        h1 = plugins.host_state('h1', [inst('p', 'h1', LARGE, True)])
+        h2 = plugins.host_state('h2', [inst('n', 'h2', LARGE, False)])
+        h1.uuid, h2.uuid = 'rp1', 'rp2'
+        self.use_hosts(h1, h2)
+        view = hosts.current_view()
+        view.summaries = {
+            'rp1': {'resources': {'CUSTOM_PREEMPTIBLE_VCPU': {'used': 4}}},
+            'rp2': {'resources': {'VCPU': {'used': 4},
+                                  'CUSTOM_PREEMPTIBLE_VCPU': {'used': 0}}}}
+        calls = []
+        real_load = view.loaded_instances
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.scheduler.hosts.RequestView.loaded_instances',
+            lambda self_, hs: calls.append([h.host for h in hs]) or
+            real_load(hs)))
+        v1, v2 = transparent.normal_views([h1, h2],
+                                          plugins.request(MEDIUM, False))
+        self.assertEqual([['h1']], calls)
+        self.assertEqual(0, v1.vcpus_used)
+        self.assertEqual(transparent.NO_USAGE, v2.preemptible)
+        self.assertEqual(4, v2.vcpus_used)
+
     def test_boot_from_volume_holds_no_root_disk(self):
         i = inst('p', 'h', LARGE, True)
         i.image_ref = ''
