@@ -18,8 +18,12 @@ native threading mode, no test runner), or uses the cloud named with
 openstacksdk — by default one it generates itself, or a Standard Workload
 Format trace with ``--trace`` — then replays the same workload without its
 preemptible requests, and reports requests, failures, preemptions and their
-cost, and utilisation with and without preemptible backfilling, with a CSV
-time series and a PNG plot. A replay of any length runs to the end (no
+cost, and utilisation with and without preemptible backfilling, whether each
+normal request got the same hosts (or failed) in both replays, every failed
+normal request with its flavor, time and reason, with a CSV time series and
+a PNG plot. The in-process cloud places normal requests transparently
+(``[opie_preemption] transparent_normal_placement``) unless
+``--normal-placement full-state``. A replay of any length runs to the end (no
 timeouts unless ``--wait-timeout``) or stops with one line naming the
 request, the server and the cloud.
 """
@@ -43,6 +47,33 @@ from opie_sched.cmd import columns
 #: different.
 SLOW_MACHINE_FLAGS = {'opie_preemption': {'release_timeout': 86400.0,
                                           'reservation_timeout': 86400.0}}
+
+#: ``--normal-placement`` choices: value of ``[opie_preemption]
+#: transparent_normal_placement`` on the in-process cloud, and the words of
+#: the report.
+NORMAL_PLACEMENT = {
+    'transparent': (True, 'transparent ([opie_preemption] '
+                          'transparent_normal_placement = True): normal '
+                          'requests filtered and weighed as on a cloud '
+                          'without preemptible servers, victims chosen '
+                          'afterwards'),
+    'full-state': (False, 'full state ([opie_preemption] '
+                          'transparent_normal_placement = False, the '
+                          'default): normal requests weighed on every '
+                          'server, preemptible ones included, to preempt '
+                          'less'),
+}
+
+
+def embedded_flags(normal_placement=None):
+    """nova.conf settings of the in-process cloud: :data:`SLOW_MACHINE_FLAGS`
+    and ``transparent_normal_placement`` as ``--normal-placement`` says
+    (default ``transparent``), as ``{group: {name: value}}``.
+    """
+    flags = {group: dict(opts) for group, opts in SLOW_MACHINE_FLAGS.items()}
+    flags['opie_preemption']['transparent_normal_placement'] = \
+        NORMAL_PLACEMENT[normal_placement or 'transparent'][0]
+    return flags
 
 
 def _say(msg):
@@ -139,6 +170,11 @@ def _run(cmd, args):
     if remote and args.hosts is not None:
         raise ValueError('--hosts is for the embedded cloud; a cloud named '
                          'with --os-cloud has its own compute hosts')
+    if remote and args.normal_placement is not None:
+        raise ValueError('--normal-placement is for the embedded cloud; a '
+                         'cloud named with --os-cloud places as its '
+                         'nova.conf says ([opie_preemption] '
+                         'transparent_normal_placement)')
     from opie_sched.demo import report
 
     requests, source = _requests(args)
@@ -160,8 +196,11 @@ def _run(cmd, args):
         baseline = replay_on(
             [r for r in requests if not r.preemptible], 'normal only')
     results = [with_pre] + ([baseline] if baseline else [])
-    fields = ['cloud', 'workload', 'results']
-    values = [where, source, Results(results)]
+    fields = ['cloud', 'workload', 'normal placement', 'results']
+    values = [where, source,
+              'as configured on the cloud' if remote else
+              NORMAL_PLACEMENT[args.normal_placement or 'transparent'][1],
+              Results(results)]
     if baseline:
         window = report.common_window(results)
         gain = 100 * (with_pre.utilisation(window=window)
@@ -172,6 +211,10 @@ def _run(cmd, args):
                       'backfilling vs %d without'
                       % (gain, with_pre.normal_failed,
                          baseline.normal_failed))
+        fields.append('normal outcomes')
+        values.append(report.comparison_text(with_pre, baseline))
+    fields.append('failed normal requests')
+    values.append('\n'.join(report.failure_report(results)))
     if remote:
         fields.append('note')
         values.append('on a remote cloud the preemption cost is not '
@@ -212,6 +255,8 @@ def _embedded(args):
     if os.path.exists(log_file):
         os.remove(log_file)
     host = cloud_mod.HOST
+    # One nova.conf for both replays: only the workload differs.
+    flags = embedded_flags(args.normal_placement)
 
     def replay_on(reqs, label):
         _say('starting Nova in-process for replay "%s" (%s; its log: %s) '
@@ -219,7 +264,7 @@ def _embedded(args):
                       log_file))
         t0 = time.monotonic()
         cloud = cloud_mod.EmbeddedCloud(hosts=hosts, log_file=log_file,
-                                        extra_flags=SLOW_MACHINE_FLAGS)
+                                        extra_flags=flags)
         try:
             cloud.start()
             _say('Nova is up (%.1f s)' % (time.monotonic() - t0))
@@ -288,8 +333,10 @@ class Demo(cli.ShowOne):
     Replays the workload, then the same workload without its preemptible
     requests, and shows requests, failures, preemptions and their cost,
     and utilisation with and without preemptible backfilling (the
-    results field, one column per replay), with the paths of a CSV time
-    series and a PNG plot. Progress goes to standard error.
+    results field, one column per replay), whether each normal request
+    got the same hosts (or failed) in both replays, every failed normal
+    request and why, with the paths of a CSV time series and a PNG plot.
+    Progress goes to standard error.
     """
 
     @property
@@ -319,6 +366,14 @@ class Demo(cli.ShowOne):
         p.add_argument('--max-vcpus-per-server', type=int, default=8)
         p.add_argument('--time-compression', type=float, default=1.0,
                        help='trace seconds per replay second')
+        p.add_argument('--normal-placement', choices=sorted(
+            NORMAL_PLACEMENT), default=None,
+            help='how the in-process cloud places normal requests: '
+                 'transparent (default here: as without preemptible '
+                 'servers, so the normal outcomes of both replays are the '
+                 'same) or full-state (nova.conf\'s default: weighed on '
+                 'every server, to preempt less); see [opie_preemption] '
+                 'transparent_normal_placement')
         p.add_argument('--no-baseline', action='store_true',
                        help='skip the replay without preemptible requests')
         p.add_argument('--progress-every', type=int, default=10)

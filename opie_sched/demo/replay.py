@@ -37,6 +37,50 @@ class Sample:
 
 
 @dataclasses.dataclass
+class NormalOutcome:
+    """What became of one normal request.
+
+    :ivar job_id: the workload's job id. :ivar t: virtual seconds.
+    :ivar size: ``(vCPU, MB, GB)`` of its flavor. :ivar count: servers.
+    :ivar hosts: the host of each server, sorted, None for a server that
+        failed (sorted last).
+    """
+
+    job_id: object
+    t: float
+    size: tuple
+    count: int
+    hosts: tuple
+
+    @property
+    def failed(self):
+        """Servers of the request that failed."""
+        return sum(1 for h in self.hosts if h is None)
+
+
+@dataclasses.dataclass
+class NormalFailure:
+    """A normal request that failed and why.
+
+    :ivar job_id: the workload's job id. :ivar t: virtual seconds.
+    :ivar size: ``(vCPU, MB, GB)`` of its flavor. :ivar count: servers
+        asked for. :ivar failed: servers that failed.
+    :ivar fault: the failed server's fault message (Nova's), or None.
+    :ivar room: ``{host: (vCPU, MB, GB)}`` free in the normal state
+        (Placement's standard classes) right after the failure, or None
+        where the cloud does not tell.
+    """
+
+    job_id: object
+    t: float
+    size: tuple
+    count: int
+    failed: int
+    fault: object = None
+    room: object = None
+
+
+@dataclasses.dataclass
 class ReplayResult:
     """What one replay measured.
 
@@ -58,7 +102,10 @@ class ReplayResult:
     preemption_decisions: int = 0
     wall_seconds: float = 0.0
     samples: list = dataclasses.field(default_factory=list)
+    #: [NormalFailure], in replay order
     failures: list = dataclasses.field(default_factory=list)
+    #: [NormalOutcome], one per normal request, in replay order
+    normal_outcomes: list = dataclasses.field(default_factory=list)
 
     def utilisation(self, kinds=('normal', 'preemptible'), window=None):
         """Time-weighted vCPU utilisation (0..1).
@@ -173,12 +220,22 @@ class Replayer:
                                           if req.preemptible else 'normal',
                                           exc)) from None
         result.servers_booted += len(ok)
+        size = (req.vcpus, req.memory_mb, req.disk_gb)
+        if not req.preemptible:
+            result.normal_outcomes.append(NormalOutcome(
+                req.job_id, vnow, size, req.count, tuple(sorted(
+                    (self.target.hosts.get(u) or '?' for u in ok)))
+                + (None,) * len(failed)))
         if failed:
             if req.preemptible:
                 result.preemptible_rejected += 1
             else:
                 result.normal_failed += 1
-                result.failures.append((req.job_id, failed))
+                faults = [self.target.faults.get(u) for u in failed]
+                result.failures.append(NormalFailure(
+                    req.job_id, vnow, size, req.count, len(failed),
+                    next((f for f in faults if f), None),
+                    self.target.normal_room()))
         for uuid in ok:
             self._running[uuid] = (req, vnow)
         self._collect_preemptions(result)

@@ -75,7 +75,148 @@ def summary(with_pre, baseline, cost_unit='s'):
                      'backfilling vs %d without'
                      % (gain, with_pre.normal_failed,
                         baseline.normal_failed))
+        lines.append('normal outcomes: %s'
+                     % comparison_text(with_pre, baseline))
+    for r in results:
+        if r.failures:
+            lines.append('')
+            lines.append('failed normal requests, %s:' % r.label)
+            lines.extend('  ' + line for line in failure_lines(r))
     return '\n'.join(lines)
+
+
+def size_text(size):
+    """``(vCPU, MB, GB)`` as ``4 vCPU / 8000 MB / 80 GB``."""
+    return '%g vCPU / %g MB / %g GB' % tuple(size)
+
+
+_DIMENSIONS = ('vCPU', 'RAM', 'disk')
+
+
+def failure_reason(failure):
+    """Why a normal request failed, in one line, from Nova's fault message
+    and the normal state's room right after the failure.
+
+    :param failure: :class:`~opie_sched.demo.replay.NormalFailure`.
+
+    Nova's fault tells two cases apart: ``No valid host was found.`` alone
+    (Placement returned no allocation candidates: no host had the
+    request's room in the normal state, which preemptible servers never
+    hold) and ``... There are not enough hosts available.`` (Placement
+    offered hosts, the scheduler's filters refused them all).
+    """
+    fault = ' '.join((failure.fault or '').split())
+    need = tuple(failure.size)
+    if 'There are not enough hosts available' in fault:
+        why = ('every host Placement offered was refused by the '
+               'scheduler\'s filters')
+    elif fault.startswith('No valid host was found'):
+        why = ('no allocation candidates: no host had %s free in the '
+               'normal state' % size_text(need))
+    elif fault:
+        why = fault
+    else:
+        why = 'no fault recorded'
+    room = failure.room
+    if not room:
+        return why
+    short = [name for d, name in enumerate(_DIMENSIONS)
+             if all(r[d] < need[d] for r in room.values())]
+    fits = sorted(h for h, r in room.items()
+                  if all(f >= n for f, n in zip(r, need)))
+    if fits:
+        detail = 'room for it afterwards on %s' % ', '.join(fits)
+    elif short:
+        detail = 'short of %s on every host' % (
+            ' and '.join(short) if len(short) < 3
+            else '%s and %s' % (', '.join(short[:-1]), short[-1]))
+    else:
+        detail = ('each host short of one of vCPU, RAM or disk: the '
+                  'normal state is fragmented')
+    best = sorted(room.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
+    return '%s (%s; most room: %s)' % (why, detail, ', '.join(
+        '%s %s' % (h, size_text(r)) for h, r in best))
+
+
+def failure_lines(result):
+    """One line per failed normal request of a replay: job, virtual time,
+    servers x flavor size, and :func:`failure_reason`.
+    """
+    return ['job %s at t=%s, %d x %s%s: %s' % (
+        f.job_id, hms(f.t), f.count, size_text(f.size),
+        ' (%d failed)' % f.failed if f.count > 1 else '',
+        failure_reason(f)) for f in result.failures]
+
+
+def failure_report(results):
+    """Lines naming every failed normal request of the replays, each
+    prefixed with its replay's label; a request that failed alike (same
+    servers, same reason) in every replay is named once, prefixed
+    ``every replay``. ``['none']`` when no normal request failed.
+    """
+    per_replay = [dict(zip(((f.job_id, f.t) for f in r.failures),
+                           failure_lines(r))) for r in results]
+    lines = []
+    for i, r in enumerate(results):
+        for key, line in per_replay[i].items():
+            if len(results) > 1 and all(
+                    p.get(key) == line for p in per_replay):
+                if i == 0:
+                    lines.append('every replay: ' + line)
+            else:
+                lines.append('%s: %s' % (r.label, line))
+    return lines or ['none']
+
+
+def compare_normal(with_pre, baseline):
+    """``(same, total, differences)`` of the normal requests of two
+    replays of one workload: how many got the same hosts (or failed alike)
+    in both, how many there are, and ``[(outcome, other outcome)]`` for
+    the others (:class:`~opie_sched.demo.replay.NormalOutcome`; a request
+    missing from one replay is paired with None).
+    """
+    other = {(o.job_id, o.t): o for o in baseline.normal_outcomes}
+    same, differences = 0, []
+    seen = set()
+    for o in with_pre.normal_outcomes:
+        key = (o.job_id, o.t)
+        seen.add(key)
+        b = other.get(key)
+        if b is not None and b.hosts == o.hosts:
+            same += 1
+        else:
+            differences.append((o, b))
+    differences += [(None, b) for k, b in other.items() if k not in seen]
+    return same, same + len(differences), differences
+
+
+def comparison_text(with_pre, baseline, limit=10):
+    """:func:`compare_normal` in words (at most ``limit`` differences)."""
+    same, total, differences = compare_normal(with_pre, baseline)
+    if not differences:
+        return ('identical: each of the %d normal requests got the same '
+                'hosts, or failed, in both replays' % total)
+
+    def hosts(o):
+        if o is None:
+            return 'not replayed'
+        return '+'.join(h or 'FAILED' for h in o.hosts)
+
+    lines = ['%d of %d normal requests differ:' % (len(differences), total)]
+    for a, b in differences[:limit]:
+        o = a or b
+        lines.append('job %s at t=%s: %s with backfilling, %s without' % (
+            o.job_id, hms(o.t), hosts(a), hosts(b)))
+    if len(differences) > limit:
+        lines.append('... and %d more' % (len(differences) - limit))
+    return '\n'.join(lines)
+
+
+def hms(seconds):
+    """Virtual seconds as ``H:MM:SS``."""
+    seconds = int(seconds)
+    return '%d:%02d:%02d' % (seconds // 3600, seconds // 60 % 60,
+                             seconds % 60)
 
 
 def write_csv(path, results):

@@ -46,6 +46,10 @@ class ReplayError(Exception):
     """
 
 
+#: Placement's standard resource classes, which count normal servers only
+#: (the normal state), in the order of a flavor's (vCPU, MB, GB).
+NORMAL_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+
 #: One preemption decision seen by the replay: the victims' uuids and the
 #: decision's cost in the cost module's unit (None where the cloud does not
 #: tell).
@@ -101,6 +105,8 @@ class OpenStackTarget:
         self._image_id = None
         self._flavors = {}
         self.created = set()            # every server uuid booted
+        self.hosts = {}                 # server uuid -> its compute host
+        self.faults = {}                # failed server uuid -> fault text
         self.run_tag = uuid.uuid4().hex[:6]
         self._actions_seen = set()      # preempt action request ids
 
@@ -225,7 +231,9 @@ class OpenStackTarget:
         """Create ``count`` servers in one request; wait for each.
 
         :returns: ``(active uuids, failed uuids)``; failed servers (ERROR:
-            no room) are deleted.
+            no room) are deleted. The host of each active server is in
+            :attr:`hosts`, the fault message of each failed one in
+            :attr:`faults` (read before it is deleted).
         :raises ReplayError: the API refused the request or a wait failed
             otherwise (the message names the request and the server).
         """
@@ -249,19 +257,56 @@ class OpenStackTarget:
         ok, failed = [], []
         for server in servers:
             try:
-                compute.wait_for_server(server, status='ACTIVE',
-                                        failures=['ERROR'],
-                                        interval=self.interval,
-                                        wait=self.wait)
+                done = compute.wait_for_server(server, status='ACTIVE',
+                                               failures=['ERROR'],
+                                               interval=self.interval,
+                                               wait=self.wait)
                 ok.append(server.id)
+                self.hosts[server.id] = getattr(done, 'compute_host', None)
             except sdk_exc.ResourceFailure:
                 failed.append(server.id)
+                self.faults[server.id] = self._fault(server.id)
             except sdk_exc.SDKException as exc:
                 raise ReplayError('%s: server %s: %s'
                                   % (what, server.id, _one_line(exc)))
         for uuid_ in failed:
             self.delete_server(uuid_)
         return ok, failed
+
+    def _fault(self, uuid_):
+        """The fault message of a server in ERROR, or None."""
+        from openstack import exceptions as sdk_exc
+        try:
+            fault = self.conn.compute.get_server(uuid_).fault or {}
+        except sdk_exc.SDKException:
+            return None
+        return fault.get('message') if isinstance(fault, dict) else None
+
+    def normal_room(self):
+        """Room left in the normal state: ``{host: (vCPU, MB, GB)}``, per
+        compute node provider, of Placement's standard inventories
+        ((total - reserved) x allocation ratio - used: what Placement
+        admits a normal request on); None when Placement cannot be read
+        (the report then says less).
+        """
+        from openstack import exceptions as sdk_exc
+        placement = self.conn.placement
+        room = {}
+        try:
+            for rp in placement.resource_providers():
+                inv = {i.resource_class: i for i in
+                       placement.resource_provider_inventories(rp)}
+                if not all(rc in inv for rc in NORMAL_CLASSES):
+                    continue
+                used = placement.fetch_resource_provider_usages(
+                    rp).usages or {}
+                room[rp.name] = tuple(
+                    (inv[rc].total - inv[rc].reserved)
+                    * inv[rc].allocation_ratio - used.get(rc, 0)
+                    for rc in NORMAL_CLASSES)
+        except sdk_exc.SDKException:
+            return None
+        return room
 
     def delete_server(self, uuid_):
         """Delete a server and wait until it is gone (already gone: fine).

@@ -30,6 +30,7 @@ from opie_sched.common import flavors
 from opie_sched.demo import clients
 from opie_sched.demo import cloud as cloud_mod
 from opie_sched.demo import replay
+from opie_sched.demo import report
 from opie_sched.demo import targets
 from opie_sched.workload import mapping
 
@@ -68,6 +69,9 @@ class DemoOnCloudTest(testtools.TestCase):
         self.assertEqual(2, result.preemptions)
         self.assertEqual(1, result.preemption_decisions)
         self.assertIsNone(result.preemption_cost)      # not published
+        self.assertEqual([replay.NormalOutcome(5, 10, (4, 8000, 80), 1,
+                                               ('host1',))],
+                         result.normal_outcomes)
         # right after the normal request: it and the two survivors run
         at_10 = [s for s in result.samples if s.t == 10][0]
         self.assertEqual((4, 4), (at_10.normal_vcpus,
@@ -83,6 +87,28 @@ class DemoOnCloudTest(testtools.TestCase):
         self.assertFalse(flavors.is_preemptible(
             self.conn.compute.fetch_flavor_extra_specs(
                 normal).extra_specs or {}, 4, 8000, 80))
+
+    def test_failed_normal_request_is_named_with_its_reason(self):
+        # a normal server fills the host's normal state: the next normal
+        # request gets no allocation candidates
+        reqs = [req(1, 0, 8, False), req(2, 10, 4, False)]
+        result = replay.Replayer(self._target(), reqs, 'sdk').run()
+        self.assertEqual(1, result.normal_failed)
+        [failed] = result.failures
+        self.assertEqual((2, 10, (4, 8000, 80), 1, 1), (
+            failed.job_id, failed.t, failed.size, failed.count,
+            failed.failed))
+        self.assertTrue(failed.fault.startswith('No valid host was found.'),
+                        failed.fault)
+        self.assertEqual({'host1': (0, 0, 40)}, failed.room)
+        [line] = report.failure_lines(result)
+        self.assertIn('job 2 at t=0:00:10, 1 x 4 vCPU / 8000 MB / 80 GB: '
+                      'no allocation candidates: no host had 4 vCPU / 8000 '
+                      'MB / 80 GB free in the normal state (short of vCPU, '
+                      'RAM and disk on every host; most room: host1 0 vCPU '
+                      '/ 0 MB / 40 GB)', line)
+        self.assertEqual([('host1',), (None,)],
+                         [o.hosts for o in result.normal_outcomes])
 
     def test_flavor_of_the_wrong_size_is_refused_by_name(self):
         self.conn.compute.create_flavor(name='demo.c2m4000d40', vcpus=1,
@@ -135,6 +161,10 @@ class DemoOnCloudTest(testtools.TestCase):
         self.assertIn('total preemption cost (s)', text)
         self.assertRegex(text, r'\| conclusion +\| preemptible backfilling '
                                r'adds')
+        self.assertRegex(text, r'\| normal placement +\| as configured on '
+                               r'the cloud')
+        self.assertRegex(text, r'\| normal outcomes +\| ')
+        self.assertRegex(text, r'\| failed normal requests +\| ')
         with open(os.path.join(out_dir, 'utilisation.csv')) as f:
             rows = list(csv.DictReader(f))
         self.assertEqual({'with backfilling', 'normal only'},
@@ -150,3 +180,12 @@ class DemoOnCloudTest(testtools.TestCase):
             rc = cli.main(['demo', '--os-cloud', 'x', '--hosts', '2'])
         self.assertEqual(1, rc)
         self.assertIn('--hosts is for the embedded cloud', err.getvalue())
+
+    def test_normal_placement_option_is_for_the_embedded_cloud(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = cli.main(['demo', '--os-cloud', 'x', '--normal-placement',
+                           'full-state'])
+        self.assertEqual(1, rc)
+        self.assertIn('--normal-placement is for the embedded cloud',
+                      err.getvalue())

@@ -76,6 +76,20 @@ class DemoOptionsTest(testtools.TestCase):
                   if 'total preemption cost' in line]
         self.assertEqual(['60', 'n/a'], cost.split()[-2:])
 
+    def test_transparent_normal_placement_by_default(self):
+        _, args = self.parse('demo')
+        self.assertIsNone(args.normal_placement)
+        flags = demo.embedded_flags(args.normal_placement)
+        self.assertTrue(
+            flags['opie_preemption']['transparent_normal_placement'])
+        self.assertEqual(86400.0, flags['opie_preemption']['release_timeout'])
+        _, args = self.parse('demo', '--normal-placement', 'full-state')
+        self.assertFalse(demo.embedded_flags(args.normal_placement)[
+            'opie_preemption']['transparent_normal_placement'])
+        # the module constant is not changed by a call
+        self.assertNotIn('transparent_normal_placement',
+                         demo.SLOW_MACHINE_FLAGS['opie_preemption'])
+
     def test_bad_wait_timeout_is_a_usage_error(self):
         err = io.StringIO()
         with contextlib.redirect_stderr(err):

@@ -61,3 +61,122 @@ class UtilisationWindowTest(testtools.TestCase):
         row = [line for line in text.splitlines()
                if line.startswith('total preemption cost')][0]
         self.assertEqual(['n/a', '0'], row.split()[-2:])
+
+
+LARGE = (4, 8000, 80)
+
+
+def outcome(job, t, *hosts):
+    return replay.NormalOutcome(job, t, LARGE, len(hosts), tuple(hosts))
+
+
+class NormalOutcomesTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.with_pre = result('with backfilling', [(0, 0, 0), (1, 0, 0)])
+        self.baseline = result('normal only', [(0, 0, 0), (1, 0, 0)])
+
+    def test_identical(self):
+        for r in (self.with_pre, self.baseline):
+            r.normal_outcomes = [outcome(1, 0, 'host1'),
+                                 outcome(2, 60, 'host2', None)]
+        self.assertEqual((2, 2, []), report.compare_normal(self.with_pre,
+                                                           self.baseline))
+        self.assertIn('identical: each of the 2 normal requests',
+                      report.comparison_text(self.with_pre, self.baseline))
+
+    def test_each_difference_is_named(self):
+        self.with_pre.normal_outcomes = [outcome(1, 0, 'host1'),
+                                         outcome(2, 3725, None)]
+        self.baseline.normal_outcomes = [outcome(1, 0, 'host1'),
+                                         outcome(2, 3725, 'host2')]
+        same, total, diff = report.compare_normal(self.with_pre,
+                                                  self.baseline)
+        self.assertEqual((1, 2), (same, total))
+        text = report.comparison_text(self.with_pre, self.baseline)
+        self.assertIn('1 of 2 normal requests differ', text)
+        self.assertIn('job 2 at t=1:02:05: FAILED with backfilling, host2 '
+                      'without', text)
+
+    def test_request_missing_from_one_replay_differs(self):
+        self.with_pre.normal_outcomes = [outcome(1, 0, 'host1')]
+        same, total, diff = report.compare_normal(self.with_pre,
+                                                  self.baseline)
+        self.assertEqual((0, 1), (same, total))
+        self.assertIn('host1 with backfilling, not replayed without',
+                      report.comparison_text(self.with_pre, self.baseline))
+
+
+def failure(fault, room, count=1, failed=1):
+    return replay.NormalFailure('j7', 3725, LARGE, count, failed, fault,
+                                room)
+
+
+class FailureReasonTest(testtools.TestCase):
+
+    NO_CANDIDATES = 'No valid host was found. '
+
+    def test_no_allocation_candidates_short_of_one_resource(self):
+        text = report.failure_reason(failure(self.NO_CANDIDATES, {
+            'host1': (2, 12000, 120), 'host2': (3, 9000, 90)}))
+        self.assertTrue(text.startswith(
+            'no allocation candidates: no host had 4 vCPU / 8000 MB / 80 GB '
+            'free in the normal state'), text)
+        self.assertIn('short of vCPU on every host', text)
+        self.assertIn('most room: host2 3 vCPU / 9000 MB / 90 GB, host1 2 '
+                      'vCPU / 12000 MB / 120 GB', text)
+
+    def test_fragmented_normal_state(self):
+        text = report.failure_reason(failure(self.NO_CANDIDATES, {
+            'host1': (8, 4000, 200), 'host2': (2, 16000, 200)}))
+        self.assertIn('normal state is fragmented', text)
+
+    def test_filters_refused_the_hosts(self):
+        text = report.failure_reason(failure(
+            'No valid host was found. There are not enough hosts '
+            'available.', {'host1': (8, 16000, 200)}))
+        self.assertTrue(text.startswith(
+            'every host Placement offered was refused by the scheduler\'s '
+            'filters'), text)
+        self.assertIn('room for it afterwards on host1', text)
+
+    def test_other_fault_and_no_placement(self):
+        self.assertEqual('Build of instance x aborted', report.failure_reason(
+            failure('Build of instance x aborted', None)))
+        self.assertEqual('no fault recorded',
+                         report.failure_reason(failure(None, None)))
+
+    def test_lines_and_summary_name_every_failure(self):
+        r = result('with backfilling', [(0, 4, 0), (10, 0, 0)])
+        r.failures = [failure(self.NO_CANDIDATES, None),
+                      failure(self.NO_CANDIDATES, None, count=3, failed=2)]
+        lines = report.failure_lines(r)
+        self.assertEqual(
+            ['job j7 at t=1:02:05, 1 x 4 vCPU / 8000 MB / 80 GB: no '
+             'allocation candidates: no host had 4 vCPU / 8000 MB / 80 GB '
+             'free in the normal state',
+             'job j7 at t=1:02:05, 3 x 4 vCPU / 8000 MB / 80 GB (2 failed): '
+             'no allocation candidates: no host had 4 vCPU / 8000 MB / 80 '
+             'GB free in the normal state'], lines)
+        text = report.summary(r, None)
+        self.assertIn('failed normal requests, with backfilling:', text)
+        self.assertIn('  ' + lines[1], text)
+
+    def test_failure_named_once_when_alike_in_every_replay(self):
+        a = result('with backfilling', [(0, 4, 0), (10, 0, 0)])
+        b = result('normal only', [(0, 4, 0), (10, 0, 0)])
+        self.assertEqual(['none'], report.failure_report([a, b]))
+        a.failures = [failure(self.NO_CANDIDATES, None)]
+        b.failures = [failure(self.NO_CANDIDATES, None)]
+        [line] = report.failure_report([a, b])
+        self.assertTrue(line.startswith('every replay: job j7 at t=1:02:05'),
+                        line)
+        # a different reason: named per replay
+        b.failures = [failure(self.NO_CANDIDATES, {'host1': (8, 0, 0)})]
+        lines = report.failure_report([a, b])
+        self.assertEqual(2, len(lines))
+        self.assertTrue(lines[0].startswith('with backfilling: job j7'))
+        self.assertTrue(lines[1].startswith('normal only: job j7'))
+        self.assertTrue(report.failure_report([a])[0].startswith(
+            'with backfilling: job j7'))
