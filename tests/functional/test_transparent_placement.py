@@ -29,6 +29,10 @@ NORMAL_SEQUENCE = ('large', 'large', 'large', 'medium', 'medium', 'medium',
                    'large', 'small', 'small', 'small', 'medium', 'small',
                    'small', 'small', 'small')
 
+#: Multi-create requests, (flavor, servers): 8 + 12 + 2 of the 24 vCPU,
+#: each instance after the first weighed on what the earlier ones consumed.
+MULTI_CREATES = (('medium', 4), ('large', 3), ('small', 2))
+
 
 def _no_disk_least(original):
     def get_available_resource(self, nodename):
@@ -100,6 +104,49 @@ class TransparentPlacementTest(base.OpieNovaTestCase):
             outcome.append(self.server_host(server)
                            if server['status'] == 'ACTIVE' else None)
         return outcome, servers
+
+    def place_multi_creates(self):
+        """Boot MULTI_CREATES, one request each: ``([[host or None]
+        in launch order], servers)``.
+        """
+        outcome, servers = [], []
+        for i, (flavor, count) in enumerate(MULTI_CREATES):
+            server = self._build_server(
+                name='m%d' % i, flavor_id=self.flavor_ids[flavor],
+                networks='none')
+            server.update(min_count=count, max_count=count,
+                          return_reservation_id=True)
+            resv = self.api.post_server({'server': server})
+            batch = sorted(
+                (self.settled(s) for s in self.api.get_servers(
+                    search_opts={'reservation_id':
+                                 resv['reservation_id']})),
+                key=lambda s: s['OS-EXT-SRV-ATTR:launch_index'])
+            self.assertEqual(count, len(batch))
+            servers += batch
+            self.refresh_compute_nodes()
+            outcome.append([s['OS-EXT-SRV-ATTR:host']
+                            if s['status'] == 'ACTIVE' else None
+                            for s in batch])
+        return outcome, servers
+
+    def test_multi_creates_land_as_without_preemptibles(self):
+        # Each instance of a multi-create is weighed on the normal state
+        # after the earlier ones consumed the real HostState; alternates
+        # are sorted on it too.
+        alone, servers = self.place_multi_creates()
+        for server in servers:
+            self._delete_server(server)
+        self.refresh_compute_nodes()
+        preemptibles = [self.boot('small.preemptible', host='host1')
+                        for _ in range(6)]
+        preemptibles += [self.boot('large.preemptible', host='host2')]
+        self.refresh_compute_nodes()
+        with_preemptibles, _ = self.place_multi_creates()
+        self.assertEqual(alone, with_preemptibles)
+        self.assertLess(len(self.live_uuids()
+                            & {p['id'] for p in preemptibles}),
+                        len(preemptibles))
 
     def test_normal_boots_land_as_without_preemptibles(self):
         self.assertTrue(transparent.enabled())
