@@ -41,10 +41,10 @@ from opie_sched.common import flavors
 from opie_sched.market import budget
 from opie_sched.services.market.api import app as api_app
 from opie_sched.services.market.api import policy
+from opie_sched.services.market import client as market_client
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market.db import models
-from opie_sched.services.market import client as market_client
 from opie_sched.services.market import engine
 from opie_sched.services.market import opts
 

@@ -315,7 +315,9 @@ class MarketAPI:
             getattr(cloud, 'conn', None))
         self.credit = budget.CreditManager(store)
         self.mapper = routes.Mapper()
+        #: (method, path template, first microversion or None)
         self.routes = []
+        self._since = {}
         for method, path, action, since in (
                 ('GET', '/', 'versions', None),
                 ('GET', '/v1', 'version', None),
@@ -332,9 +334,10 @@ class MarketAPI:
                 ('POST', '/v1/accounts/{project_id}/credit', 'grant', None),
                 ('PUT', '/v1/reserve-price', 'reserve', None),
                 ('GET', '/v1/shares', 'shares', None)):
-            self.mapper.connect(path, action=action, since=since,
+            self.mapper.connect(path, action=action,
                                 conditions={'method': [method]})
             self.routes.append((method, path, since))
+            self._since[action] = since
 
     # -- plumbing ----------------------------------------------------------
 
@@ -349,8 +352,8 @@ class MarketAPI:
             headers[VERSION_HEADER] = '%s %d.%d' % ((SERVICE_TYPE,)
                                                     + req.version)
             match = self.mapper.match(path, {'REQUEST_METHOD': req.method})
-            if match is not None and match['since'] is not None and (
-                    req.version < match['since']):
+            since = match and self._since[match['action']]
+            if since is not None and req.version < since:
                 match = None
             if match is None:
                 if any(self.mapper.match(path, {'REQUEST_METHOD': m})
@@ -360,7 +363,6 @@ class MarketAPI:
                                    % (req.method, path))
                 raise ApiError(404, 'no resource %s' % path)
             action = match.pop('action')
-            match.pop('since')
             ctx = oslo_context.RequestContext.from_environ(
                 req.environ, overwrite=False)
             status, body = getattr(self, action)(req, ctx, **match)
@@ -385,10 +387,9 @@ class MarketAPI:
         """True when ``path`` exists only at a version newer than
         ``version`` (then it is 404, not 405).
         """
-        found = [since for method in ('GET', 'PUT', 'POST', 'DELETE')
-                 for since in [(self.mapper.match(
-                     path, {'REQUEST_METHOD': method}) or {}).get(
-                         'since', ())] if since != ()]
+        found = [self._since[m['action']] for m in (
+            self.mapper.match(path, {'REQUEST_METHOD': method})
+            for method in ('GET', 'PUT', 'POST', 'DELETE')) if m]
         return all(s is not None and version < s for s in found)
 
     @staticmethod
