@@ -496,3 +496,58 @@ class ImportGraphTest(base.testtools.TestCase):
             ('opie_sched.services.market.api',
              'opie_sched.services.market.engine',
              'opie_sched.services.market.db'))])
+
+
+class _CatalogSession(base._WebobSession):
+    """A keystoneauth-like session with a catalog holding the market."""
+
+    looked_up = []
+
+    def get_endpoint(self, service_type=None, interface=None,
+                     region_name=None):
+        self.looked_up.append((service_type, interface))
+        return {'spot-market': 'http://market.example/v1'}.get(service_type)
+
+    def request(self, url, method, **kwargs):
+        if not url.startswith('http://market.example/'):
+            raise ConnectionError('no such host: %s' % url)
+        return super().request(url, method, **kwargs)
+
+
+class CallersTest(_Base):
+    """The autoscaler and the repacker call the API through the one
+    client, and find it in the catalog.
+    """
+
+    def test_repacker_tabu_bids_through_the_client(self):
+        from opie_sched.services.repacker import tabu
+        bids = tabu.MarketBids(_CatalogSession(self.app, SERVICE))()
+        self.assertEqual({'srv-a', 'srv-b'}, set(bids))
+        self.assertEqual(('spot-market', 'public'),
+                         _CatalogSession.looked_up[-1])
+        error = self.assertRaises(
+            tabu.StrategyError, tabu.MarketBids(
+                _CatalogSession(self.app, READER),
+                'http://market.example'))
+        self.assertIn('HTTP 403', str(error))
+
+    def test_autoscaler_finds_the_market_in_the_catalog(self):
+        from opie_sched.services.autoscaler import policies
+        from opie_sched.services.autoscaler import spot
+        session = _CatalogSession(self.app, SERVICE)
+        del _CatalogSession.looked_up[:]
+        quote = spot.SpotPrices(session=session).quote(spot.CATALOG)
+        self.assertEqual([('spot-market', 'public')],
+                         _CatalogSession.looked_up)
+        self.assertEqual(D('0.5'), quote.prices['default']['vcpus'])
+        slo = policies.MarketClient(session=lambda: session)
+        self.assertEqual(D(1), slo.get_bid(spot.CATALOG, 'srv-a'))
+        self.assertEqual(D('1.25'), slo.set_bid(spot.CATALOG, 'srv-a',
+                                                1.25))
+        self.assertEqual('1.25', self.cloud.by_uuid['srv-a'].metadata[
+            'opie:bid'])
+        self.assertRaises(spot.MarketError, spot.api_client, None,
+                          spot.CATALOG)
+        error = self.assertRaises(spot.MarketError, slo.get_bid,
+                                  spot.CATALOG, 'nope')
+        self.assertIn('answered 404: server nope not found', str(error))

@@ -971,7 +971,7 @@ class _WebobSession:
         self.token = token
 
     def request(self, url, method, json=None, params=None, headers=None,
-                raise_exc=True):
+                raise_exc=True, timeout=None):
         from urllib import parse
         path = parse.urlsplit(url).path
         if params:

@@ -100,10 +100,14 @@ class Response:
     ``headers``.
     """
 
-    def __init__(self, status, body, headers):
+    def __init__(self, status, body, headers, method=None, url=None,
+                 is_json=True):
         self.status = status
         self.body = body
         self.headers = headers
+        self.method = method
+        self.url = url
+        self.is_json = is_json
 
     @property
     def version(self):
@@ -207,13 +211,15 @@ class MarketClient:
             raise MarketConnectionError('%s %s failed: %s' % (
                 method, url, ' '.join(str(exc).split())))
         text = getattr(resp, 'text', '') or ''
+        is_json = True
         try:
             data = json.loads(text, parse_float=decimal.Decimal) \
                 if text else {}
-        except ValueError:
-            data = text
+        except ValueError as exc:
+            data, is_json = text, exc
         return Response(resp.status_code, data,
-                        dict(getattr(resp, 'headers', {}) or {}))
+                        dict(getattr(resp, 'headers', {}) or {}), method,
+                        url, is_json)
 
     def _send(self, method, url, kwargs):
         if self.session is None:
@@ -226,16 +232,19 @@ class MarketClient:
         :class:`MarketAPIError` otherwise. Subclasses may return something
         else (the Tempest client returns ``(status, body)``).
         """
-        if resp.status >= 400:
-            raise MarketAPIError(method, path, resp.status, resp.body)
+        url = resp.url or path
+        if resp.status >= 400 or resp.status < 200:
+            raise MarketAPIError(method, url, resp.status, resp.body)
+        if resp.is_json is not True:
+            raise MarketError('%s %s: the answer is not JSON: %s'
+                              % (method, url, resp.is_json))
         if key is None:
             return resp.body
         try:
             return resp.body[key]
         except (KeyError, TypeError):
-            raise MarketAPIError(method, path, resp.status,
-                                 'unexpected answer without %r: %r'
-                                 % (key, resp.body))
+            raise MarketError('%s %s: unexpected answer without %r: %r'
+                              % (method, url, key, resp.body))
 
     def _call(self, method, path, key=None, body=None, params=None,
               version=None):
