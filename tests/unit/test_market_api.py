@@ -431,6 +431,9 @@ class OSCCommandsTest(_Base):
                                   osc.NoticeList, [], version='1.0')
         self.assertIn('needs spot-market API microversion 1.1', str(error))
         self.assertRaises(osc_exc.CommandError, osc.api_version, '2.3')
+        # at 1.0 the lists are one answer, without pagination
+        columns, rows = self.run_command(osc.LedgerList, [], version='1.0')
+        self.assertEqual([None, None, None], [r[0] for r in rows])
 
     def test_the_version_option_is_sent(self):
         client = market_client.MarketClient(

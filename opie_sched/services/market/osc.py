@@ -147,9 +147,14 @@ def _add_paging(parser):
 
 
 def _paged(client, method, parsed_args, **kwargs):
+    """One page (``--limit``/``--marker``), or every page; at
+    microversion 1.0 (no pagination) the one answer.
+    """
     if parsed_args.limit is not None or parsed_args.marker:
         return getattr(client, method)(limit=parsed_args.limit,
                                        marker=parsed_args.marker, **kwargs)
+    if client.api_version == '1.0':
+        return getattr(client, method)(**kwargs)
     return client.all_pages(method, limit=PAGE, **kwargs)
 
 
