@@ -161,15 +161,17 @@ class MarketPersonaTest(MarketBaseTest):
     ``service`` role.
     """
 
+    # ['name', role...]: os_service_user, a user with only the service
+    # role in a project of its own
     credentials = ['primary', 'alt', 'admin', 'project_reader',
-                   ['service']]
+                   ['service_user', 'service']]
 
     @classmethod
     def setup_clients(cls):
         super().setup_clients()
         endpoint = cls.market.endpoint
         cls.reader = cls._connect(cls.os_project_reader.credentials)
-        cls.service = cls._connect(cls.os_roles_service.credentials)
+        cls.service = cls._connect(cls.os_service_user.credentials)
         latest = 'latest'
         cls.personas = {
             'reader': market_client.MarketClient(cls.reader, endpoint,
@@ -229,7 +231,7 @@ class MarketPersonaTest(MarketBaseTest):
         status, body = self.market_admin.credit(self.primary_project, '1',
                                                 'tempest persona')
         self.assertEqual(201, status, body)
-        seen, want = {}, {}
+        seen, want, details = {}, {}, {}
         for name, method, path, body, params, expected in self._matrix(
                 server, self.primary_project):
             for persona, client in self.personas.items():
@@ -243,8 +245,20 @@ class MarketPersonaTest(MarketBaseTest):
                 if status >= 400:
                     self.assertEqual(status,
                                      answer['errors'][0]['status'], answer)
+                    details[(name, persona)] = answer['errors'][0]['detail']
         self.assertEqual({k: v for k, v in want.items() if seen[k] != v},
-                         {k: v for k, v in seen.items() if want[k] != v})
+                         {k: v for k, v in seen.items() if want[k] != v},
+                         details)
+        # the personas are what they claim (Keystone's roles and projects)
+        access = {p: c.session.auth.get_access(c.session)
+                  for p, c in self.personas.items()}
+        self.assertEqual(['reader'], access['reader'].role_names)
+        self.assertNotIn('member', access['reader'].role_names)
+        self.assertEqual(access['member'].project_id,
+                         access['reader'].project_id)
+        self.assertEqual(['service'], access['service'].role_names)
+        self.assertNotIn(access['service'].project_id,
+                         (self.primary_project, self.alt_project))
 
     @decorators.idempotent_id('0c8b2e6d-4f1a-4a3b-9e57-8d2c1b0a9f32')
     def test_a_reader_cannot_change_a_bid(self):
