@@ -329,3 +329,40 @@ class MarketConventionsTest(MarketBaseTest):
                                            version='1.1')
         self.assertEqual(200, status, body)
         self.assertEqual([], body['notices_links'])
+
+    @decorators.idempotent_id('5d2e8f1a-7c3b-4e9d-a0f6-1b4c7e2d9a65')
+    def test_flavor_price_per_zone(self):
+        """``GET /v1/flavor-prices`` (``openstack spot price show``):
+        one row per pool and Nova availability zone, the current price
+        per hour the sum of the pool's prices per unit-hour times the
+        flavor's amounts.
+        """
+        flavor = self.call(self.primary, 'GET', '/flavors/%s'
+                           % self.preemptible.id)[1]['flavor']
+        vcpus, ram = int(flavor['vcpus']), int(flavor['ram'])
+        status, body = self.market.request(
+            'GET', '/flavor-prices', params={'vcpus': vcpus,
+                                             'memory_mb': ram},
+            version='1.1')
+        self.assertEqual(200, status, body)
+        doc = body['flavor_prices']
+        zones = {z['zoneName'] for z in self.call(
+            self.primary, 'GET', '/os-availability-zone')[1][
+                'availabilityZoneInfo']}
+        self.assertTrue(doc['zones'], doc)
+        self.assertLessEqual({z['availability_zone'] for z in doc['zones']},
+                             zones)
+        status, now = self.market.prices()
+        self.assertEqual(200, status, now)
+        if now['period_start'] != doc['period_start']:
+            raise self.skipException('a new period began in between')
+        per_unit = {}
+        for row in now['prices']:
+            per_unit.setdefault(row['pool'], {})[row['resource']] = (
+                decimal.Decimal(row['price']))
+        for zone in doc['zones']:
+            prices = per_unit[zone['pool']]
+            self.assertEqual(prices['vcpus'] * vcpus
+                             + prices['memory_mb'] * ram,
+                             decimal.Decimal(zone['price_per_hour']), zone)
+            self.assertGreaterEqual(zone['periods'], 1)
