@@ -193,8 +193,8 @@ function configure_opie_sched_services {
                 "$OPIE_SCHED_AUTOSCALER_APPS"
         fi
         if is_service_enabled opie-market-api; then
-            iniset "$OPIE_SCHED_CONF" opie_autoscaler market_url \
-                "http://$SERVICE_HOST:$OPIE_SCHED_MARKET_PORT/v1"
+            # the spot-market entry of the catalog (registered below)
+            iniset "$OPIE_SCHED_CONF" opie_autoscaler market_url catalog
         fi
     fi
     if is_service_enabled opie-repacker; then

@@ -9,68 +9,48 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""A small client of the opie-market REST API for the tests.
+"""The market API client of the Tempest tests.
 
-Unlike the OSC plugin's client it returns ``(status, body)`` for every
-call, so tests can assert on refusals (400, 403, 404).
+It is :class:`opie_sched.services.market.client.MarketClient` (the one
+client of the market API) answering ``(status, body)`` for every call
+instead of raising, so tests can assert on refusals (400, 403, 404, 406).
+It imports neither tempest nor nova.
 """
 
+from opie_sched.services.market import client
 
-class MarketClient:
-    """Calls the market API with a keystoneauth session's token.
 
-    :param conn: openstacksdk connection of the caller.
-    :param endpoint: API root (e.g. ``http://127.0.0.1:8788``).
+class MarketClient(client.MarketClient):
+    """Calls the market API with an openstacksdk connection's session.
+
+    :param conn: openstacksdk connection of the caller (its keystoneauth
+        session sends the token).
+    :param endpoint: API root (e.g. ``http://127.0.0.1:8788``); None: the
+        catalog's ``spot-market`` entry.
+    :param api_version: microversion sent (None: the server's minimum).
     """
 
-    def __init__(self, conn, endpoint):
-        self.session = conn.session
-        self.endpoint = endpoint.rstrip('/')
-        if self.endpoint.endswith('/v1'):
-            self.endpoint = self.endpoint[:-3]
+    def __init__(self, conn, endpoint=None, api_version=None):
+        super().__init__(conn.session, endpoint, api_version=api_version)
 
-    def request(self, method, path, body=None, params=None):
+    def request(self, method, path, body=None, params=None, version=None):
         """``(status, JSON body or {})`` of ``/v1<path>``."""
-        kwargs = {'raise_exc': False,
-                  'headers': {'Accept': 'application/json'}}
-        if body is not None:
-            kwargs['json'] = body
-        if params:
-            kwargs['params'] = params
-        resp = self.session.request(self.endpoint + '/v1' + path, method,
-                                    **kwargs)
-        try:
-            data = resp.json()
-        except ValueError:
-            data = {}
-        return resp.status_code, data
+        resp = super().request(method, path, body, params, version)
+        return resp.status, resp.body
 
-    def prices(self):
-        return self.request('GET', '/prices')
+    def response(self, method, path, body=None, params=None, version=None):
+        """The full :class:`~opie_sched.services.market.client.Response`
+        (headers included).
+        """
+        return client.MarketClient.request(self, method, path, body, params,
+                                           version)
 
-    def get_bid(self, server_id):
-        return self.request('GET', '/servers/%s/bid' % server_id)
+    def _call(self, method, path, key=None, body=None, params=None,
+              version=None):
+        return self.request(method, path, body, params, version)
 
-    def set_bid(self, server_id, bid):
-        return self.request('PUT', '/servers/%s/bid' % server_id,
-                            {'bid': bid})
-
-    def account(self, project_id=None):
-        return self.request('GET', '/account',
-                            params={'project_id': project_id}
-                            if project_id else None)
-
-    def ledger(self, project_id=None):
-        return self.request('GET', '/account/ledger',
-                            params={'project_id': project_id}
-                            if project_id else None)
-
-    def credit(self, project_id, amount, note=''):
-        return self.request('POST', '/accounts/%s/credit' % project_id,
-                            {'amount': amount, 'note': note})
-
-    def shares(self):
-        return self.request('GET', '/shares')
+    def versions(self):
+        return self.request('GET', None)
 
     def reserve(self, prices, pool=None):
         body = {'reserve_price': prices}

@@ -43,8 +43,9 @@ SOURCE = os.path.join(ROOT, 'doc', 'source')
 
 SERVICES = ['opie-scheduler', 'opie-reconciler', 'opie-market',
             'opie-autoscaler', 'opie-repacker']
-SPOT = ['price list', 'price history', 'bid set', 'bid show',
-        'account show', 'share list']
+SPOT = ['price list', 'price show', 'price history', 'bid set',
+        'bid show', 'bid unset', 'account show', 'account credit',
+        'ledger list', 'notice list', 'share list']
 
 #: (name, what it runs, the paper's table or figure, or None)
 SCENARIOS = [

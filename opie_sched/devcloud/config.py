@@ -527,7 +527,8 @@ def market_conf(settings, layout):
         'opie_autoscaler': {
             'cloud': AUTOSCALER_CLOUD,
             'coordination_url': 'file://' + layout.path('locks'),
-            'market_url': settings.url('market-api', '/v1'),
+            # the catalog's spot-market entry (bootstrap registers it)
+            'market_url': 'catalog',
             'applications_file': autoscaler_applications_file(layout),
             'interval': AUTOSCALER_INTERVAL,
             'poll_interval': AUTOSCALER_POLL,

@@ -940,8 +940,8 @@ class SpotPricesTest(testtools.TestCase):
         class Session:
             calls = []
 
-            def get(self, url, **kw):
-                self.calls.append((url, kw))
+            def request(self, url, method, **kw):
+                self.calls.append((method, url, kw))
                 return Obj(status_code=200,
                            text=json.dumps(market_body()))
         session = Session()
@@ -950,7 +950,7 @@ class SpotPricesTest(testtools.TestCase):
                                  timeout=3)
         self.assertEqual([], lazily)
         market.quote(MARKET)
-        self.assertEqual([(PRICES_URL, {
+        self.assertEqual([('GET', PRICES_URL, {
             'timeout': 3, 'raise_exc': False,
             'headers': {'Accept': 'application/json'}})], session.calls)
         self.assertEqual(0, self.http.call_count)
@@ -975,8 +975,8 @@ class SpotPricesTest(testtools.TestCase):
              'GET %s failed: connection refused' % PRICES_URL),
             (dict(status_code=404, json={'error': {
                 'code': 404, 'message': 'no resource /prices'}}),
-             'answered 404: no resource /prices (market_url must be the '
-             'versioned endpoint'),
+             "answered 404: no resource /prices (market_url: the market's "
+             'endpoint, e.g. http://market:8788/v1, or catalog)'),
             (dict(status_code=401, text='denied'), 'answered 401'),
             (dict(text='<html>'), 'the answer is not JSON'),
             (dict(json=[1, 2]), 'not a prices document'),

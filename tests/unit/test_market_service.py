@@ -41,6 +41,7 @@ from opie_sched.common import flavors
 from opie_sched.market import budget
 from opie_sched.services.market.api import app as api_app
 from opie_sched.services.market.api import policy
+from opie_sched.services.market import client as market_client
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market.db import models
@@ -795,12 +796,12 @@ class APITest(_APIBase):
         for query, message in (
                 ('start=yesterday', 'start: not an ISO 8601 time'),
                 ('start=%d&end=%d' % (T0 + 5, T0), 'is after end'),
-                ('resource=gpus', "unknown 'gpus'"),
+                ('resource=gpus', "'gpus' is not one of"),
                 ('colour=red', 'unknown query parameters: colour')):
             status, body = self.call('GET', '/v1/prices/history?' + query,
                                      'u:pA')
             self.assertEqual(400, status, query)
-            self.assertIn(message, body['error']['message'])
+            self.assertIn(message, body['errors'][0]['detail'])
 
     def test_bid_authorization(self):
         # owner
@@ -820,7 +821,7 @@ class APITest(_APIBase):
                                      'u:pB', body_)
             self.assertEqual(404, status)
             self.assertEqual('server srv-a not found',
-                             body['error']['message'])
+                             body['errors'][0]['detail'])
         self.assertEqual('1', self.cloud.by_uuid['srv-a'].metadata[
             'opie:bid'])
         # owner sets
@@ -842,21 +843,21 @@ class APITest(_APIBase):
                 ({'bid': -1}, 'must not be negative'),
                 ({'bid': 'NaN'}, 'not a number'),
                 ({'bid': 'cheap'}, 'not a number'),
-                ({'bid': True}, 'not a number'),
-                ({'bid': None}, 'not a number'),
+                ({'bid': True}, 'bid: True is not of type'),
+                ({'bid': None}, 'bid: None is not of type'),
                 ({'bid': '10.01'}, 'above the largest accepted bid 10'),
-                ({'price': 1}, 'request body lacks bid'),
+                ({'price': 1}, "'bid' is a required property"),
                 ({'bid': 1, 'x': 2}, 'unknown fields: x'),
                 ([1], 'must be a JSON object'),
                 (b'{bid', 'not valid JSON')):
             status, body = self.call('PUT', '/v1/servers/srv-a/bid', 'u:pA',
                                      bad)
             self.assertEqual(400, status, bad)
-            self.assertIn(message, body['error']['message'])
+            self.assertIn(message, body['errors'][0]['detail'])
         status, body = self.call('PUT', '/v1/servers/plain-a/bid', 'u:pA',
                                  {'bid': 1})
         self.assertEqual(400, status)
-        self.assertIn('not preemptible', body['error']['message'])
+        self.assertIn('not preemptible', body['errors'][0]['detail'])
         self.assertEqual('1', self.cloud.by_uuid['srv-a'].metadata[
             'opie:bid'])
         self.assertIsNone(self.store.get_bid('plain-a'))
@@ -878,7 +879,7 @@ class APITest(_APIBase):
             self.assertEqual(200, status)
         status, body = self.call('GET', '/v1/account/ledger?limit=0', 'u:pA')
         self.assertEqual(400, status)
-        self.assertIn('limit', body['error']['message'])
+        self.assertIn('limit', body['errors'][0]['detail'])
         self.assertEqual(404, self.call('GET', '/v1/account', 'u:pC')[0])
 
     def test_admin_only_credit_and_reserve_price(self):
@@ -895,11 +896,11 @@ class APITest(_APIBase):
         for bad, message in (({'amount': '-5'}, 'amount: must be'),
                              ({'amount': 0}, 'amount: must be > 0'),
                              ({'amount': 'lots'}, 'not a number'),
-                             ({}, 'request body lacks amount')):
+                             ({}, "'amount' is a required property")):
             status, body = self.call('POST', '/v1/accounts/pB/credit',
                                      body=bad)
             self.assertEqual(400, status, bad)
-            self.assertIn(message, body['error']['message'])
+            self.assertIn(message, body['errors'][0]['detail'])
         # 3 - 2 (srv-b pays 0.5 * 2 + 0.00025 * 4000) + 5
         self.assertEqual(D(6), self.store.get_account('pB').balance)
 
@@ -910,13 +911,13 @@ class APITest(_APIBase):
         self.assertEqual((200, {'*': {'vcpus': '0.5'}}), (
             status, body['reserve_price']))
         for bad, message in (
-                ({'reserve_price': {'gpus': 1}}, "unknown resource 'gpus'"),
+                ({'reserve_price': {'gpus': 1}}, "'gpus' is not one of"),
                 ({'reserve_price': {'vcpus': -1}}, 'must be a finite'),
-                ({'reserve_price': {}}, 'non-empty object'),
+                ({'reserve_price': {}}, 'should be non-empty'),
                 ({'reserve_price': {'vcpus': 1}, 'pool': ''}, 'pool:')):
             status, body = self.call('PUT', '/v1/reserve-price', body=bad)
             self.assertEqual(400, status, bad)
-            self.assertIn(message, body['error']['message'])
+            self.assertIn(message, body['errors'][0]['detail'])
         # srv-a gone, the pool is no longer contended: the next period is
         # priced at the reserve price
         del self.cloud.by_uuid['srv-a']
@@ -970,12 +971,13 @@ class _WebobSession:
         self.token = token
 
     def request(self, url, method, json=None, params=None, headers=None,
-                raise_exc=True):
+                raise_exc=True, timeout=None):
         from urllib import parse
         path = parse.urlsplit(url).path
         if params:
             path += '?' + parse.urlencode(params)
         req = webob.Request.blank(path, method=method)
+        req.headers.update(headers or {})
         req.headers['X-Auth-Token'] = self.token
         if json is not None:
             req.json_body = json
@@ -983,6 +985,7 @@ class _WebobSession:
         body = resp.json
         return type('Response', (), {'status_code': resp.status_int,
                                      'text': resp.text,
+                                     'headers': dict(resp.headers),
                                      'json': lambda self: body})()
 
 
@@ -994,8 +997,9 @@ class OSCTest(_APIBase):
 
         from opie_sched.services.market import osc
         app = mock.Mock()
-        app.client_manager.spot = osc.SpotClient(
-            _WebobSession(self.app, token), 'http://market/v1')
+        app.client_manager.spot = market_client.MarketClient(
+            _WebobSession(self.app, token), 'http://market/v1',
+            api_version=osc.api_version(None))
         app.client_manager.sdk_connection.compute.find_server.side_effect = (
             lambda name, ignore_missing: mock.Mock(id=name))
         cmd = cls(app, argparse.Namespace())
@@ -1012,7 +1016,7 @@ class OSCTest(_APIBase):
         self.assertEqual(['vcpus', 'memory_mb'], [r[1] for r in rows])
         columns, rows = self.run_command(
             osc.PriceHistory, ['--start', str(T0), '--resource', 'vcpus'])
-        self.assertEqual([('default', 'vcpus')], [r[1:3] for r in rows])
+        self.assertEqual([('default', 'vcpus')], [r[2:4] for r in rows])
         columns, row = self.run_command(osc.BidSet, ['srv-a', '0.75'])
         self.assertEqual('0.75', dict(zip(columns, row))['bid'])
         error = self.assertRaises(osc_exc.CommandError, self.run_command,

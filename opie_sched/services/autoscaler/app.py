@@ -40,7 +40,7 @@ the list alone. An APP::
     health_url: http://{address}:8080/healthz
     boot_timeout: 300            # seconds
     max_servers: 20              # most servers the application may run
-    market_url: http://market:8785/v1   # spot market (null: none)
+    market_url: catalog   # spot market: URL or catalog (null: none)
     market_pool: default         # the market pool pricing its flavors
     # slo: {policy: themis-vertical-deadline, ...}  # market SLO controller
     #   instead of the repacking planner, see
@@ -168,14 +168,18 @@ def check_health_url(template, what):
 
 
 def check_market_url(url, what):
-    """Validate a market endpoint: an http(s) URL (the versioned one).
+    """Validate a market endpoint: an http(s) URL (with or without
+    ``/v1``) or ``catalog`` (the ``spot-market`` entry of the Keystone
+    catalog).
 
-    :raises AppError: not an http(s) URL.
+    :raises AppError: neither.
     """
+    from opie_sched.services.autoscaler import spot
     _string(url, what)
-    if not url.startswith(('http://', 'https://')):
+    if url != spot.CATALOG and not url.startswith(('http://', 'https://')):
         raise AppError('%s must be an http(s) URL such as '
-                       'http://market:8785/v1, got %r' % (what, url))
+                       'http://market:8788/v1, or %s, got %r'
+                       % (what, spot.CATALOG, url))
     return url
 
 
@@ -412,7 +416,7 @@ def resolve(app, conn, price_extra_spec='opie:price', market=None,
     :param market: a :class:`opie_sched.services.autoscaler.spot.SpotPrices`,
         or
         None (no market prices).
-    :param market_url: the market endpoint (e.g. http://market:8785/v1),
+    :param market_url: the market endpoint (e.g. http://market:8788/v1),
         or None (no market prices).
     :param market_pool: the market pool pricing the flavors (default
         :data:`opie_sched.services.autoscaler.spot.DEFAULT_POOL`).

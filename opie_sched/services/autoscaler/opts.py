@@ -121,9 +121,11 @@ autoscaler_opts = [
              'when market_url is set).'),
     cfg.StrOpt(
         'market_url',
-        help='Versioned endpoint of the opie-market spot market API, e.g. '
-             'http://market:8785/v1. When set, a preemptible flavor '
-             '(extra spec opie:preemptible=true) whose price the '
+        help='The opie-market spot market API: its endpoint, e.g. '
+             'http://market:8788/v1, or "catalog" for the spot-market '
+             'entry of the cloud connection\'s Keystone catalog. When '
+             'set, a preemptible flavor (extra spec '
+             'opie:preemptible=true) whose price the '
              'applications file does not give is priced at the market: '
              'sum over the pool\'s resources of the current price per '
              'unit-hour (GET <market_url>/prices, Merkat eq. 1) times the '

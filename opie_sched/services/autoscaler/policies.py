@@ -32,7 +32,7 @@ market)::
     flavors: {spot.small: {capacity: 1}}
     demand: {source: http, url: http://sim:8080/metric}
     budget: 2.0                  # currency per budget_period (hours)
-    market_url: http://market:8785/v1
+    market_url: catalog
     slo:
       policy: themis-vertical-deadline   # a plugin of NAMESPACE
       deadline: 2026-11-24T07:00:00Z     # ISO 8601 (or epoch seconds)
@@ -85,6 +85,7 @@ from opie_sched.market import pricing
 from opie_sched.market import slo
 from opie_sched.services.autoscaler import executor as executor_mod
 from opie_sched.services.autoscaler import spot
+from opie_sched.services.market import client as market_client
 
 #: stevedore namespace of the SLO policies.
 NAMESPACE = 'opie_sched.autoscaler.policies'
@@ -415,48 +416,21 @@ class MarketClient(object):
         self._session = session
         self.timeout = timeout
 
-    def _client(self):
-        session = self._session
-        if callable(session) and not hasattr(session, 'get'):
-            session = session()
-        if session is None:
-            import requests
-            return requests, {}
-        return session, {'raise_exc': False}
-
-    def _call(self, method, url, body=None):
-        from keystoneauth1 import exceptions as ksa_exc
-        import requests
-        client, extra = self._client()
-        kw = dict(extra, timeout=self.timeout,
-                  headers={'Accept': 'application/json'})
-        if body is not None:
-            kw['json'] = body
+    def _call(self, market_url, call):
+        """``call(client)`` with the market API's one client of
+        ``market_url``; its errors as :class:`.spot.MarketError`.
+        """
         try:
-            resp = getattr(client, method)(url, **kw)
-        except (requests.RequestException, ksa_exc.ClientException) as exc:
-            raise spot.MarketError('%s %s failed: %s' % (
-                method.upper(), url, ' '.join(str(exc).split())))
-        if not 200 <= resp.status_code < 300:
-            detail = ''
-            try:
-                detail = ': %s' % json.loads(resp.text)['error']['message']
-            except (ValueError, TypeError, KeyError):
-                pass
-            raise spot.MarketError('%s %s answered %s%s' % (
-                method.upper(), url, resp.status_code, detail))
-        try:
-            return json.loads(resp.text, parse_float=decimal.Decimal)
-        except ValueError as exc:
-            raise spot.MarketError('%s %s: not JSON: %s' % (
-                method.upper(), url, exc))
+            return call(spot.api_client(self._session, market_url,
+                                        self.timeout))
+        except market_client.MarketError as exc:
+            raise spot.MarketError(spot.why(exc))
 
     def get_bid(self, market_url, server_id):
         """The server's bid (Decimal, currency per hour) or None."""
-        doc = self._call('get', '%s/servers/%s/bid' % (
-            market_url.rstrip('/'), server_id))
+        doc = self._call(market_url, lambda api: api.get_bid(server_id))
         try:
-            bid = doc['bid']['bid']
+            bid = doc['bid']
         except (KeyError, TypeError):
             raise spot.MarketError('GET bid of %s: unexpected answer %r'
                                    % (server_id, doc))
@@ -467,15 +441,14 @@ class MarketClient(object):
         text = format(decimal.Decimal(repr(float(bid))).quantize(
             decimal.Decimal('0.000001'), rounding=decimal.ROUND_HALF_UP)
             .normalize(), 'f')
-        self._call('put', '%s/servers/%s/bid' % (market_url.rstrip('/'),
-                                                 server_id), {'bid': text})
+        self._call(market_url, lambda api: api.set_bid(server_id, text))
         return decimal.Decimal(text)
 
     def shares(self, market_url):
         """``{server_id: {resource: units}}`` of ``GET /shares`` (the
         servers' shares of their hosts; admin only).
         """
-        doc = self._call('get', '%s/shares' % market_url.rstrip('/'))
+        doc = self._call(market_url, lambda api: api.shares())
         out = {}
         for row in doc.get('shares', ()):
             try:
@@ -491,10 +464,10 @@ class MarketClient(object):
         """
         if not period_start:
             return None
-        doc = self._call('get', '%s/prices/history?start=%s&pool=%s' % (
-            market_url.rstrip('/'), period_start, pool))
+        rows = self._call(market_url, lambda api: api.price_history(
+            start=period_start, pool=pool))
         out = {}
-        for row in doc.get('history', ()):
+        for row in rows:
             if row.get('period_start') == period_start and \
                     row.get('capacity') is not None:
                 out[row['resource']] = float(row['capacity'])

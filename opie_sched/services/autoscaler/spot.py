@@ -32,23 +32,27 @@ the same sum the market charges a server per hour (its engine charges
 ``sum_r price_r * held_r * period_seconds / 3600`` per period).
 
 :class:`SpotPrices` fetches ``GET <market_url>/prices`` once per round
-(:meth:`SpotPrices.new_round`) and URL -- through the cloud connection's
-keystoneauth session when it has an auth plugin (its token is sent as
-``X-Auth-Token``), else through plain ``requests`` -- and prices flavors
-from the answer. Any problem (market unreachable, an error answer, a body
-that is not the prices document, an unknown pool, a missing resource, a
-price of 0) raises :class:`MarketError` saying why; the service then keeps
-the application's current set for the round (as for a bad demand). A
-failed fetch is not retried within the round.
+(:meth:`SpotPrices.new_round`) and URL -- with the market API's one client
+(:class:`opie_sched.services.market.client.MarketClient`) over the cloud
+connection's keystoneauth session when it has an auth plugin (its token is
+sent as ``X-Auth-Token``), else over plain ``requests`` -- and prices
+flavors from the answer. ``market_url`` is the market's endpoint (with or
+without ``/v1``) or ``catalog`` (:data:`CATALOG`): the ``spot-market``
+entry of the connection's Keystone catalog. Any problem (market
+unreachable, an error answer, a body that is not the prices document, an
+unknown pool, a missing resource, a price of 0) raises
+:class:`MarketError` saying why; the service then keeps the application's
+current set for the round (as for a bad demand). A failed fetch is not
+retried within the round.
 """
 
 import dataclasses
 import decimal
-import json
 import math
 import threading
 
 from opie_sched.market import pricing
+from opie_sched.services.market import client as market_client
 
 #: Resources a flavor has an amount of: market resource -> flavor attribute
 #: (``vcpus`` in vCPU, ``ram`` in MB).
@@ -58,8 +62,41 @@ FLAVOR_AMOUNTS = {pricing.VCPUS: 'vcpus', pricing.MEMORY_MB: 'ram'}
 DEFAULT_POOL = pricing.DEFAULT_POOL
 
 
+#: ``market_url`` meaning the ``spot-market`` entry of the Keystone catalog.
+CATALOG = 'catalog'
+
+
 class MarketError(Exception):
     """The market's prices are unavailable or unusable; says why."""
+
+
+def api_client(session, market_url, timeout=None):
+    """The :class:`~opie_sched.services.market.client.MarketClient` of
+    ``market_url`` (:data:`CATALOG`: the catalog's ``spot-market``).
+
+    :param session: a keystoneauth1 session, a callable returning one or
+        None, or None (plain ``requests``, no token).
+    :raises MarketError: ``catalog`` without an authenticated session.
+    """
+    if callable(session) and not hasattr(session, 'request'):
+        session = session()
+    endpoint = market_url
+    if market_url == CATALOG:
+        if session is None:
+            raise MarketError('market_url %s needs an authenticated cloud '
+                              'connection (its Keystone catalog)' % CATALOG)
+        endpoint = None
+    return market_client.MarketClient(session, endpoint, timeout=timeout)
+
+
+def why(exc, hint=''):
+    """The text of a market client error, ``hint`` added to a 404."""
+    if isinstance(exc, market_client.MarketAPIError):
+        detail = ': %s' % exc.detail if exc.detail else ''
+        return '%s %s answered %s%s%s' % (
+            exc.method, exc.url, exc.status, detail,
+            hint if exc.status == 404 else '')
+    return str(exc)
 
 
 def _decimal(value, what):
@@ -240,45 +277,16 @@ class SpotPrices:
                            getattr(flavor, 'ram', None),
                            'flavor %s' % name), quote
 
-    def _client(self):
-        session = self._session
-        if callable(session) and not hasattr(session, 'get'):
-            session = session()
-        if session is None:
-            import requests
-            return requests, {}
-        # keystoneauth: answer 4xx/5xx instead of raising them.
-        return session, {'raise_exc': False}
-
     def _fetch(self, market_url):
-        from keystoneauth1 import exceptions as ksa_exc
-        import requests
         url = self.prices_url(market_url)
         try:
-            client, extra = self._client()
-            resp = client.get(url, timeout=self.timeout,
-                              headers={'Accept': 'application/json'},
-                              **extra)
-        except (requests.RequestException, ksa_exc.ClientException) as exc:
-            raise MarketError('GET %s failed: %s' % (
-                url, ' '.join(str(exc).split()) or type(exc).__name__))
-        text = resp.text
-        if not 200 <= resp.status_code < 300:
-            detail = ''
-            try:
-                detail = ': %s' % json.loads(text)['error']['message']
-            except (ValueError, TypeError, KeyError):
-                pass
-            hint = ('' if resp.status_code != 404 else
-                    ' (market_url must be the versioned endpoint, e.g. '
-                    'http://market:8785/v1)')
-            raise MarketError('GET %s answered %s%s%s' % (
-                url, resp.status_code, detail, hint))
-        try:
-            doc = json.loads(text, parse_float=decimal.Decimal)
-        except ValueError as exc:
-            raise MarketError('GET %s: the answer is not JSON: %s'
-                              % (url, exc))
+            api = api_client(self._session, market_url, self.timeout)
+            url = api.endpoint + '/v1/prices'
+            doc = api.prices()
+        except market_client.MarketError as exc:
+            raise MarketError(why(exc, ' (market_url: the market\'s '
+                                       'endpoint, e.g. http://market:8788/'
+                                       'v1, or %s)' % CATALOG))
         prices = parse_prices(doc, 'GET %s' % url)
         period = doc.get('period_start')
         return Quote(url=market_url, period_start=period

@@ -14,16 +14,35 @@
 Commands::
 
     openstack spot price list
+    openstack spot price show FLAVOR [--hours 24]
     openstack spot price history [--start T] [--end T] [--pool P]
-                                 [--resource R]
+                                 [--resource R] [--limit N] [--marker M]
     openstack spot bid set SERVER PRICE
     openstack spot bid show SERVER
+    openstack spot bid unset SERVER
     openstack spot account show [--project PROJECT]
+    openstack spot account credit PROJECT AMOUNT [--note TEXT]   (admin)
+    openstack spot ledger list [--project P] [--since T] [--limit N]
+                               [--marker M]
+    openstack spot notice list [--project P] [--state S] [--limit N]
+                               [--marker M]
+    openstack spot share list                                    (admin)
 
-Prices are currency per unit-hour (vCPU-hour, MB-hour), bids currency per
-hour; times ISO 8601 or epoch seconds. The market's endpoint is
-``--os-spot-endpoint`` / ``OS_SPOT_ENDPOINT``, else the catalog's
-``spot-market`` service. Entry points (setup.cfg)::
+Prices are currency per unit-hour (vCPU-hour, MB-hour), bids and flavor
+prices currency per hour; times ISO 8601 or epoch seconds. The market's
+endpoint is ``--os-spot-endpoint`` / ``OS_SPOT_ENDPOINT``, else the
+catalog's ``spot-market`` service. ``--os-spot-api-version`` /
+``OS_SPOT_API_VERSION`` is the microversion sent in ``OpenStack-API-Version:
+spot-market X.Y``: ``1`` (the default) means the newest this client knows
+(:data:`opie_sched.services.market.client.MAX_VERSION`); ``1.0`` refuses the
+commands that need 1.1 (``price show``, ``bid unset``, ``notice list``,
+``--marker``). Lists without ``--limit`` follow the API's pages to the end;
+with ``--limit`` they show one page (pass the last row's ID as ``--marker``
+for the next).
+
+All calls go through :class:`opie_sched.services.market.client.
+MarketClient`; this module imports neither nova nor the market service.
+Entry points (setup.cfg)::
 
     openstack.cli.extension =
         spot = opie_sched.services.market.osc
@@ -37,74 +56,42 @@ import os
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from opie_sched.services.market import client as market_client
+
 API_NAME = 'spot'
 API_VERSION_OPTION = 'os_spot_api_version'
 DEFAULT_API_VERSION = '1'
-API_VERSIONS = {'1': 'opie_sched.services.market.osc.SpotClient'}
+API_VERSIONS = {'1': 'opie_sched.services.market.client.MarketClient'}
 #: Service type of the market in the Keystone catalog.
-SERVICE_TYPE = 'spot-market'
+SERVICE_TYPE = market_client.SERVICE_TYPE
+#: Rows per page when a list follows every page.
+PAGE = 500
 
 
-class SpotClient:
-    """A thin JSON client of the market API over a keystoneauth session.
+def api_version(option):
+    """The microversion to send for ``--os-spot-api-version`` ``option``
+    (``'1'``: the newest the client knows).
 
-    :param session: keystoneauth1 session (adds the token).
-    :param endpoint: the API root, e.g. ``http://market:8788``.
+    :raises CommandError: not ``1``, ``1.N`` or ``latest``.
     """
-
-    def __init__(self, session, endpoint):
-        self.session = session
-        self.endpoint = endpoint.rstrip('/')
-        if self.endpoint.endswith('/v1'):
-            self.endpoint = self.endpoint[:-3]
-
-    def _call(self, method, path, body=None, params=None):
-        kwargs = {'raise_exc': False,
-                  'headers': {'Accept': 'application/json'}}
-        if body is not None:
-            kwargs['json'] = body
-        if params:
-            kwargs['params'] = {k: v for k, v in params.items()
-                                if v is not None}
-        resp = self.session.request(self.endpoint + '/v1' + path, method,
-                                    **kwargs)
-        try:
-            data = resp.json()
-        except ValueError:
-            data = {}
-        if resp.status_code >= 400:
-            message = (data.get('error') or {}).get('message') or getattr(
-                resp, 'text', '')
-            raise exceptions.CommandError('%s %s: HTTP %s: %s' % (
-                method, path, resp.status_code, message))
-        return data
-
-    def prices(self):
-        return self._call('GET', '/prices')
-
-    def shares(self):
-        return self._call('GET', '/shares')
-
-    def history(self, start=None, end=None, pool=None, resource=None):
-        return self._call('GET', '/prices/history', params={
-            'start': start, 'end': end, 'pool': pool,
-            'resource': resource})['history']
-
-    def get_bid(self, server_id):
-        return self._call('GET', '/servers/%s/bid' % server_id)['bid']
-
-    def set_bid(self, server_id, bid):
-        return self._call('PUT', '/servers/%s/bid' % server_id,
-                          {'bid': bid})['bid']
-
-    def account(self, project=None):
-        return self._call('GET', '/account',
-                          params={'project_id': project})['account']
+    text = str(option or DEFAULT_API_VERSION).strip()
+    if text in ('1', ''):
+        return market_client.MAX_VERSION
+    if text == 'latest':
+        return text
+    major, _, minor = text.partition('.')
+    if major != '1' or not minor.isdigit():
+        raise exceptions.CommandError(
+            '--os-spot-api-version: expected 1, 1.N or latest, got %r'
+            % text)
+    return text
 
 
 def make_client(instance):
-    """The :class:`SpotClient` of an OSC ClientManager."""
-    endpoint = None
+    """The :class:`~opie_sched.services.market.client.MarketClient` of an
+    OSC ClientManager: its session, ``--os-spot-endpoint`` or the
+    catalog's ``spot-market`` endpoint, ``--os-spot-api-version``.
+    """
     config = getattr(getattr(instance, '_cli_options', None), 'config',
                      None) or {}
     endpoint = config.get('spot_endpoint') or os.environ.get(
@@ -113,7 +100,9 @@ def make_client(instance):
         endpoint = instance.get_endpoint_for_service_type(
             SERVICE_TYPE, region_name=instance.region_name,
             interface=instance.interface)
-    return SpotClient(instance.session, endpoint)
+    version = (getattr(instance, '_api_version', None) or {}).get(API_NAME)
+    return market_client.MarketClient(
+        instance.session, endpoint, api_version=api_version(version))
 
 
 def build_option_parser(parser):
@@ -121,12 +110,16 @@ def build_option_parser(parser):
     parser.add_argument(
         '--os-spot-api-version', metavar='<spot-api-version>',
         default=os.environ.get('OS_SPOT_API_VERSION', DEFAULT_API_VERSION),
-        help='Spot market API version (default 1, env OS_SPOT_API_VERSION)')
+        help='Spot market API microversion sent as "OpenStack-API-Version: '
+             'spot-market X.Y": 1 (default: the newest this client knows, '
+             '%s), 1.0, 1.1 or latest (env OS_SPOT_API_VERSION)'
+             % market_client.MAX_VERSION)
     parser.add_argument(
         '--os-spot-endpoint', metavar='<url>',
         default=os.environ.get('OS_SPOT_ENDPOINT'),
-        help='Spot market API endpoint (env OS_SPOT_ENDPOINT; default: '
-             'the catalog\'s %s service)' % SERVICE_TYPE)
+        help='Spot market API endpoint, e.g. http://controller:8788 (env '
+             'OS_SPOT_ENDPOINT; default: the catalog\'s %s service)'
+             % SERVICE_TYPE)
     return parser
 
 
@@ -134,24 +127,93 @@ def _client(cmd):
     return cmd.app.client_manager.spot
 
 
-class PriceList(command.Lister):
-    """Current spot prices (currency per unit-hour), by pool and resource.
+class _MarketCommand:
+    """Turns market client errors into CommandError (a clean message and
+    exit code 1 instead of a traceback).
     """
 
     def take_action(self, parsed_args):
-        data = _client(self).prices()
+        try:
+            return self.market_action(_client(self), parsed_args)
+        except market_client.MarketError as exc:
+            raise exceptions.CommandError(str(exc))
+
+
+def _add_paging(parser):
+    parser.add_argument('--limit', metavar='<n>', type=int,
+                        help='at most this many rows (one page)')
+    parser.add_argument('--marker', metavar='<id>',
+                        help='rows after the one of this ID')
+
+
+def _paged(client, method, parsed_args, **kwargs):
+    """One page (``--limit``/``--marker``), or every page; at
+    microversion 1.0 (no pagination) the one answer.
+    """
+    if parsed_args.limit is not None or parsed_args.marker:
+        return getattr(client, method)(limit=parsed_args.limit,
+                                       marker=parsed_args.marker, **kwargs)
+    if client.api_version == '1.0':
+        return getattr(client, method)(**kwargs)
+    return client.all_pages(method, limit=PAGE, **kwargs)
+
+
+class PriceList(_MarketCommand, command.Lister):
+    """Current spot prices (currency per unit-hour), by pool and resource.
+    """
+
+    def market_action(self, client, parsed_args):
+        data = client.prices()
         return (('Pool', 'Resource', 'Price', 'Unit', 'Period start'),
                 [(p['pool'], p['resource'], p['price'], p['unit'],
                   data['period_start']) for p in data['prices']])
 
 
-class ShareList(command.Lister):
+def _flavor(cmd, name_or_id):
+    try:
+        compute = cmd.app.client_manager.sdk_connection.compute
+        return compute.find_flavor(name_or_id, ignore_missing=False)
+    except Exception as exc:
+        raise exceptions.CommandError('flavor %s: %s' % (name_or_id, exc))
+
+
+class PriceShow(_MarketCommand, command.Lister):
+    """What a flavor costs per hour on the spot market, now and over the
+    last hours, per availability zone and pool.
+
+    Price per hour = sum over resources of price (per unit-hour) times the
+    flavor's amount (vCPUs, RAM in MB); min, mean and max over the
+    recorded periods of the window.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('flavor', metavar='<flavor>',
+                            help='flavor name or ID')
+        parser.add_argument('--hours', metavar='<hours>', type=int,
+                            default=24,
+                            help='look-back window in hours (default 24)')
+        return parser
+
+    def market_action(self, client, parsed_args):
+        flavor = _flavor(self, parsed_args.flavor)
+        doc = client.flavor_prices(flavor.vcpus, flavor.ram,
+                                   parsed_args.hours)
+        return (('Availability zone', 'Pool', 'Now (/h)',
+                 'Min %dh (/h)' % doc['hours'], 'Mean %dh (/h)'
+                 % doc['hours'], 'Max %dh (/h)' % doc['hours'], 'Periods'),
+                [(z['availability_zone'], z['pool'], z['price_per_hour'],
+                  z['min_per_hour'], z['mean_per_hour'], z['max_per_hour'],
+                  z['periods']) for z in doc['zones']])
+
+
+class ShareList(_MarketCommand, command.Lister):
     """Per-host shares and allocation errors of the running preemptible
     servers, most under-served first (admin; Merkat §3.1).
     """
 
-    def take_action(self, parsed_args):
-        rows = _client(self).shares()['shares']
+    def market_action(self, client, parsed_args):
+        rows = client.shares()['shares']
         return (('Server', 'Host', 'Pool', 'vCPU share', 'vCPU pool-wide',
                  'Error'),
                 [(r['server_id'], r['host'], r['pool'],
@@ -159,7 +221,7 @@ class ShareList(command.Lister):
                   r['error']) for r in rows])
 
 
-class PriceHistory(command.Lister):
+class PriceHistory(_MarketCommand, command.Lister):
     """Spot prices of past periods."""
 
     def get_parser(self, prog_name):
@@ -171,15 +233,17 @@ class PriceHistory(command.Lister):
         parser.add_argument('--pool', metavar='<pool>')
         parser.add_argument('--resource', metavar='<resource>',
                             choices=['vcpus', 'memory_mb'])
+        _add_paging(parser)
         return parser
 
-    def take_action(self, parsed_args):
-        rows = _client(self).history(parsed_args.start, parsed_args.end,
-                                     parsed_args.pool, parsed_args.resource)
-        return (('Period start', 'Pool', 'Resource', 'Price', 'Capacity',
-                 'Bids'),
-                [(r['period_start'], r['pool'], r['resource'], r['price'],
-                  r['capacity'], r['bids']) for r in rows])
+    def market_action(self, client, parsed_args):
+        rows = _paged(client, 'price_history', parsed_args,
+                      start=parsed_args.start, end=parsed_args.end,
+                      pool=parsed_args.pool, resource=parsed_args.resource)
+        return (('ID', 'Period start', 'Pool', 'Resource', 'Price',
+                 'Capacity', 'Bids'),
+                [(r.get('id'), r['period_start'], r['pool'], r['resource'],
+                  r['price'], r['capacity'], r['bids']) for r in rows])
 
 
 def _server_id(cmd, name_or_id):
@@ -196,7 +260,7 @@ def _bid_row(bid):
     return columns, tuple(bid.get(c) for c in columns)
 
 
-class BidSet(command.ShowOne):
+class BidSet(_MarketCommand, command.ShowOne):
     """Set the bid of a preemptible server (currency per hour)."""
 
     def get_parser(self, prog_name):
@@ -207,12 +271,27 @@ class BidSet(command.ShowOne):
                             help='bid, currency per hour (decimal)')
         return parser
 
-    def take_action(self, parsed_args):
+    def market_action(self, client, parsed_args):
         server = _server_id(self, parsed_args.server)
-        return _bid_row(_client(self).set_bid(server, parsed_args.price))
+        return _bid_row(client.set_bid(server, parsed_args.price))
 
 
-class BidShow(command.ShowOne):
+class BidUnset(_MarketCommand, command.ShowOne):
+    """Remove a preemptible server's own bid: it bids its flavor's
+    ``opie:bid``, else the market's default, from the next period.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', metavar='<server>')
+        return parser
+
+    def market_action(self, client, parsed_args):
+        server = _server_id(self, parsed_args.server)
+        return _bid_row(client.unset_bid(server))
+
+
+class BidShow(_MarketCommand, command.ShowOne):
     """Show the bid of a preemptible server and any preemption notice."""
 
     def get_parser(self, prog_name):
@@ -220,12 +299,12 @@ class BidShow(command.ShowOne):
         parser.add_argument('server', metavar='<server>')
         return parser
 
-    def take_action(self, parsed_args):
+    def market_action(self, client, parsed_args):
         server = _server_id(self, parsed_args.server)
-        return _bid_row(_client(self).get_bid(server))
+        return _bid_row(client.get_bid(server))
 
 
-class AccountShow(command.ShowOne):
+class AccountShow(_MarketCommand, command.ShowOne):
     """Show your project's market account (balance, refill, notices)."""
 
     def get_parser(self, prog_name):
@@ -234,8 +313,8 @@ class AccountShow(command.ShowOne):
                             help='another project (admin only)')
         return parser
 
-    def take_action(self, parsed_args):
-        account = _client(self).account(parsed_args.project)
+    def market_action(self, client, parsed_args):
+        account = client.account(parsed_args.project)
         notices = '; '.join(
             '%s %s until %s' % (n['server_id'], n['kind'], n['deadline'])
             for n in account.get('notices', []))
@@ -243,3 +322,73 @@ class AccountShow(command.ShowOne):
                    'notices')
         return columns, (account['project_id'], account['balance'],
                          account['refill_rate'], account['cap'], notices)
+
+
+class AccountCredit(_MarketCommand, command.ShowOne):
+    """Grant credit (currency) to a project's market account (admin)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('project', metavar='<project-id>')
+        parser.add_argument('amount', metavar='<amount>',
+                            help='currency, decimal > 0')
+        parser.add_argument('--note', metavar='<text>',
+                            help='why (at most 255 characters)')
+        return parser
+
+    def market_action(self, client, parsed_args):
+        entry = client.credit(parsed_args.project, parsed_args.amount,
+                              parsed_args.note)
+        columns = ('project_id', 'kind', 'amount', 'balance', 'granted_at',
+                   'note')
+        return columns, tuple(entry.get(c) for c in columns)
+
+
+class LedgerList(_MarketCommand, command.Lister):
+    """Your project's ledger: refills, charges and credits, oldest
+    first (currency).
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--project', metavar='<project-id>',
+                            help='another project (admin only)')
+        parser.add_argument('--since', metavar='<time>',
+                            help='entries posted at or after this time')
+        _add_paging(parser)
+        return parser
+
+    def market_action(self, client, parsed_args):
+        rows = _paged(client, 'ledger', parsed_args,
+                      project_id=parsed_args.project,
+                      since=parsed_args.since)
+        return (('ID', 'Kind', 'Server', 'Period start', 'Amount',
+                 'Balance', 'Posted at', 'Note'),
+                [(e.get('id'), e['kind'], e['server_id'],
+                  e.get('period_start') or e.get('granted_at'), e['amount'],
+                  e['balance'], e['posted_at'], e['note']) for e in rows])
+
+
+class NoticeList(_MarketCommand, command.Lister):
+    """Preemption notices of your project's servers (every state, or
+    ``--state``), oldest first.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--project', metavar='<project-id>',
+                            help='another project (admin only)')
+        parser.add_argument('--state', metavar='<state>',
+                            choices=['noticed', 'preempted', 'cancelled',
+                                     'gone'])
+        _add_paging(parser)
+        return parser
+
+    def market_action(self, client, parsed_args):
+        rows = _paged(client, 'notices', parsed_args,
+                      project_id=parsed_args.project,
+                      state=parsed_args.state)
+        return (('Server', 'Kind', 'State', 'Deadline', 'Action',
+                 'Reason'),
+                [(n['server_id'], n['kind'], n['state'], n['deadline'],
+                  n.get('action'), n['reason']) for n in rows])

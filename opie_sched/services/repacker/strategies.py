@@ -391,12 +391,10 @@ class TabuStrategy(Strategy):
     def _market_bids(self):
         if self._bids is None:
             import openstack
-            from opie_sched.services.market import osc
             from opie_sched.services.repacker import tabu
             conn = openstack.connect(cloud=self.opts.cloud)
-            endpoint = conn.session.get_endpoint(
-                service_type=osc.SERVICE_TYPE, interface='public')
-            self._bids = tabu.MarketBids(conn.session, endpoint)
+            # the catalog's spot-market endpoint, looked up by the client
+            self._bids = tabu.MarketBids(conn.session)
         return self._bids
 
     def plan(self, hosts):

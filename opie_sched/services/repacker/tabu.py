@@ -48,6 +48,7 @@ from opie_sched.market import pricing
 from opie_sched.market import rebalance
 from opie_sched.rpm import model as rpm
 from opie_sched.rpm import planner
+from opie_sched.services.market import client as market_client
 
 LOG = logging.getLogger(__name__)
 
@@ -65,28 +66,27 @@ class StrategyError(RuntimeError):
 class MarketBids:
     """Bids of the running preemptible servers from the market API.
 
-    ``GET /v1/shares`` (admin) lists every priced server with its bid per
-    resource; a server's bid is their sum (currency per hour).
+    ``GET /v1/shares`` (admin or service role) lists every priced server
+    with its bid per resource; a server's bid is their sum (currency per
+    hour). The call goes through the market API's one client
+    (:class:`opie_sched.services.market.client.MarketClient`).
 
-    :param session: a keystoneauth1 session (admin) or anything with
-        ``get(url, **kw)`` returning a response with ``json()``.
-    :param endpoint: the market API's URL (``.../v1`` is appended when
-        missing).
+    :param session: a keystoneauth1 session (admin or service user).
+    :param endpoint: the market API's URL (with or without ``/v1``); None:
+        the ``spot-market`` entry of the session's catalog.
+    :raises StrategyError: (when called) the market cannot be asked.
     """
 
-    def __init__(self, session, endpoint):
-        self.session = session
-        endpoint = endpoint.rstrip('/')
-        self.url = (endpoint if endpoint.endswith('/v1')
-                    else endpoint + '/v1') + '/shares'
+    def __init__(self, session, endpoint=None):
+        self.client = market_client.MarketClient(session, endpoint)
 
     def __call__(self):
-        resp = self.session.get(self.url)
-        if getattr(resp, 'status_code', 200) >= 400:
-            raise StrategyError('GET %s: HTTP %s' % (self.url,
-                                                     resp.status_code))
+        try:
+            shares = self.client.shares()
+        except market_client.MarketError as exc:
+            raise StrategyError(str(exc))
         bids = {}
-        for row in resp.json().get('shares', []):
+        for row in shares.get('shares', []):
             bids[row['server_id']] = sum(
                 (pricing.as_decimal(str(b)) for b in
                  (row.get('bids') or {}).values()), pricing.ZERO)

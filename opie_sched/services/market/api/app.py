@@ -9,31 +9,56 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The opie-market REST API.
+"""The opie-market REST API (service type ``spot-market``).
 
 Resources (JSON; money, bids and prices as decimal text -- bids in
 currency per hour, prices in currency per unit-hour; times ISO 8601 UTC)::
 
-    GET  /                              versions
-    GET  /v1                            this version
-    GET  /v1/prices                     prices of the newest period
-    GET  /v1/prices/history?start=&end=[&pool=][&resource=]
-    GET  /v1/servers/{server_id}/bid    the server's bid (owner, admin)
-    PUT  /v1/servers/{server_id}/bid    {"bid": "0.5"} (owner, admin)
-    GET  /v1/account[?project_id=]      own account (admin: any)
-    GET  /v1/account/ledger[?project_id=][&limit=][&since=]
-    POST /v1/accounts/{project_id}/credit   {"amount": "10", "note": ""}
-    GET  /v1/shares                     per-host shares and allocation
-                                        errors (admin; Merkat §3.1)
-    PUT  /v1/reserve-price              {"reserve_price": {"vcpus": "0.01"},
+    GET    /                            versions document (no token)
+    GET    /v1                          this version (no token)
+    GET    /v1/prices                   prices of the newest period
+    GET    /v1/prices/history?start=&end=[&pool=][&resource=]
+    GET    /v1/flavor-prices?vcpus=&memory_mb=[&hours=24]        (1.1)
+    GET    /v1/servers/{server_id}/bid  the server's bid
+    PUT    /v1/servers/{server_id}/bid  {"bid": "0.5"}
+    DELETE /v1/servers/{server_id}/bid  back to the flavor/default bid (1.1)
+    GET    /v1/account[?project_id=]    own account (admin: any)
+    GET    /v1/account/ledger[?project_id=][&since=][&limit=][&marker=]
+    GET    /v1/notices[?project_id=][&state=][&limit=][&marker=]  (1.1)
+    POST   /v1/accounts/{project_id}/credit   {"amount": "10", "note": ""}
+    GET    /v1/shares                   per-host shares and allocation
+                                        errors (admin, service; Merkat §3.1)
+    PUT    /v1/reserve-price            {"reserve_price": {"vcpus": "0.01"},
                                          "pool": "*"}   (admin)
 
-Authorization is oslo.policy (:mod:`.policy`) on the request context
-that keystonemiddleware's ``auth_token`` (or, for tests, :class:`NoAuth`)
-leaves in the headers. A project asking for another project's server gets
-404, as if it did not exist; another project's account or ledger, 403.
-Bad input gets 400 with a message naming the field; nothing is changed.
-Errors are ``{"error": {"code", "title", "message"}}``.
+**Microversions.** A request names the version it speaks with the header
+``OpenStack-API-Version: spot-market 1.1`` (or ``latest``); without it,
+1.0. The answer carries the version it was served at in the same header.
+A version outside ``[MIN_VERSION, MAX_VERSION]`` gets 406, a malformed
+one 400. History (:data:`VERSIONS`): 1.0 the original API; 1.1 adds
+``DELETE .../bid``, ``/v1/notices``, ``/v1/flavor-prices``, and marker
+pagination (``limit``, ``marker``, a ``<list>_links`` next link, default
+page :data:`MAX_LIMIT`) on the ledger, the notices and the price history;
+ledger entries, notices and history rows get an ``id`` (the marker).
+A 1.1 resource asked at 1.0 is 404, as if it did not exist.
+
+**Validation.** Bodies and query strings are checked against the JSON
+schemas of :mod:`.schemas` before anything is read or changed; a mismatch
+is 400 naming the field.
+
+**Errors** follow the API-SIG errors guideline::
+
+    {"errors": [{"status": 400, "code": "spot-market.bad-request",
+                 "title": "Bad Request", "detail": "bid: ...",
+                 "request_id": "req-..."}]}
+
+and every answer carries ``X-OpenStack-Request-ID``.
+
+Authorization is oslo.policy (:mod:`.policy`, secure-RBAC personas) on the
+request context that keystonemiddleware's ``auth_token`` (or, for tests,
+:class:`NoAuth`) leaves in the headers. A project asking for another
+project's server gets 404, as if it did not exist; another project's
+account, ledger or notices, 403.
 
 Setting a bid writes server metadata ``opie:bid`` through openstacksdk
 (the market's admin connection), where the engine reads it at the next
@@ -52,7 +77,10 @@ import dataclasses
 import decimal
 import json
 import time
+from urllib import parse as urlparse
+import uuid as uuidlib
 
+import microversion_parse
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_policy import policy as oslo_policy
@@ -66,35 +94,67 @@ from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
 from opie_sched.market import pricing
 from opie_sched.services.market.api import policy
+from opie_sched.services.market.api import schemas
+from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import models
 from opie_sched.services.market import engine as market_engine
 from opie_sched.services.market import opts
 
 LOG = logging.getLogger(__name__)
 
-VERSION = {'id': 'v1', 'status': 'CURRENT', 'min_version': '',
-           'version': '', 'updated': '2026-11-22T00:00:00Z'}
+#: Service type in the Keystone catalog and the microversion header.
+SERVICE_TYPE = 'spot-market'
+VERSION_HEADER = 'OpenStack-API-Version'
+REQUEST_ID_HEADER = 'X-OpenStack-Request-ID'
+#: Oldest and newest microversion served.
+MIN_VERSION = microversion_parse.Version(1, 0)
+MAX_VERSION = microversion_parse.Version(1, 1)
+#: What each microversion added.
+VERSIONS = {
+    '1.0': 'The original API.',
+    '1.1': 'DELETE /v1/servers/{id}/bid, GET /v1/notices, GET '
+           '/v1/flavor-prices; marker pagination (limit, marker, '
+           '<list>_links) and an id on ledger entries, notices and price '
+           'history rows.',
+}
+V1_1 = microversion_parse.Version(1, 1)
 
-#: Largest ledger page.
+VERSION = {'id': 'v1', 'status': 'CURRENT',
+           'min_version': '%d.%d' % MIN_VERSION,
+           'version': '%d.%d' % MAX_VERSION,
+           'updated': '2026-11-25T00:00:00Z'}
+
+#: Largest page of a list (and the default page at 1.1).
 MAX_LIMIT = 1000
+#: Longest look-back of /v1/flavor-prices, hours.
+MAX_HOURS = 24 * 31
 
 
 class ApiError(Exception):
-    """An error response: ``code`` (HTTP status) and ``message``."""
+    """An error answer: ``code`` (HTTP status), ``message`` (the API-SIG
+    ``detail``) and an optional ``error_code`` (the API-SIG ``code``,
+    default ``spot-market.<title>``).
+    """
 
-    def __init__(self, code, message):
+    def __init__(self, code, message, error_code=None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.error_code = error_code
 
 
-def bad_request(message):
-    return ApiError(400, message)
+def bad_request(message, error_code=None):
+    return ApiError(400, message, error_code)
 
 
-def _text(value):
-    return None if value is None else format(value, 'f') if isinstance(
-        value, decimal.Decimal) else value
+def error_body(status, detail, request_id, error_code=None):
+    """The API-SIG error document of one error."""
+    title = webob.exc.status_map[status].title
+    return {'errors': [{
+        'status': status,
+        'code': error_code or '%s.%s' % (
+            SERVICE_TYPE, title.lower().replace(' ', '-')),
+        'title': title, 'detail': detail, 'request_id': request_id}]}
 
 
 def _json_default(value):
@@ -120,13 +180,10 @@ def parse_time(value, what):
 
 
 def _decimal_field(value, what, minimum=0):
-    if isinstance(value, bool) or value is None or not isinstance(
-            value, (int, float, str)):
-        raise bad_request('%s: not a number: %r' % (what, value))
     try:
         result = pricing.as_decimal(value.strip() if isinstance(value, str)
                                     else value)
-    except (decimal.InvalidOperation, TypeError):
+    except (decimal.InvalidOperation, TypeError, ValueError):
         raise bad_request('%s: not a number: %r' % (what, value))
     if not result.is_finite() or result < minimum:
         raise bad_request('%s: must be a finite number >= %s, got %r'
@@ -134,23 +191,51 @@ def _decimal_field(value, what, minimum=0):
     return result
 
 
-def _body(req, *required):
+def _body(req, schema):
+    """The request's JSON body, checked against ``schema``."""
     try:
         body = json.loads(req.body or b'null')
     except ValueError as exc:
         raise bad_request('request body is not valid JSON: %s' % exc)
     if not isinstance(body, dict):
         raise bad_request('request body must be a JSON object')
-    missing = [k for k in required if k not in body]
-    if missing:
-        raise bad_request('request body lacks %s' % ', '.join(missing))
+    try:
+        schemas.validate(schema, body)
+    except schemas.ValidationError as exc:
+        raise bad_request(str(exc))
     return body
 
 
-def _entry_json(entry, posted_at=None):
+def _query(req, properties, paginated=False, required=()):
+    """The query string as ``{name: text}``, checked against a schema."""
+    params = {}
+    for name, value in req.GET.items():
+        if name in params:
+            raise bad_request('query parameter %s given twice' % name)
+        params[name] = value
+    unknown = sorted(set(params) - set(properties) - (
+        set(schemas.PAGINATION) if paginated else set()))
+    if unknown:
+        raise bad_request('unknown query parameters: %s'
+                          % ', '.join(unknown))
+    try:
+        schemas.validate(schemas.query(properties, paginated, required),
+                         params)
+    except schemas.ValidationError as exc:
+        raise bad_request(str(exc))
+    return params
+
+
+def _entry_id(entry):
+    key = entry.key
+    return '%s:%s:%s' % (key.kind, key.server or '',
+                         db_api.key_text(key.period_start))
+
+
+def _entry_json(entry, posted_at=None, with_id=False):
     key = entry.key
     when = key.period_start
-    return {'kind': key.kind, 'project_id': key.project,
+    body = {'kind': key.kind, 'project_id': key.project,
             'server_id': key.server,
             'period_start' if key.kind != budget.KIND_CREDIT
             else 'granted_at': market_engine.iso(when),
@@ -158,11 +243,54 @@ def _entry_json(entry, posted_at=None):
             'period_seconds': entry.period_seconds, 'note': entry.note,
             'posted_at': None if posted_at is None
             else market_engine.iso(posted_at)}
+    if with_id:
+        body['id'] = _entry_id(entry)
+    return body
 
 
 def _account_json(account):
     return {'project_id': account.project, 'balance': account.balance,
             'refill_rate': account.refill_rate, 'cap': account.cap}
+
+
+def _notice_json(n, with_id=False):
+    body = {'server_id': n['server_uuid'], 'kind': n['kind'],
+            'reason': n['reason'], 'state': n['state'],
+            'deadline': market_engine.iso(n['deadline'])}
+    if with_id:
+        body.update(id=n['server_uuid'], project_id=n['project'],
+                    noticed_at=market_engine.iso(n['noticed_at']),
+                    action=n.get('action'))
+    return body
+
+
+def _history_id(row):
+    return '%s:%s:%s' % (db_api.key_text(row['period_start']), row['pool'],
+                         row['resource'])
+
+
+class Request(webob.Request):
+    """A request with its ``version`` (microversion) and ``request_id``."""
+
+    version = MIN_VERSION
+    request_id = None
+
+
+class ZoneLookup:
+    """``{compute host: availability zone}`` from Nova
+    (``os-availability-zone/detail``, admin), through openstacksdk.
+    """
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __call__(self):
+        zones = {}
+        for az in self.conn.compute.availability_zones(details=True):
+            for host, services in (az.hosts or {}).items():
+                if 'nova-compute' in (services or {}):
+                    zones[host] = az.name
+        return zones
 
 
 class MarketAPI:
@@ -172,50 +300,65 @@ class MarketAPI:
     :param cloud: :class:`opie_sched.services.market.engine.Cloud` (admin).
     :param settings: :class:`opie_sched.services.market.engine.Settings`.
     :param enforcer: oslo.policy Enforcer (:func:`.policy.enforcer`).
+    :param zones: callable returning ``{host: availability zone}``
+        (default: :class:`ZoneLookup` on ``cloud.conn``).
     """
 
-    def __init__(self, store, cloud, settings, enforcer, clock=time.time):
+    def __init__(self, store, cloud, settings, enforcer, clock=time.time,
+                 zones=None):
         self.store = store
         self.cloud = cloud
         self.settings = settings
         self.enforcer = enforcer
         self.clock = clock
+        self.zones = zones if zones is not None else ZoneLookup(
+            getattr(cloud, 'conn', None))
         self.credit = budget.CreditManager(store)
         self.mapper = routes.Mapper()
-        m = self.mapper
-        m.connect('/', action='versions', conditions={'method': ['GET']})
-        m.connect('/v1', action='version', conditions={'method': ['GET']})
-        m.connect('/v1/prices', action='prices',
-                  conditions={'method': ['GET']})
-        m.connect('/v1/prices/history', action='history',
-                  conditions={'method': ['GET']})
-        m.connect('/v1/servers/{server_id}/bid', action='get_bid',
-                  conditions={'method': ['GET']})
-        m.connect('/v1/servers/{server_id}/bid', action='set_bid',
-                  conditions={'method': ['PUT']})
-        m.connect('/v1/account', action='account',
-                  conditions={'method': ['GET']})
-        m.connect('/v1/account/ledger', action='ledger',
-                  conditions={'method': ['GET']})
-        m.connect('/v1/accounts/{project_id}/credit', action='grant',
-                  conditions={'method': ['POST']})
-        m.connect('/v1/reserve-price', action='reserve',
-                  conditions={'method': ['PUT']})
-        m.connect('/v1/shares', action='shares',
-                  conditions={'method': ['GET']})
-        self._paths = {'/', '/v1', '/v1/prices', '/v1/prices/history',
-                       '/v1/account', '/v1/account/ledger',
-                       '/v1/reserve-price', '/v1/shares'}
+        #: (method, path template, first microversion or None)
+        self.routes = []
+        self._since = {}
+        for method, path, action, since in (
+                ('GET', '/', 'versions', None),
+                ('GET', '/v1', 'version', None),
+                ('GET', '/v1/prices', 'prices', None),
+                ('GET', '/v1/prices/history', 'history', None),
+                ('GET', '/v1/flavor-prices', 'flavor_prices', V1_1),
+                ('GET', '/v1/servers/{server_id}/bid', 'get_bid', None),
+                ('PUT', '/v1/servers/{server_id}/bid', 'set_bid', None),
+                ('DELETE', '/v1/servers/{server_id}/bid', 'unset_bid',
+                 V1_1),
+                ('GET', '/v1/account', 'account', None),
+                ('GET', '/v1/account/ledger', 'ledger', None),
+                ('GET', '/v1/notices', 'notices', V1_1),
+                ('POST', '/v1/accounts/{project_id}/credit', 'grant', None),
+                ('PUT', '/v1/reserve-price', 'reserve', None),
+                ('GET', '/v1/shares', 'shares', None)):
+            self.mapper.connect(path, action=action,
+                                conditions={'method': [method]})
+            self.routes.append((method, path, since))
+            self._since[action] = since
 
     # -- plumbing ----------------------------------------------------------
 
-    @webob.dec.wsgify
+    @webob.dec.wsgify(RequestClass=Request)
     def __call__(self, req):
+        req.request_id = req.environ.get('openstack.request_id') or (
+            'req-%s' % uuidlib.uuid4())
         path = req.path_info.rstrip('/') or '/'
-        match = self.mapper.match(path, {'REQUEST_METHOD': req.method})
+        headers = {}
         try:
+            req.version = self._version(req)
+            headers[VERSION_HEADER] = '%s %d.%d' % ((SERVICE_TYPE,)
+                                                    + req.version)
+            match = self.mapper.match(path, {'REQUEST_METHOD': req.method})
+            since = match and self._since[match['action']]
+            if since is not None and req.version < since:
+                match = None
             if match is None:
-                if path in self._paths or self.mapper.match(path):
+                if any(self.mapper.match(path, {'REQUEST_METHOD': m})
+                       for m in ('GET', 'PUT', 'POST', 'DELETE')) and \
+                        not self._new_route(path, req.version):
                     raise ApiError(405, 'method %s not allowed on %s'
                                    % (req.method, path))
                 raise ApiError(404, 'no resource %s' % path)
@@ -224,25 +367,61 @@ class MarketAPI:
                 req.environ, overwrite=False)
             status, body = getattr(self, action)(req, ctx, **match)
         except ApiError as exc:
-            status, body = exc.code, {'error': {
-                'code': exc.code, 'message': exc.message,
-                'title': webob.exc.status_map[exc.code].title}}
+            status = exc.code
+            body = error_body(exc.code, exc.message, req.request_id,
+                              exc.error_code)
         except Exception:
-            LOG.exception('%s %s failed', req.method, req.path)
-            status, body = 500, {'error': {
-                'code': 500, 'title': 'Internal Server Error',
-                'message': 'the market API failed; see its log'}}
+            LOG.exception('%s %s failed (%s)', req.method, req.path,
+                          req.request_id)
+            status, body = 500, error_body(
+                500, 'the market API failed; see its log', req.request_id)
         resp = webob.Response(status=status, content_type='application/json',
                               charset='utf-8')
+        resp.headers[REQUEST_ID_HEADER] = req.request_id
+        resp.headers['Vary'] = VERSION_HEADER
+        resp.headers.update(headers)
         resp.text = json.dumps(body, default=_json_default)
         return resp
+
+    def _new_route(self, path, version):
+        """True when ``path`` exists only at a version newer than
+        ``version`` (then it is 404, not 405).
+        """
+        found = [self._since[m['action']] for m in (
+            self.mapper.match(path, {'REQUEST_METHOD': method})
+            for method in ('GET', 'PUT', 'POST', 'DELETE')) if m]
+        return all(s is not None and version < s for s in found)
+
+    @staticmethod
+    def _version(req):
+        """The microversion asked (``MIN_VERSION`` when none).
+
+        :raises ApiError: 400 malformed, 406 outside the served range.
+        """
+        text = microversion_parse.get_version(req.headers, SERVICE_TYPE)
+        if text is None:
+            return MIN_VERSION
+        if text.strip().lower() == 'latest':
+            return MAX_VERSION
+        try:
+            version = microversion_parse.parse_version_string(text)
+        except TypeError:
+            raise bad_request('%s: not a version "spot-market X.Y": %r'
+                              % (VERSION_HEADER, text),
+                              'spot-market.invalid-version')
+        if not MIN_VERSION <= version <= MAX_VERSION:
+            raise ApiError(406, 'version %s is not supported (minimum '
+                           '%d.%d, maximum %d.%d)' % ((text,) + MIN_VERSION
+                                                     + MAX_VERSION),
+                           'spot-market.version-not-acceptable')
+        return version
 
     def authorize(self, ctx, rule, target, hide=False):
         """Enforce ``rule``; 403 (or 404 when ``hide``) if denied."""
         try:
             self.enforcer.authorize(rule, target, ctx.to_policy_values(),
                                     do_raise=True)
-        except oslo_policy.PolicyNotAuthorized:
+        except (oslo_policy.PolicyNotAuthorized, oslo_policy.InvalidScope):
             if hide:
                 raise ApiError(404, 'server %s not found'
                                % target.get('server_id'))
@@ -256,6 +435,9 @@ class MarketAPI:
         return project
 
     def _server(self, ctx, server_id, rule):
+        """The server if policy allows ``rule`` on it, else 404 (as when
+        it does not exist: no probing of other projects' servers).
+        """
         info = self.cloud.get_server(server_id)
         if info is None:
             raise ApiError(404, 'server %s not found' % server_id)
@@ -263,17 +445,70 @@ class MarketAPI:
                                    'server_id': server_id}, hide=True)
         return info
 
-    # -- versions ------------------------------------------------------------
+    def _forbidden_or_hidden(self, ctx, info, rule, read_rule):
+        """Enforce ``rule`` on a server the caller may read: a reader of
+        its project gets 403; one who may not even read it, 404.
+        """
+        target = {'project_id': info.project, 'server_id': info.uuid}
+        try:
+            self.enforcer.authorize(rule, target, ctx.to_policy_values(),
+                                    do_raise=True)
+        except (oslo_policy.PolicyNotAuthorized, oslo_policy.InvalidScope):
+            self.authorize(ctx, read_rule, target, hide=True)
+            raise ApiError(403, 'policy %s does not allow this' % rule)
 
-    def _version(self, req):
-        return dict(VERSION, links=[{'rel': 'self',
-                                     'href': req.application_url + '/v1/'}])
+    @staticmethod
+    def _page(req, rows, key, name):
+        """``(rows, links)``: the page after ``?marker=`` of at most
+        ``?limit=`` rows (default :data:`MAX_LIMIT`); ``links`` holds a
+        ``next`` link when more rows follow.
+
+        :raises ApiError: 400 for a limit out of 1..MAX_LIMIT or an
+            unknown marker.
+        """
+        limit = MAX_LIMIT
+        if req.params.get('limit'):
+            limit = int(req.params['limit'])
+            if not 1 <= limit <= MAX_LIMIT:
+                raise bad_request('limit: must be an integer from 1 to %d, '
+                                  'got %r' % (MAX_LIMIT,
+                                              req.params['limit']))
+        start = 0
+        marker = req.params.get('marker')
+        if marker:
+            keys = [key(r) for r in rows]
+            if marker not in keys:
+                raise bad_request('marker: no %s %r' % (name, marker),
+                                  'spot-market.marker-not-found')
+            start = keys.index(marker) + 1
+        page = rows[start:start + limit]
+        links = []
+        if page and start + limit < len(rows):
+            params = dict(req.GET.items(), marker=key(page[-1]),
+                          limit=str(limit))
+            links.append({'rel': 'next', 'href': '%s?%s' % (
+                req.path_url, urlparse.urlencode(sorted(params.items())))})
+        return page, links
+
+    # -- versions ----------------------------------------------------------
+
+    def _version_doc(self, req):
+        doc = dict(VERSION, links=[
+            {'rel': 'self', 'href': req.application_url.rstrip('/') +
+             '/v1/'},
+            {'rel': 'describedby', 'type': 'text/html',
+             'href': 'https://docs.openstack.org/opie_sched/latest/'
+                     'api-ref/'}],
+            media_types=[{'base': 'application/json',
+                          'type': 'application/vnd.openstack.'
+                                  'spot-market-v1+json'}])
+        return doc
 
     def versions(self, req, ctx):
-        return 200, {'versions': [self._version(req)]}
+        return 200, {'versions': [self._version_doc(req)]}
 
     def version(self, req, ctx):
-        return 200, {'version': self._version(req)}
+        return 200, {'version': self._version_doc(req)}
 
     # -- prices --------------------------------------------------------------
 
@@ -285,8 +520,9 @@ class MarketAPI:
                 for r in pricing.order_resources(prices[pool])]
 
     def prices(self, req, ctx):
-        self.authorize(ctx, policy.PRICES_GET, {'project_id':
-                                                ctx.project_id})
+        self.authorize(ctx, policy.PRICES_LIST, {'project_id':
+                                                 ctx.project_id})
+        _query(req, schemas.EMPTY_QUERY)
         period = self.store.latest_period()
         if period is None:
             return 200, {'period_start': None, 'period_seconds': None,
@@ -296,32 +532,107 @@ class MarketAPI:
                      'period_seconds': period['period_seconds'],
                      'prices': self._price_rows(self.store.period_prices(ps))}
 
+    def _time_range(self, params):
+        start = end = None
+        if params.get('start'):
+            start = parse_time(params['start'], 'start')
+        if params.get('end'):
+            end = parse_time(params['end'], 'end')
+        if start is not None and end is not None and start > end:
+            raise bad_request('start (%s) is after end (%s)'
+                              % (params['start'], params['end']))
+        return start, end
+
     def history(self, req, ctx):
         self.authorize(ctx, policy.PRICES_HISTORY, {'project_id':
                                                     ctx.project_id})
-        unknown = set(req.params) - {'start', 'end', 'pool', 'resource'}
-        if unknown:
-            raise bad_request('unknown query parameters: %s'
-                              % ', '.join(sorted(unknown)))
-        start = end = None
-        if req.params.get('start'):
-            start = parse_time(req.params['start'], 'start')
-        if req.params.get('end'):
-            end = parse_time(req.params['end'], 'end')
-        if start is not None and end is not None and start > end:
-            raise bad_request('start (%s) is after end (%s)'
-                              % (req.params['start'], req.params['end']))
-        resource = req.params.get('resource')
-        if resource is not None and resource not in pricing.RESOURCES:
-            raise bad_request('resource: unknown %r (one of %s)' % (
-                resource, ', '.join(pricing.RESOURCES)))
-        rows = self.store.price_history(start, end, req.params.get('pool'),
-                                        resource)
-        return 200, {'history': [
-            {'period_start': market_engine.iso(r['period_start']),
-             'period_seconds': r['period_seconds'], 'pool': r['pool'],
-             'resource': r['resource'], 'price': r['price'],
-             'capacity': r['capacity'], 'bids': r['bids']} for r in rows]}
+        paginated = req.version >= V1_1
+        params = _query(req, schemas.HISTORY_QUERY, paginated)
+        start, end = self._time_range(params)
+        rows = self.store.price_history(start, end, params.get('pool'),
+                                        params.get('resource'))
+        links = None
+        if paginated:
+            rows, links = self._page(req, rows, _history_id,
+                                     'price history row')
+        out = []
+        for r in rows:
+            row = {'period_start': market_engine.iso(r['period_start']),
+                   'period_seconds': r['period_seconds'], 'pool': r['pool'],
+                   'resource': r['resource'], 'price': r['price'],
+                   'capacity': r['capacity'], 'bids': r['bids']}
+            if paginated:
+                row['id'] = _history_id(r)
+            out.append(row)
+        body = {'history': out}
+        if links is not None:
+            body['history_links'] = links
+        return 200, body
+
+    def flavor_prices(self, req, ctx):
+        """What a server of ``vcpus`` vCPUs and ``memory_mb`` MB costs per
+        hour (``sum_r price_r * amount_r``, currency/hour, the same sum the
+        engine charges a share that covers the flavor) in each pool, now
+        and over the last ``hours`` (default 24): per availability zone of
+        the pool's hosts (zones as Nova reports them now).
+        """
+        self.authorize(ctx, policy.FLAVOR_PRICE_SHOW, {'project_id':
+                                                       ctx.project_id})
+        params = _query(req, schemas.FLAVOR_PRICE_QUERY,
+                        required=('vcpus', 'memory_mb'))
+        amounts = {pricing.VCPUS: int(params['vcpus']),
+                   pricing.MEMORY_MB: int(params['memory_mb'])}
+        hours = int(params.get('hours') or 24)
+        if not 1 <= hours <= MAX_HOURS:
+            raise bad_request('hours: must be from 1 to %d, got %d'
+                              % (MAX_HOURS, hours))
+        now = self.clock()
+        rows = self.store.price_history(now - hours * 3600, None)
+        by_period = {}
+        for r in rows:
+            by_period.setdefault((r['pool'], r['period_start']), {})[
+                r['resource']] = r['price']
+        series = {}
+        for (pool, ps), prices in sorted(by_period.items()):
+            if set(prices) >= set(amounts):
+                total = sum((prices[r] * amounts[r] for r in amounts),
+                            pricing.ZERO)
+                series.setdefault(pool, []).append((ps, total))
+        hosts = self.cloud.hosts()
+        engine = market_engine.MarketEngine(self.store, self.cloud,
+                                            self.settings)
+        pool_of = engine._pools(hosts)
+        zone_of = self.zones() if hosts else {}
+        pool_zones = {}
+        for host, pool in pool_of.items():
+            pool_zones.setdefault(pool, set()).add(zone_of.get(host))
+        latest = self.store.latest_period()
+        out = []
+        for pool in sorted(set(series) | set(pool_zones)):
+            points = series.get(pool, [])
+            values = [v for _, v in points]
+            now_price = None
+            if latest is not None and points and points[-1][0] == latest[
+                    'period_start']:
+                now_price = points[-1][1]
+            summary = {
+                'pool': pool, 'price_per_hour': now_price,
+                'min_per_hour': min(values) if values else None,
+                'max_per_hour': max(values) if values else None,
+                'mean_per_hour': (sum(values, pricing.ZERO) / len(values))
+                if values else None,
+                'periods': len(values),
+                'history': [{'period_start': market_engine.iso(ps),
+                             'price_per_hour': v} for ps, v in points]}
+            for zone in sorted(pool_zones.get(pool, {None}),
+                               key=lambda z: (z is None, z or '')):
+                out.append(dict(summary, availability_zone=zone))
+        return 200, {'flavor_prices': {
+            'vcpus': amounts[pricing.VCPUS],
+            'memory_mb': amounts[pricing.MEMORY_MB], 'hours': hours,
+            'period_start': None if latest is None
+            else market_engine.iso(latest['period_start']),
+            'zones': out}}
 
     # -- bids ----------------------------------------------------------------
 
@@ -353,26 +664,28 @@ class MarketAPI:
         return body
 
     def get_bid(self, req, ctx, server_id):
-        info = self._server(ctx, server_id, policy.BID_GET)
+        _query(req, schemas.EMPTY_QUERY)
+        info = self._server(ctx, server_id, policy.BID_SHOW)
         return 200, {'bid': self._bid_json(info, position=True)}
 
-    def set_bid(self, req, ctx, server_id):
-        body = _body(req, 'bid')
-        unknown = set(body) - {'bid'}
-        if unknown:
-            raise bad_request('unknown fields: %s'
-                              % ', '.join(sorted(unknown)))
-        raw = body['bid']
-        if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
-            raise bad_request('bid: not a number: %r' % (raw,))
-        try:
-            bid = market_bids.parse_bid(raw, self.settings.bid_cap, 'bid')
-        except market_bids.BidError as exc:
-            raise bad_request(str(exc))
-        info = self._server(ctx, server_id, policy.BID_SET)
+    def _preemptible_server(self, ctx, server_id, rule):
+        info = self.cloud.get_server(server_id)
+        if info is None:
+            raise ApiError(404, 'server %s not found' % server_id)
+        self._forbidden_or_hidden(ctx, info, rule, policy.BID_SHOW)
         if not info.preemptible:
             raise bad_request('server %s is not preemptible: it has no bid'
                               % server_id)
+        return info
+
+    def set_bid(self, req, ctx, server_id):
+        body = _body(req, schemas.BID_UPDATE)
+        try:
+            bid = market_bids.parse_bid(body['bid'], self.settings.bid_cap,
+                                        'bid')
+        except market_bids.BidError as exc:
+            raise bad_request(str(exc))
+        info = self._preemptible_server(ctx, server_id, policy.BID_UPDATE)
         text = format(bid, 'f')
         self.cloud.set_metadata(server_id, {market_bids.BID_KEY: text})
         self.store.set_bid(server_id, info.project, bid,
@@ -383,61 +696,94 @@ class MarketAPI:
             info.metadata, **{market_bids.BID_KEY: text}))
         return 200, {'bid': self._bid_json(info)}
 
+    def unset_bid(self, req, ctx, server_id):
+        """Remove the server's ``opie:bid``: its bid is its flavor's
+        ``opie:bid`` extra spec, else ``[opie_market] default_bid``, from
+        the next period (microversion 1.1).
+        """
+        _query(req, schemas.EMPTY_QUERY)
+        info = self._preemptible_server(ctx, server_id, policy.BID_DELETE)
+        self.cloud.delete_metadata(server_id, [market_bids.BID_KEY])
+        metadata = {k: v for k, v in info.metadata.items()
+                    if k != market_bids.BID_KEY}
+        info = dataclasses.replace(info, metadata=metadata)
+        body = self._bid_json(info)
+        if body['bid'] is not None:
+            self.store.set_bid(server_id, info.project,
+                               pricing.as_decimal(body['bid']),
+                               body['source'])
+        LOG.info('server %s (project %s): bid unset by %s (now %s from %s)',
+                 server_id, info.project, ctx.user_id, body['bid'],
+                 body['source'])
+        return 200, {'bid': body}
+
     # -- accounts ------------------------------------------------------------
 
     def account(self, req, ctx):
+        _query(req, schemas.ACCOUNT_QUERY)
         project = self._project(req, ctx)
-        self.authorize(ctx, policy.ACCOUNT_GET, {'project_id': project})
+        self.authorize(ctx, policy.ACCOUNT_SHOW, {'project_id': project})
         try:
             account = self.store.get_account(project)
         except budget.UnknownAccount:
             raise ApiError(404, 'project %s has no account' % project)
         body = _account_json(account)
         body['notices'] = [
-            {'server_id': n['server_uuid'], 'kind': n['kind'],
-             'reason': n['reason'], 'state': n['state'],
-             'deadline': market_engine.iso(n['deadline'])}
-            for n in self.store.notices(project=project)
+            _notice_json(n) for n in self.store.notices(project=project)
             if n['state'] == models.NOTICED]
         return 200, {'account': body}
 
     def ledger(self, req, ctx):
+        paginated = req.version >= V1_1
+        if not paginated:
+            # 1.0: ?limit= is the newest entries
+            params = _query(req, dict(schemas.LEDGER_QUERY,
+                                      limit=schemas.PAGINATION['limit']))
+        else:
+            params = _query(req, schemas.LEDGER_QUERY, paginated)
         project = self._project(req, ctx)
-        self.authorize(ctx, policy.LEDGER_GET, {'project_id': project})
-        unknown = set(req.params) - {'project_id', 'limit', 'since'}
-        if unknown:
-            raise bad_request('unknown query parameters: %s'
-                              % ', '.join(sorted(unknown)))
+        self.authorize(ctx, policy.LEDGER_LIST, {'project_id': project})
+        since = None
+        if params.get('since'):
+            since = parse_time(params['since'], 'since')
+        if paginated:
+            rows, links = self._page(
+                req, self.store.entries_with_time(project, since),
+                lambda row: _entry_id(row[0]), 'ledger entry')
+            return 200, {'ledger': [_entry_json(e, t, True)
+                                    for e, t in rows],
+                         'ledger_links': links}
         limit = None
-        if req.params.get('limit'):
-            try:
-                limit = int(req.params['limit'])
-            except ValueError:
-                limit = 0
+        if params.get('limit'):
+            limit = int(params['limit'])
             if not 1 <= limit <= MAX_LIMIT:
                 raise bad_request('limit: must be an integer from 1 to %d, '
-                                  'got %r' % (MAX_LIMIT,
-                                              req.params['limit']))
-        since = None
-        if req.params.get('since'):
-            since = parse_time(req.params['since'], 'since')
+                                  'got %r' % (MAX_LIMIT, params['limit']))
         rows = self.store.entries_with_time(project, since, limit)
         return 200, {'ledger': [_entry_json(e, t) for e, t in rows]}
+
+    def notices(self, req, ctx):
+        """The project's preemption notices, oldest first, every state
+        (or ``?state=``) -- microversion 1.1.
+        """
+        params = _query(req, schemas.NOTICES_QUERY, paginated=True)
+        project = self._project(req, ctx)
+        self.authorize(ctx, policy.NOTICES_LIST, {'project_id': project})
+        rows, links = self._page(
+            req, self.store.notices(state=params.get('state'),
+                                    project=project),
+            lambda n: n['server_uuid'], 'notice')
+        return 200, {'notices': [_notice_json(n, True) for n in rows],
+                     'notices_links': links}
 
     def grant(self, req, ctx, project_id):
         self.authorize(ctx, policy.ACCOUNT_CREDIT, {'project_id':
                                                     project_id})
-        body = _body(req, 'amount')
-        unknown = set(body) - {'amount', 'note'}
-        if unknown:
-            raise bad_request('unknown fields: %s'
-                              % ', '.join(sorted(unknown)))
+        body = _body(req, schemas.CREDIT)
         amount = _decimal_field(body['amount'], 'amount')
         if amount == 0:
             raise bad_request('amount: must be > 0')
         note = body.get('note', '')
-        if not isinstance(note, str) or len(note) > 255:
-            raise bad_request('note: must be text of at most 255 characters')
         s = self.settings
         try:
             self.credit.open_account(project_id, 0, s.refill_rate,
@@ -448,7 +794,7 @@ class MarketAPI:
                                    note or 'granted by %s' % ctx.user_id)
         LOG.info('project %s credited %s by %s', project_id, amount,
                  ctx.user_id)
-        return 201, {'entry': _entry_json(entry)}
+        return 201, {'entry': _entry_json(entry, with_id=req.version >= V1_1)}
 
     def shares(self, req, ctx):
         """Per-host proportional shares and allocation errors now.
@@ -462,8 +808,9 @@ class MarketAPI:
         ``charge_per_hour`` come from :func:`opie_sched.market.outbid.
         assess` on the pool, as the engine's notices and charges do.
         """
-        self.authorize(ctx, policy.SHARES_GET, {'project_id':
-                                                ctx.project_id})
+        self.authorize(ctx, policy.SHARES_LIST, {'project_id':
+                                                 ctx.project_id})
+        _query(req, schemas.EMPTY_QUERY)
         engine = market_engine.MarketEngine(self.store, self.cloud,
                                             self.settings)
         servers, _rejected = engine.collect(self.clock())
@@ -489,26 +836,13 @@ class MarketAPI:
             'shares': rows}
 
     def reserve(self, req, ctx):
-        self.authorize(ctx, policy.RESERVE_SET, {'project_id':
-                                                 ctx.project_id})
-        body = _body(req, 'reserve_price')
-        unknown = set(body) - {'reserve_price', 'pool'}
-        if unknown:
-            raise bad_request('unknown fields: %s'
-                              % ', '.join(sorted(unknown)))
+        self.authorize(ctx, policy.RESERVE_UPDATE, {'project_id':
+                                                    ctx.project_id})
+        body = _body(req, schemas.RESERVE_UPDATE)
         prices = body['reserve_price']
-        if not isinstance(prices, dict) or not prices:
-            raise bad_request('reserve_price: must be a non-empty object '
-                              '{resource: price}')
         pool = body.get('pool', models.ALL_POOLS)
-        if not isinstance(pool, str) or not pool or len(pool) > 255:
-            raise bad_request('pool: must be a non-empty name')
         parsed = {}
         for resource, value in prices.items():
-            if resource not in pricing.RESOURCES:
-                raise bad_request('reserve_price: unknown resource %r (one '
-                                  'of %s)' % (resource,
-                                              ', '.join(pricing.RESOURCES)))
             parsed[resource] = _decimal_field(
                 value, 'reserve_price.%s' % resource)
         self.store.set_reserve_prices(parsed, pool)
@@ -518,12 +852,13 @@ class MarketAPI:
 
 
 class NoAuth:
-    """Test-only authentication: token ``user:project``.
+    """Test-only authentication: token ``user:project[:role,role...]``.
 
     Sets the headers keystonemiddleware would (``X-User-Id``,
-    ``X-Project-Id``, ``X-Roles``: ``admin`` for the user ``admin``,
-    else ``member,reader``); requests without a token get 401. Never use
-    it in production.
+    ``X-Project-Id``, ``X-Roles``). Without roles in the token: ``admin``
+    for the user ``admin`` (with ``member`` and ``reader``, as Keystone's
+    implied roles give), else ``member,reader``. Requests without a token
+    get 401. Never use it in production.
     """
 
     def __init__(self, app):
@@ -532,18 +867,24 @@ class NoAuth:
     @webob.dec.wsgify
     def __call__(self, req):
         for header in ('X-User-Id', 'X-Project-Id', 'X-Roles',
-                       'X-Identity-Status'):
+                       'X-Identity-Status', 'X-Service-Roles'):
             req.headers.pop(header, None)
         if req.path_info.rstrip('/') in ('', '/v1'):
             return self.app  # version documents need no token
         token = req.headers.get('X-Auth-Token', '')
-        user, _, project = token.partition(':')
+        user, _, rest = token.partition(':')
+        project, _, roles = rest.partition(':')
         if not user:
-            return webob.exc.HTTPUnauthorized(
-                json_body={'error': {'code': 401, 'title': 'Unauthorized',
-                                     'message': 'X-Auth-Token user:project '
-                                                'required'}})
-        roles = 'admin,member,reader' if user == 'admin' else 'member,reader'
+            resp = webob.Response(status=401,
+                                  content_type='application/json',
+                                  charset='utf-8')
+            resp.text = json.dumps(error_body(
+                401, 'X-Auth-Token user:project[:roles] required',
+                'req-%s' % uuidlib.uuid4()))
+            return resp
+        if not roles:
+            roles = ('admin,member,reader' if user == 'admin'
+                     else 'member,reader')
         req.headers.update({'X-User-Id': user,
                             'X-Project-Id': project or user,
                             'X-Roles': roles,
