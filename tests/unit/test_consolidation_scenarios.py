@@ -50,6 +50,15 @@ class P2PScenarioTest(testtools.TestCase):
             self.assertGreaterEqual(row['rejection'], 0.0)
             self.assertLessEqual(row['rejection'], 1.0)
             self.assertLessEqual(row['hops'], pc.REDUCED['htl'])
+            # placed requests locate a node in fewer steps than the
+            # average over every request (rejected ones walk to the HTL
+            # or a dead end)
+            self.assertLessEqual(row['hops'], row['hops_all'] + 1e-9)
+            # eq. 3 split: profit = income - power_units * cost_i
+            self.assertAlmostEqual(
+                row['profit'],
+                row['income'] - row['power_units'] * pc.power_cost(),
+                places=6)
             # U_node >= U_dc: the active nodes are a subset of all
             self.assertGreaterEqual(row['u_node'] + 1e-9, row['u_dc'])
             self.assertEqual(0, row['hibernated'])     # no re-consolidation
@@ -71,6 +80,25 @@ class P2PScenarioTest(testtools.TestCase):
         ours = self.result['table2']['ours']
         self.assertEqual('Dist-Min', max(ours, key=ours.get))
         self.assertGreater(ours['Central-Min'], ours['Central-Max'])
+
+    def test_profit_curve(self):
+        curve = self.result['profit_curve']
+        self.assertEqual(list(pc.PROFIT_COSTS), [c['cost'] for c in curve])
+        fig2 = self.result['fig2']
+        for row in curve:
+            # every point is recomputed from our runs' eq. 3 terms
+            for p in pc.ORDER:
+                self.assertAlmostEqual(
+                    fig2[p]['income'] - fig2[p]['power_units'] * row['cost'],
+                    row['profit'][p])
+            self.assertEqual(row['holds'], row['max'] == 'Dist-Max'
+                             and row['min'] == 'Central-FF')
+        # cheap power: income decides, Central-FF (most rejections) is
+        # the least profitable; the verdict changes along the curve
+        self.assertEqual('Central-FF', curve[0]['min'])
+        self.assertEqual('Dist-Max', curve[0]['max'])
+        self.assertNotEqual('Central-FF', curve[-3]['min'])
+        self.assertIn('over cost_i', self.text)
 
     def test_deterministic(self):
         a = pc.simulate('Dist-Max', True, seed=5, **pc.REDUCED)
