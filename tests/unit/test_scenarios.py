@@ -115,6 +115,30 @@ class DieHardTable2Test(testtools.TestCase):
         self.assertLess(dh['affinity'], prop['affinity'])
         self.assertLess(prop['affinity'], hrf['affinity'])
 
+    def test_literal_trim_reading(self):
+        lit = _row(self.result, 500, 'diehard-literal')
+        dh = _row(self.result, 500, 'diehard')
+        self.assertTrue(lit['met_all'])
+        self.assertGreaterEqual(lit['reliability'], dt2.DIEHARD_TARGET)
+        # emptying the least reliable domains concentrates the tasks:
+        # never a lower affinity than the within-one-task spread at the
+        # same n
+        if lit['extra'] == dh['extra']:
+            self.assertGreater(lit['affinity'], dh['affinity'])
+        self.assertIn('DH (literal trim)', self.text)
+        self.assertIn('Our only tuning', self.text)
+
+    def test_verdicts_over_every_row(self):
+        verdicts = self.result['verdicts']
+        # 4 claims x 2 DH readings x every K of the run
+        self.assertEqual(8, len(verdicts))
+        for v in verdicts:
+            if v['claim'] == 'DH n <= Proportional n':
+                self.assertEqual(
+                    v['holds'], _row(self.result, v['K'], v['reading'])[
+                        'extra'] <= _row(self.result, v['K'],
+                                         'proportional')['extra'])
+
     def test_hrf_misses_the_target_at_proportionals_n(self):
         hrf = _row(self.result, 500, 'hrf')
         self.assertLess(hrf['reliability_at_proportional_n'],
@@ -256,7 +280,15 @@ class DiehardTables34Test(testtools.TestCase):
         self.assertEqual(2, result['runs'])
         rows = {(r['model'], r['hours'], r['algorithm']): r
                 for r in result['rows']}
-        self.assertEqual(3 * 2 * 4, len(rows))
+        self.assertEqual(3 * 2 * 5, len(rows))
+        # both readings of Alg. 1's trim, computed: emptying the least
+        # reliable domains needs fewer extra tasks at 80 h than keeping
+        # every domain within one task
+        for model in ('free', 'background', 'whole-domain'):
+            lit = rows[(model, 80.0, 'diehard-literal')]
+            even = rows[(model, 80.0, 'diehard')]
+            self.assertLess(lit['extra'], even['extra'])
+            self.assertGreater(lit['affinity'], even['affinity'])
         # A domain holding the job: HRF meets S_min with n = 0 at 80 h
         # (thesis Table 3) but not at 168 h with the thesis' n = 25.
         self.assertEqual(0, rows[('whole-domain', 80.0, 'hrf')]['extra'])
