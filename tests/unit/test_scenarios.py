@@ -224,9 +224,28 @@ class ThemisValueTest(testtools.TestCase):
         self.assertFalse(result['skipped'])
         self.assertEqual(2, len(result['rows']))
         for row in result['rows']:
-            for policy in ('market', 'fcfs', 'edf'):
+            for policy in ('market', 'fcfs', 'edf', 'edf_star'):
                 self.assertLessEqual(row[policy]['value'],
                                      row[policy]['max_value'] + 1e-6)
+                self.assertLessEqual(row[policy]['value_job'],
+                                     row[policy]['value'] + 1e-6)
+            # EDF* never does worse than EDF on met deadlines here: it
+            # only gives up jobs that cannot finish
+            self.assertGreaterEqual(row['edf_star']['met'],
+                                    row['edf']['met'])
+            self.assertAlmostEqual(
+                row['market']['value_job'] / row['edf_star']['value_job'],
+                row['market_vs_edf_star_job'])
+        # verdicts on every row: 2 readings x (3 or 4 claims) per factor
+        self.assertEqual(2 * 4 + 2 * 3, len(result['fig5b_verdicts']))
+        # the trace's span is computed, not quoted
+        self.assertGreater(result['span_days'], 0)
+        self.assertIn('%.1f days' % result['span_days'], text)
+        mk = result['merkat']
+        if not mk.get('skipped'):
+            self.assertEqual([1.0, 0.2], [c['factor'] for c in mk['curve']])
+            self.assertLess(mk['curve'][0]['offered_load'],
+                            mk['curve'][1]['offered_load'])
         high = result['rows'][0]
         self.assertEqual(0.1, high['factor'])
         # Under high load the market and EDF beat FCFS (HPCC'12 Fig. 5).

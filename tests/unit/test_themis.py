@@ -42,6 +42,8 @@ class UtilityTest(testtools.TestCase):
         self.assertAlmostEqual(0.75 * 30 * 2, job.value())
         job.kind = 'deadline-strict'
         self.assertAlmostEqual(30 * 2, job.value())
+        # the other reading: B per job (SLO paper Table 1)
+        self.assertAlmostEqual(30, job.value(per_task=False))
 
 
 class QueueTest(testtools.TestCase):
@@ -71,11 +73,69 @@ class QueueTest(testtools.TestCase):
         self.assertFalse(done[1].met())
         self.assertIn(done[1].state, ('dropped', 'stopped'))
 
+    def test_edf_star_drops_a_hopeless_job(self):
+        # Job 1 (deadline 3000.3 s) runs first; job 0 (deadline 3150 s)
+        # is hopeless once it can start at 3000 s. Plain EDF runs it to
+        # its deadline (one 300 s period) and job 2 (deadline 6150 s)
+        # then ends at 6300 s, late; EDF* knows the remaining work, drops
+        # job 0 and job 2 ends at 6000 s.
+        specs = [(0, 8, 3000, 1.05), (0, 8, 3000, 1.0001),
+                 (0, 8, 3000, 2.05)]
+        plain = themis.run_queue(jobs(specs), 8, 'edf')
+        star = themis.run_queue(jobs(specs), 8, 'edf*')
+        self.assertTrue(plain[1].met() and star[1].met())
+        self.assertFalse(plain[0].met() or star[0].met())
+        self.assertEqual('dropped', star[0].state)
+        self.assertFalse(plain[2].met())
+        self.assertTrue(star[2].met())
+
+    def test_easy_backfilling_keeps_the_head_reservation(self):
+        # Job 1 (8 cores) waits for job 0 (4 cores, 3000 s). Job 2 (4
+        # cores, 6000 s) fits now: plain backfilling starts it and delays
+        # the head; EASY does not (it would end after the reservation and
+        # needs the cores the head is promised), job 3 (short) backfills.
+        specs = [(0, 4, 3000, 10), (0, 8, 3000, 10), (0, 4, 6000, 10),
+                 (0, 4, 600, 10)]
+        plain = themis.run_queue(jobs(specs), 8, 'fcfs', backfill='plain')
+        easy = themis.run_queue(jobs(specs), 8, 'fcfs', backfill='easy')
+        self.assertLess(easy[1].finish, plain[1].finish)
+        self.assertLess(easy[3].finish, easy[1].finish)
+        self.assertGreater(easy[2].finish, easy[1].finish)
+
     def test_memory_blocks(self):
         specs = [(0, 1, 600, 10), (0, 1, 600, 10)]
         done = themis.run_queue(jobs(specs, mem=1.5), 8, 'fcfs',
                                 memory_gb=2.0)
         self.assertGreater(done[1].finish, done[0].finish)
+
+
+class VerdictTest(testtools.TestCase):
+    """Fig. 5(b) is judged on every factor, both value readings."""
+
+    def row(self, factor, fcfs, edf, edf_star, job=None):
+        job = job or (fcfs, edf, edf_star)
+        return {'factor': factor, 'resources': 'cpu',
+                'users': 'deadline-strict',
+                'market_vs_fcfs': fcfs, 'market_vs_edf': edf,
+                'market_vs_edf_star': edf_star,
+                'market_vs_fcfs_job': job[0], 'market_vs_edf_job': job[1],
+                'market_vs_edf_star_job': job[2]}
+
+    def test_every_factor(self):
+        rows = [self.row(0.1, 2.1, 0.8, 0.6), self.row(0.2, 1.2, 0.9, 0.9),
+                self.row(1.0, 1.1, 1.0, 1.0, job=(0.9, 1.0, 1.0))]
+        got = {(v['factor'], v['value'], v['claim']): v['holds']
+               for v in themis.fig5b_verdicts(rows)}
+        # 0.1: ~2 holds, EDF* fails; 0.2 (high load): 1.2 is not ~2
+        self.assertTrue(got[(0.1, 'B x tasks', 'market/FCFS ~2 (1.5-2.5)')])
+        self.assertFalse(got[(0.1, 'B x tasks', 'market/EDF* >= 0.75')])
+        self.assertFalse(got[(0.2, 'B x tasks', 'market/FCFS ~2 (1.5-2.5)')])
+        # light load: no "~2" claim, and the readings are judged apart
+        self.assertNotIn((1.0, 'B x tasks', 'market/FCFS ~2 (1.5-2.5)'),
+                         got)
+        self.assertTrue(got[(1.0, 'B x tasks', 'market >= FCFS')])
+        self.assertFalse(got[(1.0, 'B per job', 'market >= FCFS')])
+        self.assertEqual(2 * (4 + 4 + 3), len(got))
 
 
 class MarketTest(testtools.TestCase):
