@@ -162,7 +162,9 @@ class RepackingTablesTest(testtools.TestCase):
                      c['strategy']): c for c in cls.result['costs']}
 
     def test_all_runs_present(self):
-        self.assertEqual(2 * 2 * 2 * 5, len(self.cost))
+        self.assertEqual(4 * 2 * 2 * 5, len(self.cost))
+        self.assertEqual(set(rtables.SERIES),
+                         {c['workload'] for c in self.result['costs']})
 
     def test_repacked_cost_no_more_than_plain(self):
         for (wl, app, rc, name), c in self.cost.items():
@@ -188,7 +190,7 @@ class RepackingTablesTest(testtools.TestCase):
             self.assertGreater(s['S_delta_Repacked_vs_S_delta'], 0, key)
         # Paper V §6.4: app B (lower price/performance of large VMs)
         # benefits more.
-        for wl in ('increase', 'seasonal'):
+        for wl in rtables.SERIES:
             for rc in ('cheap', 'expensive'):
                 self.assertGreater(
                     by[wl, 'B', rc]['S_delta_Repacked_vs_S_delta'],
@@ -274,6 +276,24 @@ class RepackingTables45Test(testtools.TestCase):
         self.assertIn('1209.32', text)
         self.assertEqual({'Increase1', 'Increase2', 'Seasonal1',
                           'Seasonal2'}, set(result['directions']))
+        # no noise unless asked for: the text says which
+        self.assertIn('no per-step noise', text)
+
+    def test_four_series(self):
+        from opie_sched import repacking
+        lengths = {}
+        for name in ('Increase1', 'Seasonal1', 'Increase2', 'Seasonal2'):
+            demand, step = repacking.thesis_series(name, seed=3)
+            lengths[name] = round(len(demand) * step)
+            # smooth: no step changes the load by more than 2 % of the
+            # series' peak (2 % noise on every step alone would)
+            jumps = [abs(b - a) / float(max(demand))
+                     for a, b in zip(demand, demand[1:])]
+            self.assertLess(max(jumps), 0.02, name)
+        self.assertEqual({'Increase1': 168, 'Seasonal1': 182,
+                          'Increase2': 215, 'Seasonal2': 338}, lengths)
+        self.assertRaises(repacking.RepackingError,
+                          repacking.thesis_series, 'Stable3')
 
     def test_realised_intervals(self):
         from opie_sched import repacking
