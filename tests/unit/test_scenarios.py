@@ -17,6 +17,7 @@ Run with ``stestr run tests.unit.test_scenarios``.
 
 import io
 import json
+import os
 
 import fixtures
 import testtools
@@ -504,6 +505,38 @@ class PreemptionLatencyTest(testtools.TestCase):
 
     def test_benchmark_present(self):
         self.assertIsNotNone(latency.latency_benchmark_path())
+
+    def test_model_uses_the_measured_retry_passes(self):
+        row = latency.parse_latency_table(LATENCY_OUT)[10]
+        costs = latency.RetryStepCosts(boot=1.0, delete=0.5, fail=0.25)
+        m = latency.latency_model(row, costs)
+        # the retry's scheduling side is the measured (c), once: not the
+        # (successful, overcommitting) stock pass of (b) counted twice
+        self.assertAlmostEqual(0.25 + 0.7781 + 0.0 + 0.5 + 1.0,
+                               m['retry'])
+        self.assertAlmostEqual(1.0 + 0.5152 + 0.5, m['opie'])
+        self.assertAlmostEqual((1.0 + 0.5) / m['opie'],
+                               m['constant_share']['opie'])
+        self.assertAlmostEqual(1.75 / m['retry'],
+                               m['constant_share']['retry'])
+        text = '\n'.join(latency._model_text({10: m}, costs))
+        self.assertIn('model, not measured', text)
+
+    def test_end_to_end_steps_are_measured(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'e2e.json')
+        with open(path, 'w') as f:
+            json.dump({'cloud': 'devcloud', 'ratios': {
+                'opie_vs_free': 1.2, 'retry_vs_opie': 2.5},
+                'model_steps': {'boot': 2.0, 'delete': 0.9, 'fail': 0.4,
+                                'reaper': 0.1}}, f)
+        costs = latency.RetryStepCosts.from_end_to_end(path)
+        self.assertTrue(costs.measured)
+        row = latency.parse_latency_table(LATENCY_OUT)[10]
+        text = '\n'.join(latency._model_text(
+            {10: latency.latency_model(row, costs)}, costs))
+        self.assertNotIn('model, not measured', text)
+        self.assertIn('retry/opie 2.50', text)
 
     def test_skipped_without_benchmark(self):
         self.useFixture(fixtures.MonkeyPatch(
