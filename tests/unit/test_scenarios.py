@@ -129,6 +129,16 @@ class DieHardTable2Test(testtools.TestCase):
         self.assertIn('DH (literal trim)', self.text)
         self.assertIn('Our only tuning', self.text)
 
+    def test_table1_reliability_grows_and_saturates(self):
+        rows = self.result['table1']
+        self.assertEqual(list(dt2.DIEHARD_TABLE1), [r['n'] for r in rows])
+        ours = [r['ours'] for r in rows]
+        # more extra tasks never lower S; the last steps gain < 1e-5
+        self.assertEqual(sorted(ours), ours)
+        self.assertLess(ours[-1] - ours[-2], 1e-5)
+        self.assertGreater(ours[2] - ours[0], 0.01)
+        self.assertIn('Table 1', self.text)
+
     def test_verdicts_over_every_row(self):
         verdicts = self.result['verdicts']
         # 4 claims x 2 DH readings x every K of the run
