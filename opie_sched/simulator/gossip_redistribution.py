@@ -85,6 +85,20 @@ VM_TYPES = {
 #: Paper III §5.2: Merge+Imb relative to Merge, %.
 PAPER_MERGE_IMB = {'rejections': -28.0, 'overload_time': -12.6,
                    'power': -3.2, 'migrations': +25.0}
+#: Paper III §5.1.2 eq. 13: messages exchanged per PM and cycle, and the
+#: size of one message (bytes); the paper's figure at 100,000 PMs and 7
+#: cycles ("160MB = 100,000 x 7 x 2 x 120 byte").
+EQ13_MESSAGES, EQ13_BYTES = 2, 120
+PAPER_EQ13 = {'pms': 100000, 'cycles': 7, 'megabytes': 160.0}
+
+
+def eq13_bandwidth(pms, cycles, messages=EQ13_MESSAGES, size=EQ13_BYTES):
+    """Paper III eq. 13: the most bytes one consolidation decision
+    exchanges (PMs x convergence cycles x messages x message size).
+    """
+    return float(pms) * cycles * messages * size
+
+
 #: Paper III §5.1.1: cycles to a high utilisation and to convergence.
 PAPER_FIG2 = {'high_within': (2, 3), 'converged_at': 7}
 PAPER_FIG5_K = (10, 20, 30, 50)
@@ -355,6 +369,12 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
                 if merge[key] else None)
 
     compare = {key: rel(key) for key in PAPER_MERGE_IMB}
+    cycles_imb = fig2[gossip.MERGE_IMB]['cycles']
+    eq13 = {'pms': params['pms'], 'cycles': cycles_imb,
+            'bytes': eq13_bandwidth(params['pms'], cycles_imb),
+            'bytes_at_paper_pms': eq13_bandwidth(PAPER_EQ13['pms'],
+                                                 cycles_imb),
+            'paper': PAPER_EQ13}
     readings = []
     for trigger, placement in READINGS:
         m = averaged(gossip.MERGE, trigger, placement)
@@ -372,7 +392,8 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
               'seed': seed, 'params': dict(params), 'strategies': by,
               'merge_imb_vs_merge': {'paper': PAPER_MERGE_IMB,
                                      'ours': compare},
-              'fig2': fig2, 'fig5': fig5, 'readings': readings}
+              'fig2': fig2, 'fig5': fig5, 'readings': readings,
+              'eq13': eq13}
 
     def pct(v):
         return '-' if v is None else '%+.1f %%' % v
@@ -436,5 +457,13 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
         table(['k', 'cycles', 'migrations'],
               [[k, '%.1f' % v['cycles'], '%.0f' % v['migrations']]
                for k, v in sorted(fig5.items())]),
+        '',
+        'Paper III eq. 13 (PMs x cycles x %d messages x %d bytes): ours '
+        '%.3f MB (%d PMs, Merge+Imb converged in %d cycles, Fig. 2 run); '
+        'at the paper\'s 100,000 PMs with our cycles %.0f MB; paper %.0f '
+        'MB (100,000 PMs, 7 cycles)' % (
+            EQ13_MESSAGES, EQ13_BYTES, eq13['bytes'] / 1e6, eq13['pms'],
+            eq13['cycles'], eq13['bytes_at_paper_pms'] / 1e6,
+            PAPER_EQ13['megabytes']),
     ]
     return result, '\n'.join(text)

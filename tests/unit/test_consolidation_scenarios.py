@@ -150,6 +150,16 @@ class GossipScenarioTest(testtools.TestCase):
         ks = sorted(fig5)
         self.assertLessEqual(fig5[ks[-1]]['cycles'], fig5[ks[0]]['cycles'])
 
+    def test_eq13_bandwidth(self):
+        eq13 = self.result['eq13']
+        # eq. 13 on our run: PMs x our convergence cycles x 2 x 120 B
+        self.assertEqual(
+            gr.REDUCED['pms'] * self.result['fig2']['merge-imb']['cycles']
+            * 2 * 120, eq13['bytes'])
+        # the paper's own arithmetic: 100,000 x 7 x 2 x 120 B = 168 MB
+        self.assertEqual(168e6, gr.eq13_bandwidth(100000, 7))
+        self.assertIn('eq. 13', self.text)
+
     def test_both_readings(self):
         readings = self.result['readings']
         self.assertEqual(list(gr.READINGS),
