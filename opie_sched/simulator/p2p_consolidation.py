@@ -69,6 +69,15 @@ PAPER_FIG2 = {
 PROFIT_COSTS = (0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075,
                 0.1)
 
+#: Paper II §5.4 (Fig. 4): servers -> VM requests; VMs neither
+#: re-consolidated nor terminated (the data centre saturates).
+FIG4 = ((500, 800), (1000, 1750), (2500, 4500), (5000, 9000))
+FIG4_REDUCED = ((500, 800), (1000, 1750))
+#: "remain constant": our tolerance across sizes for the distributed
+#: policies: hops within +-FIG4_HOPS (relative), rejection and U_dc within
+#: +-FIG4_ABS (absolute fractions).
+FIG4_HOPS, FIG4_ABS = 0.2, 0.05
+
 ORDER = ('Central-FF', 'Central-Min', 'Central-Max', 'Dist-FF', 'Dist-Min',
          'Dist-Max')
 
@@ -175,6 +184,47 @@ def simulate(policy, reconsolidation, seed=0, power=None, **params):
     return out
 
 
+def fig4(sizes, seed=0):
+    """Paper II Fig. 4: hops, rejection and U_dc per policy and size, no
+    re-consolidation, lifetimes longer than the run (never terminated).
+
+    :returns: ``{policy: [{'nodes', 'requests', 'hops', 'rejection',
+        'u_dc'}]}`` and the verdicts ``[{'policy', 'claim', 'holds'}]``.
+    """
+    curves = {p: [] for p in ORDER}
+    for nodes, requests in sizes:
+        params = dict(FULL, nodes=nodes, requests=requests,
+                      lifetime_mean=1e12, lifetime_sd=0.0, warmup=0.0)
+        for policy in ORDER:
+            out = simulate(policy, False, seed=seed, **params)
+            curves[policy].append({'nodes': nodes, 'requests': requests,
+                                   'hops': out['hops'],
+                                   'rejection': out['rejection'],
+                                   'u_dc': out['u_dc']})
+    verdicts = []
+    for policy in ORDER:
+        rows = curves[policy]
+        if policy.startswith('Dist'):
+            hops = [r['hops'] for r in rows]
+            mid = (max(hops) + min(hops)) / 2 or 1.0
+            verdicts.append({
+                'policy': policy, 'claim': 'hops constant (+-%d %%)'
+                % (100 * FIG4_HOPS),
+                'holds': (max(hops) - min(hops)) / 2 <= FIG4_HOPS * mid})
+            for key in ('rejection', 'u_dc'):
+                vals = [r[key] for r in rows]
+                verdicts.append({
+                    'policy': policy, 'claim': '%s constant (+-%g)'
+                    % (key, FIG4_ABS),
+                    'holds': (max(vals) - min(vals)) / 2 <= FIG4_ABS})
+        elif policy == 'Central-FF':
+            rej = [r['rejection'] for r in rows]
+            verdicts.append({
+                'policy': policy, 'claim': 'rejection grows with size',
+                'holds': all(b > a for a, b in zip(rej, rej[1:]))})
+    return curves, verdicts
+
+
 def power_cost():
     """Our cost_i (:class:`opie_sched.consolidation.p2p.PowerModel`)."""
     return p2p.PowerModel().cost
@@ -208,6 +258,7 @@ def p2p_consolidation(reduced=False, seed=0, table=None):
         fig2[policy] = simulate(policy, False, seed=seed, **params)
         tab2[policy] = simulate(policy, True, seed=seed, **params)
     hibernated = {p: tab2[p]['hibernated'] for p in ORDER}
+    f4, f4_verdicts = fig4(FIG4_REDUCED if reduced else FIG4, seed=seed)
     checks = []
     # hops: the paper's reading (placed requests, §4 metric 3) and ours
     # before (every request) side by side.
@@ -249,7 +300,7 @@ def p2p_consolidation(reduced=False, seed=0, table=None):
                    'ours_order': _rank(hibernated),
                    'spearman': _spearman(PAPER_TABLE2, hibernated)},
         'fig2_checks': checks, 'entry_checks': entry_checks,
-        'profit_curve': curve}
+        'profit_curve': curve, 'fig4': f4, 'fig4_verdicts': f4_verdicts}
     rows = [[p, '%.2f' % fig2[p]['hops'], '%.2f' % fig2[p]['hops_all'],
              '%.1f' % (100 * fig2[p]['rejection']),
              '%.1f' % (100 * fig2[p]['u_dc']),
@@ -300,5 +351,22 @@ def p2p_consolidation(reduced=False, seed=0, table=None):
             'order paper: %s' % ' > '.join(result['table2']['paper_order']),
             'order ours:  %s' % ' > '.join(result['table2']['ours_order']),
             'Spearman rank correlation paper/ours: %.2f'
-            % result['table2']['spearman']]
+            % result['table2']['spearman'],
+            '',
+            'Paper II Fig. 4 (§5.4: servers / requests %s, no '
+            're-consolidation, VMs never terminated): hops (placed '
+            'requests), rejection %%, U_dc %%' % ', '.join(
+                '%d/%d' % s for s in (FIG4_REDUCED if reduced else FIG4)),
+            table(['policy'] + ['%d nodes' % r['nodes']
+                                for r in f4[ORDER[0]]],
+                  [[p] + ['%.2f / %.1f / %.1f' % (
+                      r['hops'], 100 * r['rejection'], 100 * r['u_dc'])
+                      for r in f4[p]] for p in ORDER]),
+            'paper: distributed entry keeps hops, rejection and U_dc '
+            'constant as the servers grow; Central-FF rejects more and '
+            'more. Ours (%d of %d hold):' % (
+                sum(v['holds'] for v in f4_verdicts), len(f4_verdicts)),
+            table(['policy', 'claim', 'holds'],
+                  [[v['policy'], v['claim'], 'yes' if v['holds'] else 'NO']
+                   for v in f4_verdicts])]
     return result, '\n'.join(text)

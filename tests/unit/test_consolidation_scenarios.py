@@ -101,6 +101,21 @@ class P2PScenarioTest(testtools.TestCase):
         self.assertNotEqual('Central-FF', curve[-3]['min'])
         self.assertIn('over cost_i', self.text)
 
+    def test_fig4_scaling(self):
+        f4 = self.result['fig4']
+        self.assertEqual([n for n, _ in pc.FIG4_REDUCED],
+                         [r['nodes'] for r in f4['Dist-FF']])
+        for i in range(len(pc.FIG4_REDUCED)):
+            # central entry: weak propagation, more rejections at every
+            # size
+            self.assertGreater(f4['Central-FF'][i]['rejection'],
+                               f4['Dist-FF'][i]['rejection'])
+        for v in self.result['fig4_verdicts']:
+            if v['claim'] == 'rejection grows with size':
+                rej = [r['rejection'] for r in f4[v['policy']]]
+                self.assertEqual(v['holds'], rej == sorted(set(rej)))
+        self.assertIn('Fig. 4', self.text)
+
     def test_deterministic(self):
         a = pc.simulate('Dist-Max', True, seed=5, **pc.REDUCED)
         b = pc.simulate('Dist-Max', True, seed=5, **pc.REDUCED)
