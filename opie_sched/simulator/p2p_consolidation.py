@@ -259,6 +259,18 @@ def p2p_consolidation(reduced=False, seed=0, table=None):
         tab2[policy] = simulate(policy, True, seed=seed, **params)
     hibernated = {p: tab2[p]['hibernated'] for p in ORDER}
     f4, f4_verdicts = fig4(FIG4_REDUCED if reduced else FIG4, seed=seed)
+    # Fig. 3: U_node with re-consolidation vs without
+    gain = {p: tab2[p]['u_node'] - fig2[p]['u_node'] for p in ORDER}
+    fig3 = {'u_node_without': {p: fig2[p]['u_node'] for p in ORDER},
+            'u_node_with': {p: tab2[p]['u_node'] for p in ORDER},
+            'gain': gain,
+            'verdicts': [
+                {'claim': 'a Least-utilised policy gains the most',
+                 'holds': max(gain, key=gain.get).endswith('-Min')},
+                {'claim': 'a Most-utilised policy gains the least',
+                 'holds': min(gain, key=gain.get).endswith('-Max')},
+                {'claim': 'gain up to 10 points (largest <= 0.10)',
+                 'holds': 0 < max(gain.values()) <= 0.10 + 1e-9}]}
     checks = []
     # hops: the paper's reading (placed requests, §4 metric 3) and ours
     # before (every request) side by side.
@@ -300,7 +312,8 @@ def p2p_consolidation(reduced=False, seed=0, table=None):
                    'ours_order': _rank(hibernated),
                    'spearman': _spearman(PAPER_TABLE2, hibernated)},
         'fig2_checks': checks, 'entry_checks': entry_checks,
-        'profit_curve': curve, 'fig4': f4, 'fig4_verdicts': f4_verdicts}
+        'profit_curve': curve, 'fig4': f4, 'fig4_verdicts': f4_verdicts,
+        'fig3': fig3}
     rows = [[p, '%.2f' % fig2[p]['hops'], '%.2f' % fig2[p]['hops_all'],
              '%.1f' % (100 * fig2[p]['rejection']),
              '%.1f' % (100 * fig2[p]['u_dc']),
@@ -352,6 +365,17 @@ def p2p_consolidation(reduced=False, seed=0, table=None):
             'order ours:  %s' % ' > '.join(result['table2']['ours_order']),
             'Spearman rank correlation paper/ours: %.2f'
             % result['table2']['spearman'],
+            '',
+            'Paper II Fig. 3: U_node without / with re-consolidation (paper: '
+            'up to +10 %, Least-utilised gain most, Most-utilised least)',
+            table(['policy', 'U_node without %', 'U_node with %',
+                   'gain (points)'],
+                  [[p, '%.1f' % (100 * fig2[p]['u_node']),
+                    '%.1f' % (100 * tab2[p]['u_node']),
+                    '%+.1f' % (100 * gain[p])] for p in ORDER]),
+            table(['Fig. 3 claim', 'holds'],
+                  [[v['claim'], 'yes' if v['holds'] else 'NO']
+                   for v in fig3['verdicts']]),
             '',
             'Paper II Fig. 4 (§5.4: servers / requests %s, no '
             're-consolidation, VMs never terminated): hops (placed '

@@ -101,6 +101,20 @@ class P2PScenarioTest(testtools.TestCase):
         self.assertNotEqual('Central-FF', curve[-3]['min'])
         self.assertIn('over cost_i', self.text)
 
+    def test_fig3_reconsolidation_gain(self):
+        fig3 = self.result['fig3']
+        for p in pc.ORDER:
+            self.assertAlmostEqual(
+                self.result['fig2'][p]['u_node'],
+                fig3['u_node_without'][p])
+            self.assertAlmostEqual(
+                fig3['u_node_with'][p] - fig3['u_node_without'][p],
+                fig3['gain'][p])
+        # re-consolidation packs the least-utilised policies the most
+        gain = fig3['gain']
+        self.assertGreater(gain['Dist-Min'], gain['Central-FF'])
+        self.assertEqual(3, len(fig3['verdicts']))
+
     def test_fig4_scaling(self):
         f4 = self.result['fig4']
         self.assertEqual([n for n, _ in pc.FIG4_REDUCED],
