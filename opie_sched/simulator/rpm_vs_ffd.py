@@ -200,11 +200,12 @@ def mean_batch_minutes(hours, low=60.0, boot=600.0, exponent=2.0):
     return (mean + boot) / 60.0
 
 
-def thesis_load(n_hosts, hours, seed, load='total'):
+def thesis_load(n_hosts, hours, seed, load='total', sb_ratio=SB_RATIO):
     """The §5.1 load scaled to ``n_hosts``: services (present all run)
     and Poisson batch arrivals with the thesis' SB ratio
     (:func:`opie_sched.workload.generator.thesis_vm_workload`), the
-    request count by the ``load`` reading (:data:`LOADS`).
+    request count by the ``load`` reading (:data:`LOADS`); ``sb_ratio``
+    services per batch job (Table 4: 0.4; Table 5 also 0.1 and 0.6).
 
     :raises ValueError: unknown load.
     """
@@ -216,15 +217,15 @@ def thesis_load(n_hosts, hours, seed, load='total'):
         target = TABLE4_CONCURRENT * n_hosts * HOST_CPU / mean_cpu
         # services = SB x batch count; concurrent VMs = services +
         # rate x mean lifetime
-        rate = target / (SB_RATIO * hours * 60.0
+        rate = target / (sb_ratio * hours * 60.0
                          + mean_batch_minutes(hours))
-        services = int(round(SB_RATIO * rate * hours * 60.0))
+        services = int(round(sb_ratio * rate * hours * 60.0))
         return generator.thesis_vm_workload(
             seed=seed, hours=hours, services=services,
             batch_rate_per_min=rate)
     per_host = REQUESTS_PER_HOST_DAY * hours / 24.0
-    services = int(round(n_hosts * REQUESTS_PER_HOST_DAY * SB_RATIO
-                         / (1 + SB_RATIO)))
+    services = int(round(n_hosts * REQUESTS_PER_HOST_DAY * sb_ratio
+                         / (1 + sb_ratio)))
     batch = per_host * n_hosts - services
     rate = max(batch, 0.0) / (hours * 60.0)
     return generator.thesis_vm_workload(
@@ -611,6 +612,46 @@ def _one_load(n_hosts, hours, seeds, discovery, load, group_size):
     return runs, mean, se, peaks
 
 
+#: Thesis Paper IV Table 5 (RPM): SB ratio -> (sub-optimal state
+#: triggers, data transfer per trigger GB).
+TABLE5 = collections.OrderedDict([(0.1, (20152, 12.42)),
+                                  (0.4, (10873, 12.73)),
+                                  (0.6, (7051, 12.98))])
+#: "comparable in all scenarios": our tolerance on data per trigger
+#: across the SB ratios (relative to their mean).
+TABLE5_SPREAD = 0.15
+
+
+def table5(n_hosts, hours, seeds, discovery, group_size, load='table4'):
+    """Paper IV Table 5: RPM's triggers and data per trigger for each SB
+    ratio of :data:`TABLE5`, mean over ``seeds``, and the two claims
+    (fewer triggers as the SB ratio grows; data per trigger comparable,
+    within +-:data:`TABLE5_SPREAD` of the mean).
+    """
+    rows = []
+    for sb in TABLE5:
+        runs = [run_policy('rpm', n_hosts,
+                           thesis_load(n_hosts, hours, s, load, sb),
+                           hours, s, discovery, group_size=group_size)
+                for s in seeds]
+        rows.append({'sb_ratio': sb,
+                     'triggers': float(np.mean([r['triggers']
+                                                for r in runs])),
+                     'data_per_trigger_gb': float(np.mean(
+                         [r['data_per_trigger_gb'] for r in runs])),
+                     'paper': TABLE5[sb]})
+    trig = [r['triggers'] for r in rows]
+    dpt = [r['data_per_trigger_gb'] for r in rows]
+    mean = float(np.mean(dpt)) or 1.0
+    verdicts = [
+        {'claim': 'triggers fall as the SB ratio grows',
+         'holds': all(b < a for a, b in zip(trig, trig[1:]))},
+        {'claim': 'data per trigger comparable (+-%d %%)'
+                  % (100 * TABLE5_SPREAD),
+         'holds': all(abs(d - mean) <= TABLE5_SPREAD * mean for d in dpt)}]
+    return rows, verdicts
+
+
 #: The runs of each load: name -> (policy, FFD-sum's overload victims).
 VARIANTS = collections.OrderedDict([
     ('ffd', ('ffd', 'volume')), ('rpm', ('rpm', 'volume')),
@@ -710,6 +751,21 @@ def rpm_vs_ffd(reduced=False, seed=0, discovery='local', seeds=None,
             'same sign as Table 4 on %d of %d metrics' % (
                 out['directions_holding'], out['directions_judged']),
             '']
+    t5, t5_verdicts = table5(n_hosts, hours, seeds, discovery, group_size)
+    result['table5'] = {'rows': t5, 'verdicts': t5_verdicts,
+                        'load': 'table4'}
+    text += [
+        'Paper IV Table 5 (RPM, load "table4", SB ratio = services per '
+        'batch job):',
+        tables.text_table(
+            ['SB ratio', 'triggers (ours)', 'data/trigger GB (ours)',
+             'triggers (Table 5)', 'data/trigger GB (Table 5)'],
+            [['%g' % r['sb_ratio'], '%.1f' % r['triggers'],
+              '%.2f' % r['data_per_trigger_gb'], r['paper'][0],
+              '%.2f' % r['paper'][1]] for r in t5]),
+        tables.text_table(['Table 5 claim', 'holds'],
+                          [[v['claim'], 'yes' if v['holds'] else 'NO']
+                           for v in t5_verdicts]), '']
     first = result['loads'][loads[0]]
     for key in ('ffd', 'rpm', 'se', 'runs', 'change_pct',
                 'peak_reservation'):

@@ -379,6 +379,16 @@ class RPMvsFFDTest(testtools.TestCase):
         self.assertGreater(table4['requests'], total['requests'])
         self.assertGreater(table4['ffd']['active_servers'],
                            total['ffd']['active_servers'])
+        # Table 5: one RPM row per SB ratio, the 0.4 row is Table 4's run
+        t5 = result['table5']
+        self.assertEqual(list(rvf.TABLE5), [r['sb_ratio']
+                                            for r in t5['rows']])
+        self.assertAlmostEqual(table4['rpm']['triggers'],
+                               t5['rows'][1]['triggers'])
+        trig = [r['triggers'] for r in t5['rows']]
+        self.assertEqual(
+            all(b < a for a, b in zip(trig, trig[1:])),
+            t5['verdicts'][0]['holds'])
         for load in (total, table4):
             for key, sign in load['direction'].items():
                 ours = load['change_pct'][key]
