@@ -138,6 +138,37 @@ class VerdictTest(testtools.TestCase):
         self.assertEqual(2 * (4 + 4 + 3), len(got))
 
 
+class SLOFig2Test(testtools.TestCase):
+    """SLO paper Fig. 2's claims on synthetic rows."""
+
+    def row(self, factor, resources, users, fcfs, edf, value):
+        r = {'factor': factor, 'resources': resources, 'users': users,
+             'market': {'value': value, 'value_job': value / 2}}
+        for suffix in ('', '_job'):
+            r['market_vs_fcfs' + suffix] = fcfs
+            r['market_vs_edf' + suffix] = edf
+        return r
+
+    def test_claims(self):
+        rows = [self.row(0.1, 'cpu', 'deadline-strict', 2.0, 0.9, 100),
+                self.row(0.1, 'cpu+memory', 'deadline-strict', 3.0, 0.6,
+                         90),
+                self.row(0.1, 'cpu+memory', 'mixed', 1.0, 0.5, 80),
+                self.row(1.0, 'cpu', 'deadline-strict', 1.2, 1.0, 100),
+                self.row(1.0, 'cpu+memory', 'deadline-strict', 1.1, 0.9,
+                         100),
+                self.row(1.0, 'cpu+memory', 'mixed', 1.0, 0.8, 120)]
+        got = {(v['factor'], v['claim']): v['holds']
+               for v in themis.slo_fig2_verdicts(rows)
+               if v['value'] == 'B x tasks'}
+        self.assertTrue(got[(0.1, '2(a) m/FCFS cpu+mem > cpu only')])
+        self.assertFalse(got[(1.0, '2(a) m/FCFS cpu+mem > cpu only')])
+        self.assertTrue(got[(0.1, '2(a) m/EDF <= at factor 1.0')])
+        self.assertTrue(got[(0.1, '2(b) mixed users < all strict')])
+        self.assertFalse(got[(1.0, '2(b) mixed users < all strict')])
+        self.assertEqual(5, len(got))
+
+
 class MarketTest(testtools.TestCase):
     """The market with the opie_sched.market.slo controllers."""
 
@@ -149,6 +180,19 @@ class MarketTest(testtools.TestCase):
             for job in done:
                 self.assertTrue(job.met(), (mem, job.jid, job.state))
                 self.assertAlmostEqual(job.budget * job.tasks, job.value())
+
+    def test_vm_operations_are_counted(self):
+        # four 4-task partial-deadline jobs on 4 cores: the market
+        # suspends and resumes them; VMs (tasks) are counted per period
+        specs = [(0, 4, 3000, 2.0)] * 4
+        stats = themis.run_market(jobs(specs, kind='deadline-partial'), 4)
+        self.assertGreater(stats['suspends'], 0)
+        self.assertGreater(stats['resumes'], 0)
+        self.assertEqual(4 * stats['suspends'], stats['suspended_vms'])
+        self.assertEqual(4 * stats['resumes'], stats['resumed_vms'])
+        self.assertGreaterEqual(stats['max_suspended_vms_period'], 4)
+        self.assertLessEqual(stats['max_suspended_vms_period'],
+                             stats['suspended_vms'])
 
     def test_budget_is_charged_and_renewed(self):
         done = jobs([(0.0, 1, 3000.0, 2.0)])
