@@ -28,6 +28,15 @@ first-fit/least-/most-utilised).
   the most profitable.
 * **Table 2** (with re-consolidation): nodes put into hibernation by
   re-consolidation. We compare the order of the six policies.
+* **Fig. 3**: U_node without and with re-consolidation.
+* **Fig. 4** (§5.4): 500-5000 servers, 800-9000 requests never
+  terminated, no re-consolidation.
+
+Hops are counted over *placed* requests (§4 metric 3: "the number of
+steps required to locate a node that has the capacity required"); the
+average over every request (a rejected one counted at the hops it took)
+is printed beside it. Paper II gives no power cost, so the profit verdict
+is printed over a range of cost_i (:data:`PROFIT_COSTS`).
 
 The overlay is a Barabási-Albert graph with one link per new node
 (m = 1): Paper II §4 builds it with the NetLogo Preferential Attachment
