@@ -104,6 +104,10 @@ SCENARIOS = [
      'Random, Incremental, Merge and Merge+Imb gossip consolidation; '
      'Alg. 2\'s redistribution trigger and two new-VM placement rules.',
      '[PaperIII]_ Figs. 2-5'),
+    ('merkat-fig6',
+     'Merkat Alg. 1 scaling an SLO-driven VM\'s bid against four '
+     'best-effort VMs on one 4-core node, deadlines 200, 150 and 100 min.',
+     '[Merkat2013]_ §5.4.1 Fig. 6'),
 ]
 
 SIMULATOR_INTRO = '''\

@@ -64,6 +64,10 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     Random, Incremental, Merge and Merge+Imb gossip consolidation
     (:mod:`opie_sched.simulator.gossip_redistribution`); thesis Paper III
     Figs. 2-5.
+``merkat-fig6``
+    Merkat Alg. 1 scaling one VM's bid against four best-effort VMs on a
+    4-core node for deadlines of 200, 150 and 100 min
+    (:mod:`opie_sched.simulator.merkat_vertical`); Merkat §5.4.1 Fig. 6.
 """
 
 import collections
@@ -72,6 +76,7 @@ import time
 from opie_sched.simulator import diehard_table2
 from opie_sched.simulator import diehard_tables34
 from opie_sched.simulator import gossip_redistribution
+from opie_sched.simulator import merkat_vertical
 from opie_sched.simulator import p2p_consolidation
 from opie_sched.simulator import preemption_latency
 from opie_sched.simulator import repacking_tables
@@ -90,6 +95,7 @@ SCENARIOS = collections.OrderedDict([
     ('preemption-latency', preemption_latency.preemption_latency),
     ('p2p-consolidation', p2p_consolidation.p2p_consolidation),
     ('gossip-redistribution', gossip_redistribution.gossip_redistribution),
+    ('merkat-fig6', merkat_vertical.merkat_fig6),
 ])
 
 
