@@ -108,6 +108,10 @@ SCENARIOS = [
      'Merkat Alg. 1 scaling an SLO-driven VM\'s bid against four '
      'best-effort VMs on one 4-core node, deadlines 200, 150 and 100 min.',
      '[Merkat2013]_ §5.4.1 Fig. 6'),
+    ('themis-fig6',
+     'An elastic master-worker application scaled by Horizontal-Deadline: '
+     '1075 tasks, a burst of 1500 more after 85 min, deadline 643.25 min.',
+     '[Themis2012]_ Fig. 6'),
 ]
 
 SIMULATOR_INTRO = '''\

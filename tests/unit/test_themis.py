@@ -263,3 +263,35 @@ class MerkatFig6Test(testtools.TestCase):
         self.assertEqual(len(result['verdicts']),
                          text.count(' yes\n') + text.count(' NO\n')
                          + text.endswith(' yes') + text.endswith(' NO'))
+
+
+class ThemisFig6Test(testtools.TestCase):
+    """Themis HPCC'12 Fig. 6: Horizontal-Deadline on a master-worker."""
+
+    def test_registered(self):
+        from opie_sched.simulator import scenarios
+        from opie_sched.simulator import themis_elastic
+        self.assertIs(themis_elastic.themis_fig6,
+                      scenarios.SCENARIOS['themis-fig6'])
+
+    def test_small_application_meets_its_deadline(self):
+        from opie_sched.simulator import themis_elastic
+        # 40 tasks of 1-10 min, 20 more at 10 min, 120 min to go: the
+        # controller adds workers, every task runs once, in time
+        r = themis_elastic.run(seed=1, tasks=40, burst_tasks=20,
+                               burst_minute=10.0, deadline=120.0,
+                               task_max=10.0)
+        self.assertTrue(r['met'])
+        vms = [n for _, n, _, _ in r['trace']]
+        self.assertGreater(max(vms), 1)
+        self.assertLessEqual(max(vms), themis_elastic.PARAMS['hosts'])
+
+    def test_burst_raises_the_vm_count(self):
+        from opie_sched.simulator import themis_elastic
+        result, text = themis_elastic.themis_fig6(reduced=True, seed=0)
+        sm = result['summaries'][0]
+        # our column: more VMs once the 1500 extra tasks arrive
+        self.assertGreater(sm['vms_equilibrium'], sm['vms_before_burst'])
+        self.assertGreaterEqual(sm['vms_max'], sm['vms_equilibrium'])
+        self.assertEqual(4, len(result['verdicts']))
+        self.assertIn('116', text)
