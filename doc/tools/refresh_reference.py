@@ -23,9 +23,15 @@ command it ran, so that nothing on them pretends to be live::
 
     .tox/py3/bin/python doc/tools/refresh_reference.py \\
         [--bin-dir .tox/py3/bin] [--only cli|scenarios] [--timeout 600]
+        [--reduced NAME,...] [--results DIR]
 
 Commands are run from ``--bin-dir`` (default: the directory of this
 Python). A command that fails leaves a line saying so on the page.
+Scenarios run in full unless named in ``--reduced`` (or in
+:data:`REDUCED_REASONS`, which also says why); ``--results DIR`` takes a
+scenario's output from ``DIR/NAME.json`` (``opie-sched simulate
+--scenario NAME -f json``, e.g. a long run made in the background) when
+that file exists, and the page says which run it is.
 """
 
 import argparse
@@ -59,16 +65,19 @@ SCENARIOS = [
      'next to the repository); no paper table to compare with.', None),
     ('diehard-table2',
      'Die-Hard vs Proportional vs HRF on the thesis topology, '
-     'S_min = 0.9999, T = 80 h, K = 500, 700, 1000.',
+     'S_min = 0.9999, T = 80 h, K = 500, 700, 1000; Die-Hard under both '
+     'readings of Alg. 1\'s trim (D\'Hondt spread, literal).',
      '[PaperVI]_ Table 2'),
     ('diehard-tables34',
      'Die-Hard, Proportional and HRF at S_min = 0.999, K = 500, 80 h and '
      '168 h under three capacity models (one task per host, the thesis\' '
-     'background load, a domain holding the whole job).',
+     'background load, a domain holding the whole job); both readings of '
+     'Alg. 1\'s trim.',
      '[PaperVI]_ Tables 3 and 4'),
     ('repacking-tables',
-     'S_base, S_delta, S_Full and the repacked variants on the Increase and '
-     'Seasonal workloads, applications A and B, cheap (4 min) and expensive '
+     'S_base, S_delta, S_Full and the repacked variants on the thesis\' four '
+     'series (Increase1/2, Seasonal1/2: 168, 215, 182, 338 h), '
+     'applications A and B, cheap (4 min) and expensive '
      '(20 min) reconfigurations, d = 1000 min, K = 1 %.',
      '[PaperV]_ Tables 3 and 6'),
     ('repacking-tables45',
@@ -77,21 +86,33 @@ SCENARIOS = [
      'of each repack.', '[PaperV]_ Tables 4 and 5'),
     ('themis-value',
      'Themis\' proportional-share market (the SLO controllers, '
-     'work-conserving shares) vs FCFS and EDF on the first HPC2N jobs, and '
-     'Merkat vs a batch scheduler.',
+     'work-conserving shares) vs FCFS, EDF and EDF* on the first HPC2N '
+     'jobs, value per task and per job, every factor judged; Merkat Alg. 1 '
+     'vs FCFS + backfilling over a curve of loads.',
      '[Themis2012]_ Fig. 5, [ThemisSLO2013]_ Fig. 2, [Merkat2013]_ §5.4.3'),
     ('rpm-vs-ffd',
-     'RPM vs FFD-sum with the local discovery of Alg. 1 on the thesis\' '
-     'load.', '[PaperIV]_ Table 4'),
+     'RPM vs FFD-sum with the local discovery of Alg. 1 on two readings of '
+     'the thesis\' load (all requests\' sum, Table 4\'s concurrent '
+     'load).', '[PaperIV]_ Table 4'),
     ('preemption-latency',
      'Scheduling latency of opie vs the unmodified scheduler vs the retry '
      'design.', '[LopezGarcia2019]_ Fig. 2'),
     ('p2p-consolidation',
      'Paper II\'s six allocation policies on a scale-free overlay, with and '
-     'without re-consolidation.', '[PaperII]_ Fig. 2 and Table 2'),
+     'without re-consolidation; profit over a range of power costs.',
+     '[PaperII]_ Fig. 2 and Table 2'),
     ('gossip-redistribution',
-     'Random, Incremental, Merge and Merge+Imb gossip consolidation.',
+     'Random, Incremental, Merge and Merge+Imb gossip consolidation; '
+     'Alg. 2\'s redistribution trigger and two new-VM placement rules.',
      '[PaperIII]_ Figs. 2-5'),
+    ('merkat-fig6',
+     'Merkat Alg. 1 scaling an SLO-driven VM\'s bid against four '
+     'best-effort VMs on one 4-core node, deadlines 200, 150 and 100 min.',
+     '[Merkat2013]_ §5.4.1 Fig. 6'),
+    ('themis-fig6',
+     'An elastic master-worker application scaled by Horizontal-Deadline: '
+     '1075 tasks, a burst of 1500 more after 85 min, deadline 643.25 min.',
+     '[Themis2012]_ Fig. 6'),
 ]
 
 SIMULATOR_INTRO = '''\
@@ -132,9 +153,9 @@ Every scenario runs on the one shared engine described in
 
    The tables below are **not live**: each was measured once on {date},
    on a shared 2-core machine, with the command shown above it (opie_sched
-   as of that day). Re-run the command for current numbers; the reduced
-   versions use fewer jobs, hosts or seeds than the papers, so their
-   absolute values differ from the full runs.
+   as of that day). Re-run the command for current numbers. Each says
+   whether it is the full run or the reduced one (fewer jobs, hosts or
+   seeds, so absolute values differ) and, if reduced, why.
 
 '''
 
@@ -268,33 +289,62 @@ def refresh_cli(bin_dir, date, timeout):
     write(path, page)
 
 
-def refresh_scenarios(bin_dir, date, timeout):
+#: Scenarios whose page shows the reduced run, and why.
+#: (none today: every page can show the full run)
+REDUCED_REASONS = {}
+
+
+def _from_results(results, name):
+    """``(report, seconds, reduced)`` of ``results/NAME.json``, or None."""
+    import json
+    path = os.path.join(results or '', '%s.json' % name)
+    if not results or not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        data = json.load(f)
+    return data.get('report'), data.get('runtime_s'), data.get('reduced')
+
+
+def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None):
     parts = [SIMULATOR_INTRO.replace('{date}', date)]
     for name, what, paper in SCENARIOS:
         parts.append('%s\n' % title(name, '='))
         parts.append(fill(what + (' Paper: %s.' % paper if paper else ''))
                      + '\n\n')
+        small = name in reduced or name in REDUCED_REASONS
         if name == 'nasa-backfill':
             args = ['--scenario', name, '--no-plot', '--progress-every',
                     '0']
         else:
-            args = ['--scenario', name, '--reduced', '-c', 'report', '-f',
-                    'value']
+            args = ['--scenario', name] + (['--reduced'] if small else []) \
+                + ['-c', 'report', '-f', 'value']
         shown = 'opie-sched simulate %s --output-dir DIR' % ' '.join(args)
-        print(shown, file=sys.stderr)
-        with tempfile.TemporaryDirectory() as out:
-            text, seconds = run([os.path.join(bin_dir, 'opie-sched'),
-                                 'simulate'] + args + ['--output-dir', out],
-                                timeout)
-            if text is not None:
-                text = text.replace(out, 'DIR')
+        stored = _from_results(results, name)
+        if stored is not None and stored[0]:
+            text, seconds, small = stored
+            shown = 'opie-sched simulate --scenario %s%s -f json' % (
+                name, ' --reduced' if small else '')
+            how = 'its ``report`` field'
+        else:
+            print(shown, file=sys.stderr)
+            how = 'start-up included'
+            with tempfile.TemporaryDirectory() as out:
+                text, seconds = run(
+                    [os.path.join(bin_dir, 'opie-sched'), 'simulate']
+                    + args + ['--output-dir', out], timeout)
+                if text is not None:
+                    text = text.replace(out, 'DIR')
         if text is None:
             parts.append('Not measured on %s: ``%s`` failed.\n\n'
                          % (date, shown))
             continue
         text = '\n'.join(line.rstrip() for line in text.splitlines())
-        parts.append(fill('Measured on %s with ``%s`` (%.1f s wall time, '
-                          'start-up included):' % (date, shown, seconds))
+        kind = 'Full run' if not small or name == 'nasa-backfill' else (
+            'Reduced run (%s)' % REDUCED_REASONS.get(
+                name, 'asked for with --reduced'))
+        parts.append(fill('%s, measured on %s with ``%s`` (%.1f s wall '
+                          'time, %s):' % (kind, date, shown, seconds or 0.0,
+                                          how))
                      + '\n\n' + block(text) + '\n')
     write(os.path.join(SOURCE, 'simulator', 'index.rst'),
           ''.join(parts).rstrip() + '\n')
@@ -315,12 +365,20 @@ def main(argv=None):
                         help='refresh only one part')
     parser.add_argument('--timeout', type=float, default=600.0,
                         help='seconds per command (default 600)')
+    parser.add_argument('--reduced', default='',
+                        help='comma-separated scenarios to show reduced '
+                             '(besides those of REDUCED_REASONS)')
+    parser.add_argument('--results', default=None,
+                        help='directory of NAME.json results (opie-sched '
+                             'simulate -f json) to use instead of running')
     args = parser.parse_args(argv)
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     if args.only in (None, 'cli'):
         refresh_cli(args.bin_dir, date, args.timeout)
     if args.only in (None, 'scenarios'):
-        refresh_scenarios(args.bin_dir, date, args.timeout)
+        refresh_scenarios(args.bin_dir, date, args.timeout,
+                          [n for n in args.reduced.split(',') if n],
+                          args.results)
     return 0
 
 

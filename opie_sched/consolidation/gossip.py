@@ -27,10 +27,13 @@ Paper III).
 * Alg. 2, the decision function for a pair (me, k): an overloaded peer
   offloads (Alg. 3); if the pair's CPU and memory fit in one PM under
   α (eq. 2, §4.2: α = 0.9) the VMs of one peer go to the other (**Merge**);
-  otherwise (**Merge+Imb**) the pair picks the redistribution of its VMs
-  with the largest Gain = (Imb(S1, S2) − Imb(S1', S2')) / migration cost
-  (eq. 5-8), the cost being the memory moved (eq. 7: the iterative memory
-  transfer dominates the migration time).
+  else, if the pair's CPU *and* memory sums are at least one PM's
+  capacity (Alg. 2's third branch, c_me + c_k ≥ C_PM & m_me + m_k ≥
+  M_PM; eq. 6's φ = 1: both dimensions over), (**Merge+Imb**) the pair
+  picks the redistribution of its VMs with the largest Gain =
+  (Imb(S1, S2) − Imb(S1', S2')) / migration cost (eq. 5-8),
+  the cost being the memory moved (eq. 7: the iterative memory transfer
+  dominates the migration time).
 * §3.3 **Incremental** (threshold) release: a peer below a utilisation
   threshold moves one VM at a time to a more loaded partner.
 * §3.6, Alg. 3 **Offload**: an overloaded peer moves the subset of its VMs
@@ -63,6 +66,12 @@ INCREMENTAL_THRESHOLD = 0.3
 OFFLOAD_SUBSET = 3
 #: A redistribution must lower the pair's imbalance by more than this.
 MIN_IMPROVEMENT = 1e-6
+#: When Merge+Imb redistributes a pair that cannot merge: Alg. 2's third
+#: branch, both the CPU and the memory sums at least C_PM (= 1), the
+#: paper's reading; or whenever the pair cannot merge under α in either
+#: dimension (our earlier reading, kept to show both).
+TRIGGER_BOTH_FULL, TRIGGER_NO_MERGE = ('both-full', 'no-merge')
+TRIGGERS = (TRIGGER_BOTH_FULL, TRIGGER_NO_MERGE)
 
 
 class GossipError(ValueError):
@@ -107,7 +116,9 @@ class Gossip:
     :param receives: optional bool array per PM; False PMs receive no VM
         (disabled hosts) but may give theirs away.
     :param rng: numpy Generator (peer order each cycle).
-    :raises GossipError: bad strategy, shapes or α.
+    :param trigger: when Merge+Imb redistributes a pair, one of
+        :data:`TRIGGERS` (default Alg. 2's :data:`TRIGGER_BOTH_FULL`).
+    :raises GossipError: bad strategy, trigger, shapes or α.
 
     ``assign`` is the virtual mapping the cycles change; ``host`` stays
     the real placement until :meth:`plan` is applied by the caller.
@@ -115,10 +126,15 @@ class Gossip:
 
     def __init__(self, n, cpu, mem, mem_gb, host, sampling,
                  strategy=MERGE_IMB, alpha=ALPHA, movable=None, rng=None,
-                 incremental_threshold=INCREMENTAL_THRESHOLD, receives=None):
+                 incremental_threshold=INCREMENTAL_THRESHOLD, receives=None,
+                 trigger=TRIGGER_BOTH_FULL):
         if strategy not in STRATEGIES:
             raise GossipError('unknown strategy %r (known: %s)'
                               % (strategy, ', '.join(STRATEGIES)))
+        if trigger not in TRIGGERS:
+            raise GossipError('unknown trigger %r (known: %s)'
+                              % (trigger, ', '.join(TRIGGERS)))
+        self.trigger = trigger
         if not 0 < alpha <= 1:
             raise GossipError('alpha must be in (0, 1], got %r' % (alpha,))
         self.cpu = np.asarray(cpu, dtype=float)
@@ -206,9 +222,13 @@ class Gossip:
         if (self.c[me] + self.c[k] <= a + 1e-9
                 and self.m[me] + self.m[k] <= a + 1e-9):
             return self._merge(me, k)
-        if self.strategy == MERGE_IMB:
-            return self._redistribute(me, k)
-        return False
+        if self.strategy != MERGE_IMB:
+            return False
+        if self.trigger == TRIGGER_BOTH_FULL and not (
+                self.c[me] + self.c[k] >= 1.0 - 1e-9
+                and self.m[me] + self.m[k] >= 1.0 - 1e-9):
+            return False
+        return self._redistribute(me, k)
 
     def _merge(self, me, k):
         # The peer whose VMs cost less memory to move is emptied (ours:

@@ -377,15 +377,24 @@ class PowerModel:
         """Eq. 4: W of a node at ``utilisation`` (array ok)."""
         return (self.p_max - self.p_idle) * utilisation + self.p_idle
 
+    def income(self, cluster):
+        """Eq. 3's first term: Σ Res_j × price, currency per time unit."""
+        return float(cluster.used.sum() * self.price)
+
+    def power_units(self, cluster):
+        """Eq. 3's Σ_i P_i / P_max over the active nodes (empty nodes
+        sleep): the number of fully utilised servers' worth of power,
+        which eq. 3 multiplies by cost_i.
+        """
+        active = cluster.active()
+        util = cluster.used[active] / cluster.capacity
+        return float(np.sum(self.power(util) / self.p_max))
+
     def profit(self, cluster):
         """Eq. 3 over the active nodes (empty nodes sleep), currency per
         time unit.
         """
-        active = cluster.active()
-        util = cluster.used[active] / cluster.capacity
-        income = cluster.used.sum() * self.price
-        return income - float(np.sum(self.power(util) / self.p_max)
-                              * self.cost)
+        return self.income(cluster) - self.power_units(cluster) * self.cost
 
 
 def data_centre_utilisation(cluster):

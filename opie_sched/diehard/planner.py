@@ -28,6 +28,16 @@ from opie_sched.diehard import reliability as dh_rel
 from opie_sched.diehard import topology as dh_topo
 
 ALGORITHMS = ('diehard', 'proportional', 'hrf')
+#: How Die-Hard's even placement drops the N* − N surplus of "n tasks on
+#: each of the R domains" (Alg. 1 lines 15-17 and 22-24): ``literal``
+#: removes them from the least reliable domains, emptying the least
+#: reliable domain first, then the next (the text as printed);
+#: ``dhondt`` keeps the domains' shares within one task of each other
+#: (D'Hondt with equal weights: the surplus comes one task from each of
+#: the least reliable domains), our earlier reading. Both are printed by
+#: the ``diehard-table2`` and ``diehard-tables34`` scenarios.
+SPREAD_LITERAL, SPREAD_DHONDT = ('literal', 'dhondt')
+SPREADS = (SPREAD_DHONDT, SPREAD_LITERAL)
 
 
 # -- placement families -------------------------------------------------------
@@ -123,17 +133,22 @@ def _level_units(ctx, level):
     return groups, probs
 
 
-def spread_placement(ctx, total, level):
+def spread_placement(ctx, total, level, spread=SPREAD_DHONDT):
     """Die-Hard's even placement of ``total`` tasks (Paper VI §3.2).
 
     Tasks are spread evenly over the ``level`` ('network' or 'power')
-    domains within their capacity, i.e. n per domain with the surplus
-    trimmed from the least reliable domains; each domain's share is spread
-    evenly over its cells the same way.
+    domains within their capacity, i.e. n = ceil(total / R) per domain
+    with the surplus trimmed from the least reliable domains (``spread``,
+    one of :data:`SPREADS`, says how); each domain's share is spread
+    evenly over its cells.
     """
     groups, probs = _level_units(ctx, level)
     caps = [sum(ctx.topology.cells[c].hosts for c in g) for g in groups]
-    shares = _apportion(total, [1.0] * len(groups), caps, _ranks(probs))
+    if spread == SPREAD_LITERAL:
+        shares = _literal_shares(total, caps, probs)
+    else:
+        shares = _apportion(total, [1.0] * len(groups), caps,
+                            _ranks(probs))
     vector = [0] * len(ctx.topology.cells)
     for group, share in zip(groups, shares):
         counts = _apportion(share, [1.0] * len(group),
@@ -142,6 +157,34 @@ def spread_placement(ctx, total, level):
         for c, x in zip(group, counts):
             vector[c] = x
     return vector
+
+
+def _literal_shares(total, caps, probs):
+    """Alg. 1 lines 15-17 as printed: n = ceil(total / R) tasks on each of
+    the R domains with room (capped by capacity), then the N* − N surplus
+    removed from the least reliable domains, each emptied before the next;
+    a shortfall left by full domains goes to the most reliable domains
+    with room.
+    """
+    live = [u for u in range(len(caps)) if caps[u] > 0]
+    if not live or sum(caps) < total:
+        raise dh_topo.PlanError('not enough hosts for %d tasks' % total)
+    per = -(-total // len(live))
+    shares = [min(per, caps[u]) if caps[u] > 0 else 0
+              for u in range(len(caps))]
+    surplus = sum(shares) - total
+    for u in sorted(live, key=lambda u: (-probs[u], -u)):
+        if surplus <= 0:
+            break
+        take = min(surplus, shares[u])
+        shares[u] -= take
+        surplus -= take
+    if surplus < 0:
+        more = _apportion(-surplus, [1.0] * len(caps),
+                          [c - x for c, x in zip(caps, shares)],
+                          _ranks(probs))
+        shares = [x + m for x, m in zip(shares, more)]
+    return shares
 
 
 def proportional_placement(ctx, total):
@@ -222,22 +265,28 @@ def _sum_by(placement, position):
 
 
 def plan(topology, tasks, target, hours, algorithm='diehard', max_extra=None,
-         tolerance=dh_rel.DEFAULT_TOLERANCE):
+         tolerance=dh_rel.DEFAULT_TOLERANCE, spread=SPREAD_DHONDT):
     """Plan ``tasks`` (K) tasks for ``hours`` (T) at reliability ``target``
     (S_min) with one of :data:`ALGORITHMS`.
 
     :param max_extra: largest n to consider (default: every free host).
+    :param spread: Die-Hard's reading of the surplus removal, one of
+        :data:`SPREADS` (ignored by the baselines).
     :returns: :class:`Plan`; ``plan.met`` is False when no n up to
         ``max_extra`` reaches the target (the plan then shows the largest n
         tried).
     :raises opie_sched.diehard.topology.PlanError: K < 1 or more than the
-        hosts, S_min not in (0, 1), T < 0, unknown algorithm.
+        hosts, S_min not in (0, 1), T < 0, unknown algorithm or spread.
     """
     planners = {'diehard': plan_diehard, 'proportional': plan_proportional,
                 'hrf': plan_hrf}
     if algorithm not in planners:
         raise dh_topo.PlanError('unknown algorithm %r (known: %s)'
                                 % (algorithm, ', '.join(ALGORITHMS)))
+    if algorithm == 'diehard':
+        return plan_diehard(topology, tasks, target, hours,
+                            max_extra=max_extra, tolerance=tolerance,
+                            spread=spread)
     return planners[algorithm](topology, tasks, target, hours,
                                max_extra=max_extra, tolerance=tolerance)
 
@@ -273,7 +322,7 @@ def _bisect(ctx, family, low, high):
 
 
 def plan_diehard(topology, tasks, target, hours, max_extra=None,
-                 tolerance=dh_rel.DEFAULT_TOLERANCE):
+                 tolerance=dh_rel.DEFAULT_TOLERANCE, spread=SPREAD_DHONDT):
     """The Die-Hard planner (Paper VI §3, Algorithm 1).
 
     Walks the decision tree of covered failures (i network, j power): from
@@ -284,16 +333,22 @@ def plan_diehard(topology, tasks, target, hours, max_extra=None,
     (resp. power) domains, the surplus trimmed from the least reliable ones.
     The first node reaching S_min and the last one below it bracket n,
     which is then bisected; finally single tasks are trimmed from the least
-    reliable domains while S_min still holds (§3.2).
+    reliable domains while S_min still holds (§3.2). ``spread`` (one of
+    :data:`SPREADS`) is how the even placement drops its surplus; with
+    ``literal`` a larger n need not contain the placement of a smaller
+    one, so the bisection finds *a* boundary n, not necessarily the least.
 
     See :func:`plan` for the parameters and errors.
     """
+    if spread not in SPREADS:
+        raise dh_topo.PlanError('unknown spread %r (known: %s)'
+                                % (spread, ', '.join(SPREADS)))
     ctx = _Context(topology, tasks, target, hours, tolerance)
     limit = _limit(ctx, max_extra)
-    network = _Family(ctx, 'network')
+    network = _Family(ctx, 'network', spread)
     if ctx.record('root', 0, network(0), 0, 0):
         return _result(ctx, 'diehard', 0, network(0))
-    found = _walk(ctx, network, _Family(ctx, 'power'), limit)
+    found = _walk(ctx, network, _Family(ctx, 'power', spread), limit)
     if found is None:
         # No tree node reached S_min within the limit: fall back to the
         # smallest n of the even network placement, if any.
@@ -307,12 +362,13 @@ def plan_diehard(topology, tasks, target, hours, max_extra=None,
 class _Family(object):
     """Die-Hard's even placements over one level, by extra task count."""
 
-    def __init__(self, ctx, level):
-        self.ctx, self.level = ctx, level
+    def __init__(self, ctx, level, spread=SPREAD_DHONDT):
+        self.ctx, self.level, self.spread = ctx, level, spread
         self.failing = -1  # largest n known to miss the target
 
     def __call__(self, extra):
-        return spread_placement(self.ctx, self.ctx.tasks + extra, self.level)
+        return spread_placement(self.ctx, self.ctx.tasks + extra, self.level,
+                                self.spread)
 
     def visit(self, stage, extra, i, j):
         met = self.ctx.record(stage, extra, self(extra), i, j)

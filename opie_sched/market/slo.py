@@ -431,7 +431,9 @@ class MerkatVertical(object):
 
     * decrease (budget is preserved) when ``v < v_low`` and the allocation
       is above its minimum, or when the share exceeds the maximum useful
-      allocation (line 9);
+      allocation (line 9; compared with a relative ``tolerance``, as in
+      :class:`VerticalDeadline`: a work-conserving market caps the share
+      at exactly ``alloc_max``, so a strict ``>`` could never fire);
     * increase when ``v > v_high`` and the allocation is below its
       maximum, or when the allocation is below its minimum (line 14);
     * the factor is ``max(2, 1 + T)`` with ``T = |(v_ref - v) / v|``, and
@@ -447,8 +449,9 @@ class MerkatVertical(object):
       which would exceed ``bid_max``: we follow the text).
     """
 
-    def __init__(self):
+    def __init__(self, tolerance=1e-9):
         self.history = {}
+        self.tolerance = _num(tolerance, 'tolerance', minimum=0)
 
     def __call__(self, bids, alloc, alloc_min, alloc_max, v, v_ref, v_low,
                  v_high, bid_min, bid_max, share=None):
@@ -488,7 +491,7 @@ class MerkatVertical(object):
             s = _num(share[r], 'share of %s' % r, minimum=0)
             hist = self.history.get(r, 0.0)
             out = bid
-            if (direction > 0 and a > lo) or s > hi:
+            if (direction > 0 and a > lo) or s >= hi * (1 - self.tolerance):
                 factor = (max(2.0, (1 + gap) / 2) if hist < 0
                           else max(2.0, 1 + gap))
                 out = max(bid / factor, bid_min)

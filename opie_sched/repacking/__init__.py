@@ -89,6 +89,8 @@ from opie_sched.repacking.workloads import increase
 from opie_sched.repacking.workloads import on_off
 from opie_sched.repacking.workloads import seasonal
 from opie_sched.repacking.workloads import stable
+from opie_sched.repacking.workloads import THESIS_SERIES
+from opie_sched.repacking.workloads import thesis_series
 from opie_sched.repacking.workloads import workload
 from opie_sched.repacking.workloads import WORKLOADS
 
@@ -99,4 +101,5 @@ __all__ = [
     'merkat_vm_upper_bound', 'transition', 'reconfiguration_cost', 'gain',
     'decide', 'RepackPlan', 'plan', 'METHODS', 'DEFAULT_METHOD',
     'WORKLOADS', 'workload', 'increase', 'seasonal', 'stable', 'on_off',
+    'THESIS_SERIES', 'thesis_series',
 ]

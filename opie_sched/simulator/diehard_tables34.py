@@ -42,6 +42,7 @@ import numpy as np
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import reliability as dh_rel
 from opie_sched.diehard import topology as dh_topo
+from opie_sched.simulator import diehard_table2
 from opie_sched.simulator import tables
 
 #: Thesis Paper VI Tables 3 and 4 (S_min = 0.999, K = 500): hours ->
@@ -64,7 +65,10 @@ MODELS = collections.OrderedDict([
     ('background', ((1, 1), True)),
     ('whole-domain', ((1, 1), False)),
 ])
-LABELS = {'diehard': 'DH', 'proportional': 'Proportional', 'hrf': 'HRF'}
+LABELS = {'diehard': 'DH', 'diehard-literal': 'DH (literal trim)',
+          'proportional': 'Proportional', 'hrf': 'HRF'}
+#: Our planner rows (see :data:`opie_sched.simulator.diehard_table2.ROWS`).
+ROWS = ('diehard', 'diehard-literal', 'proportional', 'hrf')
 
 
 def dual_homed_spread(topology, total):
@@ -83,8 +87,13 @@ def dual_homed_spread(topology, total):
 
 def _one(topology, hours):
     out = {}
-    for alg, paper in TABLES34[hours].items():
-        plan = dh_plan.plan(topology, TASKS, TARGET, hours, algorithm=alg)
+    for alg in ROWS:
+        paper = TABLES34[hours][alg.split('-')[0]]
+        plan = dh_plan.plan(
+            topology, TASKS, TARGET, hours,
+            algorithm='diehard' if alg.startswith('diehard') else alg,
+            spread=(dh_plan.SPREAD_LITERAL if alg == 'diehard-literal'
+                    else dh_plan.SPREAD_DHONDT))
         row = {'extra': plan.extra, 'reliability': plan.reliability.value,
                'affinity': plan.affinity_score, 'met': plan.met,
                'largest_domain': max(plan.placement.values())}
@@ -126,9 +135,10 @@ def diehard_tables34(reduced=False, seed=0):
             'largest_domain': float(np.mean(biggest))}
         for hours in TABLES34:
             per = [_one(t, hours) for t in topos]
-            for alg in list(TABLES34[hours]) + ['dual']:
+            for alg in ROWS + ('dual',):
                 vals = [p[alg] for p in per]
-                paper = TABLES34[hours].get(alg, TABLES34[hours]['diehard'])
+                paper = TABLES34[hours].get(alg.split('-')[0],
+                                            TABLES34[hours]['diehard'])
                 row = {'model': model, 'hours': hours, 'algorithm': alg,
                        'paper_extra': paper[0], 'paper_affinity': paper[1],
                        'paper_reliability': paper[2]}
@@ -165,5 +175,7 @@ def diehard_tables34(reduced=False, seed=0):
         '',
         'n (ours): the smallest n whose placement reaches S_min. The '
         'thesis\' HRF at 168 h (n 25, S 0.998) does not reach S_min; '
-        'compare the last column.'])
+        'compare the last column.',
+        diehard_table2.TRIM_NOTE,
+        diehard_table2.CALIBRATION_NOTE])
     return result, text

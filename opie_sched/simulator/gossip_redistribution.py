@@ -39,9 +39,26 @@ silent we chose (and say so in :data:`FULL`): a timestep is 86.4 s (the
 run is one day of eq. 11), batch VMs demand their type's full size, their
 lifetimes are at least 20 timesteps, a new VM goes to the most utilised
 *active* PM of its entry peer's view (the peer included) that fits
-under α, else to a sleeping PM of that view (woken up), and is rejected
-when the view has neither. ``run(strategy, vms_per_pm=8.0)`` runs the
-same experiment on a four times heavier load.
+under α (a random one under Random).
+
+Two readings are printed side by side:
+
+* **Redistribution trigger** (``trigger``): Alg. 2 redistributes a pair
+  only when its CPU *and* memory sums are at least C_PM (third branch;
+  eq. 6's φ = 1), :data:`~opie_sched.consolidation.gossip
+  .TRIGGER_BOTH_FULL`, the paper's; our earlier reading redistributed
+  every pair that could not merge under α,
+  :data:`~opie_sched.consolidation.gossip.TRIGGER_NO_MERGE`.
+* **Placement of a new VM** (``placement``): Paper III does not describe
+  it; the only place it wakes an idle PM is Offload (Alg. 3), and it
+  reports batch rejections that Merge+Imb lowers by balancing the PMs
+  (§5.2), which needs VMs to be refused by the *active* PMs: ``active``
+  (the reading the paper implies) rejects a VM that no active PM of the
+  view fits; ``wake`` (our earlier rule) wakes a sleeping PM of the
+  view, so with 21 PMs in a view a VM is practically never rejected.
+
+``run(strategy, vms_per_pm=8.0)`` runs the same experiment on a four
+times heavier load.
 
 The data centre (PMs of capacity 1 in CPU and memory, the VMs' placement
 and migrations) is the shared core's
@@ -68,16 +85,41 @@ VM_TYPES = {
 #: Paper III §5.2: Merge+Imb relative to Merge, %.
 PAPER_MERGE_IMB = {'rejections': -28.0, 'overload_time': -12.6,
                    'power': -3.2, 'migrations': +25.0}
+#: Paper III §5.1.2 eq. 13: messages exchanged per PM and cycle, and the
+#: size of one message (bytes); the paper's figure at 100,000 PMs and 7
+#: cycles ("160MB = 100,000 x 7 x 2 x 120 byte").
+EQ13_MESSAGES, EQ13_BYTES = 2, 120
+PAPER_EQ13 = {'pms': 100000, 'cycles': 7, 'megabytes': 160.0}
+
+
+def eq13_bandwidth(pms, cycles, messages=EQ13_MESSAGES, size=EQ13_BYTES):
+    """Paper III eq. 13: the most bytes one consolidation decision
+    exchanges (PMs x convergence cycles x messages x message size).
+    """
+    return float(pms) * cycles * messages * size
+
+
 #: Paper III §5.1.1: cycles to a high utilisation and to convergence.
 PAPER_FIG2 = {'high_within': (2, 3), 'converged_at': 7}
 PAPER_FIG5_K = (10, 20, 30, 50)
 
+#: New-VM placement rules (see the module docstring).
+PLACE_ACTIVE, PLACE_WAKE = ('active', 'wake')
+#: The readings printed side by side: (trigger, placement); the first is
+#: the paper's.
+READINGS = ((gossip.TRIGGER_BOTH_FULL, PLACE_ACTIVE),
+            (gossip.TRIGGER_NO_MERGE, PLACE_ACTIVE),
+            (gossip.TRIGGER_BOTH_FULL, PLACE_WAKE),
+            (gossip.TRIGGER_NO_MERGE, PLACE_WAKE))
+
 FULL = dict(pms=200, steps=1000, monitor_every=20, view=20,
             seconds_per_step=86.4, max_cycles=15, min_lifetime=20.0,
-            runs=3, vms_per_pm=2.0)
+            runs=3, vms_per_pm=2.0, trigger=gossip.TRIGGER_BOTH_FULL,
+            placement=PLACE_ACTIVE)
 REDUCED = dict(pms=40, steps=200, monitor_every=20, view=10,
                seconds_per_step=432.0, max_cycles=10, min_lifetime=20.0,
-               runs=1, vms_per_pm=2.0)
+               runs=1, vms_per_pm=2.0, trigger=gossip.TRIGGER_BOTH_FULL,
+               placement=PLACE_ACTIVE)
 
 ORDER = (gossip.RANDOM, gossip.INCREMENTAL, gossip.MERGE, gossip.MERGE_IMB)
 _LABEL = {gossip.RANDOM: 'Random', gossip.INCREMENTAL: 'Incremental',
@@ -133,10 +175,12 @@ class Workload:
             self.gb_nominal * f
 
 
-def _place(vms, dc, cpu, mem, pms, sampling, rng, strategy, initial):
+def _place(vms, dc, cpu, mem, pms, sampling, rng, strategy, initial,
+           placement=PLACE_ACTIVE):
     """Place ``vms`` (ids) one by one on ``dc`` (the core's
     :class:`~opie_sched.simulator.core.hosts.Hosts`, sums up to date);
-    the number rejected.
+    the number rejected. ``placement``: :data:`PLACE_ACTIVE` or
+    :data:`PLACE_WAKE` (the initial placement is random over all PMs).
     """
     c = dc.sums['size'][:, 0]
     m = dc.sums['size'][:, 1]
@@ -151,7 +195,8 @@ def _place(vms, dc, cpu, mem, pms, sampling, rng, strategy, initial):
         fit = (c[cands] + cpu[vm] <= a + 1e-9) & \
             (m[cands] + mem[vm] <= a + 1e-9)
         busy = (c[cands] > 1e-9) | (m[cands] > 1e-9)
-        if not initial and (fit & busy).any():
+        if not initial and (placement == PLACE_ACTIVE or
+                            (fit & busy).any()):
             fit &= busy
         cands = cands[fit]
         if not len(cands):
@@ -214,14 +259,16 @@ def run(strategy, seed=0, trace=None, **params):
         dc.values['size'][:, 1] = mem
         dc.refresh()
         rejected = _place(new, dc, cpu, mem, pms, sampling, rng, strategy,
-                          initial=(epoch == 0))
+                          initial=(epoch == 0),
+                          placement=cfg['placement'])
         dc.refresh()
         if epoch > 0:
             totals['rejections'] += rejected
         cpu = np.where(host >= 0, cpu, 0.0)
         mem = np.where(host >= 0, mem, 0.0)
         proto = gossip.Gossip(pms, cpu, mem, gb, host, sampling,
-                              strategy=strategy, rng=rng)
+                              strategy=strategy, rng=rng,
+                              trigger=cfg['trigger'])
         over = [int(sum(proto.overloaded(p) for p in range(pms)))]
 
         def on_cycle(n, g, epoch=epoch):
@@ -275,11 +322,25 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
         from opie_sched.simulator.tables import text_table as table
     params = REDUCED if reduced else FULL
     runs = params['runs']
-    # Figs. 3-4
-    by = {}
-    for strategy in ORDER:
-        rows = [run(strategy, seed=seed + r, **params) for r in range(runs)]
-        by[strategy] = {key: _mean(rows, key) for key in rows[0]}
+    cache = {}
+
+    def averaged(strategy, trigger, placement):
+        # Merge (and Random, Incremental) never redistribute: the trigger
+        # cannot change them.
+        if strategy != gossip.MERGE_IMB:
+            trigger = params['trigger']
+        key = (strategy, trigger, placement)
+        if key not in cache:
+            rows = [run(strategy, seed=seed + r,
+                        **dict(params, trigger=trigger,
+                               placement=placement))
+                    for r in range(runs)]
+            cache[key] = {k: _mean(rows, k) for k in rows[0]}
+        return cache[key]
+
+    # Figs. 3-4 under the paper's readings
+    by = {s: averaged(s, params['trigger'], params['placement'])
+          for s in ORDER}
     # Fig. 2
     fig2 = {}
     for strategy in (gossip.MERGE, gossip.MERGE_IMB):
@@ -308,11 +369,31 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
                 if merge[key] else None)
 
     compare = {key: rel(key) for key in PAPER_MERGE_IMB}
+    cycles_imb = fig2[gossip.MERGE_IMB]['cycles']
+    eq13 = {'pms': params['pms'], 'cycles': cycles_imb,
+            'bytes': eq13_bandwidth(params['pms'], cycles_imb),
+            'bytes_at_paper_pms': eq13_bandwidth(PAPER_EQ13['pms'],
+                                                 cycles_imb),
+            'paper': PAPER_EQ13}
+    readings = []
+    for trigger, placement in READINGS:
+        m = averaged(gossip.MERGE, trigger, placement)
+        i = averaged(gossip.MERGE_IMB, trigger, placement)
+        readings.append({
+            'trigger': trigger, 'placement': placement,
+            'merge': m, 'merge_imb': i,
+            'ours': {key: (100.0 * (i[key] - m[key]) / m[key]
+                           if m[key] else None)
+                     for key in PAPER_MERGE_IMB},
+            'direction_holds': {
+                key: (i[key] - m[key]) * PAPER_MERGE_IMB[key] > 0
+                for key in PAPER_MERGE_IMB}})
     result = {'scenario': 'gossip-redistribution', 'reduced': reduced,
               'seed': seed, 'params': dict(params), 'strategies': by,
               'merge_imb_vs_merge': {'paper': PAPER_MERGE_IMB,
                                      'ours': compare},
-              'fig2': fig2, 'fig5': fig5}
+              'fig2': fig2, 'fig5': fig5, 'readings': readings,
+              'eq13': eq13}
 
     def pct(v):
         return '-' if v is None else '%+.1f %%' % v
@@ -334,6 +415,25 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
         table(['metric', 'paper', 'ours'],
               [[key, pct(PAPER_MERGE_IMB[key]), pct(compare[key])]
                for key in PAPER_MERGE_IMB]),
+        '',
+        'Both readings side by side (trigger: Alg. 2 "c_me + c_k >= C_PM '
+        '& m_me + m_k >= M_PM" = both-full, vs "cannot merge under alpha" '
+        '= no-merge; placement: active PMs only, only Offload wakes an '
+        'idle PM (Alg. 3) = active, vs wake a sleeping PM of the view = '
+        'wake). Merge+Imb vs Merge, %; rejections are batch VMs, '
+        'Merge / Merge+Imb:',
+        table(['trigger', 'placement', 'rejections', 'overload t',
+               'power', 'migrations', 'rej. M / M+I',
+               'direction holds'],
+              [[r['trigger'], r['placement']]
+               + [pct(r['ours'][key]) for key in PAPER_MERGE_IMB]
+               + ['%.1f / %.1f' % (r['merge']['rejections'],
+                                   r['merge_imb']['rejections']),
+                  '%d of %d' % (sum(r['direction_holds'].values()),
+                                len(PAPER_MERGE_IMB))]
+               for r in readings]),
+        'first row = the readings the table above uses (the paper\'s)',
+        '',
         'imbalance: paper lower with Merge+Imb (Fig. 4a); ours %.4f vs '
         '%.4f' % (imb['imbalance'], merge['imbalance']),
         'Incremental: paper lowest utilisation and most active PMs after '
@@ -357,5 +457,13 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
         table(['k', 'cycles', 'migrations'],
               [[k, '%.1f' % v['cycles'], '%.0f' % v['migrations']]
                for k, v in sorted(fig5.items())]),
+        '',
+        'Paper III eq. 13 (PMs x cycles x %d messages x %d bytes): ours '
+        '%.3f MB (%d PMs, Merge+Imb converged in %d cycles, Fig. 2 run); '
+        'at the paper\'s 100,000 PMs with our cycles %.0f MB; paper %.0f '
+        'MB (100,000 PMs, 7 cycles)' % (
+            EQ13_MESSAGES, EQ13_BYTES, eq13['bytes'] / 1e6, eq13['pms'],
+            eq13['cycles'], eq13['bytes_at_paper_pms'] / 1e6,
+            PAPER_EQ13['megabytes']),
     ]
     return result, '\n'.join(text)

@@ -101,7 +101,12 @@ class RetryStepCosts:
     STEPS = ('boot', 'delete', 'fail', 'reaper')
 
     def __init__(self, boot=1.6, delete=0.7, fail=0.3, reaper=0.0,
-                 sources=None):
+                 sources=None, measured=False, measured_ratios=None):
+        #: True when every step comes from ``end_to_end.py`` measurements.
+        self.measured = bool(measured)
+        #: ``{'opie_vs_free', 'retry_vs_opie'}`` measured end to end, or
+        #: None.
+        self.measured_ratios = dict(measured_ratios or {}) or None
         self.boot = float(boot)
         self.delete = float(delete)
         self.fail = float(fail)
@@ -136,12 +141,18 @@ class RetryStepCosts:
                              % (path, exc))
         source = 'measured by benchmarks/end_to_end.py on %s' % (
             data.get('cloud') or 'a real cloud')
+        ratios = data.get('ratios') or {}
         return cls(reaper=float(steps.get('reaper', 0.0)),
-                   sources={k: source for k in cls.STEPS}, **values)
+                   sources={k: source for k in cls.STEPS}, measured=True,
+                   measured_ratios={k: float(v) for k, v in ratios.items()
+                                    if k in ('opie_vs_free',
+                                             'retry_vs_opie')},
+                   **values)
 
     def as_dict(self):
         return dict({k: getattr(self, k) for k in self.STEPS},
-                    sources=dict(self.sources))
+                    sources=dict(self.sources), measured=self.measured,
+                    measured_ratios=self.measured_ratios)
 
 
 def latency_model(row, costs):
@@ -153,29 +164,36 @@ def latency_model(row, costs):
     :returns: dict of seconds: ``stock_free`` (stock Nova, the room free:
         boot + stock pass (a)), ``opie`` (boot + opie's decision (b) +
         the victims' deletion, which opie waits for), ``retry`` (failed
-        build: fail + stock pass (b); reaper; the victims' deletion;
-        re-creation: boot + stock pass (b) again), the ratios
-        ``opie_vs_stock`` and ``retry_vs_opie``, and ``retry_steps``
-        (``[(step, seconds)]``, what the retry design pays, in order).
+        build: fail; the measured scheduling side of the retry design (c):
+        the pass ending in NoValidHost, the victims chosen and their
+        records deleted, the second pass; reaper; the victims' deletion;
+        re-creation: boot), the ratios ``opie_vs_stock`` and
+        ``retry_vs_opie``, ``retry_steps`` (``[(step, seconds)]``, what
+        the retry design pays, in order) and ``constant_share`` (the
+        fraction of each total that is :class:`RetryStepCosts`' steps, not
+        measured by the benchmark).
     """
     pass_a = row['a_stock'] / 1000.0
-    pass_b = row['b_stock'] / 1000.0
     decide = row['b_decide'] / 1000.0
+    retry_sched = row['c_retry'] / 1000.0
     stock_free = costs.boot + pass_a
     opie = costs.boot + decide + costs.delete
     steps = [('fail (API, conductor)', costs.fail),
-             ('scheduling pass -> NoValidHost', pass_b),
+             ('passes: NoValidHost, victims, again (c)', retry_sched),
              ('reaper reaction', costs.reaper),
              ('victims deleted', costs.delete),
-             ('re-create: boot', costs.boot),
-             ('re-create: scheduling pass', pass_b)]
+             ('re-create: boot', costs.boot)]
     retry = sum(v for _, v in steps)
     return {'stock_free': stock_free, 'opie': opie, 'retry': retry,
             'opie_vs_stock': opie / stock_free,
             'retry_vs_opie': retry / opie, 'retry_steps': steps,
             'opie_steps': [('boot', costs.boot),
                            ('scheduling pass with decision', decide),
-                           ('victims deleted', costs.delete)]}
+                           ('victims deleted', costs.delete)],
+            'constant_share': {
+                'stock_free': costs.boot / stock_free,
+                'opie': (costs.boot + costs.delete) / opie,
+                'retry': (retry - retry_sched) / retry}}
 
 
 def preemption_latency(reduced=False, seed=0, costs=None):
@@ -250,20 +268,38 @@ def preemption_latency(reduced=False, seed=0, costs=None):
 
 def _model_text(models, costs):
     """The like-for-like lines of :func:`preemption_latency`."""
+    tag = ('' if costs.measured else ' (model, not measured)')
     lines = ['', 'Like for like, create to ACTIVE of one normal server '
-             '(s): scheduling passes measured above, other steps '
-             'parameters:']
+             '(s): scheduling passes measured above, other steps %s:' % (
+                 'measured by benchmarks/end_to_end.py' if costs.measured
+                 else 'parameters, NOT measured by this run')]
     lines += ['  %-7s %.2f s  (%s)' % (k, getattr(costs, k),
                                        costs.sources.get(k, '?'))
               for k in costs.STEPS]
     table = []
     for n, m in sorted(models.items()):
+        share = m['constant_share']
         table.append([n, '%.2f' % m['stock_free'], '%.2f' % m['opie'],
-                      '%.2f' % m['retry'], '%.2f' % m['opie_vs_stock'],
-                      '%.2f' % m['retry_vs_opie']])
+                      '%.2f' % m['retry'],
+                      '%.2f%s' % (m['opie_vs_stock'], tag),
+                      '%.2f%s' % (m['retry_vs_opie'], tag),
+                      '%.0f / %.0f %%' % (100 * share['opie'],
+                                          100 * share['retry'])])
     lines += ['', _table(['nodes', 'stock, room free', 'opie, full',
                           'retry design, full', 'opie/stock (<= 1.5)',
-                          'retry/opie (>= 2)'], table)]
+                          'retry/opie (>= 2)',
+                          'step parameters in opie / retry total'],
+                         table)]
+    if costs.measured_ratios:
+        lines.append('Measured end to end (benchmarks/end_to_end.py): '
+                     'opie/stock %.2f, retry/opie %.2f' % (
+                         costs.measured_ratios.get('opie_vs_free', 0.0),
+                         costs.measured_ratios.get('retry_vs_opie', 0.0)))
+    elif not costs.measured:
+        lines.append('Only the scheduling-pass columns above are measured; '
+                     'the ratios of this table are a model until '
+                     'OPIE_E2E_RESULTS names a benchmarks/end_to_end.py '
+                     '--json file.')
     for n, m in sorted(models.items()):
         lines.append('%d nodes: retry = %s; opie = %s' % (n, ' + '.join(
             '%s %.2f' % kv for kv in m['retry_steps']), ' + '.join(

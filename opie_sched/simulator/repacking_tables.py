@@ -66,16 +66,18 @@ REPACK_D_MINUTES = 1000.0
 REPACK_K = 0.01
 _STRATEGY_ORDER = ('S_base', 'S_base_Repacked', 'S_delta',
                    'S_delta_Repacked', 'S_Full')
-_WORKLOAD_PAPER = {'increase': ('Increase1', 'Increase2'),
-                   'seasonal': ('Seasonal1', 'Seasonal2')}
+#: The thesis' four series, each ours from
+#: :data:`opie_sched.repacking.workloads.THESIS_SERIES`.
+SERIES = ('Increase1', 'Increase2', 'Seasonal1', 'Seasonal2')
 
 
-def repacking_tables(reduced=False, seed=0):
-    """Paper V Tables 3 and 6 on our Increase and Seasonal workloads.
+def repacking_tables(reduced=False, seed=0, noise=None):
+    """Paper V Tables 3 and 6 on our four series.
 
-    Workloads: :func:`~opie_sched.repacking.increase` (168 h) and
-    :func:`~opie_sched.repacking.seasonal` (182 h), 5-minute steps, seeded
-    with ``seed``; the thesis' four series are not published, so absolute
+    Workloads: :func:`~opie_sched.repacking.thesis_series` (Increase1
+    168 h, Increase2 215 h, Seasonal1 182 h, Seasonal2 338 h; smooth
+    shapes, ``noise`` per step if given), 5-minute steps, seeded with
+    ``seed``; the thesis' four series are not published, so absolute
     costs differ; the savings % (Table 6: 1 − S_delta_Repacked / S_delta)
     are the comparable figure. Reduced: 24 h of each, 15-minute steps.
     """
@@ -83,14 +85,16 @@ def repacking_tables(reduced=False, seed=0):
         kwargs = {'hours': 24, 'step_minutes': 15}
     else:
         kwargs = {}
+    if noise is not None:
+        kwargs['noise'] = noise
     result = {'scenario': 'repacking-tables', 'reduced': reduced,
               'seed': seed, 'd_minutes': REPACK_D_MINUTES, 'K': REPACK_K,
               'repack_minutes': REPACK_MINUTES, 'costs': [], 'savings': [],
               'paper_table3': REPACKING_TABLE3,
               'paper_table6': REPACKING_TABLE6}
     cost_rows, save_rows = [], []
-    for wl in ('increase', 'seasonal'):
-        demand, step = repacking.workload(wl, seed=seed, **kwargs)
+    for wl in SERIES:
+        demand, step = repacking.thesis_series(wl, seed=seed, **kwargs)
         runs = {}
         for app in ('A', 'B'):
             types = repacking.thesis_types(app)
@@ -107,7 +111,6 @@ def repacking_tables(reduced=False, seed=0):
                         'resource_cost': sim.resource_cost,
                         'reconfig_cost': sim.reconfig_cost,
                         'reconfigurations': sim.reconfigurations})
-        p1, p2 = _WORKLOAD_PAPER[wl]
         for name in _STRATEGY_ORDER:
             ours = [runs[app, rc, name] for app in ('A', 'B')
                     for rc in ('cheap', 'expensive')]
@@ -115,8 +118,8 @@ def repacking_tables(reduced=False, seed=0):
                 [wl if name == 'S_base' else '', name]
                 + ['%.2f (%d)' % (s.total_cost, s.reconfigurations)
                    for s in ours]
-                + ['/'.join('%.2f' % REPACKING_TABLE3[p][name][k]
-                            for p in (p1, p2)) for k in range(4)])
+                + ['%.2f' % REPACKING_TABLE3[wl][name][k]
+                   for k in range(4)])
         for rc in ('cheap', 'expensive'):
             for app in ('A', 'B'):
                 base = runs[app, rc, 'S_delta'].total_cost
@@ -128,13 +131,12 @@ def repacking_tables(reduced=False, seed=0):
                     old = runs[app, rc, plain].total_cost
                     row['%s_vs_%s' % (name, plain)] = 100 * (1 - new / old)
                 k = (0 if app == 'A' else 1) + (0 if rc == 'cheap' else 2)
-                row['paper'] = {p: REPACKING_TABLE6[p][k] for p in (p1, p2)}
+                row['paper'] = REPACKING_TABLE6[wl][k]
                 result['savings'].append(row)
                 save_rows.append([
                     wl, app, rc,
                     '%.2f %%' % row['S_delta_Repacked_vs_S_delta'],
-                    '%.2f / %.2f %%' % (REPACKING_TABLE6[p1][k],
-                                        REPACKING_TABLE6[p2][k]),
+                    '%.2f %%' % REPACKING_TABLE6[wl][k],
                     '%.2f %%' % row['S_base_Repacked_vs_S_base'],
                     '%.2f %%' % row['S_Full_vs_S_delta'],
                     '%.2f' % base])
@@ -144,11 +146,11 @@ def repacking_tables(reduced=False, seed=0):
         % (REPACK_D_MINUTES, 100 * REPACK_K, REPACK_MINUTES['cheap'],
            REPACK_MINUTES['expensive'], seed,
            ' (reduced: 24 h, 15-min steps)' if reduced else
-           ' (increase 168 h, seasonal 182 h, 5-min steps)'),
+           ' (Increase1 168 h, Increase2 215 h, Seasonal1 182 h, '
+           'Seasonal2 338 h, 5-min steps)'),
         '',
         'Total cost ($) and reconfigurations: ours vs thesis Table 3 '
-        '(Increase1/Increase2, Seasonal1/Seasonal2; absolute costs depend '
-        'on the unpublished series)',
+        '(absolute costs depend on the unpublished series)',
         _table(['workload', 'strategy', 'A cheap', 'A expensive',
                 'B cheap', 'B expensive', 'T3 A cheap', 'T3 A exp',
                 'T3 B cheap', 'T3 B exp'], cost_rows),
@@ -156,6 +158,6 @@ def repacking_tables(reduced=False, seed=0):
         'Savings of repacking (1 - S_delta_Repacked / S_delta, thesis Table '
         '6), plus S_base_Repacked vs S_base and S_Full vs S_delta',
         _table(['workload', 'app', 'R', 'S_delta_Rep (ours)',
-                'Table 6 (wl 1 / wl 2)', 'S_base_Rep vs S_base',
+                'Table 6', 'S_base_Rep vs S_base',
                 'S_Full vs S_delta', 'S_delta cost'], save_rows)])
     return result, text

@@ -60,9 +60,10 @@ TABLES45 = collections.OrderedDict([
                          ('expensive', 'short'): (38, 857.48),
                          ('expensive', 'long'): (49, 824.12)})),
 ])
-#: Our workload generator for each thesis workload.
-WORKLOADS = {'Increase1': 'increase', 'Increase2': 'increase',
-             'Seasonal1': 'seasonal', 'Seasonal2': 'seasonal'}
+#: Our workload generator for each thesis workload (each its own series,
+#: :data:`opie_sched.repacking.workloads.THESIS_SERIES`).
+WORKLOADS = {name: kind for name, (kind, _) in
+             repacking.THESIS_SERIES.items()}
 LONG_D = 1000.0
 REPACK_MINUTES = {'cheap': 4.0, 'expensive': 20.0}
 K = 0.01
@@ -96,15 +97,20 @@ def realised_intervals(sim, strategy):
     return out
 
 
-def repacking_tables45(reduced=False, seed=0):
-    """Tables 4 and 5 of Paper V on our Increase and Seasonal series.
+def repacking_tables45(reduced=False, seed=0, noise=None):
+    """Tables 4 and 5 of Paper V on our four series
+    (:func:`opie_sched.repacking.thesis_series`: Increase1 168 h,
+    Seasonal1 182 h, Increase2 215 h, Seasonal2 338 h; smooth shapes).
 
-    Full: 168 h (increase) / 182 h (seasonal), 5-minute steps. Reduced:
-    24 h, 15-minute steps. App B, S_delta_Repacked, K = 1 %.
+    Full: the series' lengths, 5-minute steps. Reduced: 24 h, 15-minute
+    steps. App B, S_delta_Repacked, K = 1 %. ``noise``: per-step noise
+    fraction (default none; 0.02 is the earlier 2 % on every step).
 
     :returns: ``(result, text)``.
     """
     kwargs = {'hours': 24, 'step_minutes': 15} if reduced else {}
+    if noise is not None:
+        kwargs['noise'] = noise
     types = repacking.thesis_types('B')
     result = {'scenario': 'repacking-tables45', 'reduced': reduced,
               'seed': seed, 'K': K, 'rows': []}
@@ -112,9 +118,9 @@ def repacking_tables45(reduced=False, seed=0):
     series = {}
     for paper_wl, (short, paper) in TABLES45.items():
         wl = WORKLOADS[paper_wl]
-        if wl not in series:
-            series[wl] = repacking.workload(wl, seed=seed, **kwargs)
-        demand, step = series[wl]
+        series[paper_wl] = repacking.thesis_series(paper_wl, seed=seed,
+                                                   **kwargs)
+        demand, step = series[paper_wl]
         for rc in ('cheap', 'expensive'):
             for dk, d_min in (('short', float(short)), ('long', LONG_D)):
                 strategy = repacking_strategies.make_strategy(
@@ -155,17 +161,23 @@ def repacking_tables45(reduced=False, seed=0):
                   > paper['expensive', 'long'][1] else 'short <= long')
         result.setdefault('directions', {})[paper_wl] = {
             'ours': ours, 'paper': theirs}
-        directions.append('%s (series %s): expensive R, total cost %s '
-                          '(%.2f vs %.2f); thesis %s'
-                          % (paper_wl, WORKLOADS[paper_wl], ours,
-                             exp_short, exp_long, theirs))
+        directions.append('%s (%s, %g h): expensive R, total cost %s '
+                          '(%.2f vs %.2f); thesis %s: %s'
+                          % (paper_wl, WORKLOADS[paper_wl],
+                             len(series[paper_wl][0])
+                             * series[paper_wl][1], ours, exp_short,
+                             exp_long, theirs,
+                             'holds' if (ours == 'short > long') == (
+                                 theirs == 'short > long') else 'DIFFERS'))
     text = '\n'.join([
         'repacking-tables45: thesis Paper V Tables 4 and 5, App B, '
-        'S_delta_Repacked, K = %g %%, repacking %g / %g min, our series '
-        'seeded %d%s' % (100 * K, REPACK_MINUTES['cheap'],
-                         REPACK_MINUTES['expensive'], seed,
-                         ' (reduced: 24 h, 15-min steps)' if reduced
-                         else ''),
+        'S_delta_Repacked, K = %g %%, repacking %g / %g min, our four '
+        'series (Increase1 168 h, Seasonal1 182 h, Increase2 215 h, '
+        'Seasonal2 338 h; %s) seeded %d%s' % (
+            100 * K, REPACK_MINUTES['cheap'], REPACK_MINUTES['expensive'],
+            'no per-step noise' if not noise else
+            '%g %% noise on every step' % (100 * noise), seed,
+            ' (reduced: 24 h, 15-min steps)' if reduced else ''),
         '',
         tables.text_table(['workload', 'R', 'd (min)', 'reconfigs (ours)',
                            'Table 4', 'total $ (ours)', 'Table 5',

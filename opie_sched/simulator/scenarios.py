@@ -64,6 +64,14 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     Random, Incremental, Merge and Merge+Imb gossip consolidation
     (:mod:`opie_sched.simulator.gossip_redistribution`); thesis Paper III
     Figs. 2-5.
+``merkat-fig6``
+    Merkat Alg. 1 scaling one VM's bid against four best-effort VMs on a
+    4-core node for deadlines of 200, 150 and 100 min
+    (:mod:`opie_sched.simulator.merkat_vertical`); Merkat §5.4.1 Fig. 6.
+``themis-fig6``
+    An elastic master-worker application under Horizontal-Deadline, 1075
+    tasks and a burst of 1500 (:mod:`opie_sched.simulator
+    .themis_elastic`); Themis HPCC'12 Fig. 6.
 """
 
 import collections
@@ -72,12 +80,14 @@ import time
 from opie_sched.simulator import diehard_table2
 from opie_sched.simulator import diehard_tables34
 from opie_sched.simulator import gossip_redistribution
+from opie_sched.simulator import merkat_vertical
 from opie_sched.simulator import p2p_consolidation
 from opie_sched.simulator import preemption_latency
 from opie_sched.simulator import repacking_tables
 from opie_sched.simulator import repacking_tables45
 from opie_sched.simulator import rpm_vs_ffd
 from opie_sched.simulator import themis
+from opie_sched.simulator import themis_elastic
 
 #: Scenario name -> function(reduced=False, seed=0) -> (result, text).
 SCENARIOS = collections.OrderedDict([
@@ -90,6 +100,8 @@ SCENARIOS = collections.OrderedDict([
     ('preemption-latency', preemption_latency.preemption_latency),
     ('p2p-consolidation', p2p_consolidation.p2p_consolidation),
     ('gossip-redistribution', gossip_redistribution.gossip_redistribution),
+    ('merkat-fig6', merkat_vertical.merkat_fig6),
+    ('themis-fig6', themis_elastic.themis_fig6),
 ])
 
 

@@ -246,6 +246,20 @@ class GossipTest(testtools.TestCase):
         # already balanced: nothing to gain
         self.assertFalse(g.decide(0, 1))
 
+    def test_redistribution_needs_both_sums_full(self):
+        # Alg. 2: CPU sum 1.1 >= C_PM but memory sum 0.8 < M_PM: the pair
+        # cannot merge under alpha, yet Alg. 2 does not redistribute it;
+        # the "cannot merge" reading does.
+        cpu, mem = [0.5, 0.4, 0.1, 0.1], [0.1, 0.05, 0.35, 0.3]
+        g = _gossip(cpu, mem, [0, 0, 1, 1], 2)
+        self.assertEqual(gossip.TRIGGER_BOTH_FULL, g.trigger)
+        self.assertFalse(g.decide(0, 1))
+        g = _gossip(cpu, mem, [0, 0, 1, 1], 2,
+                    trigger=gossip.TRIGGER_NO_MERGE)
+        self.assertTrue(g.decide(0, 1))
+        self.assertRaises(gossip.GossipError, _gossip, cpu, mem,
+                          [0, 0, 1, 1], 2, trigger='sometimes')
+
     def test_merge_only_does_not_redistribute(self):
         g = _gossip([0.5, 0.4, 0.1, 0.1], [0.1, 0.05, 0.5, 0.45],
                     [0, 0, 1, 1], 2, strategy=gossip.MERGE)

@@ -21,6 +21,7 @@ import fixtures
 import testtools
 
 from opie_sched.cmd import cli
+from opie_sched.consolidation import gossip
 from opie_sched.simulator import gossip_redistribution as gr
 from opie_sched.simulator import p2p_consolidation as pc
 from opie_sched.simulator import scenarios
@@ -50,6 +51,15 @@ class P2PScenarioTest(testtools.TestCase):
             self.assertGreaterEqual(row['rejection'], 0.0)
             self.assertLessEqual(row['rejection'], 1.0)
             self.assertLessEqual(row['hops'], pc.REDUCED['htl'])
+            # placed requests locate a node in fewer steps than the
+            # average over every request (rejected ones walk to the HTL
+            # or a dead end)
+            self.assertLessEqual(row['hops'], row['hops_all'] + 1e-9)
+            # eq. 3 split: profit = income - power_units * cost_i
+            self.assertAlmostEqual(
+                row['profit'],
+                row['income'] - row['power_units'] * pc.power_cost(),
+                places=6)
             # U_node >= U_dc: the active nodes are a subset of all
             self.assertGreaterEqual(row['u_node'] + 1e-9, row['u_dc'])
             self.assertEqual(0, row['hibernated'])     # no re-consolidation
@@ -71,6 +81,54 @@ class P2PScenarioTest(testtools.TestCase):
         ours = self.result['table2']['ours']
         self.assertEqual('Dist-Min', max(ours, key=ours.get))
         self.assertGreater(ours['Central-Min'], ours['Central-Max'])
+
+    def test_profit_curve(self):
+        curve = self.result['profit_curve']
+        self.assertEqual(list(pc.PROFIT_COSTS), [c['cost'] for c in curve])
+        fig2 = self.result['fig2']
+        for row in curve:
+            # every point is recomputed from our runs' eq. 3 terms
+            for p in pc.ORDER:
+                self.assertAlmostEqual(
+                    fig2[p]['income'] - fig2[p]['power_units'] * row['cost'],
+                    row['profit'][p])
+            self.assertEqual(row['holds'], row['max'] == 'Dist-Max'
+                             and row['min'] == 'Central-FF')
+        # cheap power: income decides, Central-FF (most rejections) is
+        # the least profitable; the verdict changes along the curve
+        self.assertEqual('Central-FF', curve[0]['min'])
+        self.assertEqual('Dist-Max', curve[0]['max'])
+        self.assertNotEqual('Central-FF', curve[-3]['min'])
+        self.assertIn('over cost_i', self.text)
+
+    def test_fig3_reconsolidation_gain(self):
+        fig3 = self.result['fig3']
+        for p in pc.ORDER:
+            self.assertAlmostEqual(
+                self.result['fig2'][p]['u_node'],
+                fig3['u_node_without'][p])
+            self.assertAlmostEqual(
+                fig3['u_node_with'][p] - fig3['u_node_without'][p],
+                fig3['gain'][p])
+        # re-consolidation packs the least-utilised policies the most
+        gain = fig3['gain']
+        self.assertGreater(gain['Dist-Min'], gain['Central-FF'])
+        self.assertEqual(3, len(fig3['verdicts']))
+
+    def test_fig4_scaling(self):
+        f4 = self.result['fig4']
+        self.assertEqual([n for n, _ in pc.FIG4_REDUCED],
+                         [r['nodes'] for r in f4['Dist-FF']])
+        for i in range(len(pc.FIG4_REDUCED)):
+            # central entry: weak propagation, more rejections at every
+            # size
+            self.assertGreater(f4['Central-FF'][i]['rejection'],
+                               f4['Dist-FF'][i]['rejection'])
+        for v in self.result['fig4_verdicts']:
+            if v['claim'] == 'rejection grows with size':
+                rej = [r['rejection'] for r in f4[v['policy']]]
+                self.assertEqual(v['holds'], rej == sorted(set(rej)))
+        self.assertIn('Fig. 4', self.text)
 
     def test_deterministic(self):
         a = pc.simulate('Dist-Max', True, seed=5, **pc.REDUCED)
@@ -112,15 +170,49 @@ class GossipScenarioTest(testtools.TestCase):
             self.assertLess(by[s]['active'], by['random']['active'] / 2)
             self.assertGreater(by[s]['cpu'], by['random']['cpu'])
         self.assertEqual(0, by['random']['migrations'])
-        # Merge+Imb lowers the imbalance and costs more migrations
-        self.assertLess(by['merge-imb']['imbalance'],
-                        by['merge']['imbalance'])
-        self.assertGreater(by['merge-imb']['migrations'],
-                           by['merge']['migrations'])
+        # Merge+Imb costs more migrations (under every reading)
+        for r in self.result['readings']:
+            self.assertGreater(r['merge_imb']['migrations'],
+                               r['merge']['migrations'])
         # Fig. 5: the largest view converges no slower than the smallest
         fig5 = self.result['fig5']
         ks = sorted(fig5)
         self.assertLessEqual(fig5[ks[-1]]['cycles'], fig5[ks[0]]['cycles'])
+
+    def test_eq13_bandwidth(self):
+        eq13 = self.result['eq13']
+        # eq. 13 on our run: PMs x our convergence cycles x 2 x 120 B
+        self.assertEqual(
+            gr.REDUCED['pms'] * self.result['fig2']['merge-imb']['cycles']
+            * 2 * 120, eq13['bytes'])
+        # the paper's own arithmetic: 100,000 x 7 x 2 x 120 B = 168 MB
+        self.assertEqual(168e6, gr.eq13_bandwidth(100000, 7))
+        self.assertIn('eq. 13', self.text)
+
+    def test_both_readings(self):
+        readings = self.result['readings']
+        self.assertEqual(list(gr.READINGS),
+                         [(r['trigger'], r['placement']) for r in readings])
+        # the first reading is the one of the main table
+        self.assertEqual(self.result['strategies']['merge-imb'],
+                         readings[0]['merge_imb'])
+        by = {(r['trigger'], r['placement']): r for r in readings}
+        active = by[('both-full', 'active')]
+        wake = by[('both-full', 'wake')]
+        # waking a sleeping PM of a view of k + 1 PMs: nothing refused;
+        # active PMs only: batch VMs are refused once consolidated
+        self.assertEqual(0, wake['merge']['rejections'])
+        self.assertGreater(active['merge']['rejections'], 0)
+        # Alg. 2's trigger redistributes fewer pairs than "cannot merge"
+        self.assertLess(
+            wake['merge_imb']['migrations'],
+            by[('no-merge', 'wake')]['merge_imb']['migrations'])
+        # with PMs woken, redistributing lowers the imbalance (Fig. 4a)
+        for trigger in gossip.TRIGGERS:
+            r = by[(trigger, 'wake')]
+            self.assertLess(r['merge_imb']['imbalance'],
+                            r['merge']['imbalance'])
+        self.assertIn('both-full', self.text)
 
     def test_deterministic(self):
         a = gr.run('merge-imb', seed=2, **gr.REDUCED)

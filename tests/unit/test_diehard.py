@@ -334,6 +334,49 @@ class PlannerTestCase(testtools.TestCase):
                                                            current)))
                 previous = current
 
+    def test_literal_spread_empties_the_least_reliable_domains(self):
+        # Alg. 1 line 17 as printed: n = ceil(N / R) on every domain, the
+        # N* - N surplus removed from the least reliable domains, each
+        # emptied before the next.
+        rates = [0.05, 0.01, 0.04, 0.02, 0.03]
+        nets = [dh_topo.Domain('n%d' % i, (r,)) for i, r in enumerate(rates)]
+        topology = dh_topo.Topology(nets, [dh_topo.Domain('p', (0.0,))],
+                                    [dh_topo.Cell(d.name, 'p', 10)
+                                     for d in nets])
+        ctx = dh_plan._Context(topology, 10, 0.9, HOURS,
+                               dh_rel.DEFAULT_TOLERANCE)
+        # 11 tasks: 3 per domain = 15, surplus 4: n0 (least reliable)
+        # emptied (3), then one from n2 (the next least reliable)
+        literal = dh_plan.spread_placement(ctx, 11, 'network',
+                                           dh_plan.SPREAD_LITERAL)
+        self.assertEqual([0, 3, 2, 3, 3], literal)
+        # D'Hondt: within one task of each other, the two least
+        # reliable domains give one task each... four of them here
+        dhondt = dh_plan.spread_placement(ctx, 11, 'network')
+        self.assertEqual(11, sum(dhondt))
+        self.assertLessEqual(max(dhondt) - min(dhondt), 1)
+        self.assertEqual([2, 3, 2, 2, 2], dhondt)
+        # a capped domain's shortfall goes to the most reliable with room
+        cells = [dh_topo.Cell(d.name, 'p', 1 if i == 1 else 10)
+                 for i, d in enumerate(nets)]
+        small = dh_topo.Topology(nets, [dh_topo.Domain('p', (0.0,))], cells)
+        ctx = dh_plan._Context(small, 10, 0.9, HOURS,
+                               dh_rel.DEFAULT_TOLERANCE)
+        self.assertEqual([2, 1, 3, 3, 3], dh_plan.spread_placement(
+            ctx, 12, 'network', dh_plan.SPREAD_LITERAL))
+
+    def test_literal_spread_on_the_thesis_table_3(self):
+        # Paper VI Table 3 (K = 500, S_min = 0.999, 80 h): the literal
+        # trim meets S_min with fewer extra tasks than the D'Hondt spread
+        topology = dh_topo.thesis_topology(seed=0)
+        lit = dh_plan.plan(topology, 500, 0.999, 80,
+                           spread=dh_plan.SPREAD_LITERAL)
+        even = dh_plan.plan(topology, 500, 0.999, 80)
+        self.assertTrue(lit.met)
+        self.assertLess(lit.extra, even.extra)
+        self.assertRaises(dh_topo.PlanError, dh_plan.plan, topology, 500,
+                          0.999, 80, spread='sideways')
+
     def test_unreachable_target(self):
         # One network domain: extra tasks cannot help against its failure.
         topology = homogeneous(1, 5, 0.5)

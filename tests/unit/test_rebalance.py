@@ -181,7 +181,10 @@ class TabuStrategyTest(testtools.TestCase):
         self.assertIn(move.server, ('l1', 'l2'))
         self.assertEqual(('n1', 'n3'), (move.source, move.destination))
         self.assertTrue(move.preemptible)
-        self.assertEqual(-0.4, strategy.last_result.worst_before)
+        # n1's 100 vCPU less the 10 of 'web' (a normal server, outside
+        # the market): l1 and l2 share 90, 45 each of the 70 they ask
+        self.assertAlmostEqual((45 - 70) / 45.0,
+                               float(strategy.last_result.worst_before))
         self.assertEqual(0.0, strategy.last_result.error_after)
         self.assertEqual(tabu.REASON, move.reason)
         self.assertGreater(move.data_transfer_mb, 0)

@@ -17,6 +17,7 @@ Run with ``stestr run tests.unit.test_scenarios``.
 
 import io
 import json
+import os
 
 import fixtures
 import testtools
@@ -115,6 +116,40 @@ class DieHardTable2Test(testtools.TestCase):
         self.assertLess(dh['affinity'], prop['affinity'])
         self.assertLess(prop['affinity'], hrf['affinity'])
 
+    def test_literal_trim_reading(self):
+        lit = _row(self.result, 500, 'diehard-literal')
+        dh = _row(self.result, 500, 'diehard')
+        self.assertTrue(lit['met_all'])
+        self.assertGreaterEqual(lit['reliability'], dt2.DIEHARD_TARGET)
+        # emptying the least reliable domains concentrates the tasks:
+        # never a lower affinity than the within-one-task spread at the
+        # same n
+        if lit['extra'] == dh['extra']:
+            self.assertGreater(lit['affinity'], dh['affinity'])
+        self.assertIn('DH (literal trim)', self.text)
+        self.assertIn('Our only tuning', self.text)
+
+    def test_table1_reliability_grows_and_saturates(self):
+        rows = self.result['table1']
+        self.assertEqual(list(dt2.DIEHARD_TABLE1), [r['n'] for r in rows])
+        ours = [r['ours'] for r in rows]
+        # more extra tasks never lower S; the last steps gain < 1e-5
+        self.assertEqual(sorted(ours), ours)
+        self.assertLess(ours[-1] - ours[-2], 1e-5)
+        self.assertGreater(ours[2] - ours[0], 0.01)
+        self.assertIn('Table 1', self.text)
+
+    def test_verdicts_over_every_row(self):
+        verdicts = self.result['verdicts']
+        # 4 claims x 2 DH readings x every K of the run
+        self.assertEqual(8, len(verdicts))
+        for v in verdicts:
+            if v['claim'] == 'DH n <= Proportional n':
+                self.assertEqual(
+                    v['holds'], _row(self.result, v['K'], v['reading'])[
+                        'extra'] <= _row(self.result, v['K'],
+                                         'proportional')['extra'])
+
     def test_hrf_misses_the_target_at_proportionals_n(self):
         hrf = _row(self.result, 500, 'hrf')
         self.assertLess(hrf['reliability_at_proportional_n'],
@@ -138,7 +173,9 @@ class RepackingTablesTest(testtools.TestCase):
                      c['strategy']): c for c in cls.result['costs']}
 
     def test_all_runs_present(self):
-        self.assertEqual(2 * 2 * 2 * 5, len(self.cost))
+        self.assertEqual(4 * 2 * 2 * 5, len(self.cost))
+        self.assertEqual(set(rtables.SERIES),
+                         {c['workload'] for c in self.result['costs']})
 
     def test_repacked_cost_no_more_than_plain(self):
         for (wl, app, rc, name), c in self.cost.items():
@@ -164,7 +201,7 @@ class RepackingTablesTest(testtools.TestCase):
             self.assertGreater(s['S_delta_Repacked_vs_S_delta'], 0, key)
         # Paper V §6.4: app B (lower price/performance of large VMs)
         # benefits more.
-        for wl in ('increase', 'seasonal'):
+        for wl in rtables.SERIES:
             for rc in ('cheap', 'expensive'):
                 self.assertGreater(
                     by[wl, 'B', rc]['S_delta_Repacked_vs_S_delta'],
@@ -200,9 +237,28 @@ class ThemisValueTest(testtools.TestCase):
         self.assertFalse(result['skipped'])
         self.assertEqual(2, len(result['rows']))
         for row in result['rows']:
-            for policy in ('market', 'fcfs', 'edf'):
+            for policy in ('market', 'fcfs', 'edf', 'edf_star'):
                 self.assertLessEqual(row[policy]['value'],
                                      row[policy]['max_value'] + 1e-6)
+                self.assertLessEqual(row[policy]['value_job'],
+                                     row[policy]['value'] + 1e-6)
+            # EDF* never does worse than EDF on met deadlines here: it
+            # only gives up jobs that cannot finish
+            self.assertGreaterEqual(row['edf_star']['met'],
+                                    row['edf']['met'])
+            self.assertAlmostEqual(
+                row['market']['value_job'] / row['edf_star']['value_job'],
+                row['market_vs_edf_star_job'])
+        # verdicts on every row: 2 readings x (3 or 4 claims) per factor
+        self.assertEqual(2 * 4 + 2 * 3, len(result['fig5b_verdicts']))
+        # the trace's span is computed, not quoted
+        self.assertGreater(result['span_days'], 0)
+        self.assertIn('%.1f days' % result['span_days'], text)
+        mk = result['merkat']
+        if not mk.get('skipped'):
+            self.assertEqual([1.0, 0.2], [c['factor'] for c in mk['curve']])
+            self.assertLess(mk['curve'][0]['offered_load'],
+                            mk['curve'][1]['offered_load'])
         high = result['rows'][0]
         self.assertEqual(0.1, high['factor'])
         # Under high load the market and EDF beat FCFS (HPCC'12 Fig. 5).
@@ -231,6 +287,24 @@ class RepackingTables45Test(testtools.TestCase):
         self.assertIn('1209.32', text)
         self.assertEqual({'Increase1', 'Increase2', 'Seasonal1',
                           'Seasonal2'}, set(result['directions']))
+        # no noise unless asked for: the text says which
+        self.assertIn('no per-step noise', text)
+
+    def test_four_series(self):
+        from opie_sched import repacking
+        lengths = {}
+        for name in ('Increase1', 'Seasonal1', 'Increase2', 'Seasonal2'):
+            demand, step = repacking.thesis_series(name, seed=3)
+            lengths[name] = round(len(demand) * step)
+            # smooth: no step changes the load by more than 2 % of the
+            # series' peak (2 % noise on every step alone would)
+            jumps = [abs(b - a) / float(max(demand))
+                     for a, b in zip(demand, demand[1:])]
+            self.assertLess(max(jumps), 0.02, name)
+        self.assertEqual({'Increase1': 168, 'Seasonal1': 182,
+                          'Increase2': 215, 'Seasonal2': 338}, lengths)
+        self.assertRaises(repacking.RepackingError,
+                          repacking.thesis_series, 'Stable3')
 
     def test_realised_intervals(self):
         from opie_sched import repacking
@@ -256,7 +330,15 @@ class DiehardTables34Test(testtools.TestCase):
         self.assertEqual(2, result['runs'])
         rows = {(r['model'], r['hours'], r['algorithm']): r
                 for r in result['rows']}
-        self.assertEqual(3 * 2 * 4, len(rows))
+        self.assertEqual(3 * 2 * 5, len(rows))
+        # both readings of Alg. 1's trim, computed: emptying the least
+        # reliable domains needs fewer extra tasks at 80 h than keeping
+        # every domain within one task
+        for model in ('free', 'background', 'whole-domain'):
+            lit = rows[(model, 80.0, 'diehard-literal')]
+            even = rows[(model, 80.0, 'diehard')]
+            self.assertLess(lit['extra'], even['extra'])
+            self.assertGreater(lit['affinity'], even['affinity'])
         # A domain holding the job: HRF meets S_min with n = 0 at 80 h
         # (thesis Table 3) but not at 168 h with the thesis' n = 25.
         self.assertEqual(0, rows[('whole-domain', 80.0, 'hrf')]['extra'])
@@ -290,6 +372,31 @@ class RPMvsFFDTest(testtools.TestCase):
     def test_reduced(self):
         result, text = rvf.rpm_vs_ffd(reduced=True, seed=42)
         self.assertEqual([42, 43], result['seeds'])
+        self.assertEqual(list(rvf.LOADS), list(result['loads']))
+        total, table4 = (result['loads'][k] for k in rvf.LOADS)
+        # the concurrent-load reading offers more requests and keeps
+        # more hosts busy
+        self.assertGreater(table4['requests'], total['requests'])
+        self.assertGreater(table4['ffd']['active_servers'],
+                           total['ffd']['active_servers'])
+        # Table 5: one RPM row per SB ratio, the 0.4 row is Table 4's run
+        t5 = result['table5']
+        self.assertEqual(list(rvf.TABLE5), [r['sb_ratio']
+                                            for r in t5['rows']])
+        self.assertAlmostEqual(table4['rpm']['triggers'],
+                               t5['rows'][1]['triggers'])
+        trig = [r['triggers'] for r in t5['rows']]
+        self.assertEqual(
+            all(b < a for a, b in zip(trig, trig[1:])),
+            t5['verdicts'][0]['holds'])
+        for load in (total, table4):
+            for key, sign in load['direction'].items():
+                ours = load['change_pct'][key]
+                paper = result['paper'].get(key, {}).get('change_pct')
+                if sign == 'yes':
+                    self.assertGreater(ours * paper, 0)
+                elif sign == 'NO':
+                    self.assertLessEqual(ours * paper, 0)
         for policy in ('ffd', 'rpm'):
             for run in result['runs'][policy]:
                 self.assertEqual(run['triggers'],
@@ -344,14 +451,47 @@ class RPMvsFFDTest(testtools.TestCase):
         self.assertGreater(cpu, 0.75)
         self.assertLess(cpu, 1.05)
 
+    def test_table4_load_is_the_concurrent_load(self):
+        # the generated requests' mean concurrent CPU reservation over a
+        # day (services all day, batch while alive) is Table 4's 62 % of
+        # hosts active x alpha; the SB ratio is kept
+        vms = rvf.thesis_load(256, 24.0, seed=5, load='table4')
+        day = 86400.0
+        reserved = sum(v['cpu'] * ((v['end'] or day) - v['arrival'])
+                       for v in vms) / day
+        self.assertAlmostEqual(rvf.TABLE4_CONCURRENT,
+                               reserved / (256 * rvf.HOST_CPU), delta=0.05)
+        services = sum(1 for v in vms if v['kind'] == 'service')
+        self.assertAlmostEqual(0.4, services / float(len(vms) - services),
+                               delta=0.05)
+        self.assertRaises(ValueError, rvf.thesis_load, 16, 1.0, 0, 'peak')
+
+    def test_ffd_victims_ignore_the_job_type(self):
+        vms = rvf.thesis_load(32, 2.0, seed=0, load='table4')
+        # a service (live migration) and a bigger batch job on host 0
+        svc = next(i for i, v in enumerate(vms) if v['kind'] == 'service'
+                   and v['cpu'] == 8)
+        bat = next(i for i, v in enumerate(vms) if v['kind'] == 'batch'
+                   and v['cpu'] <= 4)
+        orders = {}
+        for policy, victims in (('ffd', 'volume'), ('rpm', 'volume'),
+                                ('ffd', 'planner')):
+            dc = rvf.DataCentre(32, vms, policy, ffd_victims=victims)
+            dc.hosts.place(svc, 0)
+            dc.hosts.place(bat, 0)
+            orders[policy, victims] = rvf.overload_victims(dc, 0)
+        # FFD-sum: the larger volume (the 8-ECU service) first; RPM and
+        # the "planner" reading: the cold batch job (cheaper data) first
+        self.assertEqual([svc, bat], orders['ffd', 'volume'])
+        self.assertEqual([bat, svc], orders['rpm', 'volume'])
+        self.assertEqual([bat, svc], orders['ffd', 'planner'])
+
     def test_same_rules_for_both_policies(self):
         vms = rvf.thesis_load(32, 2.0, seed=0)
         dcs = [rvf.DataCentre(32, vms, p) for p in rvf.POLICIES]
         for dc in dcs:
             for vm, host in enumerate([0, 0, 1, 2]):
                 dc.hosts.place(vm, host)
-        victims = [rvf.overload_victims(dc, 0) for dc in dcs]
-        self.assertEqual(victims[0], victims[1])
         for vm in range(5, 9):
             self.assertEqual(dcs[0].fits(vm, 0), dcs[1].fits(vm, 0))
         self.assertRaises(ValueError, rvf.DataCentre, 32, vms, 'bfd')
@@ -385,6 +525,38 @@ class PreemptionLatencyTest(testtools.TestCase):
 
     def test_benchmark_present(self):
         self.assertIsNotNone(latency.latency_benchmark_path())
+
+    def test_model_uses_the_measured_retry_passes(self):
+        row = latency.parse_latency_table(LATENCY_OUT)[10]
+        costs = latency.RetryStepCosts(boot=1.0, delete=0.5, fail=0.25)
+        m = latency.latency_model(row, costs)
+        # the retry's scheduling side is the measured (c), once: not the
+        # (successful, overcommitting) stock pass of (b) counted twice
+        self.assertAlmostEqual(0.25 + 0.7781 + 0.0 + 0.5 + 1.0,
+                               m['retry'])
+        self.assertAlmostEqual(1.0 + 0.5152 + 0.5, m['opie'])
+        self.assertAlmostEqual((1.0 + 0.5) / m['opie'],
+                               m['constant_share']['opie'])
+        self.assertAlmostEqual(1.75 / m['retry'],
+                               m['constant_share']['retry'])
+        text = '\n'.join(latency._model_text({10: m}, costs))
+        self.assertIn('model, not measured', text)
+
+    def test_end_to_end_steps_are_measured(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'e2e.json')
+        with open(path, 'w') as f:
+            json.dump({'cloud': 'devcloud', 'ratios': {
+                'opie_vs_free': 1.2, 'retry_vs_opie': 2.5},
+                'model_steps': {'boot': 2.0, 'delete': 0.9, 'fail': 0.4,
+                                'reaper': 0.1}}, f)
+        costs = latency.RetryStepCosts.from_end_to_end(path)
+        self.assertTrue(costs.measured)
+        row = latency.parse_latency_table(LATENCY_OUT)[10]
+        text = '\n'.join(latency._model_text(
+            {10: latency.latency_model(row, costs)}, costs))
+        self.assertNotIn('model, not measured', text)
+        self.assertIn('retry/opie 2.50', text)
 
     def test_skipped_without_benchmark(self):
         self.useFixture(fixtures.MonkeyPatch(

@@ -265,6 +265,22 @@ class MerkatVerticalTest(testtools.TestCase):
                          share={'cpu': 1.5, 'mem': 512})
         self.assertEqual(2.0, out['cpu'])
 
+    def test_share_capped_at_maximum_decreases(self):
+        # a work-conserving market caps the share at exactly alloc_max:
+        # line 9 still fires (tolerance), the CPU bid halves while the
+        # memory (below its maximum, in band) keeps its bid
+        c = slo.MerkatVertical()
+        out = self._call(c, {'cpu': 4, 'mem': 1},
+                         {'cpu': 1.0, 'mem': 512}, 90.0,
+                         share={'cpu': 1.0, 'mem': 512})
+        self.assertEqual({'cpu': 2.0, 'mem': 1.0}, out)
+        # just below the cap (beyond the tolerance): in band, kept
+        out = slo.MerkatVertical()(
+            {'cpu': 4, 'mem': 1}, {'cpu': 0.99, 'mem': 512},
+            {'cpu': 0.25, 'mem': 256}, {'cpu': 1.0, 'mem': 1024}, 90.0,
+            100.0, 75.0, 100.0, 0.1, 100.0, {'cpu': 0.99, 'mem': 512})
+        self.assertEqual({'cpu': 4.0, 'mem': 1.0}, out)
+
     def test_budget_reweighting_by_missing_allocation(self):
         c = slo.MerkatVertical()
         out = self._call(c, {'cpu': 30, 'mem': 30},

@@ -133,11 +133,12 @@ class MerkatPoliciesTest(testtools.TestCase):
     def test_vertical_too_slow_raises_what_is_short(self):
         p = policies.load_policy({'policy': 'merkat-vertical',
                                   'target': 10})
-        # The bid splits 0.5/0.5; memory is at its maximum (Alg. 1 line
-        # 14: no increase), the vCPU part doubles.
+        # The bid splits 0.5/0.5; memory's share is at its maximum (Alg.
+        # 1 line 9: the share reaches alloc_max, the bid buys nothing
+        # more: halved), the vCPU part doubles.
         d = p.decide(ctx(metric=12.0, bid=1.0,
                          shares={'vcpus': 1.0, 'memory_mb': 4000.0}))
-        self.assertAlmostEqual(1.5, d.bid)
+        self.assertAlmostEqual(1.25, d.bid)
 
     def test_vertical_without_shares_uses_eq1(self):
         p = policies.load_policy({'policy': 'merkat-vertical',
@@ -231,14 +232,14 @@ class ServiceRoundTest(testtools.TestCase):
     def test_published_shares_are_used(self):
         self.conn.compute.add('sp.2')
         self.set_metric(20)
-        # The server holds its whole flavor: Alg. 1 does not raise a bid
-        # that cannot buy more.
+        # The server holds its whole flavor: Alg. 1 line 9 lowers a bid
+        # that cannot buy more (0.1 halved).
         self.http.get(MARKET + '/shares', json={'shares': [
             {'server_id': 'old-1', 'host_shares': {
                 'vcpus': '2', 'memory_mb': '4000'}}]})
         s = self.service({'policy': 'merkat-vertical', 'target': 10})
         [out] = s.run_once()
-        self.assertEqual({'old-1': '0.1'}, self.bids)
+        self.assertEqual({'old-1': '0.05'}, self.bids)
 
     def test_horizontal_boots_and_bids_the_new_server(self):
         self.conn.compute.add('sp.2')

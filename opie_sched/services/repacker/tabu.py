@@ -36,7 +36,9 @@ Only preemptible, movable servers with a bid move; a destination must
 accept servers (enabled, up, not draining) and keep every request within
 its limit (:attr:`.planner.Host.cpu_allowed`, ``memory_allowed``), so a
 move never needs a preemption. The host capacity shared by the market is
-the host's CPU and RAM capacity (``vcpus``, ``memory_mb``).
+the host's CPU and RAM capacity (``vcpus``, ``memory_mb``) less what the
+servers outside the market (normal, unmovable or without a bid) request
+on it.
 
 What a share means on the hypervisor: see :mod:`opie_sched.market.
 pricing` (Nova enforces none unless flavors set ``quota:cpu_shares``).
@@ -166,18 +168,22 @@ class TabuRebalanceStrategy:
         bids = self._bids(snapshot)
         market_hosts, vms, limits, instances = [], [], {}, {}
         for host in hosts:
-            capacity = {pricing.VCPUS: host.vcpus,
-                        pricing.MEMORY_MB: host.memory_mb}
-            market_hosts.append(pricing.Host(host.name, capacity))
             fixed_cpu = fixed_mem = 0.0
+            market = []
             for inst in host.instances:
                 instances[inst.id] = (inst, host.name)
-                in_market = (inst.preemptible and inst.movable
-                             and inst.id in bids)
-                if not in_market:
+                if inst.preemptible and inst.movable and inst.id in bids:
+                    market.append(inst)
+                else:
                     fixed_cpu += inst.vcpus
                     fixed_mem += inst.memory_mb
-                    continue
+            # The market shares what the servers outside it leave of the
+            # host (they hold their requests whatever the bids).
+            capacity = {pricing.VCPUS: max(0.0, host.vcpus - fixed_cpu),
+                        pricing.MEMORY_MB: max(0.0, host.memory_mb
+                                               - fixed_mem)}
+            market_hosts.append(pricing.Host(host.name, capacity))
+            for inst in market:
                 request = {pricing.VCPUS: inst.vcpus,
                            pricing.MEMORY_MB: inst.memory_mb}
                 vms.append(pricing.VM(
