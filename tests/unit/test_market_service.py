@@ -64,6 +64,7 @@ class FakeCloud:
                                 'h2': {'vcpus': 8, 'memory_mb': 16000}}
         self.by_uuid = {}
         self.terminated = []
+        self.confirmed = []
         self.tags = {}
         self.aggs = {}
         self.fail_listing = False
@@ -108,6 +109,9 @@ class FakeCloud:
 
     def add_tag(self, uuid, tag):
         self.tags.setdefault(uuid, set()).add(tag)
+
+    def confirm_resize(self, uuid):
+        self.confirmed.append(uuid)
 
     def terminate(self, uuid, action):
         self.terminated.append((uuid, action))
@@ -600,6 +604,9 @@ class EngineTest(testtools.TestCase):
                             extra_specs=normal)
         report = eng.tick(T0 + 610)
         self.assertEqual(([], []), (report.preempted, report.cancelled))
+        # past its deadline: the market confirms the resize (it could
+        # otherwise wait for ever, holding both flavors, charged for none)
+        self.assertEqual(['s0'], self.cloud.confirmed)
         self.cloud._replace('s0', status='ACTIVE')
         report = eng.tick(T0 + 620)
         self.assertEqual(([], ['s0']), (report.preempted, report.cancelled))
