@@ -350,8 +350,9 @@ def select_victims(servers, capacity, reserve=None, prices=None):
     Pending requests (:attr:`Server.pending`) rank with the running
     servers: one first in that order is the request the market would
     serve least, so it is dropped (never a victim, it holds nothing) and
-    the market cleared again. A pending request thus displaces only
-    running servers that bid less per unit than it does.
+    the market cleared again (on an equal bid per unit the pending
+    request goes first). A pending request thus displaces only running
+    servers that bid less per unit than it does.
 
     :param servers: iterable of :class:`Server` of one market.
     :param capacity: ``resource -> units``. :param reserve: optional
@@ -364,9 +365,14 @@ def select_victims(servers, capacity, reserve=None, prices=None):
     chosen = []
     market = assess(left, capacity, reserve, prices)
     while True:
+        # on an equal bid per unit the pending request yields: a
+        # refused boot never displaces a server that bids as much
         ranked = sorted((p for p in market.positions.values()
                          if p.out_of_bid),
-                        key=lambda p: victim_key(p.server, market.prices))
+                        key=lambda p: (unit_bid(p.server, market.prices),
+                                       not p.server.pending,
+                                       victim_key(p.server,
+                                                  market.prices)))
         if all(p.server.pending for p in ranked):
             return chosen
         first = ranked[0]

@@ -679,6 +679,10 @@ class OutbidTest(testtools.TestCase):
         poor = outbid.Server('poor', D('0.01'), {CPU: 2}, pending=True)
         self.assertEqual([], outbid.select_victims(
             running + [poor], {CPU: 4}, reserve))
+        # ...nor one bidding as much per unit (the incumbent stays)
+        same = outbid.Server('same', D('0.5'), {CPU: 2}, pending=True)
+        self.assertEqual([], outbid.select_victims(
+            running + [same], {CPU: 4}, reserve))
 
     def test_two_servers_in_an_idle_96_vcpu_pool(self):
         # The example: two 1-vCPU servers bidding 1 and 100 in a

@@ -588,6 +588,95 @@ class EngineTest(testtools.TestCase):
         self.assertEqual(D(88), restarted.get_account('pA').balance)
         self.assertEqual(2, len(restarted.price_history()))
 
+    def refused(self, uuid, project, bid, created, vcpus=2, ram=4000):
+        self.cloud.add(uuid, project, bid, host=None, vcpus=vcpus, ram=ram,
+                       created=created)
+        self.cloud._replace(uuid, status='ERROR', fault=(
+            'No valid host was found. There are not enough hosts '
+            'available.'))
+
+    def test_refused_boots_raise_the_price_and_outbid_the_lowest(self):
+        # issue 23: four 2 vCPU servers fill the 8 vCPU pool (Placement
+        # admits no more): at the reserve. Two boots Nova refused,
+        # bidding 4, are demand the price must ration: the price rises
+        # and the lowest bids per unit get notice; the refused boots are
+        # neither charged nor noticed.
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        reserve = {'vcpus': D('0.01')}
+        eng = self.engine(reserve_prices=reserve)
+        calm = eng.tick(T0)
+        self.assertEqual(D('0.01'), calm.prices['default']['vcpus'])
+        self.assertEqual([], calm.notices)
+        self.refused('r1', 'pB', 4, created=T0 + HOUR - 60)
+        self.refused('r2', 'pB', 4, created=T0 + HOUR - 50)
+        # refused before the window (one period): forgotten demand
+        self.refused('old', 'pB', 40, created=T0 - 2 * HOUR)
+        report = eng.tick(T0 + HOUR)
+        self.assertEqual([], report.errors)
+        self.assertGreater(report.prices['default']['vcpus'], D('0.01'))
+        self.assertEqual(['s0', 's1'], sorted(report.notices))
+        charged = self.charges('pA')
+        self.assertNotIn('r1', charged)
+        self.assertEqual({}, self.charges('pB'))
+        self.assertEqual({'s0', 's1', 's2', 's3'},
+                         {srv.uuid for srv in report.servers})
+        rows = {r['server_uuid']: r['bid_source']
+                for r in self.store.period_servers(T0 + HOUR)}
+        self.assertEqual('refused', rows['r1'])
+        self.assertNotIn('old', rows)
+        # the refused boots are deleted: the demand is gone, the notices
+        # are withdrawn at the deadline
+        del self.cloud.by_uuid['r1'], self.cloud.by_uuid['r2']
+        report = eng.tick(T0 + 2 * HOUR)
+        self.assertEqual(D('0.01'), report.prices['default']['vcpus'])
+        self.assertEqual([], self.cloud.terminated)
+
+    def test_refused_demand_window_zero_ignores_refused_boots(self):
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        self.refused('r1', 'pB', 4, created=T0 - 1)
+        report = self.engine(refused_demand_window=0).tick(T0)
+        self.assertEqual([], report.notices)
+
+    def test_verify_resize_is_charged_and_enforced(self):
+        # issue 23: a preemptible resize left in VERIFY_RESIZE was never
+        # charged and its notice never enforced.
+        self.contended()
+        self.cloud._replace('s0', status='VERIFY_RESIZE')
+        eng = self.engine()
+        report = eng.tick(T0)
+        self.assertIn('s0', {srv.uuid for srv in report.servers})
+        self.assertIn('s0', self.charges('pA'))
+        self.assertEqual(['s0'], report.notices)
+        report = eng.tick(T0 + 600)
+        self.assertEqual(['s0'], report.preempted)
+        self.assertEqual([('s0', 'delete')], self.cloud.terminated)
+
+    def test_verify_resize_confirmed_then_stopped(self):
+        self.contended()
+        self.cloud._replace('s0', status='VERIFY_RESIZE')
+        eng = self.engine(preemption_action='stop')
+        self.assertEqual(['s0'], eng.tick(T0).notices)
+        report = eng.tick(T0 + 600)
+        self.assertEqual(([], ['s0']), (report.preempted,
+                                        self.cloud.confirmed))
+        self.cloud._replace('s0', status='ACTIVE')
+        report = eng.tick(T0 + 610)
+        self.assertEqual([('s0', 'stop')], self.cloud.terminated)
+
+    def test_charge_rule_bid_charges_the_bid(self):
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 4, 5)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        self.engine(charge_rule='bid').tick(T0 + 10)
+        # share cost would be 1, 2, 3, 3, 3 (see above); the papers' rule
+        # bills every bid
+        self.assertEqual({'s0': D(1), 's1': D(2), 's2': D(3), 's3': D(4),
+                          's4': D(5)}, self.charges('pA'))
+
     def test_resized_to_a_normal_flavor_leaves_the_market(self):
         # issue 10 item 6: a noticed server resized to a normal flavor
         # during its notice period is never deleted by the market.
