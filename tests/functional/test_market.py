@@ -26,7 +26,10 @@ the pool contended. RAM is not overcommitted and stays at the reserve.
 
 import dataclasses
 from decimal import Decimal
+import json
 import os
+import time
+import types
 
 import fixtures
 from keystoneauth1 import loading
@@ -340,3 +343,93 @@ class MarketTest(base.OpieNovaTestCase):
         self.assertEqual({servers[0], servers[1]},
                          {s.uuid for s in report.servers})
         self.assertEqual(5, len(self.charges(store, PROJECT_A)))
+
+
+class PlacementMarketTest(MarketTest):
+    """The default ``capacity_source = placement`` on the real Nova and
+    Placement (issue 23). The compute service is ``compute``: nova's fake
+    driver names its node ``fake-mini`` there, so the resource provider's
+    name is not the service host the servers report -- the case of FQDN
+    node names. Placement admits 16 preemptible vCPU: eight 2 vCPU servers
+    fill it, and a ninth boot is refused (NoValidHost); that refused
+    demand must price the pool.
+    """
+    HOSTS = ('compute',)
+
+    def placement_cloud(self):
+        auth = loading.get_plugin_loader('admin_token').load_from_options(
+            endpoint=self.placement.fixture.endpoint, token='admin')
+        placement = openstack.connection.Connection(
+            session=ks_session.Session(auth=auth))
+        return engine.Cloud(types.SimpleNamespace(
+            compute=self.admin.compute, placement=placement.placement),
+            'placement')
+
+    def refused_boot(self, conn, bid):
+        server = conn.compute.create_server(
+            name='refused', flavor_id=self.flavor_ids['cpu2.preemptible'],
+            image_id=self.image, networks='none',
+            metadata={'opie:bid': str(bid)})
+        server = conn.compute.wait_for_server(server, status='ERROR',
+                                              failures=['ACTIVE'], wait=60,
+                                              interval=0.05)
+        return server
+
+    def guest_metadata(self, uuid):
+        """``meta_data.json`` as nova's metadata service serves it to the
+        guest (``/openstack/latest/meta_data.json``), a dict.
+        """
+        from nova.api.metadata import base as md_base
+        from nova import context as nova_context
+        from nova import objects
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            instance = objects.Instance.get_by_uuid(
+                cctxt, uuid, expected_attrs=['metadata', 'system_metadata',
+                                             'flavor', 'ec2_ids',
+                                             'device_metadata', 'keypairs',
+                                             'info_cache',
+                                             'security_groups'])
+            md = md_base.InstanceMetadata(instance)
+            return json.loads(md.lookup(
+                '/openstack/latest/meta_data.json'))
+
+    def test_refused_demand_prices_the_placement_pool(self):
+        cloud = self.placement_cloud()
+        hosts = cloud.hosts()
+        # keyed by the compute service host, not the provider name
+        self.assertEqual(['compute'], list(hosts))
+        self.assertEqual(16, hosts['compute']['vcpus'])
+
+        owner = self.sdk('alice:' + PROJECT_A)
+        other = self.sdk('bob:' + PROJECT_B)
+        low = self.boot(owner, ('0.5',), 'low')[0]
+        high = self.boot(owner, ('3',) * 7, 'high')
+        eng = engine.MarketEngine(self.store, cloud, self.settings)
+        now = time.time()
+        calm = eng.tick(now)
+        self.assertEqual([], calm.errors)
+        self.assertEqual(D('0.1'), calm.prices['default']['vcpus'])
+        self.assertEqual([], calm.notices)
+        self.assertEqual({'compute'}, {s.host for s in calm.shares.values()})
+        self.assertFalse(any(s.placed for s in calm.shares.values()))
+
+        refused = self.refused_boot(other, '3')
+        self.assertIn('No valid host', refused.fault['message'])
+        report = eng.tick(now + HOUR)
+        self.assertEqual([], report.errors)
+        self.assertGreater(report.prices['default']['vcpus'], D('0.1'))
+        self.assertEqual([low], report.notices)
+        self.assertEqual({}, {e.key.server: e for e in
+                              self.charges(self.store, PROJECT_B)})
+        self.assertNotIn(refused.id, {s.uuid for s in report.servers})
+
+        # the guest of the noticed server reads the notice and its
+        # deadline in meta_data.json ("meta"), before the deadline
+        meta = self.guest_metadata(low)['meta']
+        self.assertIn('out of bid', meta[engine.NOTICE_KEY])
+        self.assertEqual(engine.iso(now + HOUR + NOTICE),
+                         meta[engine.DEADLINE_KEY])
+        self.assertNotIn(engine.NOTICE_KEY,
+                         self.guest_metadata(high[0])['meta'])
