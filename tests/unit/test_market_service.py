@@ -611,7 +611,8 @@ class EngineTest(testtools.TestCase):
         self.assertEqual([], calm.notices)
         self.refused('r1', 'pB', 4, created=T0 + HOUR - 60)
         self.refused('r2', 'pB', 4, created=T0 + HOUR - 50)
-        # refused before the window (one period): forgotten demand
+        # refused before the window (2 periods + the notice period):
+        # forgotten demand
         self.refused('old', 'pB', 40, created=T0 - 2 * HOUR)
         report = eng.tick(T0 + HOUR)
         self.assertEqual([], report.errors)

@@ -271,10 +271,17 @@ class Settings:
 
     @property
     def refused_window(self):
-        """Seconds a refused boot counts as demand (default one period).
+        """Seconds a refused boot counts as demand, from its creation.
+
+        Default ``2 * period_seconds + notice_period``: long enough for
+        the notice it causes to be enforced -- the boot is priced at the
+        next period start (up to one period later), the notice runs
+        ``notice_period``, and the case is checked again on the period in
+        force at the deadline (one more period). Deleting the refused
+        server (its owner gave up) ends its demand at once.
         """
         if self.refused_demand_window is None:
-            return self.period_seconds
+            return 2 * self.period_seconds + self.notice_period
         return self.refused_demand_window
 
 
@@ -763,7 +770,7 @@ class MarketEngine:
 
         Pending demand (:data:`PENDING_SOURCES`): a preemptible boot Nova
         turned away (ERROR with a NoValidHost fault, created less than
-        ``refused_demand_window`` seconds ago) or not placed yet (BUILD
+        :attr:`Settings.refused_window` seconds ago) or not placed yet (BUILD
         without a host). It is priced with its flavor and bid like a
         server (Merkat eq. 1 sums the bids of every request), so refused
         demand raises the price; it is never charged nor given notice

@@ -90,7 +90,10 @@ OPTS = [
                     '(ERROR with a NoValidHost fault) still counts as '
                     'demand in the prices, from its creation. Possible '
                     'values: an integer >= 0 (0: refused boots never '
-                    'count); empty: one period_seconds.'),
+                    'count); empty: 2 * period_seconds + notice_period, '
+                    'long enough for the notice the refused demand causes '
+                    'to be enforced. Deleting the refused server ends its '
+                    'demand at once.'),
     cfg.StrOpt('charge_rule', default='share_cost',
                choices=[('share_cost', 'a server pays what its share '
                                        'costs at the clearing price (a '

@@ -80,12 +80,18 @@ class MarketRealDemandTest(test_market.MarketBaseTest):
         return base.Flavor(flavor['id'], flavor['name'], size)
 
     def _host_rooms(self, hosts):
-        """Preemptible vCPUs each host admits now."""
+        """Preemptible vCPUs each host admits now, and for one server
+        (never more than the inventory's ``max_unit``).
+        """
         rooms = []
+        rc = base.PREEMPTIBLE['VCPU']
         for host in hosts.values():
             pre = (host['preemptible_capacity'].get('VCPU', 0)
-                   - host['used'].get(base.PREEMPTIBLE['VCPU'], 0))
-            rooms.append(min(pre, self.full_free(host)['VCPU']))
+                   - host['used'].get(rc, 0))
+            inv = self.placement(self.admin, '/resource_providers/%s/'
+                                 'inventories' % host['uuid'])
+            max_unit = inv['inventories'][rc]['max_unit']
+            rooms.append(min(pre, self.full_free(host)['VCPU'], max_unit))
         return rooms
 
     def _period(self, after):
@@ -217,9 +223,10 @@ class MarketRealDemandTest(test_market.MarketBaseTest):
         hours = decimal.Decimal(period) / 3600
         bids = {big_id: BIG_BID, low_id: LOW_BID}
         bids.update(dict.fromkeys(highs, HIGH_BID))
+        cent = decimal.Decimal('0.000001')  # the ledger's rounding
         for (sid, _), amount in charges.items():
             if sid in bids:
-                self.assertLessEqual(amount, bids[sid] * hours)
+                self.assertLessEqual(amount, bids[sid] * hours + cent)
         for prev, cur in zip(entries, entries[1:]):
             self.assertEqual(
                 decimal.Decimal(str(prev['balance'])) + decimal.Decimal(
