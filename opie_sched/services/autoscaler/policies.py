@@ -71,10 +71,16 @@ service's memory: a restarted replica starts the controllers afresh
 
 What a share is on a real hypervisor: the market computes each server's
 proportional share of its host (``GET /v1/shares``); this autoscaler does
-not enforce it -- the bid moves the server's share, price and place in
-the preemption order (a higher bid is preempted later); enforcing the
-share as libvirt CPU shares (e.g. the flavor's ``quota:cpu_shares``) is
-left to the operator.
+not enforce it. The vertical policies (``themis-vertical-deadline``,
+``merkat-vertical``) therefore change nothing on the hypervisor: a higher
+bid buys protection from preemption (a later place in the market's
+preemption order, lowest bid per unit first) and a larger computed
+share, not CPU time (in the papers it changes the VM's CPU share at
+once). Nova rewrites a domain's ``<cputune>`` from the flavor at hard
+reboot, resize and migration, so live libvirt weights set by a host
+agent would not hold; the operator's way to tie CPU time to bids is the
+flavor's ``quota:cpu_shares`` (see doc/source/admin/market.rst, "What
+the vertical SLO policies buy here").
 """
 
 import dataclasses
