@@ -74,7 +74,9 @@ def _overcommitted_provider_config(directory, host=demo_cloud.HOST):
                                   cpu_allocation_ratio=CPU_RATIO)
 
 
-class MarketTest(base.OpieNovaTestCase):
+class _MarketBase(base.OpieNovaTestCase):
+    """The in-process Nova, a market store and openstacksdk clients."""
+
     HOSTS = ('host1',)
     EXTRA_FLAGS = {None: {'cpu_allocation_ratio': CPU_RATIO,
                           'initial_cpu_allocation_ratio': CPU_RATIO,
@@ -148,6 +150,12 @@ class MarketTest(base.OpieNovaTestCase):
 
     def charges(self, store, project):
         return [e for e in store.entries(project) if e.key.kind == 'charge']
+
+
+class MarketTest(_MarketBase):
+    """The market on the physical CPUs (``capacity_source =
+    hypervisors``), contended by overcommitted preemptible vCPUs.
+    """
 
     def test_demand_rises_lowest_bidder_noticed_then_preempted(self):
         owner_a, owner_b = self.sdk('alice:' + PROJECT_A), self.sdk(
@@ -235,10 +243,11 @@ class MarketTest(base.OpieNovaTestCase):
         owner.compute.wait_for_server(owner.compute.get_server(victim),
                                       status='VERIFY_RESIZE', wait=60,
                                       interval=0.05)
-        # waiting for the owner's confirmation: the market does not act
+        # past its deadline, waiting for a confirmation: the market does
+        # not withdraw the notice (the owner could revert to the
+        # preemptible flavor) nor wait for ever: it confirms the resize
         report = eng.tick(T0 + NOTICE)
         self.assertEqual(([], []), (report.preempted, report.cancelled))
-        owner.compute.confirm_server_resize(victim)
         server = owner.compute.wait_for_server(
             owner.compute.get_server(victim), wait=60, interval=0.05)
         self.assertEqual('medium', server.flavor['original_name'])
@@ -253,6 +262,39 @@ class MarketTest(base.OpieNovaTestCase):
         self.assertEqual(1, len([e for e in self.charges(self.store,
                                                          PROJECT_A)
                                  if e.key.server == victim]))
+
+    def test_preemptible_resize_left_unconfirmed_is_charged_and_preempted(
+            self):
+        # issue 23: a preemptible server resized to another preemptible
+        # flavor and left in VERIFY_RESIZE was neither charged nor
+        # preempted (only ACTIVE servers were priced; VERIFY_RESIZE was
+        # "busy" for ever).
+        owner = self.sdk('alice:' + PROJECT_A)
+        servers = self.boot(owner, (1, 2, 3, 3, 2))
+        eng = self.engine(notice_period=2 * HOUR)
+        victim = servers[0]
+        self.assertEqual([victim], eng.tick(T0).notices)
+        owner.compute.resize_server(victim,
+                                    self.flavor_ids['medium.preemptible'])
+        owner.compute.wait_for_server(owner.compute.get_server(victim),
+                                      status='VERIFY_RESIZE', wait=60,
+                                      interval=0.05)
+        report = eng.tick(T0 + HOUR)
+        self.assertIn(victim, {s.uuid for s in report.servers})
+        self.assertEqual([T0, T0 + HOUR], sorted(
+            e.key.period_start for e in self.charges(self.store, PROJECT_A)
+            if e.key.server == victim))
+        # past the deadline: Nova refuses the preemption marks (metadata)
+        # in vm_state resized, so the market confirms the resize first...
+        report = eng.tick(T0 + 2 * HOUR)
+        self.assertEqual([], report.preempted)
+        owner.compute.wait_for_server(owner.compute.get_server(victim),
+                                      wait=60, interval=0.05)
+        # ...and preempts it at the next tick
+        report = eng.tick(T0 + 2 * HOUR + 2)
+        self.assertEqual([victim], report.preempted)
+        self.wait_deleted(victim)
+        self.assertIsNone(self.alive(self.admin, victim))
 
     def _conf(self):
         from oslo_config import cfg
@@ -345,7 +387,7 @@ class MarketTest(base.OpieNovaTestCase):
         self.assertEqual(5, len(self.charges(store, PROJECT_A)))
 
 
-class PlacementMarketTest(MarketTest):
+class PlacementMarketTest(_MarketBase):
     """The default ``capacity_source = placement`` on the real Nova and
     Placement (issue 23). The compute service is ``compute``: nova's fake
     driver names its node ``fake-mini`` there, so the resource provider's

@@ -652,7 +652,13 @@ class EngineTest(testtools.TestCase):
         self.assertIn('s0', {srv.uuid for srv in report.servers})
         self.assertIn('s0', self.charges('pA'))
         self.assertEqual(['s0'], report.notices)
+        # past the deadline: the resize is confirmed (Nova refuses the
+        # preemption marks in vm_state resized), then it is preempted
         report = eng.tick(T0 + 600)
+        self.assertEqual(([], ['s0']), (report.preempted,
+                                        self.cloud.confirmed))
+        self.cloud._replace('s0', status='ACTIVE')
+        report = eng.tick(T0 + 610)
         self.assertEqual(['s0'], report.preempted)
         self.assertEqual([('s0', 'delete')], self.cloud.terminated)
 

@@ -1286,17 +1286,15 @@ class MarketEngine:
                 self.store.set_notice_state(uuid, models.NOTICED,
                                             expected=models.PREEMPTED)
             return False
-        if info.status == VERIFY_RESIZE and (
-                not info.preemptible or
-                self.settings.preemption_action == 'stop'):
+        if info.status == VERIFY_RESIZE:
             # Past its deadline and waiting for its resize to be
             # confirmed: confirm it, decide at the next tick. Resized to a
             # normal flavor, it could still be reverted to the
             # preemptible one (so it is not withdrawn yet); resized to a
-            # preemptible flavor, Nova cannot stop it before the
-            # confirmation (a delete works, so delete goes on). Either
-            # way the owner cannot keep a noticed server out of reach
-            # by never confirming.
+            # preemptible flavor, Nova refuses to stop it or to write its
+            # metadata (the preemption marks) in vm_state resized. Either
+            # way the owner cannot keep a noticed server out of reach by
+            # never confirming.
             LOG.info('server %s waits in VERIFY_RESIZE past its deadline: '
                      'confirming the resize; decided at the next tick',
                      uuid)
