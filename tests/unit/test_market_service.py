@@ -783,6 +783,35 @@ class EngineTest(testtools.TestCase):
         self.assertEqual([], report.errors)
         self.assertEqual({'s0', 'n1'}, {s.uuid for s in report.servers})
 
+    def test_tracker_keeps_refused_boots(self):
+        # instance.create.error with NoValidHost: refused demand, priced
+        # even when Nova's API cannot be listed
+        tracker = engine.DemandTracker()
+        flavor = {'nova_object.data': {
+            'vcpus': 2, 'memory_mb': 4000,
+            'extra_specs': flavors.preemptible_extra_specs(2, 4000, 40)}}
+        payload = {'nova_object.data': {
+            'uuid': 'r1', 'tenant_id': 'pB', 'state': 'error',
+            'host': None, 'flavor': flavor, 'metadata': {'opie:bid': '9'},
+            'created_at': engine.iso(T0 - 10),
+            'fault': {'nova_object.data': {
+                'exception': 'NoValidHost',
+                'exception_message': 'No valid host was found. '}}}}
+        self.assertTrue(tracker.apply('instance.create.error', payload))
+        [info] = tracker.servers()
+        self.assertTrue(info.refused)
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        eng = engine.MarketEngine(self.store, self.cloud, self.settings,
+                                  tracker=tracker)
+        tracker.reconcile(list(self.cloud.by_uuid.values()) + [info],
+                          T0 - 60)
+        self.cloud.fail_listing = True
+        report = eng.tick(T0)
+        self.assertEqual([], report.errors)
+        self.assertEqual(['s0'], report.notices)
+
     def test_settings_from_conf_and_bad_values(self):
         conf = cfg.ConfigOpts()
         opts.register_opts(conf)
