@@ -117,6 +117,8 @@ class FakeCloud:
         self.terminated.append((uuid, action))
         if action == 'delete':
             del self.by_uuid[uuid]
+        elif action == 'shelve':
+            self._replace(uuid, status='SHELVED_OFFLOADED', host=None)
         else:
             self._replace(uuid, status='SHUTOFF')
 
@@ -673,6 +675,27 @@ class EngineTest(testtools.TestCase):
         self.cloud._replace('s0', status='ACTIVE')
         report = eng.tick(T0 + 610)
         self.assertEqual([('s0', 'stop')], self.cloud.terminated)
+
+    def test_flavor_chooses_the_interruption_behaviour(self):
+        # issue 23: per server (its flavor), what happens at the deadline;
+        # the notice the guest reads says which
+        self.contended()
+        specs = dict(self.cloud.by_uuid['s0'].extra_specs,
+                     **{engine.BEHAVIOR_SPEC: 'shelve'})
+        self.cloud._replace('s0', extra_specs=specs)
+        eng = self.engine()
+        self.assertEqual(['s0'], eng.tick(T0).notices)
+        self.assertIn('(shelve)', self.cloud.by_uuid['s0'].metadata[
+            engine.NOTICE_KEY])
+        self.assertEqual('shelve', self.notifier.sent[-1][1]['action'])
+        report = eng.tick(T0 + 600)
+        self.assertEqual(['s0'], report.preempted)
+        self.assertEqual([('s0', 'shelve')], self.cloud.terminated)
+        # a malformed value falls back to preemption_action
+        self.assertEqual('stop', self.engine(
+            preemption_action='stop').behavior(dataclasses.replace(
+                self.cloud.by_uuid['s1'], extra_specs={
+                    engine.BEHAVIOR_SPEC: 'explode'})))
 
     def test_charge_rule_bid_charges_the_bid(self):
         self.cloud = FakeCloud(SMALL)

@@ -131,6 +131,12 @@ RUNNING = ('ACTIVE', 'VERIFY_RESIZE', 'RESIZE', 'REVERT_RESIZE',
 #: one: the resize is done, Nova waits for the owner, and the market
 #: does not (:meth:`MarketEngine._check`).
 BUSY_STATUSES = ('BUILD', 'MIGRATING', 'REBUILD', 'RESIZE', 'REVERT_RESIZE')
+#: Interruption behaviours, and the flavor extra spec that chooses one
+#: per flavor (the scheduler's key too, :mod:`opie_sched.preemption.
+#: victim_state`); else ``[opie_market] preemption_action``.
+BEHAVIORS = ('delete', 'stop', 'shelve')
+BEHAVIOR_SPEC = 'opie:interruption_behavior'
+
 #: Status of a resize waiting for its confirmation.
 VERIFY_RESIZE = 'VERIFY_RESIZE'
 
@@ -225,9 +231,10 @@ class Settings:
         if self.notice_period < 0:
             raise ConfigError('notice_period must be >= 0, got %r'
                               % self.notice_period)
-        if self.preemption_action not in ('delete', 'stop'):
-            raise ConfigError('preemption_action must be delete or stop, '
-                              'got %r' % self.preemption_action)
+        if self.preemption_action not in BEHAVIORS:
+            raise ConfigError('preemption_action must be one of %s, got %r'
+                              % (', '.join(BEHAVIORS),
+                                 self.preemption_action))
         if self.out_of_credit_policy not in budget.POLICIES:
             raise ConfigError('out_of_credit_policy must be one of %s, got '
                               '%r' % (', '.join(sorted(budget.POLICIES)),
@@ -501,9 +508,13 @@ class Cloud:
         self.conn.compute.confirm_server_resize(uuid)
 
     def terminate(self, uuid, action):
-        """Stop or delete a server (``action``: ``stop`` or ``delete``)."""
+        """Stop, shelve or delete a server (``action``: one of
+        :data:`BEHAVIORS`).
+        """
         if action == 'stop':
             self.conn.compute.stop_server(uuid)
+        elif action == 'shelve':
+            self.conn.compute.shelve_server(uuid)
         else:
             self.conn.compute.delete_server(uuid, ignore_missing=True)
 
@@ -1132,11 +1143,11 @@ class MarketEngine:
             LOG.warning('server %s (project %s): preemption notice, '
                         'deadline %s: %s', uuid, srv.project, iso(deadline),
                         reason)
-            self._tell_owner(uuid, reason, deadline)
+            action = self._tell_owner(uuid, reason, deadline)
             self._notify(EVENT_NOTICE, {
                 'server_uuid': uuid, 'project_id': srv.project,
                 'kind': kind, 'reason': reason, 'deadline': iso(deadline),
-                'action': self.settings.preemption_action})
+                'action': action})
         in_snapshot = {srv.uuid for srv in servers}
         for notice in self.store.notices(state=models.NOTICED):
             uuid = notice['server_uuid']
@@ -1153,15 +1164,32 @@ class MarketEngine:
             if info is not None and not info.busy and not info.preemptible:
                 self._cancel(notice, NOT_PREEMPTIBLE, report)
 
+    def behavior(self, info):
+        """What happens to ``info`` (:class:`ServerInfo`) at its deadline:
+        its flavor's ``opie:interruption_behavior`` when it is one of
+        :data:`BEHAVIORS`, else ``preemption_action``. The flavor is
+        operator-owned (user metadata is never read for it).
+        """
+        value = (info.extra_specs or {}).get(BEHAVIOR_SPEC) if info else None
+        return value if value in BEHAVIORS else (
+            self.settings.preemption_action)
+
     def _tell_owner(self, uuid, reason, deadline):
+        """Write the notice on the server; returns the behaviour told."""
+        action = self.settings.preemption_action
+        try:
+            action = self.behavior(self.cloud.get_server(uuid))
+        except Exception:
+            LOG.exception('could not read server %s', uuid)
         text = ('preemption at %s (%s): %s'
-                % (iso(deadline), self.settings.preemption_action, reason))
+                % (iso(deadline), action, reason))
         try:
             self.cloud.set_metadata(uuid, {
                 NOTICE_KEY: text[:_METADATA_MAX],
                 DEADLINE_KEY: iso(deadline)})
         except Exception:
             LOG.exception('could not write the notice on server %s', uuid)
+        return action
 
     def _cancel(self, notice, why, report):
         uuid = notice['server_uuid']
@@ -1217,8 +1245,9 @@ class MarketEngine:
         return notice['server_uuid'] in {v.uuid for v in victims}
 
     def enforce(self, ps, now, report):
-        """Preempt every server whose notice expired at ``now``."""
-        action = self.settings.preemption_action
+        """Preempt every server whose notice expired at ``now``, each by
+        its interruption behaviour (:meth:`behavior`).
+        """
         latest = self.store.latest_period()
         order, prices = {}, {}
         if latest is not None:
@@ -1239,16 +1268,19 @@ class MarketEngine:
         for notice in due:
             uuid = notice['server_uuid']
             try:
-                if not self._check(notice, report):
+                info = self._check(notice, report)
+                if not info:
                     continue
+                action = self.behavior(info)
                 if not self.store.set_notice_state(uuid, models.PREEMPTED,
                                                    action):
                     continue  # another replica took it
                 try:
                     # just before acting: read the server once more
-                    if not self._check(notice, report, taken=True):
+                    info = self._check(notice, report, taken=True)
+                    if not info:
                         continue
-                    self._preempt(uuid, notice, action, now)
+                    self._preempt(uuid, notice, self.behavior(info), now)
                 except Exception:
                     self.store.set_notice_state(uuid, models.NOTICED,
                                                 expected=models.PREEMPTED)
@@ -1269,7 +1301,8 @@ class MarketEngine:
         already moved to ``preempted`` by this replica (it is moved back,
         or closed, when the server is spared).
 
-        :returns: True to preempt now.
+        :returns: the :class:`ServerInfo` read, to preempt now; False
+            otherwise.
         """
         uuid = notice['server_uuid']
         info = self.cloud.get_server(uuid)
@@ -1308,7 +1341,7 @@ class MarketEngine:
         elif not self._still_victim(notice, info):
             why = 'the case was resolved before the deadline'
         else:
-            return True
+            return info
         if taken:
             self.store.set_notice_state(uuid, models.NOTICED,
                                         expected=models.PREEMPTED)

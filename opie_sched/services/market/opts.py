@@ -70,8 +70,14 @@ OPTS = [
     cfg.StrOpt('preemption_action', default='delete',
                choices=[('delete', 'delete the server'),
                         ('stop', 'stop the server (it keeps its '
-                                 'resources and stays billable to nobody)')],
-               help='What happens to a server when its notice expires.'),
+                                 'resources and stays billable to nobody)'),
+                        ('shelve', 'shelve the server (Nova offloads it '
+                                   'and frees its host; it stays in its '
+                                   'project)')],
+               help='What happens to a server when its notice expires, '
+                    'unless its flavor\'s extra spec '
+                    'opie:interruption_behavior (delete, stop or shelve) '
+                    'chooses.'),
     cfg.StrOpt('out_of_credit_policy', default='lowest_bid',
                choices=['lowest_bid', 'most_expensive'],
                help='Which servers of a project out of credit are given '
