@@ -636,6 +636,21 @@ class EngineTest(testtools.TestCase):
         self.assertEqual(D('0.01'), report.prices['default']['vcpus'])
         self.assertEqual([], self.cloud.terminated)
 
+    def test_unbacked_refused_bids_are_not_demand(self):
+        # a refused boot costs nothing: its bid counts only when its
+        # project's balance could pay it for a period
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        self.refused('r1', 'pB', 40, created=T0 - 10)
+        eng = self.engine(initial_credit=D(0))
+        eng.credit.open_account('pA', D(1000))
+        self.assertEqual([], eng.tick(T0).notices)
+        eng.credit.open_account('pB', D(39))
+        self.assertEqual([], eng.tick(T0 + HOUR).notices)
+        eng.credit.credit('pB', D(1), T0 + HOUR, 'enough now')
+        self.assertEqual(['s0'], eng.tick(T0 + 2 * HOUR).notices)
+
     def test_refused_demand_window_zero_ignores_refused_boots(self):
         self.cloud = FakeCloud(SMALL)
         for i, bid in enumerate((1, 2, 3, 3)):

@@ -786,7 +786,8 @@ class MarketEngine:
         server (Merkat eq. 1 sums the bids of every request), so refused
         demand raises the price; it is never charged nor given notice
         (:attr:`opie_sched.market.outbid.Server.pending`). A refused
-        boot with an invalid bid is left out.
+        boot with an invalid bid, or one its project's balance does not
+        back (:meth:`_backed`), is left out.
 
         :returns: ``(servers, rejected)``: ``servers`` a list of
             ``(ServerInfo, bid Decimal, source)``, ``rejected`` maps uuid
@@ -804,7 +805,7 @@ class MarketEngine:
                           'servers learnt from notifications',
                           len(self.tracker.servers()))
             listed = self.tracker.servers()
-        servers, rejected = [], {}
+        servers, rejected, wanted = [], {}, []
         s = self.settings
         for info in listed:
             if not info.preemptible:
@@ -826,7 +827,7 @@ class MarketEngine:
                         s.bid_cap)
                 except market_bids.BidError:
                     continue
-                servers.append((info, bid, pending))
+                wanted.append((info, bid, pending))
                 continue
             try:
                 bid, source = market_bids.resolve_bid(
@@ -839,7 +840,38 @@ class MarketEngine:
                 rejected[info.uuid] = message
                 bid, source = decimal.Decimal(0), SOURCE_INVALID
             servers.append((info, bid, source))
-        return servers, rejected
+        return servers + self._backed(wanted), rejected
+
+    def _backed(self, wanted):
+        """The pending requests whose bids their project can pay.
+
+        A refused boot costs its owner nothing, so an unbacked bid would
+        let anyone raise prices and evict others for free. Per project,
+        oldest first, a request counts only while the project's balance
+        (``initial_credit`` for a project without an account yet) covers
+        one period of every counted pending bid (Merkat §2.2: a user's
+        bids are bounded by its budget).
+        """
+        s = self.settings
+        hours = decimal.Decimal(s.period_seconds) / 3600
+        left, kept = {}, []
+        for info, bid, source in sorted(wanted, key=lambda w: (
+                w[0].created_at or 0, w[0].uuid)):
+            if info.project not in left:
+                try:
+                    left[info.project] = self.credit.balance(info.project)
+                except budget.UnknownAccount:
+                    left[info.project] = s.initial_credit
+            cost = bid * hours
+            if cost > left[info.project]:
+                LOG.info('pending request %s (project %s): its bid %s per '
+                         'hour is not backed by the project\'s balance; '
+                         'not counted as demand', info.uuid, info.project,
+                         bid)
+                continue
+            left[info.project] -= cost
+            kept.append((info, bid, source))
+        return kept
 
     def reserve_prices(self):
         """``{pool or '*': {resource: price}}``: config, then the API's."""
