@@ -409,7 +409,7 @@ class CreditManager:
         else:
             cost = server_charge(
                 _Charged(held, charge_per_hour), prices, period_seconds)
-            note = 'share cost %s per hour at %s' % (
+            note = 'charge %s per hour at %s' % (
                 pricing.pretty(charge_per_hour), ', '.join(
                     '%s %s' % (r, prices.get(r, 0))
                     for r in pricing.order_resources(held)))

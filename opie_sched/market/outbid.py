@@ -48,10 +48,25 @@ host of the pool a server landed on; the per-host shares and their
 allocation errors are what rebalancing (:mod:`.rebalance`) reduces.
 
 Out-of-bid servers are the first candidates for termination; they are
-listed lowest bid first, then oldest first, then by uuid
-(:func:`preemption_key`), so that every run on the same data picks the
-same victims; :func:`select_victims` takes them in that order only until
-the servers left are no longer out of bid (never more than needed).
+listed lowest bid *per unit of what they hold* first (:func:`unit_bid`:
+the bid over what the server's flavor costs at the clearing prices),
+then lowest total bid, then oldest first, then by uuid
+(:func:`victim_key`), so that every run on the same data picks the same
+victims; :func:`select_victims` takes them in that order only until the
+servers left are no longer out of bid (never more than needed). Why per
+unit: Merkat eq. 1 gives a VM ``a_i = b_i / p`` of a resource, so the
+fraction of its demand it can hold is ``a_i / d_i = b_i / (p * d_i)``;
+the server with the lowest bid per unit held is the one whose bid buys
+the smallest fraction of its flavor -- the one the market serves least.
+Ranking by total bid instead would take a small server that bids more
+per vCPU before a big one that bids less per vCPU.
+
+Pending demand: a :class:`Server` with ``pending`` set is a preemptible
+request the cloud turned away or has not placed yet (NoValidHost, still
+scheduling). It competes in the market with its flavor and bid, so
+refused demand raises the price (a scarcity the price must ration) and
+can put running servers out of bid, but it holds nothing: it is never
+charged and never a victim.
 """
 
 import dataclasses
@@ -77,6 +92,9 @@ class Server:
         by default.
     :ivar charge_per_hour: what it pays per hour (from :func:`assess`),
         currency per hour; None: ``price * held`` (:func:`hourly_cost`).
+    :ivar pending: a request the cloud refused or has not placed yet: it
+        counts in the demand (its ``held`` is what it asks for) but is
+        never charged nor out of bid.
     """
     uuid: str
     bid: Decimal
@@ -85,6 +103,7 @@ class Server:
     created_at: float = None
     pool: str = pricing.DEFAULT_POOL
     charge_per_hour: Decimal = None
+    pending: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +170,33 @@ def preemption_key(server):
             server.created_at or 0, server.uuid)
 
 
+_INFINITY = Decimal('Infinity')
+
+
+def unit_bid(server, prices):
+    """The server's bid per unit of what it holds: its bid over what its
+    flavor costs at ``prices`` (dimensionless; 1 buys the whole flavor).
+
+    Merkat eq. 1 (§2.3): ``a_i / d_i = b_i / (p * d_i)``, summed over the
+    resources by their cost. Infinity when the flavor costs nothing.
+
+    :param server: :class:`Server`.
+    :param prices: ``resource -> price`` (currency per unit-hour).
+    :returns: Decimal.
+    """
+    cost = hourly_cost(prices, server.held)
+    if cost <= 0:
+        return _INFINITY
+    return pricing.as_decimal(server.bid) / cost
+
+
+def victim_key(server, prices):
+    """Sort key of the victims: lowest :func:`unit_bid` first, then
+    :func:`preemption_key` (lowest total bid, oldest, uuid).
+    """
+    return (unit_bid(server, prices),) + preemption_key(server)
+
+
 def hourly_cost(prices, held):
     """Cost of holding ``held`` for one hour at ``prices``.
 
@@ -209,8 +255,10 @@ def assess(servers, capacity, reserve=None, prices=None):
         by_uuid[srv.uuid] = srv
     held = {s.uuid: {r: pricing.as_decimal(s.held.get(r, 0))
                      for r in names} for s in servers}
+    contended = pricing.contended_resources(capacity, held.values())
     split = {s.uuid: pricing.split_bid(s.bid, capacity, held[s.uuid],
-                                       reserve) for s in servers}
+                                       reserve, contended)
+             for s in servers}
     cleared = {}
     for r in names:
         cleared[r] = pricing.clear_market(
@@ -223,8 +271,12 @@ def assess(servers, capacity, reserve=None, prices=None):
         shares = {r: cleared[r].shares[uuid] for r in names}
         shortfall = {r: held[uuid][r] - shares[r] for r in names
                      if shares[r] < held[uuid][r]}
-        charge = sum((_charge(split[uuid][r], shares[r], held[uuid][r],
-                              market_prices[r]) for r in names), ZERO)
+        if srv.pending:
+            charge = ZERO
+        else:
+            charge = sum((_charge(split[uuid][r], shares[r],
+                                  held[uuid][r], market_prices[r])
+                          for r in names), ZERO)
         positions[uuid] = Position(srv, split[uuid], shares, shortfall,
                                    min(charge, pricing.as_decimal(srv.bid)))
     return Market(capacity, reserve, market_prices,
@@ -267,15 +319,17 @@ def reason_text(position, market):
 
 
 def out_of_bid(market):
-    """The out-of-bid servers of an assessed market.
+    """The out-of-bid running servers of an assessed market (pending
+    requests are never out of bid: they hold nothing to take).
 
     :param market: a :class:`Market` from :func:`assess`.
-    :returns: list of :class:`OutOfBid` in :func:`preemption_key` order.
+    :returns: list of :class:`OutOfBid` in :func:`victim_key` order.
     """
     found = []
     for position in sorted(market.positions.values(),
-                           key=lambda p: preemption_key(p.server)):
-        if position.out_of_bid:
+                           key=lambda p: victim_key(p.server,
+                                                    market.prices)):
+        if position.out_of_bid and not position.server.pending:
             found.append(OutOfBid(
                 position.server,
                 hourly_cost(market.prices, position.server.held),
@@ -287,10 +341,18 @@ def select_victims(servers, capacity, reserve=None, prices=None):
     """Out-of-bid servers to preempt, never more than needed.
 
     The market is assessed (:func:`assess`); the out-of-bid server first
-    in :func:`preemption_key` order (lowest bid, then oldest) is chosen;
+    in :func:`victim_key` order (lowest bid per unit held, then lowest
+    bid, then oldest) is chosen;
     the market is cleared again without it, and so on until nobody left
     is out of bid. Removing one server can only raise the others' shares,
     so the servers that stay have shares covering their flavors.
+
+    Pending requests (:attr:`Server.pending`) rank with the running
+    servers: one first in that order is the request the market would
+    serve least, so it is dropped (never a victim, it holds nothing) and
+    the market cleared again (on an equal bid per unit the pending
+    request goes first). A pending request thus displaces only running
+    servers that bid less per unit than it does.
 
     :param servers: iterable of :class:`Server` of one market.
     :param capacity: ``resource -> units``. :param reserve: optional
@@ -303,9 +365,20 @@ def select_victims(servers, capacity, reserve=None, prices=None):
     chosen = []
     market = assess(left, capacity, reserve, prices)
     while True:
-        found = out_of_bid(market)
-        if not found:
+        # on an equal bid per unit the pending request yields: a
+        # refused boot never displaces a server that bids as much
+        ranked = sorted((p for p in market.positions.values()
+                         if p.out_of_bid),
+                        key=lambda p: (unit_bid(p.server, market.prices),
+                                       not p.server.pending,
+                                       victim_key(p.server,
+                                                  market.prices)))
+        if all(p.server.pending for p in ranked):
             return chosen
-        chosen.append(found[0])
-        left = [s for s in left if s.uuid != found[0].server.uuid]
+        first = ranked[0]
+        if not first.server.pending:
+            chosen.append(OutOfBid(
+                first.server, hourly_cost(market.prices, first.server.held),
+                reason_text(first, market), first))
+        left = [s for s in left if s.uuid != first.server.uuid]
         market = assess(left, capacity, reserve)

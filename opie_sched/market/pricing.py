@@ -434,7 +434,23 @@ def worst_fit_decreasing(bids, hosts, assigned=None):
 
 # -- one server bid -> a bid per resource ------------------------------------
 
-def split_bid(bid, capacity, request=None, reserve=None):
+def contended_resources(capacity, requests):
+    """The resources whose total request exceeds the capacity.
+
+    :param capacity: mapping ``resource -> units`` of one market.
+    :param requests: iterable of mappings ``resource -> units`` (each
+        holder's demand, e.g. its flavor).
+    :returns: frozenset of resource names.
+    """
+    demand = dict.fromkeys(capacity, ZERO)
+    for request in requests:
+        for r in demand:
+            demand[r] += as_decimal(request.get(r, 0))
+    return frozenset(r for r, units in demand.items()
+                     if units > as_decimal(capacity[r]))
+
+
+def split_bid(bid, capacity, request=None, reserve=None, contended=None):
     """One server bid as a bid per resource.
 
     Merkat VMs bid per resource (§3.1); a nova server carries one bid
@@ -449,11 +465,22 @@ def split_bid(bid, capacity, request=None, reserve=None):
     reserve costs. The parts add up to ``bid`` exactly (the last resource
     takes the rounding remainder).
 
+    ``contended`` (the resources whose demand exceeds the capacity,
+    :func:`contended_resources`): when given and the server requests some
+    of them, the rest of the bid above the reserve costs goes to those
+    resources only (``w_r = 0`` for the others). An uncontended resource
+    is priced at its reserve (:func:`clear_market`), which the reserve
+    cost already pays, so the whole surplus bids where there is scarcity:
+    a memory-heavy server does not spend its bid on idle memory while it
+    competes for vCPUs (Merkat §3.1 lets a VM bid per resource; a user
+    would bid nothing above the reserve on a resource nobody else wants).
+
     :param bid: currency per hour (>= 0).
     :param capacity: mapping ``resource -> units`` (> 0), e.g. the pool's.
     :param request: optional mapping ``resource -> units`` (>= 0).
     :param reserve: optional mapping ``resource -> reserve price``
         (currency per unit-hour, >= 0).
+    :param contended: optional iterable of resource names.
     :returns: dict ``resource -> bid`` in :func:`order_resources` order.
     """
     bid = as_decimal(bid)
@@ -462,6 +489,13 @@ def split_bid(bid, capacity, request=None, reserve=None):
         return {}
     request = request or _EMPTY
     reserve = reserve or _EMPTY
+    weighed = request
+    if contended is not None:
+        contended = set(contended)
+        if any(r in contended and as_decimal(request.get(r, 0)) > 0
+               for r in names):
+            weighed = {r: (request.get(r, 0) if r in contended else 0)
+                       for r in names}
     floor = {r: as_decimal(reserve.get(r, 0)) * as_decimal(
         request.get(r, 0)) for r in names}
     floor_total = sum(floor.values(), ZERO)
@@ -471,7 +505,7 @@ def split_bid(bid, capacity, request=None, reserve=None):
         # w_r times the product of the capacities: exact for integers
         weights = {}
         for r in names:
-            weights[r] = as_decimal(request.get(r, 0))
+            weights[r] = as_decimal(weighed.get(r, 0))
             for other in names:
                 if other != r:
                     weights[r] *= as_decimal(capacity[other])

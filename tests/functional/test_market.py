@@ -26,7 +26,10 @@ the pool contended. RAM is not overcommitted and stays at the reserve.
 
 import dataclasses
 from decimal import Decimal
+import json
 import os
+import time
+import types
 
 import fixtures
 from keystoneauth1 import loading
@@ -71,7 +74,9 @@ def _overcommitted_provider_config(directory, host=demo_cloud.HOST):
                                   cpu_allocation_ratio=CPU_RATIO)
 
 
-class MarketTest(base.OpieNovaTestCase):
+class _MarketBase(base.OpieNovaTestCase):
+    """The in-process Nova, a market store and openstacksdk clients."""
+
     HOSTS = ('host1',)
     EXTRA_FLAGS = {None: {'cpu_allocation_ratio': CPU_RATIO,
                           'initial_cpu_allocation_ratio': CPU_RATIO,
@@ -145,6 +150,12 @@ class MarketTest(base.OpieNovaTestCase):
 
     def charges(self, store, project):
         return [e for e in store.entries(project) if e.key.kind == 'charge']
+
+
+class MarketTest(_MarketBase):
+    """The market on the physical CPUs (``capacity_source =
+    hypervisors``), contended by overcommitted preemptible vCPUs.
+    """
 
     def test_demand_rises_lowest_bidder_noticed_then_preempted(self):
         owner_a, owner_b = self.sdk('alice:' + PROJECT_A), self.sdk(
@@ -232,10 +243,11 @@ class MarketTest(base.OpieNovaTestCase):
         owner.compute.wait_for_server(owner.compute.get_server(victim),
                                       status='VERIFY_RESIZE', wait=60,
                                       interval=0.05)
-        # waiting for the owner's confirmation: the market does not act
+        # past its deadline, waiting for a confirmation: the market does
+        # not withdraw the notice (the owner could revert to the
+        # preemptible flavor) nor wait for ever: it confirms the resize
         report = eng.tick(T0 + NOTICE)
         self.assertEqual(([], []), (report.preempted, report.cancelled))
-        owner.compute.confirm_server_resize(victim)
         server = owner.compute.wait_for_server(
             owner.compute.get_server(victim), wait=60, interval=0.05)
         self.assertEqual('medium', server.flavor['original_name'])
@@ -250,6 +262,39 @@ class MarketTest(base.OpieNovaTestCase):
         self.assertEqual(1, len([e for e in self.charges(self.store,
                                                          PROJECT_A)
                                  if e.key.server == victim]))
+
+    def test_preemptible_resize_left_unconfirmed_is_charged_and_preempted(
+            self):
+        # issue 23: a preemptible server resized to another preemptible
+        # flavor and left in VERIFY_RESIZE was neither charged nor
+        # preempted (only ACTIVE servers were priced; VERIFY_RESIZE was
+        # "busy" for ever).
+        owner = self.sdk('alice:' + PROJECT_A)
+        servers = self.boot(owner, (1, 2, 3, 3, 2))
+        eng = self.engine(notice_period=2 * HOUR)
+        victim = servers[0]
+        self.assertEqual([victim], eng.tick(T0).notices)
+        owner.compute.resize_server(victim,
+                                    self.flavor_ids['medium.preemptible'])
+        owner.compute.wait_for_server(owner.compute.get_server(victim),
+                                      status='VERIFY_RESIZE', wait=60,
+                                      interval=0.05)
+        report = eng.tick(T0 + HOUR)
+        self.assertIn(victim, {s.uuid for s in report.servers})
+        self.assertEqual([T0, T0 + HOUR], sorted(
+            e.key.period_start for e in self.charges(self.store, PROJECT_A)
+            if e.key.server == victim))
+        # past the deadline: Nova refuses the preemption marks (metadata)
+        # in vm_state resized, so the market confirms the resize first...
+        report = eng.tick(T0 + 2 * HOUR)
+        self.assertEqual([], report.preempted)
+        owner.compute.wait_for_server(owner.compute.get_server(victim),
+                                      wait=60, interval=0.05)
+        # ...and preempts it at the next tick
+        report = eng.tick(T0 + 2 * HOUR + 2)
+        self.assertEqual([victim], report.preempted)
+        self.wait_deleted(victim)
+        self.assertIsNone(self.alive(self.admin, victim))
 
     def _conf(self):
         from oslo_config import cfg
@@ -340,3 +385,93 @@ class MarketTest(base.OpieNovaTestCase):
         self.assertEqual({servers[0], servers[1]},
                          {s.uuid for s in report.servers})
         self.assertEqual(5, len(self.charges(store, PROJECT_A)))
+
+
+class PlacementMarketTest(_MarketBase):
+    """The default ``capacity_source = placement`` on the real Nova and
+    Placement (issue 23). The compute service is ``compute``: nova's fake
+    driver names its node ``fake-mini`` there, so the resource provider's
+    name is not the service host the servers report -- the case of FQDN
+    node names. Placement admits 16 preemptible vCPU: eight 2 vCPU servers
+    fill it, and a ninth boot is refused (NoValidHost); that refused
+    demand must price the pool.
+    """
+    HOSTS = ('compute',)
+
+    def placement_cloud(self):
+        auth = loading.get_plugin_loader('admin_token').load_from_options(
+            endpoint=self.placement.fixture.endpoint, token='admin')
+        placement = openstack.connection.Connection(
+            session=ks_session.Session(auth=auth))
+        return engine.Cloud(types.SimpleNamespace(
+            compute=self.admin.compute, placement=placement.placement),
+            'placement')
+
+    def refused_boot(self, conn, bid):
+        server = conn.compute.create_server(
+            name='refused', flavor_id=self.flavor_ids['cpu2.preemptible'],
+            image_id=self.image, networks='none',
+            metadata={'opie:bid': str(bid)})
+        server = conn.compute.wait_for_server(server, status='ERROR',
+                                              failures=['ACTIVE'], wait=60,
+                                              interval=0.05)
+        return server
+
+    def guest_metadata(self, uuid):
+        """``meta_data.json`` as nova's metadata service serves it to the
+        guest (``/openstack/latest/meta_data.json``), a dict.
+        """
+        from nova.api.metadata import base as md_base
+        from nova import context as nova_context
+        from nova import objects
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            instance = objects.Instance.get_by_uuid(
+                cctxt, uuid, expected_attrs=['metadata', 'system_metadata',
+                                             'flavor', 'ec2_ids',
+                                             'device_metadata', 'keypairs',
+                                             'info_cache',
+                                             'security_groups'])
+            md = md_base.InstanceMetadata(instance)
+            return json.loads(md.lookup(
+                '/openstack/latest/meta_data.json'))
+
+    def test_refused_demand_prices_the_placement_pool(self):
+        cloud = self.placement_cloud()
+        hosts = cloud.hosts()
+        # keyed by the compute service host, not the provider name
+        self.assertEqual(['compute'], list(hosts))
+        self.assertEqual(16, hosts['compute']['vcpus'])
+
+        owner = self.sdk('alice:' + PROJECT_A)
+        other = self.sdk('bob:' + PROJECT_B)
+        low = self.boot(owner, ('0.5',), 'low')[0]
+        high = self.boot(owner, ('3',) * 7, 'high')
+        eng = engine.MarketEngine(self.store, cloud, self.settings)
+        now = time.time()
+        calm = eng.tick(now)
+        self.assertEqual([], calm.errors)
+        self.assertEqual(D('0.1'), calm.prices['default']['vcpus'])
+        self.assertEqual([], calm.notices)
+        self.assertEqual({'compute'}, {s.host for s in calm.shares.values()})
+        self.assertFalse(any(s.placed for s in calm.shares.values()))
+
+        refused = self.refused_boot(other, '3')
+        self.assertIn('No valid host', refused.fault['message'])
+        report = eng.tick(now + HOUR)
+        self.assertEqual([], report.errors)
+        self.assertGreater(report.prices['default']['vcpus'], D('0.1'))
+        self.assertEqual([low], report.notices)
+        self.assertEqual({}, {e.key.server: e for e in
+                              self.charges(self.store, PROJECT_B)})
+        self.assertNotIn(refused.id, {s.uuid for s in report.servers})
+
+        # the guest of the noticed server reads the notice and its
+        # deadline in meta_data.json ("meta"), before the deadline
+        meta = self.guest_metadata(low)['meta']
+        self.assertIn('out of bid', meta[engine.NOTICE_KEY])
+        self.assertEqual(engine.iso(now + HOUR + NOTICE),
+                         meta[engine.DEADLINE_KEY])
+        self.assertNotIn(engine.NOTICE_KEY,
+                         self.guest_metadata(high[0])['meta'])

@@ -354,6 +354,32 @@ class SplitBidTest(testtools.TestCase):
         parts = pricing.split_bid(1, {CPU: 3, RAM: 3}, {CPU: 1, RAM: 2})
         self.assertEqual(D(1), sum(parts.values()))
 
+    def test_surplus_goes_to_the_contended_resources_only(self):
+        # issue 23: with memory uncontended, a 1 vCPU / 16 GB server
+        # bidding 1.0 bids it all on vCPU (memory is at its reserve).
+        capacity = {CPU: 16, RAM: 64000}
+        held = {CPU: 1, RAM: 16000}
+        self.assertEqual({CPU: D('0.2'), RAM: D('0.8')},
+                         pricing.split_bid(1, capacity, held))
+        self.assertEqual({CPU: D(1), RAM: D(0)},
+                         pricing.split_bid(1, capacity, held,
+                                           contended={CPU}))
+        # the reserve cost is paid first on every resource
+        self.assertEqual({CPU: D('0.84'), RAM: D('0.16')},
+                         pricing.split_bid(1, capacity, held,
+                                           {RAM: D('0.00001')},
+                                           contended={CPU}))
+        # a server asking nothing of the contended resource: as before
+        self.assertEqual(pricing.split_bid(1, capacity, {RAM: 100}),
+                         pricing.split_bid(1, capacity, {RAM: 100},
+                                           contended={CPU}))
+
+    def test_contended_resources(self):
+        self.assertEqual(frozenset({CPU}), pricing.contended_resources(
+            {CPU: 4, RAM: 100}, [{CPU: 3, RAM: 50}, {CPU: 2, RAM: 50}]))
+        self.assertEqual(frozenset(), pricing.contended_resources(
+            {CPU: 4, RAM: 100}, [{CPU: 4, RAM: 100}]))
+
 
 # -- bids --------------------------------------------------------------------
 
@@ -592,6 +618,71 @@ class RacyStore(budget.InMemoryStore):
 
 class OutbidTest(testtools.TestCase):
     """The out-of-bid rule (:func:`outbid.assess`)."""
+
+    def test_memory_heavy_bid_buys_vcpus_when_memory_is_idle(self):
+        # issue 23's example: a 16 vCPU pool (memory plentiful), vCPU
+        # contended by 1 vCPU fillers. The 1 vCPU / 16 GB server bidding
+        # 1.0 got a 0.79 vCPU share (its bid went mostly to memory) while
+        # a 1 vCPU / 1 GB one bidding 0.3 got 0.95: now the higher bid
+        # keeps its whole vCPU and the lower one loses.
+        servers = [outbid.Server('heavy', D(1), {CPU: 1, RAM: 16000}),
+                   outbid.Server('light', D('0.3'), {CPU: 1, RAM: 1000})]
+        servers += [outbid.Server('f%02d' % i, D('0.3'),
+                                  {CPU: 1, RAM: 1000}) for i in range(16)]
+        market = outbid.assess(servers, {CPU: 16, RAM: 64000})
+        self.assertEqual({CPU: True, RAM: False}, market.contended)
+        heavy = market.positions['heavy']
+        light = market.positions['light']
+        self.assertEqual(D(1), heavy.shares[CPU])
+        self.assertEqual(D(16000), heavy.shares[RAM])
+        self.assertFalse(heavy.out_of_bid)
+        self.assertLess(light.shares[CPU], 1)
+        self.assertNotIn('heavy', {o.server.uuid for o in
+                                   outbid.select_victims(
+                                       servers, {CPU: 16, RAM: 64000})})
+
+    def test_victims_by_lowest_bid_per_unit_held(self):
+        # 8 vCPU, 10 asked. 'big' bids most in total (1.2 for 4 vCPU,
+        # 0.3 per vCPU), 'small' less (0.4 for 1 vCPU, 0.4 per vCPU):
+        # the market serves 'big' least (Merkat eq. 1: a/d = b/(p d)),
+        # so 'big' goes first, and alone (the rest then fits).
+        servers = [outbid.Server('big', D('1.2'), {CPU: 4}),
+                   outbid.Server('small', D('0.4'), {CPU: 1}),
+                   outbid.Server('r1', D(5), {CPU: 3}),
+                   outbid.Server('r2', D(5), {CPU: 2})]
+        market = outbid.assess(servers, {CPU: 8})
+        self.assertEqual(['big', 'small'],
+                         [o.server.uuid for o in outbid.out_of_bid(market)])
+        self.assertEqual(['big'], [o.server.uuid for o in
+                                   outbid.select_victims(servers,
+                                                         {CPU: 8})])
+        self.assertEqual(D('1.2') / (market.prices[CPU] * 4),
+                         outbid.unit_bid(servers[0], market.prices))
+
+    def test_pending_demand_raises_the_price_but_holds_nothing(self):
+        # 4 vCPU held by two 2 vCPU servers at the reserve; a refused
+        # request (pending) bidding 3 for 2 vCPU contends the pool.
+        running = [outbid.Server('low', D('0.5'), {CPU: 2}),
+                   outbid.Server('mid', D(2), {CPU: 2})]
+        reserve = {CPU: D('0.1')}
+        calm = outbid.assess(running, {CPU: 4}, reserve)
+        self.assertEqual(D('0.1'), calm.prices[CPU])
+        refused = outbid.Server('refused', D(3), {CPU: 2}, pending=True)
+        market = outbid.assess(running + [refused], {CPU: 4}, reserve)
+        self.assertGreater(market.prices[CPU], D('0.1'))
+        self.assertEqual(D(0), market.positions['refused'].charge_per_hour)
+        victims = outbid.select_victims(running + [refused], {CPU: 4},
+                                        reserve)
+        self.assertEqual(['low'], [o.server.uuid for o in victims])
+        # a pending request bidding less per unit than the running
+        # servers displaces nobody
+        poor = outbid.Server('poor', D('0.01'), {CPU: 2}, pending=True)
+        self.assertEqual([], outbid.select_victims(
+            running + [poor], {CPU: 4}, reserve))
+        # ...nor one bidding as much per unit (the incumbent stays)
+        same = outbid.Server('same', D('0.5'), {CPU: 2}, pending=True)
+        self.assertEqual([], outbid.select_victims(
+            running + [same], {CPU: 4}, reserve))
 
     def test_two_servers_in_an_idle_96_vcpu_pool(self):
         # The issue's example: two 1-vCPU servers bidding 1 and 100 in a

@@ -65,6 +65,7 @@ class FakeCloud:
                                 'h2': {'vcpus': 8, 'memory_mb': 16000}}
         self.by_uuid = {}
         self.terminated = []
+        self.confirmed = []
         self.tags = {}
         self.aggs = {}
         self.fail_listing = False
@@ -110,10 +111,15 @@ class FakeCloud:
     def add_tag(self, uuid, tag):
         self.tags.setdefault(uuid, set()).add(tag)
 
+    def confirm_resize(self, uuid):
+        self.confirmed.append(uuid)
+
     def terminate(self, uuid, action):
         self.terminated.append((uuid, action))
         if action == 'delete':
             del self.by_uuid[uuid]
+        elif action == 'shelve':
+            self._replace(uuid, status='SHELVED_OFFLOADED', host=None)
         else:
             self._replace(uuid, status='SHUTOFF')
 
@@ -585,6 +591,138 @@ class EngineTest(testtools.TestCase):
         self.assertEqual(D(88), restarted.get_account('pA').balance)
         self.assertEqual(2, len(restarted.price_history()))
 
+    def refused(self, uuid, project, bid, created, vcpus=2, ram=4000):
+        self.cloud.add(uuid, project, bid, host=None, vcpus=vcpus, ram=ram,
+                       created=created)
+        self.cloud._replace(uuid, status='ERROR', fault=(
+            'No valid host was found. There are not enough hosts '
+            'available.'))
+
+    def test_refused_boots_raise_the_price_and_outbid_the_lowest(self):
+        # issue 23: four 2 vCPU servers fill the 8 vCPU pool (Placement
+        # admits no more): at the reserve. Two boots Nova refused,
+        # bidding 4, are demand the price must ration: the price rises
+        # and the lowest bids per unit get notice; the refused boots are
+        # neither charged nor noticed.
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        reserve = {'vcpus': D('0.01')}
+        eng = self.engine(reserve_prices=reserve)
+        calm = eng.tick(T0)
+        self.assertEqual(D('0.01'), calm.prices['default']['vcpus'])
+        self.assertEqual([], calm.notices)
+        self.refused('r1', 'pB', 4, created=T0 + HOUR - 60)
+        self.refused('r2', 'pB', 4, created=T0 + HOUR - 50)
+        # refused before the window (2 periods + the notice period):
+        # forgotten demand
+        self.refused('old', 'pB', 40, created=T0 - 2 * HOUR)
+        report = eng.tick(T0 + HOUR)
+        self.assertEqual([], report.errors)
+        self.assertGreater(report.prices['default']['vcpus'], D('0.01'))
+        self.assertEqual(['s0', 's1'], sorted(report.notices))
+        charged = self.charges('pA')
+        self.assertNotIn('r1', charged)
+        self.assertEqual({}, self.charges('pB'))
+        self.assertEqual({'s0', 's1', 's2', 's3'},
+                         {srv.uuid for srv in report.servers})
+        rows = {r['server_uuid']: r['bid_source']
+                for r in self.store.period_servers(T0 + HOUR)}
+        self.assertEqual('refused', rows['r1'])
+        self.assertNotIn('old', rows)
+        # the refused boots are deleted: the demand is gone, the notices
+        # are withdrawn at the deadline
+        del self.cloud.by_uuid['r1'], self.cloud.by_uuid['r2']
+        report = eng.tick(T0 + 2 * HOUR)
+        self.assertEqual(D('0.01'), report.prices['default']['vcpus'])
+        self.assertEqual([], self.cloud.terminated)
+
+    def test_unbacked_refused_bids_are_not_demand(self):
+        # a refused boot costs nothing: its bid counts only when its
+        # project's balance could pay it for a period
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        self.refused('r1', 'pB', 40, created=T0 - 10)
+        eng = self.engine(initial_credit=D(0))
+        eng.credit.open_account('pA', D(1000))
+        self.assertEqual([], eng.tick(T0).notices)
+        eng.credit.open_account('pB', D(39))
+        self.assertEqual([], eng.tick(T0 + HOUR).notices)
+        eng.credit.credit('pB', D(1), T0 + HOUR, 'enough now')
+        self.assertEqual(['s0'], eng.tick(T0 + 2 * HOUR).notices)
+
+    def test_refused_demand_window_zero_ignores_refused_boots(self):
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        self.refused('r1', 'pB', 4, created=T0 - 1)
+        report = self.engine(refused_demand_window=0).tick(T0)
+        self.assertEqual([], report.notices)
+
+    def test_verify_resize_is_charged_and_enforced(self):
+        # issue 23: a preemptible resize left in VERIFY_RESIZE was never
+        # charged and its notice never enforced.
+        self.contended()
+        self.cloud._replace('s0', status='VERIFY_RESIZE')
+        eng = self.engine()
+        report = eng.tick(T0)
+        self.assertIn('s0', {srv.uuid for srv in report.servers})
+        self.assertIn('s0', self.charges('pA'))
+        self.assertEqual(['s0'], report.notices)
+        # past the deadline: the resize is confirmed (Nova refuses the
+        # preemption marks in vm_state resized), then it is preempted
+        report = eng.tick(T0 + 600)
+        self.assertEqual(([], ['s0']), (report.preempted,
+                                        self.cloud.confirmed))
+        self.cloud._replace('s0', status='ACTIVE')
+        report = eng.tick(T0 + 610)
+        self.assertEqual(['s0'], report.preempted)
+        self.assertEqual([('s0', 'delete')], self.cloud.terminated)
+
+    def test_verify_resize_confirmed_then_stopped(self):
+        self.contended()
+        self.cloud._replace('s0', status='VERIFY_RESIZE')
+        eng = self.engine(preemption_action='stop')
+        self.assertEqual(['s0'], eng.tick(T0).notices)
+        report = eng.tick(T0 + 600)
+        self.assertEqual(([], ['s0']), (report.preempted,
+                                        self.cloud.confirmed))
+        self.cloud._replace('s0', status='ACTIVE')
+        report = eng.tick(T0 + 610)
+        self.assertEqual([('s0', 'stop')], self.cloud.terminated)
+
+    def test_flavor_chooses_the_interruption_behaviour(self):
+        # issue 23: per server (its flavor), what happens at the deadline;
+        # the notice the guest reads says which
+        self.contended()
+        specs = dict(self.cloud.by_uuid['s0'].extra_specs,
+                     **{engine.BEHAVIOR_SPEC: 'shelve'})
+        self.cloud._replace('s0', extra_specs=specs)
+        eng = self.engine()
+        self.assertEqual(['s0'], eng.tick(T0).notices)
+        self.assertIn('(shelve)', self.cloud.by_uuid['s0'].metadata[
+            engine.NOTICE_KEY])
+        self.assertEqual('shelve', self.notifier.sent[-1][1]['action'])
+        report = eng.tick(T0 + 600)
+        self.assertEqual(['s0'], report.preempted)
+        self.assertEqual([('s0', 'shelve')], self.cloud.terminated)
+        # a malformed value falls back to preemption_action
+        self.assertEqual('stop', self.engine(
+            preemption_action='stop').behavior(dataclasses.replace(
+                self.cloud.by_uuid['s1'], extra_specs={
+                    engine.BEHAVIOR_SPEC: 'explode'})))
+
+    def test_charge_rule_bid_charges_the_bid(self):
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 4, 5)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        self.engine(charge_rule='bid').tick(T0 + 10)
+        # share cost would be 1, 2, 3, 3, 3 (see above); the papers' rule
+        # bills every bid
+        self.assertEqual({'s0': D(1), 's1': D(2), 's2': D(3), 's3': D(4),
+                          's4': D(5)}, self.charges('pA'))
+
     def test_resized_to_a_normal_flavor_leaves_the_market(self):
         # issue 10 item 6: a noticed server resized to a normal flavor
         # during its notice period is never deleted by the market.
@@ -601,6 +739,9 @@ class EngineTest(testtools.TestCase):
                             extra_specs=normal)
         report = eng.tick(T0 + 610)
         self.assertEqual(([], []), (report.preempted, report.cancelled))
+        # past its deadline: the market confirms the resize (it could
+        # otherwise wait for ever, holding both flavors, charged for none)
+        self.assertEqual(['s0'], self.cloud.confirmed)
         self.cloud._replace('s0', status='ACTIVE')
         report = eng.tick(T0 + 620)
         self.assertEqual(([], ['s0']), (report.preempted, report.cancelled))
@@ -680,6 +821,35 @@ class EngineTest(testtools.TestCase):
         report = eng.tick(T0 + HOUR)
         self.assertEqual([], report.errors)
         self.assertEqual({'s0', 'n1'}, {s.uuid for s in report.servers})
+
+    def test_tracker_keeps_refused_boots(self):
+        # instance.create.error with NoValidHost: refused demand, priced
+        # even when Nova's API cannot be listed
+        tracker = engine.DemandTracker()
+        flavor = {'nova_object.data': {
+            'vcpus': 2, 'memory_mb': 4000,
+            'extra_specs': flavors.preemptible_extra_specs(2, 4000, 40)}}
+        payload = {'nova_object.data': {
+            'uuid': 'r1', 'tenant_id': 'pB', 'state': 'error',
+            'host': None, 'flavor': flavor, 'metadata': {'opie:bid': '9'},
+            'created_at': engine.iso(T0 - 10),
+            'fault': {'nova_object.data': {
+                'exception': 'NoValidHost',
+                'exception_message': 'No valid host was found. '}}}}
+        self.assertTrue(tracker.apply('instance.create.error', payload))
+        [info] = tracker.servers()
+        self.assertTrue(info.refused)
+        self.cloud = FakeCloud(SMALL)
+        for i, bid in enumerate((1, 2, 3, 3)):
+            self.cloud.add('s%d' % i, 'pA', bid, created=i)
+        eng = engine.MarketEngine(self.store, self.cloud, self.settings,
+                                  tracker=tracker)
+        tracker.reconcile(list(self.cloud.by_uuid.values()) + [info],
+                          T0 - 60)
+        self.cloud.fail_listing = True
+        report = eng.tick(T0)
+        self.assertEqual([], report.errors)
+        self.assertEqual(['s0'], report.notices)
 
     def test_settings_from_conf_and_bad_values(self):
         conf = cfg.ConfigOpts()

@@ -201,6 +201,7 @@ class ServiceRoundTest(testtools.TestCase):
                             'bid': self.bids.get(sid, '0.1')}}
         self.http.put(fixtures_matcher(), json=put)
         self.http.get(fixtures_matcher(), json=get)
+        self.set_balance('4')
         self.conn = ta.FakeConn(extra_specs=dict(ta.SPOT_SPECS))
         self.demand = os.path.join(self.dir, 'demand')
 
@@ -213,6 +214,39 @@ class ServiceRoundTest(testtools.TestCase):
         s.start()
         self.addCleanup(s.stop)
         return s
+
+    def set_balance(self, balance):
+        """The project's account in the market's ledger."""
+        self.http.get(MARKET + '/account', json={'account': {
+            'project_id': 'p', 'balance': balance, 'refill_rate': '0',
+            'cap': None, 'notices': []}})
+
+    def test_bid_max_is_the_market_ledger_balance(self):
+        # issue 23: one ledger. The controller's budget is what the
+        # market's account holds (capped at the application's budget),
+        # read every round: not a balance it charged itself the bids.
+        self.conn.compute.add('sp.2')
+        self.set_metric(20)
+        self.set_balance('0.5')
+        s = self.service({'policy': 'merkat-vertical', 'target': 10})
+        [out] = s.run_once()
+        self.assertEqual(0.5, out.plan['bid_max'])
+        self.assertEqual({'old-1': '0.2'}, self.bids)
+        # a restarted replica reads the same balance
+        s2 = self.service({'policy': 'merkat-vertical', 'target': 10})
+        [out] = s2.run_once()
+        self.assertEqual(0.5, out.plan['bid_max'])
+        # the market charged the account: the controller sees it
+        self.set_balance('0.05')
+        [out] = s2.run_once()
+        self.assertEqual(0.05, out.plan['bid_max'])
+        self.assertLessEqual(float(self.bids['old-1']), 0.05)
+        # no account yet: nothing to spend
+        self.http.get(MARKET + '/account', status_code=404, json={
+            'error': {'code': 404, 'title': 'Not Found',
+                      'message': 'no account'}})
+        [out] = s2.run_once()
+        self.assertEqual(0.0, out.plan['bid_max'])
 
     def set_metric(self, value):
         with open(self.demand, 'w') as f:

@@ -56,20 +56,31 @@ The metric each policy expects (from the demand source):
     a cost-like load value (e.g. queued tasks); Merkat Alg. 2 with the
     Alg. 3 bound. Parameters: ``low``, ``high``.
 
-Budget (Themis §III.A, Table I): the application's account starts at
-``budget`` and is renewed at ``budget`` per ``budget_period``, never above
-it; each round it is charged the bids of the last interval; ``bid_max``
-is the balance spread over one budget period (currency per hour, all
-servers). Controller state lives in the service's memory: a restarted
-replica starts the controllers afresh (direction 0, step 1), which the
-rules tolerate.
+Budget (Themis §III.A, Table I): one ledger, the market's. Each round
+the controller reads its project's account (``GET /v1/account``: the
+balance the market's charges, refills and credits leave, see
+:mod:`opie_sched.market.budget`); ``bid_max`` is that balance, capped at
+the application's ``budget``, spread over one ``budget_period``
+(currency per hour, all servers). The controller keeps no account of
+its own: what it may spend is what the market charged (share cost, not
+the bid), and a restarted replica reads the same balance. A project
+without an account yet (no preemptible server seen by the market) has
+nothing to spend: ``bid_max`` 0. Controller state otherwise lives in the
+service's memory: a restarted replica starts the controllers afresh
+(direction 0, step 1), which the rules tolerate.
 
 What a share is on a real hypervisor: the market computes each server's
 proportional share of its host (``GET /v1/shares``); this autoscaler does
-not enforce it -- the bid moves the server's share, price and place in
-the preemption order (a higher bid is preempted later); enforcing the
-share as libvirt CPU shares (e.g. the flavor's ``quota:cpu_shares``) is
-left to the operator.
+not enforce it. The vertical policies (``themis-vertical-deadline``,
+``merkat-vertical``) therefore change nothing on the hypervisor: a higher
+bid buys protection from preemption (a later place in the market's
+preemption order, lowest bid per unit first) and a larger computed
+share, not CPU time (in the papers it changes the VM's CPU share at
+once). Nova rewrites a domain's ``<cputune>`` from the flavor at hard
+reboot, resize and migration, so live libvirt weights set by a host
+agent would not hold; the operator's way to tie CPU time to bids is the
+flavor's ``quota:cpu_shares`` (see doc/source/admin/market.rst, "What
+the vertical SLO policies buy here").
 """
 
 import dataclasses
@@ -426,6 +437,22 @@ class MarketClient(object):
         except market_client.MarketError as exc:
             raise spot.MarketError(spot.why(exc))
 
+    def balance(self, market_url):
+        """The balance of the caller's project account in the market's
+        ledger (Decimal, currency); 0 when the project has no account.
+        """
+        try:
+            doc = self._call('get', '%s/account' % market_url.rstrip('/'))
+        except spot.MarketError as exc:
+            if ' answered 404' in str(exc):
+                return decimal.Decimal(0)
+            raise
+        try:
+            return spot._decimal(doc['account']['balance'], 'balance')
+        except (KeyError, TypeError):
+            raise spot.MarketError('GET account: unexpected answer %r'
+                                   % (doc,))
+
     def get_bid(self, market_url, server_id):
         """The server's bid (Decimal, currency per hour) or None."""
         doc = self._call(market_url, lambda api: api.get_bid(server_id))
@@ -537,19 +564,12 @@ def step(service, application, clock=time.time):
     amounts = {pricing.VCPUS: float(flavor.vcpus),
                pricing.MEMORY_MB: float(flavor.ram)}
     now = clock()
-    hours = (now - state['last']) / 3600.0 if 'last' in state else 0.0
-    account = state.setdefault('account', slo.Budget(
-        application.budget, 0.0))
-    account.renewal = application.budget / application.budget_period
-    current = state.get('bid')
-    if hours > 0 and current is not None:
-        account.charge(current * len(servers) * hours)
-        account.renew(hours)
-    state['last'] = now
     try:
+        balance = client.balance(market_url)
         bids = [client.get_bid(market_url, s.id) for s in servers]
         known = [float(b) for b in bids if b is not None]
-        bid_now = (sum(known) / len(known)) if known else (current or 0.0)
+        bid_now = ((sum(known) / len(known)) if known
+                   else (state.get('bid') or 0.0))
         shares = None
         try:
             known_shares = client.shares(market_url)
@@ -564,7 +584,9 @@ def step(service, application, clock=time.time):
                       prices={r: prices.get(r, decimal.Decimal(0))
                               for r in amounts},
                       capacity=capacity, bid=bid_now,
-                      bid_max=account.bid_max(application.budget_period),
+                      bid_max=slo.bid_max(
+                          min(float(balance), application.budget),
+                          application.budget_period),
                       max_servers=service._param(application,
                                                  'max_servers'),
                       shares=shares)
@@ -573,7 +595,8 @@ def step(service, application, clock=time.time):
         return service._kept(application, '%s: %s' % (here, exc))
     plan = {'policy': application.slo.get('policy'), 'bid': decision.bid,
             'nvms': decision.nvms, 'reason': decision.reason,
-            'bid_max': ctx.bid_max, 'metric': ctx.metric}
+            'bid_max': ctx.bid_max, 'metric': ctx.metric,
+            'balance': balance}
     target_n = len(servers) if decision.nvms is None else decision.nvms
     out = executor_mod.Outcome(app=application.name, action='none',
                                before=dict(inv.counts),

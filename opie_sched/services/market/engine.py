@@ -118,11 +118,50 @@ NOT_PREEMPTIBLE = ('no longer preemptible (its flavor lost the marker '
 #: Nova metadata values are at most 255 characters.
 _METADATA_MAX = 255
 
-#: Server statuses that hold resources and are charged.
-RUNNING = ('ACTIVE',)
-#: Server statuses of a move or rebuild in progress: enforcement waits.
-BUSY_STATUSES = ('BUILD', 'MIGRATING', 'REBUILD', 'RESIZE', 'REVERT_RESIZE',
-                 'VERIFY_RESIZE')
+#: Server statuses that hold resources on a host, so are priced and
+#: charged: a server in the middle of (or waiting to confirm) a resize,
+#: a migration or a rebuild still holds its host (and Placement its
+#: allocations); leaving these out let a server evade the market by
+#: never confirming a resize (VERIFY_RESIZE).
+RUNNING = ('ACTIVE', 'VERIFY_RESIZE', 'RESIZE', 'REVERT_RESIZE',
+           'MIGRATING', 'REBUILD', 'REBOOT', 'HARD_REBOOT', 'PASSWORD',
+           'PAUSED', 'SUSPENDED', 'RESCUE')
+#: Server statuses of a move or rebuild in progress: enforcement waits
+#: (Nova refuses a stop or delete in the middle). VERIFY_RESIZE is not
+#: one: the resize is done, Nova waits for the owner, and the market
+#: does not (:meth:`MarketEngine._check`).
+BUSY_STATUSES = ('BUILD', 'MIGRATING', 'REBUILD', 'RESIZE', 'REVERT_RESIZE')
+#: Interruption behaviours, and the flavor extra spec that chooses one
+#: per flavor (the scheduler's key too, :mod:`opie_sched.preemption.
+#: victim_state`); else ``[opie_market] preemption_action``.
+BEHAVIORS = ('delete', 'stop', 'shelve')
+BEHAVIOR_SPEC = 'opie:interruption_behavior'
+
+#: Status of a resize waiting for its confirmation.
+VERIFY_RESIZE = 'VERIFY_RESIZE'
+
+#: Bid sources of pending demand (snapshot rows that are not servers on
+#: a host: :attr:`opie_sched.market.outbid.Server.pending`): a boot Nova
+#: refused (NoValidHost) and a boot not placed yet.
+SOURCE_REFUSED = 'refused'
+SOURCE_PENDING = 'pending'
+PENDING_SOURCES = (SOURCE_REFUSED, SOURCE_PENDING)
+#: Text of Nova's NoValidHost fault (nova.exception.NoValidHost).
+NO_VALID_HOST = 'No valid host'
+
+
+#: ``[opie_market] charge_rule`` values. ``share_cost``: a server pays
+#: what its share costs at the clearing price (a uniform price, our
+#: deviation); ``bid``: it pays its bid (Merkat §2.3 "VMs are billed
+#: based on their bids"; Themis SLO-policies §2).
+CHARGE_SHARE_COST = 'share_cost'
+CHARGE_BID = 'bid'
+CHARGE_RULES = (CHARGE_SHARE_COST, CHARGE_BID)
+#: How each rule is labelled in the logs.
+CHARGE_RULE_TEXT = {
+    CHARGE_SHARE_COST: 'share cost at the clearing price (uniform price; '
+                       'our deviation from the papers, which bill the bid)',
+    CHARGE_BID: 'the bid (Merkat 2.3, Themis SLO-policies 2)'}
 
 
 class ConfigError(ValueError):
@@ -164,7 +203,7 @@ class Settings:
     Money in currency, bids and refill rates currency per hour, reserve
     prices currency per unit-hour, times seconds.
     """
-    period_seconds: int = 3600
+    period_seconds: int = 300
     reserve_prices: dict = dataclasses.field(default_factory=dict)
     default_bid: decimal.Decimal = decimal.Decimal(0)
     bid_cap: decimal.Decimal = None
@@ -175,17 +214,27 @@ class Settings:
     initial_credit: decimal.Decimal = decimal.Decimal(0)
     refill_rate: decimal.Decimal = decimal.Decimal(0)
     credit_cap: decimal.Decimal = None
+    refused_demand_window: int = None
+    charge_rule: str = 'share_cost'
 
     def __post_init__(self):
+        if self.charge_rule not in CHARGE_RULES:
+            raise ConfigError('charge_rule must be one of %s, got %r'
+                              % (', '.join(CHARGE_RULES), self.charge_rule))
+        if self.refused_demand_window is not None and \
+                self.refused_demand_window < 0:
+            raise ConfigError('refused_demand_window must be >= 0, got %r'
+                              % self.refused_demand_window)
         if self.period_seconds <= 0:
             raise ConfigError('period_seconds must be > 0, got %r'
                               % self.period_seconds)
         if self.notice_period < 0:
             raise ConfigError('notice_period must be >= 0, got %r'
                               % self.notice_period)
-        if self.preemption_action not in ('delete', 'stop'):
-            raise ConfigError('preemption_action must be delete or stop, '
-                              'got %r' % self.preemption_action)
+        if self.preemption_action not in BEHAVIORS:
+            raise ConfigError('preemption_action must be one of %s, got %r'
+                              % (', '.join(BEHAVIORS),
+                                 self.preemption_action))
         if self.out_of_credit_policy not in budget.POLICIES:
             raise ConfigError('out_of_credit_policy must be one of %s, got '
                               '%r' % (', '.join(sorted(budget.POLICIES)),
@@ -223,7 +272,24 @@ class Settings:
             initial_credit=_decimal(g.initial_credit, 'initial_credit'),
             refill_rate=_decimal(g.refill_rate, 'refill_rate'),
             credit_cap=_decimal(g.credit_cap, 'credit_cap',
-                                allow_none=True))
+                                allow_none=True),
+            refused_demand_window=g.refused_demand_window,
+            charge_rule=g.charge_rule)
+
+    @property
+    def refused_window(self):
+        """Seconds a refused boot counts as demand, from its creation.
+
+        Default ``2 * period_seconds + notice_period``: long enough for
+        the notice it causes to be enforced -- the boot is priced at the
+        next period start (up to one period later), the notice runs
+        ``notice_period``, and the case is checked again on the period in
+        force at the deadline (one more period). Deleting the refused
+        server (its owner gave up) ends its demand at once.
+        """
+        if self.refused_demand_window is None:
+            return 2 * self.period_seconds + self.notice_period
+        return self.refused_demand_window
 
 
 # -- Nova through openstacksdk ---------------------------------------------
@@ -245,6 +311,20 @@ class ServerInfo:
     created_at: float = None
     name: str = None
     task_state: str = None
+    fault: str = None
+
+    @property
+    def refused(self):
+        """True for a boot Nova turned away: ERROR with a NoValidHost
+        fault and never on a host.
+        """
+        return (self.status == 'ERROR' and not self.host
+                and NO_VALID_HOST.lower() in (self.fault or '').lower())
+
+    @property
+    def unplaced(self):
+        """True for a boot still being scheduled (BUILD, no host yet)."""
+        return self.status == 'BUILD' and not self.host
 
     @property
     def preemptible(self):
@@ -261,6 +341,14 @@ class ServerInfo:
         return bool(self.task_state) or self.status in BUSY_STATUSES
 
 
+def _fault_text(fault):
+    if not fault:
+        return None
+    if isinstance(fault, dict):
+        return str(fault.get('message') or '')
+    return str(fault)
+
+
 def _server_info(server):
     flavor = server.flavor or {}
     if not isinstance(flavor, dict):
@@ -272,7 +360,8 @@ def _server_info(server):
         extra_specs=dict(flavor.get('extra_specs') or {}),
         metadata=dict(server.metadata or {}),
         created_at=_epoch(server.created_at), name=server.name,
-        task_state=getattr(server, 'task_state', None))
+        task_state=getattr(server, 'task_state', None),
+        fault=_fault_text(getattr(server, 'fault', None)))
 
 
 class Cloud:
@@ -335,8 +424,37 @@ class Cloud:
                            pricing.MEMORY_MB: int(hv['memory_mb'])}
         return hosts
 
+    def _node_hosts(self):
+        """``({compute node uuid: service host}, {node name: service
+        host})`` from ``os-hypervisors`` (microversion 2.53: the
+        hypervisor id is the compute node's uuid, which is also its
+        resource provider's uuid).
+        """
+        resp = self.conn.compute.get('/os-hypervisors/detail',
+                                     microversion='2.53')
+        resp.raise_for_status()
+        by_id, by_name = {}, {}
+        for hv in resp.json().get('hypervisors', []):
+            host = (hv.get('service') or {}).get('host')
+            if not host:
+                continue
+            if hv.get('id'):
+                by_id[str(hv['id'])] = host
+            if hv.get('hypervisor_hostname'):
+                by_name[hv['hypervisor_hostname']] = host
+        return by_id, by_name
+
     def _placement_hosts(self):
+        """Capacities from Placement, keyed by **compute service host**
+        (what servers' ``OS-EXT-SRV-ATTR:host`` and host aggregates
+        name): a resource provider is named after the compute *node*
+        (e.g. an FQDN), which may differ from the service host. The
+        provider is matched to its node by uuid (then by name); the
+        capacities of several nodes of one service host (ironic) add up.
+        A provider no hypervisor names is keyed by its own name (logged).
+        """
         placement = self.conn.placement
+        by_id, by_name = self._node_hosts()
         hosts = {}
         for rp in placement.resource_providers():
             inv = {i.resource_class: i for i in
@@ -353,8 +471,17 @@ class Cloud:
                             (i.total - (i.reserved or 0))
                             * (i.allocation_ratio or 1))
                         break
-            if len(capacity) == 2:
-                hosts[rp.name] = capacity
+            if len(capacity) != 2:
+                continue
+            host = by_id.get(str(rp.id)) or by_name.get(rp.name)
+            if host is None:
+                LOG.warning('resource provider %s (%s) is no compute node '
+                            'of os-hypervisors; priced as host %r',
+                            rp.id, rp.name, rp.name)
+                host = rp.name
+            total = hosts.setdefault(host, dict.fromkeys(capacity, 0))
+            for resource, units in capacity.items():
+                total[resource] += units
         return hosts
 
     def aggregates(self):
@@ -376,10 +503,18 @@ class Cloud:
     def add_tag(self, uuid, tag):
         self.conn.compute.add_tag_to_server(uuid, tag)
 
+    def confirm_resize(self, uuid):
+        """Confirm a resize waiting in VERIFY_RESIZE (asynchronous)."""
+        self.conn.compute.confirm_server_resize(uuid)
+
     def terminate(self, uuid, action):
-        """Stop or delete a server (``action``: ``stop`` or ``delete``)."""
+        """Stop, shelve or delete a server (``action``: one of
+        :data:`BEHAVIORS`).
+        """
         if action == 'stop':
             self.conn.compute.stop_server(uuid)
+        elif action == 'shelve':
+            self.conn.compute.shelve_server(uuid)
         else:
             self.conn.compute.delete_server(uuid, ignore_missing=True)
 
@@ -430,6 +565,12 @@ class DemandTracker:
                 return self._servers.pop(uuid, None) is not None
             flavor = self._data(data.get('flavor'))
             state = data.get('state') or ''
+            fault = self._data(data.get('fault'))
+            fault = (fault.get('exception_message') or fault.get(
+                'exception') or '') if isinstance(fault, dict) else ''
+            if event_type == 'instance.create.error' and \
+                    'novalidhost' in fault.replace(' ', '').lower():
+                fault = NO_VALID_HOST
             info = ServerInfo(
                 uuid=uuid, project=data.get('tenant_id'),
                 status='ACTIVE' if state == 'active' else state.upper(),
@@ -438,7 +579,7 @@ class DemandTracker:
                 extra_specs=dict(flavor.get('extra_specs') or {}),
                 metadata=dict(data.get('metadata') or {}),
                 created_at=_epoch(data.get('created_at')),
-                name=data.get('display_name'))
+                name=data.get('display_name'), fault=fault or None)
             old = self._servers.get(uuid)
             self._servers[uuid] = info
             return old is None or old.status != info.status
@@ -571,7 +712,7 @@ def _snapshot_server(row):
         held={pricing.VCPUS: row['vcpus'],
               pricing.MEMORY_MB: row['memory_mb']},
         project=row['project'], created_at=row['created_at'],
-        pool=row['pool'])
+        pool=row['pool'], pending=row['bid_source'] in PENDING_SOURCES)
 
 
 class MarketEngine:
@@ -635,7 +776,18 @@ class MarketEngine:
     # -- reading Nova ----------------------------------------------------
 
     def collect(self, now):
-        """Running preemptible servers with their bids.
+        """Running preemptible servers with their bids, and the pending
+        demand.
+
+        Pending demand (:data:`PENDING_SOURCES`): a preemptible boot Nova
+        turned away (ERROR with a NoValidHost fault, created less than
+        :attr:`Settings.refused_window` seconds ago) or not placed yet (BUILD
+        without a host). It is priced with its flavor and bid like a
+        server (Merkat eq. 1 sums the bids of every request), so refused
+        demand raises the price; it is never charged nor given notice
+        (:attr:`opie_sched.market.outbid.Server.pending`). A refused
+        boot with an invalid bid, or one its project's balance does not
+        back (:meth:`_backed`), is left out.
 
         :returns: ``(servers, rejected)``: ``servers`` a list of
             ``(ServerInfo, bid Decimal, source)``, ``rejected`` maps uuid
@@ -653,10 +805,29 @@ class MarketEngine:
                           'servers learnt from notifications',
                           len(self.tracker.servers()))
             listed = self.tracker.servers()
-        servers, rejected = [], {}
+        servers, rejected, wanted = [], {}, []
         s = self.settings
         for info in listed:
-            if info.status not in RUNNING or not info.preemptible:
+            if not info.preemptible:
+                continue
+            pending = None
+            if info.refused:
+                if info.created_at is None or (
+                        now - info.created_at > s.refused_window):
+                    continue
+                pending = SOURCE_REFUSED
+            elif info.unplaced:
+                pending = SOURCE_PENDING
+            elif info.status not in RUNNING:
+                continue
+            if pending:
+                try:
+                    bid, _ = market_bids.resolve_bid(
+                        info.metadata, info.extra_specs, s.default_bid,
+                        s.bid_cap)
+                except market_bids.BidError:
+                    continue
+                wanted.append((info, bid, pending))
                 continue
             try:
                 bid, source = market_bids.resolve_bid(
@@ -669,7 +840,38 @@ class MarketEngine:
                 rejected[info.uuid] = message
                 bid, source = decimal.Decimal(0), SOURCE_INVALID
             servers.append((info, bid, source))
-        return servers, rejected
+        return servers + self._backed(wanted), rejected
+
+    def _backed(self, wanted):
+        """The pending requests whose bids their project can pay.
+
+        A refused boot costs its owner nothing, so an unbacked bid would
+        let anyone raise prices and evict others for free. Per project,
+        oldest first, a request counts only while the project's balance
+        (``initial_credit`` for a project without an account yet) covers
+        one period of every counted pending bid (Merkat §2.2: a user's
+        bids are bounded by its budget).
+        """
+        s = self.settings
+        hours = decimal.Decimal(s.period_seconds) / 3600
+        left, kept = {}, []
+        for info, bid, source in sorted(wanted, key=lambda w: (
+                w[0].created_at or 0, w[0].uuid)):
+            if info.project not in left:
+                try:
+                    left[info.project] = self.credit.balance(info.project)
+                except budget.UnknownAccount:
+                    left[info.project] = s.initial_credit
+            cost = bid * hours
+            if cost > left[info.project]:
+                LOG.info('pending request %s (project %s): its bid %s per '
+                         'hour is not backed by the project\'s balance; '
+                         'not counted as demand', info.uuid, info.project,
+                         bid)
+                continue
+            left[info.project] -= cost
+            kept.append((info, bid, source))
+        return kept
 
     def reserve_prices(self):
         """``{pool or '*': {resource: price}}``: config, then the API's."""
@@ -747,13 +949,32 @@ class MarketEngine:
             self._pool_reserve(reserve, pool), pools[pool]['prices'])
             for pool, servers in by_pool.items() if pool in pools}
 
-    @staticmethod
-    def charged_servers(markets):
-        """The servers of ``markets`` with their ``charge_per_hour``."""
-        return [dataclasses.replace(p.server,
-                                    charge_per_hour=p.charge_per_hour)
-                for market in markets.values()
-                for p in market.positions.values()]
+    def charged_servers(self, markets):
+        """The servers of ``markets`` with their ``charge_per_hour``
+        (pending demand left out: it holds nothing).
+
+        ``charge_rule = share_cost`` (default): what the server's share
+        costs at the clearing price (:func:`opie_sched.market.outbid.
+        assess`), a uniform price -- our deviation from the papers, which
+        bill the bid (Merkat §2.3, Themis SLO-policies §2): under the
+        work-conserving rule a server capped at its flavor would pay more
+        than the market price of what it got, so two servers holding the
+        same flavor would pay different amounts for the same thing.
+        ``charge_rule = bid``: the papers' rule, each server that holds a
+        share pays its bid.
+        """
+        out = []
+        for market in markets.values():
+            for p in market.positions.values():
+                if p.server.pending:
+                    continue
+                charge = p.charge_per_hour
+                if self.settings.charge_rule == CHARGE_BID and any(
+                        v > 0 for v in p.shares.values()):
+                    charge = pricing.as_decimal(p.server.bid)
+                out.append(dataclasses.replace(p.server,
+                                               charge_per_hour=charge))
+        return out
 
     def _pools(self, hosts):
         """``{host: pool}`` from the configured aggregates."""
@@ -785,12 +1006,16 @@ class MarketEngine:
         for host, pool in pool_of.items():
             by_pool.setdefault(pool, []).append(
                 pricing.Host(host, capacities[host], pool))
-        snapshot, vms = [], {}
+        snapshot, vms, wanted = [], {}, {}
         pool_reserves = {pool: self._pool_reserve(reserve, pool)
                          for pool in by_pool}
         for info, bid, source in servers:
             host = info.host if info.host in pool_of else None
             pool = pool_of.get(host, pricing.DEFAULT_POOL)
+            if source in PENDING_SOURCES:
+                host = None
+                if pool not in by_pool and len(by_pool) == 1:
+                    pool = next(iter(by_pool))
             if pool not in by_pool:
                 LOG.warning('server %s: pool %s has no hosts; not priced',
                             info.uuid, pool)
@@ -804,12 +1029,20 @@ class MarketEngine:
                 'memory_mb': info.memory_mb, 'created_at': info.created_at})
             if source == SOURCE_INVALID:
                 continue  # an invalid bid never changes a price
+            wanted.setdefault(pool, []).append((info.uuid, bid, held, host))
+        for pool, rows in wanted.items():
             capacity = {r: sum(h.capacity[r] for h in by_pool[pool])
                         for r in pricing.RESOURCES}
-            vms.setdefault(pool, []).append(pricing.VM(
-                info.uuid, pricing.split_bid(bid, capacity, held,
-                                             pool_reserves[pool]),
-                host=host, request=held, pool=pool))
+            # the rule of outbid.assess: the contended resources of the
+            # pool take the bids (every request, invalid bids too)
+            contended = pricing.contended_resources(capacity, [
+                {pricing.VCPUS: r['vcpus'], pricing.MEMORY_MB:
+                 r['memory_mb']} for r in snapshot if r['pool'] == pool])
+            for uuid, bid, held, host in rows:
+                vms.setdefault(pool, []).append(pricing.VM(
+                    uuid, pricing.split_bid(bid, capacity, held,
+                                            pool_reserves[pool], contended),
+                    host=host, request=held, pool=pool))
         pools, shares = {}, {}
         for pool, hosts in by_pool.items():
             allocation = pricing.allocate(hosts, vms.get(pool, []),
@@ -836,14 +1069,18 @@ class MarketEngine:
             pools, snapshot, report.shares = self.price(servers)
             if self.store.create_period(ps, s.period_seconds, self.owner,
                                         snapshot, pools):
-                LOG.info('period %s priced: %s', iso(ps), _prices_text(
-                    {p: m['prices'] for p, m in pools.items()}))
+                LOG.info('period %s priced: %s; charges: %s', iso(ps),
+                         _prices_text({p: m['prices']
+                                       for p, m in pools.items()}),
+                         CHARGE_RULE_TEXT[s.charge_rule])
                 self._notify(EVENT_PRICE_UPDATE, {
                     'period_start': iso(ps), 'period_seconds':
-                    s.period_seconds, 'prices': _json_prices(
+                    s.period_seconds, 'charge_rule': s.charge_rule,
+                    'prices': _json_prices(
                         {p: m['prices'] for p, m in pools.items()})})
             for row in snapshot:
-                if row['bid_source'] != SOURCE_INVALID:
+                if row['bid_source'] not in (SOURCE_INVALID,) + (
+                        PENDING_SOURCES):
                     self.store.set_bid(row['server_uuid'], row['project'],
                                        row['bid'], row['bid_source'])
             period = self.store.get_period(ps)
@@ -900,8 +1137,8 @@ class MarketEngine:
                     if r['bid_source'] == SOURCE_INVALID}
         out = [item for args in self.pool_inputs(ps).values()
                for item in outbid.select_victims(*args)]
-        for item in sorted(out, key=lambda o: outbid.preemption_key(
-                o.server)):
+        for item in sorted(out, key=lambda o: outbid.victim_key(
+                o.server, prices.get(o.server.pool, {}))):
             reason = item.reason
             if item.server.uuid in rejected:
                 reason = ('invalid bid (counted as 0): ' + reason)
@@ -938,11 +1175,11 @@ class MarketEngine:
             LOG.warning('server %s (project %s): preemption notice, '
                         'deadline %s: %s', uuid, srv.project, iso(deadline),
                         reason)
-            self._tell_owner(uuid, reason, deadline)
+            action = self._tell_owner(uuid, reason, deadline)
             self._notify(EVENT_NOTICE, {
                 'server_uuid': uuid, 'project_id': srv.project,
                 'kind': kind, 'reason': reason, 'deadline': iso(deadline),
-                'action': self.settings.preemption_action})
+                'action': action})
         in_snapshot = {srv.uuid for srv in servers}
         for notice in self.store.notices(state=models.NOTICED):
             uuid = notice['server_uuid']
@@ -959,15 +1196,32 @@ class MarketEngine:
             if info is not None and not info.busy and not info.preemptible:
                 self._cancel(notice, NOT_PREEMPTIBLE, report)
 
+    def behavior(self, info):
+        """What happens to ``info`` (:class:`ServerInfo`) at its deadline:
+        its flavor's ``opie:interruption_behavior`` when it is one of
+        :data:`BEHAVIORS`, else ``preemption_action``. The flavor is
+        operator-owned (user metadata is never read for it).
+        """
+        value = (info.extra_specs or {}).get(BEHAVIOR_SPEC) if info else None
+        return value if value in BEHAVIORS else (
+            self.settings.preemption_action)
+
     def _tell_owner(self, uuid, reason, deadline):
+        """Write the notice on the server; returns the behaviour told."""
+        action = self.settings.preemption_action
+        try:
+            action = self.behavior(self.cloud.get_server(uuid))
+        except Exception:
+            LOG.exception('could not read server %s', uuid)
         text = ('preemption at %s (%s): %s'
-                % (iso(deadline), self.settings.preemption_action, reason))
+                % (iso(deadline), action, reason))
         try:
             self.cloud.set_metadata(uuid, {
                 NOTICE_KEY: text[:_METADATA_MAX],
                 DEADLINE_KEY: iso(deadline)})
         except Exception:
             LOG.exception('could not write the notice on server %s', uuid)
+        return action
 
     def _cancel(self, notice, why, report):
         uuid = notice['server_uuid']
@@ -1023,34 +1277,42 @@ class MarketEngine:
         return notice['server_uuid'] in {v.uuid for v in victims}
 
     def enforce(self, ps, now, report):
-        """Preempt every server whose notice expired at ``now``."""
-        action = self.settings.preemption_action
+        """Preempt every server whose notice expired at ``now``, each by
+        its interruption behaviour (:meth:`behavior`).
+        """
         latest = self.store.latest_period()
-        order = {}
+        order, prices = {}, {}
         if latest is not None:
             order = {r['server_uuid']: _snapshot_server(r) for r in
                      self.store.period_servers(latest['period_start'])}
+            prices = self.store.period_prices(latest['period_start'])
         due = [n for n in self.store.notices(state=models.NOTICED)
                if n['deadline'] <= now]
-        # lowest bid first: a victim spared by an earlier preemption in
-        # this tick sees the market without it (never more than needed)
+        # lowest bid per unit first: a victim spared by an earlier
+        # preemption in this tick sees the market without it (never more
+        # than needed)
+        inf = decimal.Decimal('Infinity')
         due.sort(key=lambda n: (n['deadline'],) + (
-            outbid.preemption_key(order[n['server_uuid']])
+            outbid.victim_key(order[n['server_uuid']], prices.get(
+                order[n['server_uuid']].pool, {}))
             if n['server_uuid'] in order
-            else (decimal.Decimal('Infinity'), True, 0, n['server_uuid'])))
+            else (inf, inf, True, 0, n['server_uuid'])))
         for notice in due:
             uuid = notice['server_uuid']
             try:
-                if not self._check(notice, report):
+                info = self._check(notice, report)
+                if not info:
                     continue
+                action = self.behavior(info)
                 if not self.store.set_notice_state(uuid, models.PREEMPTED,
                                                    action):
                     continue  # another replica took it
                 try:
                     # just before acting: read the server once more
-                    if not self._check(notice, report, taken=True):
+                    info = self._check(notice, report, taken=True)
+                    if not info:
                         continue
-                    self._preempt(uuid, notice, action, now)
+                    self._preempt(uuid, notice, self.behavior(info), now)
                 except Exception:
                     self.store.set_notice_state(uuid, models.NOTICED,
                                                 expected=models.PREEMPTED)
@@ -1071,7 +1333,8 @@ class MarketEngine:
         already moved to ``preempted`` by this replica (it is moved back,
         or closed, when the server is spared).
 
-        :returns: True to preempt now.
+        :returns: the :class:`ServerInfo` read, to preempt now; False
+            otherwise.
         """
         uuid = notice['server_uuid']
         info = self.cloud.get_server(uuid)
@@ -1088,12 +1351,29 @@ class MarketEngine:
                 self.store.set_notice_state(uuid, models.NOTICED,
                                             expected=models.PREEMPTED)
             return False
+        if info.status == VERIFY_RESIZE:
+            # Past its deadline and waiting for its resize to be
+            # confirmed: confirm it, decide at the next tick. Resized to a
+            # normal flavor, it could still be reverted to the
+            # preemptible one (so it is not withdrawn yet); resized to a
+            # preemptible flavor, Nova refuses to stop it or to write its
+            # metadata (the preemption marks) in vm_state resized. Either
+            # way the owner cannot keep a noticed server out of reach by
+            # never confirming.
+            LOG.info('server %s waits in VERIFY_RESIZE past its deadline: '
+                     'confirming the resize; decided at the next tick',
+                     uuid)
+            if taken:
+                self.store.set_notice_state(uuid, models.NOTICED,
+                                            expected=models.PREEMPTED)
+            self.cloud.confirm_resize(uuid)
+            return False
         if not info.preemptible:
             why = NOT_PREEMPTIBLE
         elif not self._still_victim(notice, info):
             why = 'the case was resolved before the deadline'
         else:
-            return True
+            return info
         if taken:
             self.store.set_notice_state(uuid, models.NOTICED,
                                         expected=models.PREEMPTED)

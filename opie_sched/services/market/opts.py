@@ -36,10 +36,16 @@ OPTS = [
                     'mysql+pymysql://user:pw@host/opie_market or '
                     'postgresql://user:pw@host/opie_market. Default: '
                     'sqlite:///<state_dir>/market.sqlite (one machine).'),
-    cfg.IntOpt('period_seconds', default=3600, min=1,
+    cfg.IntOpt('period_seconds', default=300, min=1,
                help='Length of a market period (seconds): prices are '
                     'recomputed and every running preemptible server is '
-                    'charged once per period (Merkat eq. 1, §2.2).'),
+                    'charged once per period (Merkat eq. 1, §2.2). The '
+                    'default, 300 s, is Themis\'s scheduling period (5 '
+                    'minutes); Merkat\'s 40 s is shorter than a Nova '
+                    'boot plus a notice, so a price would move before '
+                    'the servers it priced were running. Possible '
+                    'values: an integer >= 1; raise it (e.g. 3600) for '
+                    'hourly billing.'),
     cfg.FloatOpt('tick_interval', default=60.0, min=0.1,
                  help='How often the leader wakes up (seconds): it settles '
                       'a new period once and terminates servers whose '
@@ -64,8 +70,14 @@ OPTS = [
     cfg.StrOpt('preemption_action', default='delete',
                choices=[('delete', 'delete the server'),
                         ('stop', 'stop the server (it keeps its '
-                                 'resources and stays billable to nobody)')],
-               help='What happens to a server when its notice expires.'),
+                                 'resources and stays billable to nobody)'),
+                        ('shelve', 'shelve the server (Nova offloads it '
+                                   'and frees its host; it stays in its '
+                                   'project)')],
+               help='What happens to a server when its notice expires, '
+                    'unless its flavor\'s extra spec '
+                    'opie:interruption_behavior (delete, stop or shelve) '
+                    'chooses.'),
     cfg.StrOpt('out_of_credit_policy', default='lowest_bid',
                choices=['lowest_bid', 'most_expensive'],
                help='Which servers of a project out of credit are given '
@@ -79,6 +91,27 @@ OPTS = [
                         ('hypervisors', 'os-hypervisors (microversion '
                                         '2.87)')],
                help='Where the capacity of each host comes from.'),
+    cfg.IntOpt('refused_demand_window', min=0,
+               help='Seconds a preemptible boot that Nova refused '
+                    '(ERROR with a NoValidHost fault) still counts as '
+                    'demand in the prices, from its creation. Possible '
+                    'values: an integer >= 0 (0: refused boots never '
+                    'count); empty: 2 * period_seconds + notice_period, '
+                    'long enough for the notice the refused demand causes '
+                    'to be enforced. Deleting the refused server ends its '
+                    'demand at once.'),
+    cfg.StrOpt('charge_rule', default='share_cost',
+               choices=[('share_cost', 'a server pays what its share '
+                                       'costs at the clearing price (a '
+                                       'uniform price; our deviation from '
+                                       'the papers: a server capped at '
+                                       'its flavor pays the market price '
+                                       'of it, not more)'),
+                        ('bid', 'a server pays its bid (the papers\' '
+                                'rule: Merkat §2.3, Themis SLO-policies '
+                                '§2)')],
+               help='What a running preemptible server is charged each '
+                    'period.'),
     cfg.StrOpt('initial_credit', default='0',
                help='Balance of an account opened automatically for a '
                     'project seen with preemptible servers (currency).'),
