@@ -383,6 +383,24 @@ def allocation_error(host_share, cluster_share):
     return (host_share - cluster_share) / host_share
 
 
+def bounded_allocation_error(host_share, cluster_share):
+    """:func:`allocation_error`, with −1 where it is unbounded.
+
+    A VM whose host gives it nothing (host share 0) while the pool entitles
+    it to a positive cluster share gets none of its entitlement: −1, the
+    largest deficit a share can show, instead of an error (e.g. a server
+    whose bid was unset, on a host where others outbid it).
+
+    :param host_share: units (>= 0).
+    :param cluster_share: units (>= 0).
+    :returns: Decimal in [−1, 1] for shares >= 0.
+    """
+    try:
+        return allocation_error(host_share, cluster_share)
+    except ValueError:
+        return Decimal(-1)
+
+
 def vm_allocation_error(errors):
     """A VM's allocation error: the maximum over its resources.
 
@@ -761,7 +779,8 @@ def allocate(hosts, vms, reserve=None):
         host = by_name[placement[vm.uuid]]
         c = {r: cluster[host.pool][r][vm.uuid] for r in resources}
         h = {r: local[host.name][r][vm.uuid] for r in resources}
-        errors = {r: allocation_error(h[r], c[r]) for r in resources}
+        errors = {r: bounded_allocation_error(h[r], c[r])
+                  for r in resources}
         vm_results[vm.uuid] = VMShares(
             vm.uuid, host.name, host.pool,
             {r: as_decimal(vm.bids.get(r, 0)) for r in resources},

@@ -128,11 +128,7 @@ class Result:
     errors: dict
 
 
-def _safe_error(host_share, cluster_share):
-    try:
-        return pricing.allocation_error(host_share, cluster_share)
-    except ValueError:
-        return Decimal(-1)  # nothing on its host of a positive share
+_safe_error = pricing.bounded_allocation_error
 
 
 class _Pool:

@@ -77,8 +77,8 @@ MATRIX = [
     ('GET', '/v1/shares', '/v1/shares', None,
      {'reader': 403, 'member': 403, 'admin': 200, 'other project': 403,
       'service': 200}),
-    # last: srv-a then bids the default 0, and GET /v1/shares of a server
-    # bidding 0 fails in the engine's allocation error (host share 0)
+    # last: srv-a then bids the default 0 (BidUnsetTest checks /v1/shares
+    # stays 200 then)
     ('DELETE', '/v1/servers/{server_id}/bid', '/v1/servers/srv-a/bid', None,
      dict(ALL, reader=403, **{'other project': 404})),
 ]
@@ -384,6 +384,15 @@ class BidUnsetTest(_Base):
         self.assertNotEqual('metadata', body['bid']['source'])
         self.assertEqual(400, self.call('DELETE', '/v1/servers/plain-a/bid',
                                         MEMBER, headers=LATEST)[0])
+
+    def test_shares_with_a_server_bidding_nothing(self):
+        # srv-a falls back to the default bid 0: its host share is 0 while
+        # the pool entitles it to some; its allocation error is -1, not a
+        # 500 (pricing.bounded_allocation_error).
+        self.assertEqual(200, self.call('DELETE', '/v1/servers/srv-a/bid',
+                                        MEMBER, headers=LATEST)[0])
+        status, body = self.call('GET', '/v1/shares', ADMIN, headers=LATEST)
+        self.assertEqual(200, status, body)
 
 
 class OSCCommandsTest(_Base):
