@@ -56,8 +56,32 @@ KEY_REASON = 'opie_victim_reason'
 #: ``server event list`` never shows the preemptor's request id. Kept for
 #: admins, who map it to :data:`KEY_REQUEST`.
 KEY_ACTION_REQUEST = 'opie_victim_action_request'
+#: How the victim is interrupted (:data:`BEHAVIORS`), fixed at its first
+#: termination step.
+KEY_BEHAVIOR = 'opie_victim_behavior'
 KEYS = (KEY_STATE, KEY_PREEMPTOR, KEY_SINCE, KEY_REQUEST, KEY_ATTEMPTS,
-        KEY_NEXT, KEY_REASON, KEY_ACTION_REQUEST)
+        KEY_NEXT, KEY_REASON, KEY_ACTION_REQUEST, KEY_BEHAVIOR)
+
+#: Interruption behaviours: ``delete``; ``stop`` (stop, then delete after
+#: the grace period); ``shelve`` (shelve and offload: the server stays in
+#: its project, its host is freed).
+DELETE = 'delete'
+STOP = 'stop'
+SHELVE = 'shelve'
+BEHAVIORS = (DELETE, STOP, SHELVE)
+#: Flavor extra spec choosing a flavor's behaviour.
+BEHAVIOR_SPEC = 'opie:interruption_behavior'
+
+
+def interruption_behavior(extra_specs, default):
+    """The interruption behaviour of a flavor: its
+    ``opie:interruption_behavior`` when it is one of :data:`BEHAVIORS`,
+    else ``default`` (the cloud's ``[opie_preemption] action``). A
+    malformed value is ignored (the API validates new flavors).
+    """
+    value = (extra_specs or {}).get(BEHAVIOR_SPEC)
+    return value if value in BEHAVIORS else default
+
 
 RESERVED = 'reserved'
 TERMINATING = 'terminating'
@@ -117,6 +141,7 @@ class VictimState:
         for admins.
     :param action_request: request id of this victim's termination (see
         :data:`KEY_ACTION_REQUEST`), '' before it starts.
+    :param behavior: one of :data:`BEHAVIORS`, '' before the first step.
     """
     state: str
     preemptor: str
@@ -126,6 +151,7 @@ class VictimState:
     next_attempt: ty.Optional[datetime.datetime] = None
     reason: str = ''
     action_request: str = ''
+    behavior: str = ''
 
     def as_metadata(self):
         """The system metadata items (str → str) recording this state."""
@@ -138,6 +164,8 @@ class VictimState:
             items[KEY_NEXT] = format_time(self.next_attempt)
         if self.action_request:
             items[KEY_ACTION_REQUEST] = self.action_request
+        if self.behavior:
+            items[KEY_BEHAVIOR] = self.behavior
         return items
 
     @classmethod
@@ -161,7 +189,8 @@ class VictimState:
                    attempts=attempts,
                    next_attempt=parse_time(sysmeta.get(KEY_NEXT)),
                    reason=sysmeta.get(KEY_REASON) or '',
-                   action_request=sysmeta.get(KEY_ACTION_REQUEST) or '')
+                   action_request=sysmeta.get(KEY_ACTION_REQUEST) or '',
+                   behavior=sysmeta.get(KEY_BEHAVIOR) or '')
 
     def names(self, preemptor, request_id):
         """True when this record was made for ``preemptor`` (instance uuid

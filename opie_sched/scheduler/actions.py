@@ -50,6 +50,7 @@ from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from nova.compute import vm_states
 import nova.conf
 from nova.db.main import api as main_db
 from nova import exception
@@ -158,8 +159,10 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
         (``reconciler``, ``max-lifetime``).
     :param reasons: unused (the details come from each record); kept for
         callers.
-    :param action: ``delete`` or ``stop`` (default ``[opie_preemption]
-        action``).
+    :param action: the default interruption behaviour, ``delete``,
+        ``stop`` or ``shelve`` (default ``[opie_preemption] action``); a
+        flavor's ``opie:interruption_behavior`` wins. Fixed in the record
+        at the first step.
     :param retry: the reconciler's retry of terminations that did not
         complete (any actor's record, once its ``next_attempt`` passed;
         a victim stuck in task state ``deleting`` included).
@@ -213,16 +216,29 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action):
         return False
     deleting = inst.task_state in hosts._LEAVING_TASK_STATES
     first = state.state != victim_state.TERMINATING
+    behavior = state.behavior or victim_state.interruption_behavior(
+        getattr(inst.flavor, 'extra_specs', None), action)
+    if (behavior == victim_state.SHELVE and not deleting
+            and inst.vm_state == vm_states.SHELVED_OFFLOADED):
+        # interrupted: the server stays in its project, off any host
+        LOG.info('Victim %s is shelved and offloaded; its record is '
+                 'cleared', inst.uuid)
+        try:
+            reservations.clear_state(inst, expected=state, cctxt=cctxt)
+        except exception.InstanceNotFound:
+            pass
+        return False
     new = state.terminating(now, opts.retry_interval, opts.max_retry_interval)
-    new = dataclasses.replace(new, action_request=(
+    new = dataclasses.replace(new, behavior=behavior, action_request=(
         state.action_request or oslo_context.generate_request_id()))
-    stop = (action == 'stop' and first and not deleting
-            and inst.vm_state == 'active')
-    if stop:
-        # the later delete belongs to this request: no retry before it
+    verb = _verb(inst, behavior, first, deleting)
+    if verb in ('stop', 'shelve'):
+        # the next step belongs to this request: no retry before it
+        wait = (opts.stop_grace_period if verb == 'stop'
+                else opts.release_timeout)
         new = dataclasses.replace(new, next_attempt=max(
             new.next_attempt, now + datetime.timedelta(
-                seconds=opts.stop_grace_period + opts.retry_interval)))
+                seconds=wait + opts.retry_interval)))
     try:
         if not reservations.swap_state(cctxt, inst, state, new):
             LOG.info('Victim %s: its record changed under us (another '
@@ -247,16 +263,12 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action):
     try:
         if first:
             mark_victim(acctxt, inst, new.preemptor, new.reason)
-        if stop:
-            compute_api().stop(acctxt, inst)
-        else:
-            compute_api().delete(acctxt, inst)
+        getattr(compute_api(), verb)(acctxt, inst)
         return True
     except exception.InstanceNotFound:
         LOG.info('Victim %s is already gone', inst.uuid)
         return False
     except Exception as exc:
-        verb = 'stop' if stop else 'delete'
         if new.attempts >= opts.max_attempts:
             LOG.error('Could not %s victim %s after %d attempts (%s); the '
                       'reconciler tries again at %s. Check its compute '
@@ -269,6 +281,22 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action):
                         new.attempts, exc,
                         victim_state.format_time(new.next_attempt))
         return False
+
+
+def _verb(inst, behavior, first, deleting):
+    """The compute API call of a victim's next step: ``delete``, ``stop``
+    (first step of ``stop`` on a running server), ``shelve`` or
+    ``shelve_offload`` (``shelve``: shelved, not yet offloaded).
+    """
+    if deleting or behavior == victim_state.DELETE:
+        return 'delete'
+    if behavior == victim_state.SHELVE:
+        if inst.vm_state == vm_states.SHELVED:
+            return 'shelve_offload'
+        return 'shelve'
+    if first and inst.vm_state == vm_states.ACTIVE:
+        return 'stop'
+    return 'delete'
 
 
 def _fault(cctxt, inst, state, details):
@@ -294,21 +322,22 @@ def _log_stuck(cctxt, inst, state):
         LOG.warning('Preemption slow: %s', text)
 
 
-def delete_stopped(ctx, cell_uuid, uuids, preempted_by=None):
-    """Delete victims that ``ctx``'s request stopped first (graceful mode),
-    each re-read and re-checked now as :func:`terminate` does (step
-    ``finish``): a victim resized to a normal flavor during the grace
-    period is spared and its record cleared; one whose record no longer
-    names this request is left alone.
+def finish(ctx, cell_uuid, uuids, preempted_by=None):
+    """The next step of victims that ``ctx``'s request stopped or shelved
+    first: delete a stopped one, offload a shelved one, clear the record
+    of an offloaded one. Each is re-read and re-checked now as
+    :func:`terminate` does (step ``finish``): a victim resized to a normal
+    flavor meanwhile is spared and its record cleared; one whose record no
+    longer names this request is left alone.
 
-    :returns: uuids whose delete was requested.
+    :returns: uuids whose next step was requested.
     """
     cctxt = reservations.cell_context(ctx, cell_uuid)
     try:
         rows = reservations.load_by_uuid(cctxt, uuids)
     except Exception:
-        LOG.exception('Could not load stopped victims %s; the reconciler '
-                      'will retry', uuids)
+        LOG.exception('Could not load victims %s; the reconciler will '
+                      'retry', uuids)
         return []
     done = []
     for uuid in uuids:
@@ -320,9 +349,13 @@ def delete_stopped(ctx, cell_uuid, uuids, preempted_by=None):
                               ctx.request_id, 'delete'):
                 done.append(uuid)
         except Exception:
-            LOG.exception('Could not delete stopped victim %s; the '
+            LOG.exception('Could not finish interrupting victim %s; the '
                           'reconciler will retry', uuid)
     return done
+
+
+#: The stop-then-delete mode's second step (:func:`finish`).
+delete_stopped = finish
 
 
 def _states(ctx, cell_uuid, uuids):
@@ -378,39 +411,71 @@ def _not_ours(inst, request_id):
     return state is None or state.request_id != (request_id or '')
 
 
-def release(ctx, cell_uuid, uuids, timeout=None):
-    """Wait until the victims of ``ctx``'s request have released their
-    host.
+def _behavior(inst):
+    state = hosts.victim_state(inst) if inst is not None else None
+    return state.behavior if state is not None else ''
 
-    In ``stop`` mode the victims are first given ``stop_grace_period``
-    seconds to shut down (they are stopped by :func:`terminate`), then
-    deleted by :func:`delete_stopped`, which re-checks each. A victim whose
-    record no longer names this request (spared, or another actor's) is
-    not waited for. Returns True when all are released within ``timeout``
-    seconds (default ``[opie_preemption] release_timeout``).
+
+def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
+    """Finish interrupting the victims of ``ctx``'s request and wait until
+    they have released their host.
+
+    Victims being stopped (behaviour ``stop``) are given
+    ``stop_grace_period`` seconds to shut down, then deleted; victims being
+    shelved (``shelve``) are offloaded once shelved; both steps through
+    :func:`finish`, which re-checks each victim. A victim counts as
+    released when it is deleted or shelved and offloaded, or when its
+    record no longer names this request (spared, or another actor's): the
+    request does not wait for it.
+
+    :param timeout: seconds (default ``[opie_preemption]
+        release_timeout``).
+    :param wait: False: only finish the steps (the reconciler), do not
+        wait for the deletes.
+    :returns: True when all are released within ``timeout``.
     """
     opts = CONF.opie_preemption
     timeout = opts.release_timeout if timeout is None else timeout
     start = time.monotonic()
     rid = ctx.request_id
 
-    def stopped(inst):
-        return _is_stopped(inst) or _not_ours(inst, rid)
+    def left():
+        return max(timeout - (time.monotonic() - start), 0)
+
+    def settled(inst):
+        return (_is_deleted(inst) or _not_ours(inst, rid)
+                or (inst.task_state is None and inst.vm_state in (
+                    vm_states.STOPPED, vm_states.SHELVED,
+                    vm_states.SHELVED_OFFLOADED)))
 
     def released(inst):
-        return _is_deleted(inst) or _not_ours(inst, rid)
+        return (_is_deleted(inst) or _not_ours(inst, rid)
+                or inst.vm_state == vm_states.SHELVED_OFFLOADED)
 
-    if opts.action == 'stop' and uuids:
-        wait_for(ctx, cell_uuid, uuids, stopped,
+    found = _states(ctx, cell_uuid, uuids) if uuids else {}
+    stops = [u for u in uuids
+             if _behavior(found.get(u)) == victim_state.STOP]
+    shelves = [u for u in uuids
+               if _behavior(found.get(u)) == victim_state.SHELVE]
+    if stops:
+        wait_for(ctx, cell_uuid, stops, settled,
                  min(opts.stop_grace_period, timeout), opts.poll_interval)
         grace_left = opts.stop_grace_period - (time.monotonic() - start)
         if grace_left > 0:
-            time.sleep(min(grace_left, max(timeout - (time.monotonic()
-                                                      - start), 0)))
-        delete_stopped(ctx, cell_uuid, uuids)
-    left = max(timeout - (time.monotonic() - start), 0)
-    return wait_for(ctx, cell_uuid, uuids, released, left,
-                    opts.poll_interval)
+            time.sleep(min(grace_left, left()))
+        finish(ctx, cell_uuid, stops)
+    if shelves:
+        wait_for(ctx, cell_uuid, shelves, settled, left(),
+                 opts.poll_interval)
+        finish(ctx, cell_uuid, shelves)
+    if not wait and not shelves:
+        return True
+    ok = wait_for(ctx, cell_uuid, uuids if wait else shelves, released,
+                  left(), opts.poll_interval)
+    if shelves:
+        # clear the records of the offloaded ones
+        finish(ctx, cell_uuid, shelves)
+    return ok
 
 
 def notify(ctx, plan, preempted_by, request_id, action, terminated=None):

@@ -277,9 +277,10 @@ class Reconciler:
         done = actions.terminate(ctx, cell_uuid, uuids, cause, reasons)
         actions.notify(ctx, plan, cause, ctx.request_id,
                        CONF.opie_preemption.action, terminated=done)
-        if CONF.opie_preemption.action == 'stop' and done:
-            # graceful mode: finish the job (stop, grace, delete)
-            actions.release(ctx, cell_uuid, done)
+        if done:
+            # stopped or shelved victims: finish the job (grace then
+            # delete; offload), each re-checked; deletes are not waited for
+            actions.release(ctx, cell_uuid, done, wait=False)
 
     # -- 4: maximum lifetime --------------------------------------------------
 

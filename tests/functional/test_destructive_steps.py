@@ -397,3 +397,30 @@ class UnreachableCellTest(_Steps):
         self.assertEqual(1, len(acted))
         self._wait_until_deleted(p[1])
         self.assertEqual({p[0]['id'], normal['id']}, self.live_uuids())
+
+
+class ShelveBehaviorTest(_Steps):
+    """A flavor's ``opie:interruption_behavior = shelve`` wins over the
+    cloud's ``action = delete``: its victims are shelved and offloaded,
+    not deleted; the host is freed all the same.
+    """
+
+    def test_shelved_victim_frees_the_host_and_stays(self):
+        specs = dict(flavors.preemptible_extra_specs(4, 8000, 80),
+                     **{vs.BEHAVIOR_SPEC: vs.SHELVE})
+        self.flavor_ids['shelving.preemptible'] = self._create_flavor(
+            name='shelving.preemptible', vcpu=4, memory_mb=8000, disk=80,
+            extra_spec=specs)
+        p = self.fill_with_preemptibles('host1', 'shelving', [100, 2000])
+        normal = self.boot('large', name='normal')
+        victim = self.wait_status(p[0], 'SHELVED_OFFLOADED', 60)
+        self.assertIsNone(victim['OS-EXT-SRV-ATTR:host'])
+        self.assertFalse(self.db_instance(p[0]['id']).deleted)
+        self.assertNotIn('delete', self.action_names(p[0]['id']))
+        self.assertIn('shelve', self.action_names(p[0]['id']))
+        # no longer a victim: an ordinary shelved server of its owner
+        self.assertIsNone(self.sysmeta(p[0]['id']))
+        self.assertEqual({}, self._get_allocations_by_server_uuid(p[0]['id']))
+        self.assertEqual((8, 16000, 160), self.full_used('host1'))
+        self.assertEqual('ACTIVE', self.api.get_server(normal['id'])['status'])
+        self.assertIn(p[1]['id'], self.live_uuids())

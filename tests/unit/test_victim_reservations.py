@@ -250,7 +250,7 @@ class TerminateTest(testtools.TestCase):
             'opie_sched.scheduler.reservations.swap_state',
             side_effect=swap))
         self.api = mock.Mock()
-        for verb in ('delete', 'stop'):
+        for verb in ('delete', 'stop', 'shelve', 'shelve_offload'):
             getattr(self.api, verb).side_effect = (
                 lambda c, inst, verb=verb: self.calls.append(
                     (verb, inst.uuid, c.request_id)))
@@ -356,3 +356,29 @@ class TerminateTest(testtools.TestCase):
             self.assertEqual([], self.actions.terminate(
                 self.ctx, None, [uuids.a], 'reconciler', {}, retry=True))
         self.assertEqual([], self.calls)
+
+    def test_behaviour_from_the_flavor_then_from_the_record(self):
+        flv = flavor(2, 4000, 40)
+        flv.extra_specs[vs.BEHAVIOR_SPEC] = vs.SHELVE
+        self.reserved(uuids.a, flv)
+        self.assertEqual([uuids.a], self.actions.terminate(
+            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+        self.assertEqual(['swap', 'mark', 'shelve'],
+                         [c[0] for c in self.calls])
+        new = self.calls[0][3]
+        self.assertEqual(vs.SHELVE, new.behavior)
+        # the next step: a shelved victim is offloaded, an offloaded one's
+        # record cleared (the retry passes action=delete: the record wins)
+        inst = self.rows[uuids.a]
+        inst.system_metadata = new.as_metadata()
+        inst.vm_state = 'shelved'
+        self.calls.clear()
+        self.actions.finish(self.ctx, None, [uuids.a])
+        self.assertEqual(['swap', 'shelve_offload'],
+                         [c[0] for c in self.calls])
+        inst.system_metadata = self.calls[0][3].as_metadata()
+        inst.vm_state = 'shelved_offloaded'
+        self.calls.clear()
+        self.actions.finish(self.ctx, None, [uuids.a])
+        self.assertEqual(['swap'], [c[0] for c in self.calls])
+        self.assertIsNone(self.calls[0][3])

@@ -119,3 +119,23 @@ class MayActTest(testtools.TestCase):
         self.assertEqual('scheduler', vs.cause_of('0b1e-some-uuid'))
         for word in vs.CAUSES:
             self.assertEqual(word, vs.cause_of(word))
+
+
+class InterruptionBehaviorTest(testtools.TestCase):
+
+    def test_flavor_wins_over_the_cloud_default(self):
+        spec = vs.BEHAVIOR_SPEC
+        self.assertEqual('shelve', vs.interruption_behavior(
+            {spec: 'shelve'}, 'delete'))
+        self.assertEqual('stop', vs.interruption_behavior(
+            {spec: 'stop'}, 'delete'))
+        self.assertEqual('delete', vs.interruption_behavior({}, 'delete'))
+        self.assertEqual('stop', vs.interruption_behavior(None, 'stop'))
+        # a malformed value is ignored (the API validates new flavors)
+        self.assertEqual('delete', vs.interruption_behavior(
+            {spec: 'hibernate'}, 'delete'))
+
+    def test_behavior_round_trips(self):
+        state = dataclasses.replace(vs.reserve('x', T0), behavior='shelve')
+        self.assertEqual('shelve', vs.VictimState.from_metadata(
+            state.as_metadata()).behavior)
