@@ -253,10 +253,12 @@ def _swap_record(context, uuid, expected, new):
         .with_for_update()).first()
     if alive is None:
         raise exception.InstanceNotFound(instance_id=uuid)
+    # a locking read too: it sees the latest committed record (a plain read
+    # could see the transaction's snapshot under REPEATABLE READ)
     rows = context.session.execute(
         sa.select(meta.c.id, meta.c.key, meta.c.value).where(
             meta.c.instance_uuid == uuid, meta.c.deleted == 0,
-            meta.c.key.in_(victim_state.KEYS))).all()
+            meta.c.key.in_(victim_state.KEYS)).with_for_update()).all()
     current = {r.key: r.value for r in rows}
     if (expected is not ANY
             and victim_state.VictimState.from_metadata(current)

@@ -25,14 +25,18 @@ from unittest import mock
 import fixtures
 from oslo_utils.fixture import uuidsentinel as uuids
 from oslo_utils import timeutils
+import sqlalchemy as sa
+import testtools
 
 from nova import context as nova_context
 from nova.db.main import api as main_db
+from nova.db.main import models as main_models
 from nova import objects
 from nova.tests.functional.api import client
 from nova.virt import fake as fake_virt
 
 from opie_sched.common import flavors
+from opie_sched.devcloud import preflight
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import reconciler
@@ -424,3 +428,92 @@ class ShelveBehaviorTest(_Steps):
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
         self.assertEqual('ACTIVE', self.api.get_server(normal['id'])['status'])
         self.assertIn(p[1]['id'], self.live_uuids())
+
+
+class _Row:
+    """A victim known by its uuid only (nothing loaded)."""
+
+    def __init__(self, uuid):
+        self.uuid = uuid
+
+    def __contains__(self, name):
+        return False
+
+
+class CompareAndSetOnMariaDBTest(testtools.TestCase):
+    """The record's compare-and-set on MariaDB (the production database),
+    actors racing in threads: in every round exactly one of the actors
+    that read the same record wins (the instance and record rows are
+    locked; without the locks several won on MariaDB 10.11), and a key
+    nova wrote is kept. Needs MariaDB on 127.0.0.1 with a passwordless
+    root, as the devcloud does.
+    """
+
+    ACTORS = 8
+    ROUNDS = 10
+
+    def setUp(self):
+        super().setUp()
+        problem = preflight.mariadb_problem()
+        if problem:
+            self.skipTest(problem)
+        import pymysql
+        self.db = 'opie_cas_%s' % uuids.db[:8]
+        conn = pymysql.connect(host='127.0.0.1', user='root')
+        self.addCleanup(conn.close)
+        cur = conn.cursor()
+        cur.execute('DROP DATABASE IF EXISTS %s' % self.db)
+        cur.execute('CREATE DATABASE %s' % self.db)
+        self.addCleanup(cur.execute, 'DROP DATABASE %s' % self.db)
+        url = 'mysql+pymysql://root@127.0.0.1/%s?charset=utf8' % self.db
+        engine = sa.create_engine(url)
+        self.addCleanup(engine.dispose)
+        main_models.BASE.metadata.create_all(engine, tables=[
+            main_models.Instance.__table__,
+            main_models.InstanceSystemMetadata.__table__])
+        self.uuid = uuids.victim
+        with engine.begin() as conn:
+            conn.execute(sa.insert(main_models.Instance.__table__).values(
+                uuid=self.uuid, deleted=0))
+            conn.execute(sa.insert(
+                main_models.InstanceSystemMetadata.__table__).values(
+                instance_uuid=self.uuid, key='nova_key', value='v',
+                deleted=0))
+        self.manager = main_db.create_context_manager(url)
+
+    def ctx(self):
+        ctx = nova_context.get_admin_context()
+        ctx.db_connection = self.manager
+        return ctx
+
+    def record(self):
+        return main_db.instance_system_metadata_get(self.ctx(), self.uuid)
+
+    def test_one_actor_wins_each_round(self):
+        now = timeutils.utcnow(with_timezone=True).replace(microsecond=0)
+        row = _Row(self.uuid)
+        self.assertTrue(reservations.swap_state(
+            self.ctx(), row, None, vs.reserve('p', now, 'req-1')))
+        winners = []
+        for _ in range(self.ROUNDS):
+            read = vs.VictimState.from_metadata(self.record())
+            barrier = threading.Barrier(self.ACTORS)
+            results = []
+
+            def actor():
+                barrier.wait()
+                results.append(reservations.swap_state(
+                    self.ctx(), _Row(self.uuid), read,
+                    read.terminating(now, 60, 600)))
+
+            threads = [threading.Thread(target=actor)
+                       for _ in range(self.ACTORS)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            winners.append(results.count(True))
+        self.assertEqual([1] * self.ROUNDS, winners)
+        record = self.record()
+        self.assertEqual(str(self.ROUNDS), record[vs.KEY_ATTEMPTS])
+        self.assertEqual('v', record['nova_key'])
