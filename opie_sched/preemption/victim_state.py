@@ -52,7 +52,7 @@ KEY_ATTEMPTS = 'opie_victim_attempts'
 KEY_NEXT = 'opie_victim_next_attempt'
 KEY_REASON = 'opie_victim_reason'
 #: The request id of the victim's own termination (its ``preempt``, ``stop``
-#: and ``delete`` instance actions), fresh per victim so that the owner's
+#: and ``delete`` instance actions), fresh per decision so that the owner's
 #: ``server event list`` never shows the preemptor's request id. Kept for
 #: admins, who map it to :data:`KEY_REQUEST`.
 KEY_ACTION_REQUEST = 'opie_victim_action_request'

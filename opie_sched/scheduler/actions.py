@@ -22,9 +22,10 @@ another project's data:
   only (shown with the server once it is deleted or in error);
 * the ``preempt`` instance action followed by ``stop``/``delete``
   (``openstack server event list``, which still works once the server is
-  deleted), under a request id of their own, fresh per victim: the
-  preemptor's request id is logged with it (INFO) and kept in the victim's
-  system metadata (``opie_victim_request`` and
+  deleted), under a request id of their own, fresh per decision (shared
+  by the victims of one decision, so they can still be grouped): the
+  preemptor's request id is logged with it (INFO) and kept in the
+  victim's system metadata (``opie_victim_request`` and
   ``opie_victim_action_request``) for admins;
 * a versioned notification ``opie.instance.preempt`` (operators) naming the
   preemptor's request, the host, each victim and its cost.
@@ -177,39 +178,43 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
         LOG.exception('Could not load victims %s', uuids)
     done = []
     step = 'retry' if retry else 'terminate'
+    # one request id of their own for the victims of this call (one
+    # decision): never the preemptor's
+    decision = oslo_context.generate_request_id()
     for uuid in uuids:
         inst = rows.get(uuid)
         if inst is None:
             LOG.info('Victim %s is already gone', uuid)
             continue
         if _terminate_one(cctxt, inst, step, preempted_by, ctx.request_id,
-                          action):
+                          action, decision):
             done.append(uuid)
     return done
 
 
-def _spare(cctxt, inst, state, mine):
-    """A victim resized to a normal flavor: clear its record (when it is
-    still the one read) and leave it alone.
+def _spare(cctxt, inst, state):
+    """A victim resized to a normal flavor: clear its record (whoever's it
+    is: a normal server is no victim; only when it is still the one read)
+    and leave it alone.
     """
     LOG.warning('Victim %s is no longer preemptible (resized); not '
                 'terminating it', inst.uuid)
-    if state is not None and mine:
+    if state is not None:
         try:
             reservations.clear_state(inst, expected=state, cctxt=cctxt)
         except exception.InstanceNotFound:
             pass
 
 
-def _terminate_one(cctxt, inst, step, preempted_by, request_id, action):
+def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
+                   decision=None):
     opts = CONF.opie_preemption
     now = timeutils.utcnow(with_timezone=True)
     state = hosts.victim_state(inst)
-    mine = victim_state.may_act(state, step, preempted_by, request_id, now)
     if not hosts.flavor_is_preemptible(inst.flavor):
-        _spare(cctxt, inst, state, mine)
+        _spare(cctxt, inst, state)
         return False
-    if not mine:
+    if not victim_state.may_act(state, step, preempted_by, request_id, now):
         LOG.info('Victim %s: its record (%s) does not allow the %s step of '
                  '%s (request %s); leaving it alone', inst.uuid,
                  state and state.state, step, preempted_by, request_id)
@@ -230,7 +235,8 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action):
         return False
     new = state.terminating(now, opts.retry_interval, opts.max_retry_interval)
     new = dataclasses.replace(new, behavior=behavior, action_request=(
-        state.action_request or oslo_context.generate_request_id()))
+        state.action_request or decision
+        or oslo_context.generate_request_id()))
     verb = _verb(inst, behavior, first, deleting)
     if verb in ('stop', 'shelve'):
         # the next step belongs to this request: no retry before it

@@ -100,7 +100,7 @@ class StoppedVictimResizedTest(_Steps):
     def test_resized_victim_is_not_deleted(self):
         p = self.fill_with_preemptibles('host1', 'large', [1000, 2000])
         normal = self.post('large', host='host1', name='normal')
-        victim = self._wait_for_state_change(p[0], 'SHUTOFF')
+        victim = self.wait_status(p[0], 'SHUTOFF', 120)
         # the owner sees that and why (the cause word), nothing else
         owner = self.api_fixture.api
         owner.microversion = 'latest'
@@ -111,16 +111,16 @@ class StoppedVictimResizedTest(_Steps):
         # the owner resizes it to a normal flavor (host2 has room)
         self.api.post_server_action(victim['id'], {'resize': {
             'flavorRef': self.flavor_ids['large']}})
-        self._wait_for_state_change(victim, 'VERIFY_RESIZE')
+        self.wait_status(victim, 'VERIFY_RESIZE', 120)
         self.assertEqual(vs.TERMINATING, self.sysmeta(victim['id']).state)
         # the grace period ends; the normal request goes on
-        self.wait_status(normal, 'ACTIVE', 60)
+        self.wait_status(normal, 'ACTIVE', 120)
         inst = self.db_instance(victim['id'])
         self.assertFalse(inst.deleted)
         self.assertNotIn('delete', self.action_names(victim['id']))
         self.assertIsNone(self.sysmeta(victim['id']))
         self.api.post_server_action(victim['id'], {'confirmResize': None})
-        self._wait_for_state_change(victim, 'SHUTOFF')
+        self.wait_status(victim, 'SHUTOFF', 120)
         self.assertEqual('large', self.api.get_server(
             victim['id'])['flavor']['original_name'])
         self.assertIn(p[1]['id'], self.live_uuids())
@@ -187,9 +187,9 @@ class LifetimeAfterRescueTest(_Steps):
         server = self.boot('medium.preemptible', name='old')
         self.age(server['id'], 10 ** 5)
         self.api.post_server_action(server['id'], {'rescue': {}})
-        self._wait_for_state_change(server, 'RESCUE')
+        self.wait_status(server, 'RESCUE', 120)
         self.api.post_server_action(server['id'], {'unrescue': None})
-        self._wait_for_state_change(server, 'ACTIVE')
+        self.wait_status(server, 'ACTIVE', 120)
         # nova restarted its launched_at clock
         launched = self.db_instance(server['id']).launched_at
         self.assertLess(timeutils.utcnow(with_timezone=True) - launched,
@@ -281,8 +281,8 @@ class OwnerSeesNoOtherProjectTest(_Steps):
         slow = mock.Mock(wraps=real)
         slow.delete.return_value = None
         with mock.patch.object(actions, 'compute_api', return_value=slow):
-            normal = self._wait_for_state_change(
-                self.post('large', name='normal', api=other), 'ACTIVE')
+            normal = self.wait_status(
+                self.post('large', name='normal', api=other), 'ACTIVE', 120)
         slow.delete.assert_called_once()
         self.api.post_server_action(p[0]['id'],
                                     {'os-resetState': {'state': 'error'}})
@@ -417,7 +417,7 @@ class ShelveBehaviorTest(_Steps):
             extra_spec=specs)
         p = self.fill_with_preemptibles('host1', 'shelving', [100, 2000])
         normal = self.boot('large', name='normal')
-        victim = self.wait_status(p[0], 'SHELVED_OFFLOADED', 60)
+        victim = self.wait_status(p[0], 'SHELVED_OFFLOADED', 120)
         self.assertIsNone(victim['OS-EXT-SRV-ATTR:host'])
         self.assertFalse(self.db_instance(p[0]['id']).deleted)
         self.assertNotIn('delete', self.action_names(p[0]['id']))

@@ -85,6 +85,7 @@ class PreemptionTest(base.OpieNovaTestCase, _Helpers):
         alive = self.live_uuids()
         self.assertEqual({p[0]['id'], p[2]['id'], normal['id']}, alive)
         [create] = self.api.get_instance_actions(normal['id'])
+        decision = set()
         for victim in (p[1], p[3]):
             self.assertTrue(self.db_instance(victim['id']).deleted)
             # The owner's "server event list" shows the preemption under a
@@ -97,6 +98,9 @@ class PreemptionTest(base.OpieNovaTestCase, _Helpers):
                                 by_name[actions.PREEMPT_ACTION]['request_id'])
             self.assertEqual(by_name['delete']['request_id'],
                              by_name[actions.PREEMPT_ACTION]['request_id'])
+            decision.add(by_name[actions.PREEMPT_ACTION]['request_id'])
+        # one decision, one request id of its own
+        self.assertEqual(1, len(decision))
 
         usages = self.usages('host1')
         self.assertEqual(4, usages['VCPU'])
@@ -150,7 +154,8 @@ class MultiCreateTest(base.OpieNovaTestCase, _Helpers):
                    if s['flavor']['original_name'] == 'large']
         self.assertEqual(2, len(servers))
         for s in servers:
-            self._wait_for_state_change(s, 'ACTIVE')
+            # two preemptions then two builds: slow on a loaded machine
+            self._wait_for_state_change(s, 'ACTIVE', max_retries=120)
         self.assertEqual({'host1', 'host2'},
                          {self.server_host(s) for s in servers})
         alive = self.live_uuids()
