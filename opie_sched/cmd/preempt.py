@@ -69,7 +69,9 @@ def preempted_servers(conn, since=None):
     :param since: only servers changed since this ISO 8601 time (str).
     :returns: list of dicts ``{"id", "name", "project_id", "status",
         "preempted_at", "request_id"}``, oldest preemption first;
-        ``request_id`` is the preemptor's request (or the reconciler's).
+        ``request_id`` is the preemption decision's own request id (never
+        the preemptor's, which owners must not see; the scheduler's log
+        line "terminated under request id" maps the two).
     """
     query = {'all_projects': True}
     if since:
@@ -155,8 +157,8 @@ class List(cli.Lister):
 
     Every server, deleted or not, whose instance actions hold the
     preempt action the opie scheduler and reconciler record, oldest
-    preemption first; request_id is the preemptor's request (or the
-    reconciler's).
+    preemption first; request_id is the preemption decision's own
+    request id (the scheduler's log maps it to the preemptor's request).
     """
 
     def get_parser(self, prog_name):

@@ -82,8 +82,16 @@ preemption_opts = [
         'action', default='delete', choices=[
             ('delete', 'Delete the victims at once.'),
             ('stop', 'Stop the victims (a clean shutdown), wait '
-                     '``stop_grace_period`` seconds, then delete them.')],
-        help='How a victim is terminated.'),
+                     '``stop_grace_period`` seconds, then delete them '
+                     '(each re-checked just before its delete).'),
+            ('shelve', 'Shelve the victims and offload them: each stays '
+                       'in its project as SHELVED_OFFLOADED (its owner can '
+                       'unshelve it) and its host is freed. Needs an image '
+                       'snapshot per image-backed victim (Glance).')],
+        help='How a victim is interrupted, unless its flavor sets '
+             '``opie:interruption_behavior``. Stopping alone would not free '
+             'the host (a stopped server keeps its Placement allocation), '
+             'so ``stop`` ends in a delete.'),
     cfg.IntOpt(
         'stop_grace_period', default=30, min=0,
         help='Seconds a stopped victim is kept before it is deleted, when '

@@ -24,9 +24,16 @@ user set; see :mod:`opie_sched.scheduler.reservations`):
     Its termination was requested (stop or delete). It counts as leaving
     until it is gone. When the termination does not complete (the delete
     raised, the compute service is down, the scheduler died between stop
-    and delete) the reconciler tries again once ``next_attempt`` has
-    passed, with an exponential backoff, and raises an operator-visible
-    fault after ``max_attempts``.
+    and delete, or the compute accepted the delete and never finished it:
+    task state ``deleting`` past ``next_attempt``) the reconciler tries
+    again once ``next_attempt`` has passed, with an exponential backoff,
+    and raises an operator-visible fault after ``max_attempts``.
+
+Every destructive step (stop, delete, the later delete of a stopped victim,
+a retry) is taken only by the actor whose record it is, and only after a
+compare-and-set of the record (:func:`may_act`, and
+:func:`opie_sched.scheduler.reservations.swap_state`): of two actors that
+read the same record, one proceeds.
 
 Nothing a user can write (server metadata, tags, names) takes part in these
 rules. This module has no Nova imports.
@@ -44,12 +51,58 @@ KEY_REQUEST = 'opie_victim_request'
 KEY_ATTEMPTS = 'opie_victim_attempts'
 KEY_NEXT = 'opie_victim_next_attempt'
 KEY_REASON = 'opie_victim_reason'
+#: The request id of the victim's own termination (its ``preempt``, ``stop``
+#: and ``delete`` instance actions), fresh per decision so that the owner's
+#: ``server event list`` never shows the preemptor's request id. Kept for
+#: admins, who map it to :data:`KEY_REQUEST`.
+KEY_ACTION_REQUEST = 'opie_victim_action_request'
+#: How the victim is interrupted (:data:`BEHAVIORS`), fixed at its first
+#: termination step.
+KEY_BEHAVIOR = 'opie_victim_behavior'
 KEYS = (KEY_STATE, KEY_PREEMPTOR, KEY_SINCE, KEY_REQUEST, KEY_ATTEMPTS,
-        KEY_NEXT, KEY_REASON)
+        KEY_NEXT, KEY_REASON, KEY_ACTION_REQUEST, KEY_BEHAVIOR)
+
+#: Interruption behaviours: ``delete``; ``stop`` (stop, then delete after
+#: the grace period); ``shelve`` (shelve and offload: the server stays in
+#: its project, its host is freed).
+DELETE = 'delete'
+STOP = 'stop'
+SHELVE = 'shelve'
+BEHAVIORS = (DELETE, STOP, SHELVE)
+#: Flavor extra spec choosing a flavor's behaviour.
+BEHAVIOR_SPEC = 'opie:interruption_behavior'
+
+
+def interruption_behavior(extra_specs, default):
+    """The interruption behaviour of a flavor: its
+    ``opie:interruption_behavior`` when it is one of :data:`BEHAVIORS`,
+    else ``default`` (the cloud's ``[opie_preemption] action``). A
+    malformed value is ignored (the API validates new flavors).
+    """
+    value = (extra_specs or {}).get(BEHAVIOR_SPEC)
+    return value if value in BEHAVIORS else default
+
 
 RESERVED = 'reserved'
 TERMINATING = 'terminating'
 STATES = (RESERVED, TERMINATING)
+
+#: Cause words: what a victim's owner is told preempted it (the only detail
+#: owners see; hosts, preemptors, requests and costs are for admins).
+CAUSE_SCHEDULER = 'scheduler'
+CAUSE_MARKET = 'market'
+CAUSE_LIFETIME = 'max-lifetime'
+CAUSE_RECONCILER = 'reconciler'
+CAUSES = (CAUSE_SCHEDULER, CAUSE_MARKET, CAUSE_LIFETIME, CAUSE_RECONCILER)
+
+
+def cause_of(preemptor):
+    """The cause word of a record's ``preemptor``: itself when it is one of
+    :data:`CAUSES`, else ``scheduler`` (an instance uuid: the scheduler made
+    room for that instance).
+    """
+    return preemptor if preemptor in CAUSES else CAUSE_SCHEDULER
+
 
 _TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 
@@ -84,7 +137,11 @@ class VictimState:
     :param attempts: terminations requested so far (>= 0).
     :param next_attempt: when the reconciler may try again (aware datetime)
         or None.
-    :param reason: the text shown to the owner.
+    :param reason: the details of the decision (host, preemptor, costs),
+        for admins.
+    :param action_request: request id of this victim's termination (see
+        :data:`KEY_ACTION_REQUEST`), '' before it starts.
+    :param behavior: one of :data:`BEHAVIORS`, '' before the first step.
     """
     state: str
     preemptor: str
@@ -93,6 +150,8 @@ class VictimState:
     attempts: int = 0
     next_attempt: ty.Optional[datetime.datetime] = None
     reason: str = ''
+    action_request: str = ''
+    behavior: str = ''
 
     def as_metadata(self):
         """The system metadata items (str → str) recording this state."""
@@ -103,6 +162,10 @@ class VictimState:
                  KEY_REASON: (self.reason or '')[:255]}
         if self.next_attempt is not None:
             items[KEY_NEXT] = format_time(self.next_attempt)
+        if self.action_request:
+            items[KEY_ACTION_REQUEST] = self.action_request
+        if self.behavior:
+            items[KEY_BEHAVIOR] = self.behavior
         return items
 
     @classmethod
@@ -125,7 +188,16 @@ class VictimState:
                    since=since, request_id=sysmeta.get(KEY_REQUEST) or '',
                    attempts=attempts,
                    next_attempt=parse_time(sysmeta.get(KEY_NEXT)),
-                   reason=sysmeta.get(KEY_REASON) or '')
+                   reason=sysmeta.get(KEY_REASON) or '',
+                   action_request=sysmeta.get(KEY_ACTION_REQUEST) or '',
+                   behavior=sysmeta.get(KEY_BEHAVIOR) or '')
+
+    def names(self, preemptor, request_id):
+        """True when this record was made for ``preemptor`` (instance uuid
+        or cause word) by the request ``request_id``.
+        """
+        return (self.preemptor == preemptor
+                and self.request_id == (request_id or ''))
 
     def is_leaving(self, now, lease):
         """True when the victim's resources count as released.
@@ -138,7 +210,11 @@ class VictimState:
         return (now - self.since).total_seconds() < lease
 
     def retry_due(self, now):
-        """True when a ``terminating`` victim may be terminated again."""
+        """True when a ``terminating`` victim may be terminated again (also
+        when its task state is ``deleting``: a compute that accepted the
+        delete and never finished it counts as leaving only until
+        ``next_attempt``).
+        """
         return (self.state == TERMINATING
                 and (self.next_attempt is None or now >= self.next_attempt))
 
@@ -163,6 +239,35 @@ def backoff(attempts, interval, maximum):
     if attempts < 1 or interval < 0 or maximum < 0:
         raise ValueError('attempts must be >= 1 and interval, maximum >= 0')
     return min(interval * (2 ** min(attempts - 1, 30)), maximum)
+
+
+def may_act(state, step, preemptor=None, request_id=None, now=None):
+    """Whether an actor may take a destructive ``step`` on a victim whose
+    record, read at that moment, is ``state`` (None: no record).
+
+    :param step: ``terminate`` (the first stop/delete of the request that
+        reserved the victim: the record must be ``reserved`` and name
+        ``preemptor`` and ``request_id``), ``finish`` (the delete of a
+        victim the same request stopped: ``terminating`` and naming
+        ``request_id``, and ``preemptor`` unless it is None) or
+        ``retry`` (the reconciler: ``terminating`` and
+        :meth:`VictimState.retry_due` at ``now``).
+    :returns: True or False; the caller must still win the compare-and-set
+        of the record before acting.
+    :raises ValueError: for an unknown step.
+    """
+    if state is None:
+        return False
+    if step == 'terminate':
+        return (state.state == RESERVED
+                and state.names(preemptor, request_id))
+    if step == 'finish':
+        return (state.state == TERMINATING
+                and state.request_id == (request_id or '')
+                and (preemptor is None or state.preemptor == preemptor))
+    if step == 'retry':
+        return state.retry_due(now)
+    raise ValueError('unknown step %r' % step)
 
 
 def reserve(preemptor, now, request_id='', reason=''):

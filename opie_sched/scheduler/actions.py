@@ -11,30 +11,49 @@
 # under the License.
 """Preemption actions: mark, terminate and wait for victims, and tell owners.
 
-Each victim's owner can see why it went:
+Each victim's owner learns that and when it was preempted, and the cause
+word (``scheduler``, ``market``, ``max-lifetime``, ``reconciler``), never
+another project's data:
 
-* server metadata ``opie:preempted_by`` (the instance the room was made for,
-  or ``reconciler``) and ``opie:preempted_at``, and the tag
-  ``opie-preempted``;
-* an instance fault ``Preempted: ...`` (shown with the server once it is
-  deleted or in error) and the ``preempt`` instance action followed by
-  ``stop``/``delete`` (``openstack server event list``, which still works
-  once the server is deleted; server metadata and tags are deleted with
-  it);
-* a versioned notification ``opie.instance.preempt`` naming the preemptor's
-  request, the host, each victim and its cost.
+* server metadata ``opie:preempted_by`` (the cause word) and
+  ``opie:preempted_at``, and the tag ``opie-preempted``;
+* an instance fault ``Preempted by the <cause>`` of code 500, whose
+  ``details`` (host, preemptor, request, costs) Nova's API shows to admins
+  only (shown with the server once it is deleted or in error);
+* the ``preempt`` instance action followed by ``stop``/``delete``
+  (``openstack server event list``, which still works once the server is
+  deleted), under a request id of their own, fresh per decision (shared
+  by the victims of one decision, so they can still be grouped): the
+  preemptor's request id is logged with it (INFO) and kept in the
+  victim's system metadata (``opie_victim_request`` and
+  ``opie_victim_action_request``) for admins;
+* a versioned notification ``opie.instance.preempt`` (operators) naming the
+  preemptor's request, the host, each victim and its cost.
 
 Victims are terminated through Nova's compute API (the same code path as
-``openstack server delete``/``stop``), with an admin context.
+``openstack server delete``/``stop``), with an admin context. Every
+destructive call (the first stop or delete, the later delete of a stopped
+victim, a reconciler retry) first re-reads the victim and acts only when it
+still exists, its flavor is still preemptible and its service-owned record
+still says this actor may act
+(:func:`opie_sched.preemption.victim_state.may_act`), and only after
+winning the compare-and-set of that record
+(:func:`opie_sched.scheduler.reservations.swap_state`).
 """
 
+import copy
+import dataclasses
+import datetime
 import threading
 import time
 
+from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from nova.compute import vm_states
 import nova.conf
+from nova.db.main import api as main_db
 from nova import exception
 from nova import objects
 from nova import rpc
@@ -49,6 +68,9 @@ CONF = nova.conf.CONF
 EVENT_TYPE = 'opie.instance.preempt'
 #: Instance action recorded on every victim (``openstack server event list``).
 PREEMPT_ACTION = 'preempt'
+#: Code of opie's instance faults: Nova's API shows a fault's ``details``
+#: to admins only when its code is 500.
+FAULT_CODE = 500
 
 _compute_api = None
 _api_lock = threading.Lock()
@@ -69,62 +91,85 @@ class PreemptionError(Exception):
 
 
 def _add_fault(cctxt, instance, message, details):
+    """An instance fault: ``message`` for everyone who sees the server,
+    ``details`` for admins only (code 500).
+    """
     fault = objects.InstanceFault(context=cctxt)
     fault.instance_uuid = instance.uuid
-    fault.code = 409
+    fault.code = FAULT_CODE
     fault.message = message[:255]
     fault.details = details
     fault.host = CONF.host
     fault.create()
 
 
-def mark_victim(cctxt, instance, preempted_by, reason):
-    """Tell the owner why the instance is being preempted: server metadata
-    and tag (informational: the service never reads them back), an
-    instance fault and the ``preempt`` instance action.
+def owner_message(cause):
+    """The fault message a victim's owner reads: the cause word only."""
+    return 'Preempted by the %s' % victim_state.cause_of(cause) \
+        if victim_state.cause_of(cause) != victim_state.CAUSE_LIFETIME \
+        else 'Preempted: maximum lifetime reached'
+
+
+def mark_victim(cctxt, instance, cause, details):
+    """Tell the owner that the instance is being preempted and why (the
+    cause word): server metadata and tag (informational: the service
+    never reads them back), an instance fault (``details`` for admins) and
+    the ``preempt`` instance action (under ``cctxt``'s request id).
+
+    The server metadata keys are written one by one (nova's
+    ``instance_metadata_update`` without delete): the owner's own keys
+    written meanwhile are kept.
     """
+    cause = victim_state.cause_of(cause)
     now = timeutils.utcnow(with_timezone=True).strftime('%Y-%m-%dT%H:%M:%SZ')
-    instance.metadata = dict(instance.metadata or {},
-                             **{hosts.PREEMPTED_BY_KEY: preempted_by,
-                                hosts.PREEMPTED_AT_KEY: now})
-    instance.save()
+    main_db.instance_metadata_update(
+        cctxt, instance.uuid, {hosts.PREEMPTED_BY_KEY: cause,
+                               hosts.PREEMPTED_AT_KEY: now}, False)
     try:
         objects.Tag(context=cctxt, resource_id=instance.uuid,
                     tag=hosts.PREEMPTED_TAG).create()
     except exception.TooManyTags:
         LOG.warning('Instance %s has too many tags to add %s',
                     instance.uuid, hosts.PREEMPTED_TAG)
-    _add_fault(cctxt, instance, 'Preempted: %s' % reason, reason)
-    # "openstack server event list" shows this action, with the request id
-    # of the preemptor's request, even after the victim is deleted.
+    _add_fault(cctxt, instance, owner_message(cause), details)
     objects.InstanceAction.action_start(cctxt, instance.uuid, PREEMPT_ACTION,
                                         want_result=False)
     objects.InstanceAction.action_finish(cctxt, instance.uuid,
                                          want_result=False)
 
 
-def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None):
+def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
+              retry=False):
     """Terminate victims, recording each attempt in their service-owned
     state so that a failed or interrupted termination is retried by the
     reconciler (:mod:`opie_sched.preemption.victim_state`).
 
-    :param ctx: admin RequestContext.
+    Each victim is re-read now and terminated only when it still exists,
+    its flavor is still preemptible (else its record is cleared: it is an
+    ordinary server again), and its record allows the step
+    (:func:`~opie_sched.preemption.victim_state.may_act`: ``reserved`` by
+    ``preempted_by`` and ``ctx.request_id``, or, with ``retry``,
+    ``terminating`` and due), and after the compare-and-set of the record
+    to ``terminating`` succeeded.
+
+    :param ctx: admin RequestContext; its ``request_id`` is the request
+        that reserved the victims.
     :param cell_uuid: cell of the victims' host (None: current database).
     :param uuids: victim instance uuids.
-    :param preempted_by: the preemptor's instance uuid, or a cause
+    :param preempted_by: the preemptor's instance uuid, or a cause word
         (``reconciler``, ``max-lifetime``).
-    :param reasons: ``{uuid: text}`` shown to each victim's owner (or one
-        text for all).
-    :param action: ``delete`` or ``stop`` (default ``[opie_preemption]
-        action``).
-    :returns: list of uuids whose termination was requested now (victims
-        already gone, already being deleted by someone else or no longer
-        preemptible are skipped).
+    :param reasons: unused (the details come from each record); kept for
+        callers.
+    :param action: the default interruption behaviour, ``delete``,
+        ``stop`` or ``shelve`` (default ``[opie_preemption] action``); a
+        flavor's ``opie:interruption_behavior`` wins. Fixed in the record
+        at the first step.
+    :param retry: the reconciler's retry of terminations that did not
+        complete (any actor's record, once its ``next_attempt`` passed;
+        a victim stuck in task state ``deleting`` included).
+    :returns: list of uuids whose termination was requested now.
     """
-    opts = CONF.opie_preemption
-    action = action or opts.action
-    if isinstance(reasons, str):
-        reasons = dict.fromkeys(uuids, reasons)
+    action = action or CONF.opie_preemption.action
     cctxt = reservations.cell_context(ctx, cell_uuid)
     rows = {}
     try:
@@ -132,90 +177,198 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None):
     except Exception:
         LOG.exception('Could not load victims %s', uuids)
     done = []
+    step = 'retry' if retry else 'terminate'
+    # one request id of their own for the victims of this call (one
+    # decision): never the preemptor's
+    decision = oslo_context.generate_request_id()
     for uuid in uuids:
         inst = rows.get(uuid)
         if inst is None:
             LOG.info('Victim %s is already gone', uuid)
             continue
-        if inst.task_state in hosts._LEAVING_TASK_STATES:
-            LOG.info('Victim %s is already being deleted', uuid)
-            continue
-        if not hosts.flavor_is_preemptible(inst.flavor):
-            # resized to a normal flavor since it was chosen
-            LOG.warning('Victim %s is no longer preemptible; not '
-                        'terminating it', uuid)
-            reservations.clear_state(inst)
-            continue
-        if _terminate_one(cctxt, inst, preempted_by, reasons.get(uuid, ''),
-                          action, ctx.request_id):
+        if _terminate_one(cctxt, inst, step, preempted_by, ctx.request_id,
+                          action, decision):
             done.append(uuid)
     return done
 
 
-def _terminate_one(cctxt, inst, preempted_by, reason, action, request_id):
+def _spare(cctxt, inst, state):
+    """A victim resized to a normal flavor: clear its record (whoever's it
+    is: a normal server is no victim; only when it is still the one read)
+    and leave it alone.
+    """
+    LOG.warning('Victim %s is no longer preemptible (resized); not '
+                'terminating it', inst.uuid)
+    if state is not None:
+        try:
+            reservations.clear_state(inst, expected=state, cctxt=cctxt)
+        except exception.InstanceNotFound:
+            pass
+
+
+def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
+                   decision=None):
     opts = CONF.opie_preemption
     now = timeutils.utcnow(with_timezone=True)
-    state = hosts.victim_state(inst) or victim_state.reserve(
-        preempted_by, now, request_id, reason)
+    state = hosts.victim_state(inst)
+    if not hosts.flavor_is_preemptible(inst.flavor):
+        _spare(cctxt, inst, state)
+        return False
+    if not victim_state.may_act(state, step, preempted_by, request_id, now):
+        LOG.info('Victim %s: its record (%s) does not allow the %s step of '
+                 '%s (request %s); leaving it alone', inst.uuid,
+                 state and state.state, step, preempted_by, request_id)
+        return False
+    deleting = inst.task_state in hosts._LEAVING_TASK_STATES
     first = state.state != victim_state.TERMINATING
-    state = state.terminating(now, opts.retry_interval,
-                              opts.max_retry_interval)
+    behavior = state.behavior or victim_state.interruption_behavior(
+        getattr(inst.flavor, 'extra_specs', None), action)
+    if (behavior == victim_state.SHELVE and not deleting
+            and inst.vm_state == vm_states.SHELVED_OFFLOADED):
+        # interrupted: the server stays in its project, off any host
+        LOG.info('Victim %s is shelved and offloaded; its record is '
+                 'cleared', inst.uuid)
+        try:
+            reservations.clear_state(inst, expected=state, cctxt=cctxt)
+        except exception.InstanceNotFound:
+            pass
+        return False
+    new = state.terminating(now, opts.retry_interval, opts.max_retry_interval)
+    new = dataclasses.replace(new, behavior=behavior, action_request=(
+        state.action_request or decision
+        or oslo_context.generate_request_id()))
+    verb = _verb(inst, behavior, first, deleting)
+    if verb in ('stop', 'shelve'):
+        # the next step belongs to this request: no retry before it
+        wait = (opts.stop_grace_period if verb == 'stop'
+                else opts.release_timeout)
+        new = dataclasses.replace(new, next_attempt=max(
+            new.next_attempt, now + datetime.timedelta(
+                seconds=wait + opts.retry_interval)))
     try:
-        # The service-owned record first: from here on a crash or a
-        # failing delete is retried by the reconciler.
-        reservations.write_state(inst, state)
+        if not reservations.swap_state(cctxt, inst, state, new):
+            LOG.info('Victim %s: its record changed under us (another '
+                     'actor acts on it); leaving it alone', inst.uuid)
+            return False
+    except exception.InstanceNotFound:
+        LOG.info('Victim %s is already gone', inst.uuid)
+        return False
+    if first:
+        LOG.info('Victim %s of %s (request %s): terminated under request '
+                 'id %s', inst.uuid, new.preemptor, new.request_id,
+                 new.action_request)
+    if deleting and step != 'retry':
+        # its owner (or nova) is deleting it already: nothing to call now;
+        # the record makes the reconciler retry if that never finishes.
+        LOG.info('Victim %s is already being deleted', inst.uuid)
+        return False
+    acctxt = copy.copy(cctxt)
+    acctxt.request_id = new.action_request
+    if deleting:
+        _log_stuck(acctxt, inst, new)
+    try:
         if first:
-            mark_victim(cctxt, inst, state.preemptor or preempted_by,
-                        state.reason or reason)
-        if action == 'stop' and first and inst.vm_state == 'active':
-            compute_api().stop(cctxt, inst)
-        else:
-            compute_api().delete(cctxt, inst)
+            mark_victim(acctxt, inst, new.preemptor, new.reason)
+        getattr(compute_api(), verb)(acctxt, inst)
         return True
     except exception.InstanceNotFound:
         LOG.info('Victim %s is already gone', inst.uuid)
         return False
     except Exception as exc:
-        if state.attempts >= opts.max_attempts:
+        if new.attempts >= opts.max_attempts:
             LOG.error('Could not %s victim %s after %d attempts (%s); the '
                       'reconciler tries again at %s. Check its compute '
-                      'service.', action, inst.uuid, state.attempts, exc,
-                      victim_state.format_time(state.next_attempt))
-            try:
-                _add_fault(cctxt, inst,
-                           'Preemption failed %d times: %s'
-                           % (state.attempts, exc), str(exc))
-            except Exception:
-                LOG.exception('Could not record a fault on %s', inst.uuid)
+                      'service.', verb, inst.uuid, new.attempts, exc,
+                      victim_state.format_time(new.next_attempt))
+            _fault(acctxt, inst, new, str(exc))
         else:
             LOG.warning('Could not %s victim %s (attempt %d: %s); the '
-                        'reconciler tries again at %s', action, inst.uuid,
-                        state.attempts, exc,
-                        victim_state.format_time(state.next_attempt))
+                        'reconciler tries again at %s', verb, inst.uuid,
+                        new.attempts, exc,
+                        victim_state.format_time(new.next_attempt))
         return False
 
 
-def delete_stopped(ctx, cell_uuid, uuids):
-    """Delete victims that were stopped first (graceful mode)."""
+def _verb(inst, behavior, first, deleting):
+    """The compute API call of a victim's next step: ``delete``, ``stop``
+    (first step of ``stop`` on a running server), ``shelve`` or
+    ``shelve_offload`` (``shelve``: shelved, not yet offloaded).
+    """
+    if deleting or behavior == victim_state.DELETE:
+        return 'delete'
+    if behavior == victim_state.SHELVE:
+        if inst.vm_state == vm_states.SHELVED:
+            return 'shelve_offload'
+        return 'shelve'
+    if first and inst.vm_state == vm_states.ACTIVE:
+        return 'stop'
+    return 'delete'
+
+
+def _fault(cctxt, inst, state, details):
+    try:
+        _add_fault(cctxt, inst, 'Preemption has not completed after %d '
+                   'attempts' % state.attempts, details)
+    except Exception:
+        LOG.exception('Could not record a fault on %s', inst.uuid)
+
+
+def _log_stuck(cctxt, inst, state):
+    """A victim whose compute accepted the delete and never finished it
+    (task state ``deleting`` past ``next_attempt``): counted, and an
+    ERROR with a fault after ``max_attempts``.
+    """
+    text = ('the compute service of host %s accepted the delete of victim '
+            '%s but has not finished it; deleting again (attempt %d)'
+            % (inst.host, inst.uuid, state.attempts))
+    if state.attempts >= CONF.opie_preemption.max_attempts:
+        LOG.error('Preemption stuck: %s. Check that compute service.', text)
+        _fault(cctxt, inst, state, text)
+    else:
+        LOG.warning('Preemption slow: %s', text)
+
+
+def finish(ctx, cell_uuid, uuids, preempted_by=None):
+    """The next step of victims that ``ctx``'s request stopped or shelved
+    first: delete a stopped one, offload a shelved one, clear the record
+    of an offloaded one. Each is re-read and re-checked now as
+    :func:`terminate` does (step ``finish``): a victim resized to a normal
+    flavor meanwhile is spared and its record cleared; one whose record no
+    longer names this request is left alone.
+
+    :returns: uuids whose next step was requested.
+    """
     cctxt = reservations.cell_context(ctx, cell_uuid)
+    try:
+        rows = reservations.load_by_uuid(cctxt, uuids)
+    except Exception:
+        LOG.exception('Could not load victims %s; the reconciler will '
+                      'retry', uuids)
+        return []
+    done = []
     for uuid in uuids:
-        try:
-            inst = objects.Instance.get_by_uuid(cctxt, uuid)
-            if inst.task_state in hosts._LEAVING_TASK_STATES:
-                continue
-            compute_api().delete(cctxt, inst)
-        except exception.InstanceNotFound:
+        inst = rows.get(uuid)
+        if inst is None:
             continue
+        try:
+            if _terminate_one(cctxt, inst, 'finish', preempted_by,
+                              ctx.request_id, 'delete'):
+                done.append(uuid)
         except Exception:
-            LOG.exception('Could not delete stopped victim %s; the '
+            LOG.exception('Could not finish interrupting victim %s; the '
                           'reconciler will retry', uuid)
+    return done
+
+
+#: The stop-then-delete mode's second step (:func:`finish`).
+delete_stopped = finish
 
 
 def _states(ctx, cell_uuid, uuids):
     cctxt = reservations.cell_context(ctx, cell_uuid)
     cctxt.read_deleted = 'yes'
     insts = objects.InstanceList.get_by_filters(
-        cctxt, {'uuid': list(uuids)}, expected_attrs=[])
+        cctxt, {'uuid': list(uuids)}, expected_attrs=['system_metadata'])
     return {i.uuid: i for i in insts}
 
 
@@ -256,28 +409,79 @@ def _is_stopped(inst):
                                  and inst.task_state is None)
 
 
-def release(ctx, cell_uuid, uuids, timeout=None):
-    """Wait until the victims have released their host.
+def _not_ours(inst, request_id):
+    """True when a victim's record no longer names ``request_id`` (spared
+    after a resize, or another actor's): the request does not wait for it.
+    """
+    state = hosts.victim_state(inst)
+    return state is None or state.request_id != (request_id or '')
 
-    In ``stop`` mode the victims are first given ``stop_grace_period``
-    seconds to shut down (they are stopped by :func:`terminate`), then
-    deleted. Returns True when all are deleted within ``timeout`` seconds
-    (default ``[opie_preemption] release_timeout``).
+
+def _behavior(inst):
+    state = hosts.victim_state(inst) if inst is not None else None
+    return state.behavior if state is not None else ''
+
+
+def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
+    """Finish interrupting the victims of ``ctx``'s request and wait until
+    they have released their host.
+
+    Victims being stopped (behaviour ``stop``) are given
+    ``stop_grace_period`` seconds to shut down, then deleted; victims being
+    shelved (``shelve``) are offloaded once shelved; both steps through
+    :func:`finish`, which re-checks each victim. A victim counts as
+    released when it is deleted or shelved and offloaded, or when its
+    record no longer names this request (spared, or another actor's): the
+    request does not wait for it.
+
+    :param timeout: seconds (default ``[opie_preemption]
+        release_timeout``).
+    :param wait: False: only finish the steps (the reconciler), do not
+        wait for the deletes.
+    :returns: True when all are released within ``timeout``.
     """
     opts = CONF.opie_preemption
     timeout = opts.release_timeout if timeout is None else timeout
     start = time.monotonic()
-    if opts.action == 'stop' and uuids:
-        wait_for(ctx, cell_uuid, uuids, _is_stopped,
+    rid = ctx.request_id
+
+    def left():
+        return max(timeout - (time.monotonic() - start), 0)
+
+    def settled(inst):
+        return (_is_deleted(inst) or _not_ours(inst, rid)
+                or (inst.task_state is None and inst.vm_state in (
+                    vm_states.STOPPED, vm_states.SHELVED,
+                    vm_states.SHELVED_OFFLOADED)))
+
+    def released(inst):
+        return (_is_deleted(inst) or _not_ours(inst, rid)
+                or inst.vm_state == vm_states.SHELVED_OFFLOADED)
+
+    found = _states(ctx, cell_uuid, uuids) if uuids else {}
+    stops = [u for u in uuids
+             if _behavior(found.get(u)) == victim_state.STOP]
+    shelves = [u for u in uuids
+               if _behavior(found.get(u)) == victim_state.SHELVE]
+    if stops:
+        wait_for(ctx, cell_uuid, stops, settled,
                  min(opts.stop_grace_period, timeout), opts.poll_interval)
         grace_left = opts.stop_grace_period - (time.monotonic() - start)
         if grace_left > 0:
-            time.sleep(min(grace_left, max(timeout - (time.monotonic()
-                                                      - start), 0)))
-        delete_stopped(ctx, cell_uuid, uuids)
-    left = max(timeout - (time.monotonic() - start), 0)
-    return wait_for(ctx, cell_uuid, uuids, _is_deleted, left,
-                    opts.poll_interval)
+            time.sleep(min(grace_left, left()))
+        finish(ctx, cell_uuid, stops)
+    if shelves:
+        wait_for(ctx, cell_uuid, shelves, settled, left(),
+                 opts.poll_interval)
+        finish(ctx, cell_uuid, shelves)
+    if not wait and not shelves:
+        return True
+    ok = wait_for(ctx, cell_uuid, uuids if wait else shelves, released,
+                  left(), opts.poll_interval)
+    if shelves:
+        # clear the records of the offloaded ones
+        finish(ctx, cell_uuid, shelves)
+    return ok
 
 
 def notify(ctx, plan, preempted_by, request_id, action, terminated=None):

@@ -80,6 +80,22 @@ EXTRA_SPEC_VALIDATORS = [
             'min': 0,
         },
     ),
+    base.ExtraSpecValidator(
+        name='opie:interruption_behavior',
+        description=(
+            'What happens to a preemptible server of this flavor when it '
+            'is preempted; overrides [opie_preemption] action. delete: it '
+            'is deleted. stop: it is stopped, then deleted after '
+            '[opie_preemption] stop_grace_period. shelve: it is shelved '
+            'and offloaded (it stays in its project, its host is freed, '
+            'its owner can unshelve it).'
+        ),
+        value={
+            'type': str,
+            'description': 'delete, stop or shelve.',
+            'enum': ['delete', 'stop', 'shelve'],
+        },
+    ),
 ]
 
 

@@ -23,23 +23,33 @@ host. Each round, per cell:
 2. victims whose termination did not complete are terminated again once
    their backoff has passed (``retry_interval`` doubling up to
    ``max_retry_interval``; after ``max_attempts`` every further failure
-   also records an instance fault and an ERROR log line);
+   also records an instance fault and an ERROR log line), including a
+   victim whose compute accepted the delete and never finished it (task
+   state ``deleting`` counts as leaving only until the record's
+   ``next_attempt``);
 3. compute nodes whose ComputeNode record is over capacity are re-read
    from Placement under the host's lock (as the scheduler does) and their
    cheapest preemptible instances terminated with the same selection code;
 4. when ``[opie_preemption] max_lifetime`` or a flavor's
    ``opie:max_lifetime`` is set, preemptible servers older than their limit
-   are terminated like victims.
+   are terminated like victims. Age counts from the server's creation
+   (``created_at``, which nova never resets; ``launched_at`` is reset by a
+   rescue, rebuild, resize or unshelve).
 
 Victims already reserved or terminating count as leaving, so running it
 again (or a second reconciler) changes nothing once hosts are within
-capacity. Only one runs per cloud: see
-:mod:`opie_sched.scheduler.locks`.
+capacity; every termination goes through the compare-and-set of the
+victim's record (:mod:`opie_sched.scheduler.actions`), so two reconcilers
+reading the same record cannot both act. Only one runs per cloud: see
+:mod:`opie_sched.scheduler.locks`. A cell whose database cannot be read is
+skipped for the round with an ERROR log line; the other cells are repaired.
+With ``dry_run`` nothing is written, reserved or terminated.
 """
 
 import collections
 import datetime
 
+from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
@@ -59,8 +69,8 @@ from opie_sched.scheduler import weights
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
-PREEMPTED_BY = 'reconciler'
-LIFETIME = 'max-lifetime'
+PREEMPTED_BY = victim_state.CAUSE_RECONCILER
+LIFETIME = victim_state.CAUSE_LIFETIME
 LIFETIME_KEY = 'opie:max_lifetime'
 
 
@@ -147,21 +157,27 @@ class Reconciler:
         """
         if placement is not None:
             self._placement = placement
-        ctx = ctx or nova_context.get_admin_context()
-        if not ctx.is_admin:
-            ctx = ctx.elevated()
+        ctx = (ctx or nova_context.get_admin_context()).elevated()
+        # a request id of its own per round: the records it reserves name
+        # this round only
+        ctx.request_id = oslo_context.generate_request_id()
         dry_run = CONF.opie_reconciler.dry_run if dry_run is None \
             else dry_run
         acted = []
         for cell in self._cells(ctx):
-            with nova_context.target_cell(ctx, cell) as cctxt:
-                if not dry_run:
-                    self._expire_reservations(cctxt)
-                    self._retry_terminations(ctx, cell.uuid, cctxt)
-                acted.extend(self._repair_cell(ctx, cell.uuid, cctxt, skip,
-                                               dry_run))
-                acted.extend(self._end_lifetimes(ctx, cell.uuid, cctxt,
-                                                 dry_run))
+            try:
+                with nova_context.target_cell(ctx, cell) as cctxt:
+                    if not dry_run:
+                        self._expire_reservations(cctxt)
+                        self._retry_terminations(ctx, cell.uuid, cctxt)
+                    acted.extend(self._repair_cell(ctx, cell.uuid, cctxt,
+                                                   skip, dry_run))
+                    acted.extend(self._end_lifetimes(ctx, cell.uuid, cctxt,
+                                                     dry_run))
+            except Exception:
+                LOG.error('Reconciler: cell %s (%s) could not be read or '
+                          'repaired this round; the other cells are '
+                          'repaired', cell.uuid, cell.name, exc_info=True)
         return acted
 
     # -- 1 and 2: what the scheduler left unfinished -------------------------
@@ -185,21 +201,22 @@ class Reconciler:
                 LOG.info('Reconciler: reservation of victim %s by %s '
                          'expired (its request never finished); it is a '
                          'candidate again', inst.uuid, vs.preemptor)
-                reservations.clear_state(inst)
+                reservations.clear_state(inst, expected=vs)
 
     def _retry_terminations(self, ctx, cell_uuid, cctxt):
         now = timeutils.utcnow(with_timezone=True)
+        # a victim in task state "deleting" too: its compute accepted the
+        # delete and has not finished it by next_attempt
         due = [inst for inst, vs in
                self._victims(cctxt, victim_state.TERMINATING)
-               if vs.retry_due(now)
-               and inst.task_state not in hosts._LEAVING_TASK_STATES]
+               if vs.retry_due(now)]
         if not due:
             return
         LOG.info('Reconciler: terminating again %d victim(s) whose '
                  'termination did not complete: %s', len(due),
                  sorted(i.uuid for i in due))
         actions.terminate(ctx, cell_uuid, [i.uuid for i in due],
-                          PREEMPTED_BY, {}, action='delete')
+                          PREEMPTED_BY, {}, action='delete', retry=True)
 
     # -- 3: overcommitted hosts ---------------------------------------------
 
@@ -260,9 +277,10 @@ class Reconciler:
         done = actions.terminate(ctx, cell_uuid, uuids, cause, reasons)
         actions.notify(ctx, plan, cause, ctx.request_id,
                        CONF.opie_preemption.action, terminated=done)
-        if CONF.opie_preemption.action == 'stop' and done:
-            # graceful mode: finish the job (stop, grace, delete)
-            actions.release(ctx, cell_uuid, done)
+        if done:
+            # stopped or shelved victims: finish the job (grace then
+            # delete; offload), each re-checked; deletes are not waited for
+            actions.release(ctx, cell_uuid, done, wait=False)
 
     # -- 4: maximum lifetime --------------------------------------------------
 
@@ -283,16 +301,20 @@ class Reconciler:
         insts = objects.InstanceList.get_by_filters(
             cctxt, {'deleted': False},
             expected_attrs=['flavor', 'system_metadata'])
+        by_uuid = {}
         for inst in insts:
             if (not hosts.flavor_is_preemptible(inst.flavor)
-                    or inst.launched_at is None
+                    or inst.created_at is None
                     or hosts.instance_is_leaving(inst, now=now)):
                 continue
             limit = lifetime_limit(inst.flavor, default)
-            launched = inst.launched_at
-            if launched.tzinfo is None:
-                launched = launched.replace(tzinfo=datetime.timezone.utc)
-            age = (now - launched).total_seconds()
+            # created_at: never reset (launched_at is, by a rescue,
+            # rebuild, resize or unshelve)
+            born = inst.created_at
+            if born.tzinfo is None:
+                born = born.replace(tzinfo=datetime.timezone.utc)
+            age = (now - born).total_seconds()
+            by_uuid[inst.uuid] = inst
             if limit > 0 and age >= limit:
                 expired[(inst.node or inst.host or '?')].append(
                     (hosts.instance_info(inst, now=now), limit))
@@ -311,5 +333,9 @@ class Reconciler:
                      sorted(reasons))
             acted.append(plan)
             if not dry_run:
+                reservations.reserve(
+                    reservations.cell_context(ctx, cell_uuid),
+                    [by_uuid[u] for u in reasons], LIFETIME,
+                    ctx.request_id, reasons, now)
                 self._finish(ctx, cell_uuid, plan, LIFETIME, reasons)
         return acted

@@ -34,9 +34,12 @@ never read.
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
+import sqlalchemy as sa
 
 import nova.conf
 from nova import context as nova_context
+from nova.db.main import api as main_db
+from nova.db.main import models as main_models
 from nova import exception
 from nova import objects
 
@@ -210,8 +213,12 @@ def reserve(cctxt, instances, preemptor, request_id, reasons, now=None):
     """Record victims as ``reserved`` (system metadata), so every worker
     counts them as leaving.
 
+    Each record is written by compare-and-set (:func:`swap_state`) against
+    the record the instance was read with: a victim whose record changed
+    since (reserved or cleared by another actor) is not reserved.
+
     :param instances: Instances (system metadata loaded).
-    :param reasons: ``{uuid: text}`` shown to the owner later.
+    :param reasons: ``{uuid: text}``: the decision's details (admins).
     :returns: the uuids recorded.
     """
     now = now or timeutils.utcnow(with_timezone=True)
@@ -220,47 +227,129 @@ def reserve(cctxt, instances, preemptor, request_id, reasons, now=None):
         state = victim_state.reserve(preemptor, now, request_id,
                                      reasons.get(inst.uuid, ''))
         try:
-            write_state(inst, state)
-            done.append(inst.uuid)
+            if swap_state(cctxt, inst, hosts.victim_state(inst), state):
+                done.append(inst.uuid)
+            else:
+                LOG.info('Victim %s changed before its reservation; not '
+                         'reserved', inst.uuid)
         except exception.InstanceNotFound:
             LOG.info('Victim %s disappeared before its reservation',
                      inst.uuid)
     return done
 
 
-def write_state(inst, state):
-    """Store a :class:`~opie_sched.preemption.victim_state.VictimState` in
-    the instance's system metadata.
+#: ``expected`` of :func:`swap_state` that matches any record.
+ANY = object()
+
+
+@main_db.pick_context_manager_writer
+def _swap_record(context, uuid, expected, new):
+    inst = main_models.Instance.__table__
+    meta = main_models.InstanceSystemMetadata.__table__
+    # The instance row's lock serializes two actors' compare-and-set of one
+    # victim (MySQL/PostgreSQL; SQLite serializes every writer).
+    alive = context.session.execute(
+        sa.select(inst.c.id).where(inst.c.uuid == uuid, inst.c.deleted == 0)
+        .with_for_update()).first()
+    if alive is None:
+        raise exception.InstanceNotFound(instance_id=uuid)
+    # a locking read too: it sees the latest committed record (a plain read
+    # could see the transaction's snapshot under REPEATABLE READ)
+    rows = context.session.execute(
+        sa.select(meta.c.id, meta.c.key, meta.c.value).where(
+            meta.c.instance_uuid == uuid, meta.c.deleted == 0,
+            meta.c.key.in_(victim_state.KEYS)).with_for_update()).all()
+    current = {r.key: r.value for r in rows}
+    if (expected is not ANY
+            and victim_state.VictimState.from_metadata(current)
+            != expected):
+        return None
+    items = new.as_metadata() if new is not None else {}
+    ids = {r.key: r.id for r in rows}
+    now = timeutils.utcnow()
+    gone = [ids[k] for k in current if k not in items]
+    if gone:
+        context.session.execute(sa.delete(meta).where(meta.c.id.in_(gone)))
+    for key, value in items.items():
+        if key in ids:
+            if current[key] != value:
+                context.session.execute(
+                    sa.update(meta).where(meta.c.id == ids[key]).values(
+                        value=value, updated_at=now))
+        else:
+            context.session.execute(sa.insert(meta).values(
+                instance_uuid=uuid, key=key, value=value, created_at=now,
+                deleted=0))
+    return items
+
+
+def swap_state(cctxt, inst, expected, new):
+    """Compare-and-set of a victim's record: in one database transaction,
+    with the instance's row locked, replace the record by ``new`` (None:
+    remove it) only when the stored one equals ``expected`` (a
+    :class:`~opie_sched.preemption.victim_state.VictimState`, None for no
+    record, or :data:`ANY`).
+
+    Only the ``opie_victim_*`` system metadata keys are written (rows
+    inserted, updated or deleted one by one): a system metadata key nova
+    writes meanwhile is never lost, which ``Instance.save()`` of a whole
+    ``system_metadata`` dict would risk.
+
+    :param cctxt: context targeted at the instance's cell (None: the
+        instance's own context).
+    :param inst: Instance or light row; its ``system_metadata`` is updated
+        in memory on success.
+    :returns: True when the record was replaced, False when it had changed.
+    :raises InstanceNotFound: when the instance is gone (deleted).
     """
-    sysmeta = dict(inst.system_metadata or {})
-    sysmeta.update(state.as_metadata())
-    inst.system_metadata = sysmeta
-    inst.save()
+    items = _swap_record(cctxt or inst._context, inst.uuid, expected, new)
+    if items is None:
+        return False
+    if 'system_metadata' in inst:
+        sysmeta = {k: v for k, v in (inst.system_metadata or {}).items()
+                   if k not in victim_state.KEYS}
+        sysmeta.update(items)
+        inst.system_metadata = sysmeta
+        if hasattr(inst, 'obj_reset_changes'):
+            inst.obj_reset_changes(['system_metadata'])
+    return True
 
 
-def clear_state(inst):
-    """Remove the victim state from an Instance (system metadata)."""
-    sysmeta = dict(inst.system_metadata or {})
-    if not any(k in sysmeta for k in victim_state.KEYS):
-        return
-    for key in victim_state.KEYS:
-        sysmeta.pop(key, None)
-    inst.system_metadata = sysmeta
-    inst.save()
+def write_state(inst, state, cctxt=None):
+    """Store a :class:`~opie_sched.preemption.victim_state.VictimState` in
+    the instance's system metadata, whatever was there (only the record's
+    keys are written; see :func:`swap_state`).
+    """
+    swap_state(cctxt, inst, ANY, state)
+
+
+def clear_state(inst, expected=ANY, cctxt=None):
+    """Remove the victim state from an Instance (system metadata), when it
+    is still ``expected`` (default: whatever it is).
+
+    :returns: True when removed (or there was none), False when the record
+        changed meanwhile.
+    """
+    if expected is ANY and not any(
+            k in (inst.system_metadata or {}) for k in victim_state.KEYS):
+        return True
+    return swap_state(cctxt, inst, expected, None)
 
 
 def unreserve(ctx, cell_uuid, uuids):
-    """Clear the ``reserved`` state of victims whose request failed (their
-    ``terminating`` state, if any, is kept).
+    """Clear the ``reserved`` state of victims whose request (``ctx``'s
+    request id) failed. A record that changed meanwhile (terminating,
+    or another request's) is kept.
     """
     if not uuids:
         return
     cctxt = cell_context(ctx, cell_uuid)
     for inst in load_by_uuid(cctxt, uuids).values():
         state = hosts.victim_state(inst)
-        if state is not None and state.state == victim_state.RESERVED:
+        if (state is not None and state.state == victim_state.RESERVED
+                and state.request_id == (ctx.request_id or '')):
             try:
-                clear_state(inst)
+                clear_state(inst, expected=state, cctxt=cctxt)
             except Exception:
                 LOG.exception('Could not clear the reservation of %s; it '
                               'expires after reservation_timeout',

@@ -16,6 +16,7 @@ import datetime
 from oslo_utils import timeutils
 
 from nova import context as nova_context
+from nova.db.main import api as main_db
 from nova import objects
 
 from opie_sched.scheduler import actions
@@ -26,14 +27,15 @@ from tests.functional import base
 class _Helpers:
 
     def set_runtime(self, server_id, seconds):
-        """Pretend a server has been running for ``seconds`` seconds."""
+        """Pretend a server was created and launched ``seconds`` seconds
+        ago.
+        """
         ctx = nova_context.get_admin_context()
+        then = timeutils.utcnow() - datetime.timedelta(seconds=seconds)
         with nova_context.target_cell(
                 ctx, self.cell_mappings['cell1']) as cctxt:
-            inst = objects.Instance.get_by_uuid(cctxt, server_id)
-            inst.launched_at = timeutils.utcnow() - datetime.timedelta(
-                seconds=seconds)
-            inst.save()
+            main_db.instance_update(cctxt, server_id, {
+                'created_at': then, 'launched_at': then})
 
     def db_instance(self, server_id):
         ctx = nova_context.get_admin_context(read_deleted='yes')
@@ -83,15 +85,22 @@ class PreemptionTest(base.OpieNovaTestCase, _Helpers):
         alive = self.live_uuids()
         self.assertEqual({p[0]['id'], p[2]['id'], normal['id']}, alive)
         [create] = self.api.get_instance_actions(normal['id'])
+        decision = set()
         for victim in (p[1], p[3]):
             self.assertTrue(self.db_instance(victim['id']).deleted)
-            # The owner's "server event list" names the preemptor's request.
+            # The owner's "server event list" shows the preemption under a
+            # request id of its own, never the preemptor's request.
             by_name = {a['action']: a for a in
                        self.api.get_instance_actions(victim['id'])}
             self.assertEqual({'create', 'delete', actions.PREEMPT_ACTION},
                              set(by_name))
-            self.assertEqual(create['request_id'],
+            self.assertNotEqual(create['request_id'],
+                                by_name[actions.PREEMPT_ACTION]['request_id'])
+            self.assertEqual(by_name['delete']['request_id'],
                              by_name[actions.PREEMPT_ACTION]['request_id'])
+            decision.add(by_name[actions.PREEMPT_ACTION]['request_id'])
+        # one decision, one request id of its own
+        self.assertEqual(1, len(decision))
 
         usages = self.usages('host1')
         self.assertEqual(4, usages['VCPU'])
@@ -145,7 +154,8 @@ class MultiCreateTest(base.OpieNovaTestCase, _Helpers):
                    if s['flavor']['original_name'] == 'large']
         self.assertEqual(2, len(servers))
         for s in servers:
-            self._wait_for_state_change(s, 'ACTIVE')
+            # two preemptions then two builds: slow on a loaded machine
+            self._wait_for_state_change(s, 'ACTIVE', max_retries=120)
         self.assertEqual({'host1', 'host2'},
                          {self.server_host(s) for s in servers})
         alive = self.live_uuids()

@@ -116,7 +116,7 @@ class FailingDeleteTest(_Base):
         with mock.patch.object(actions, 'compute_api', return_value=broken):
             rec.run_once()
         self.assertEqual(2, self.sysmeta(p[0]['id']).attempts)
-        self.assertIn('Preemption failed 2 times',
+        self.assertIn('Preemption has not completed after 2 attempts',
                       self.db_instance(p[0]['id']).fault.message)
         # Still in backoff (2 s now): nothing else is chosen meanwhile.
         rec.run_once()
@@ -270,7 +270,11 @@ class TwoSchedulersRaceTest(_Base):
         for victim in (pre[0], pre[1]):
             self.assertEqual(vs.RESERVED, self.sysmeta(victim['id']).state)
         for manager, view in zip(managers, views):
-            manager._execute(nova_context.get_admin_context(), view.pending)
+            # the request's own context: victims act only for the request
+            # their record names
+            ctx = nova_context.get_admin_context()
+            ctx.request_id = view.request_id
+            manager._execute(ctx, view.pending)
         for victim in (pre[0], pre[1]):
             self._wait_until_deleted(victim)
         self.assertEqual({pre[2]['id'], pre[3]['id']}, self.live_uuids())

@@ -47,10 +47,16 @@ class ExtraSpecValidatorsTest(testtools.TestCase):
         self.assertInvalid('opie:max_lifetime', '-1')
         self.assertInvalid('opie:max_lifetime', '1 day')
 
+    def test_interruption_behavior(self):
+        for value in ('delete', 'stop', 'shelve'):
+            self.assertValid('opie:interruption_behavior', value)
+        for value in ('hibernate', '', 'Shelve'):
+            self.assertInvalid('opie:interruption_behavior', value)
+
     def test_register(self):
         specs = extra_specs.register()
         self.assertEqual({'opie:preemptible', 'opie:bid', 'opie:price',
-                          'opie:max_lifetime'},
+                          'opie:max_lifetime', 'opie:interruption_behavior'},
                          {v.name for v in specs})
         for v in specs:
             self.assertIsInstance(v, base.ExtraSpecValidator)

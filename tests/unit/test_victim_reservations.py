@@ -14,6 +14,7 @@ full state from Placement allocations, Nova-like disk accounting.
 """
 
 import datetime
+import types
 from unittest import mock
 
 import fixtures
@@ -220,7 +221,9 @@ class FreshHostViewTest(testtools.TestCase):
 
 
 class TerminateTest(testtools.TestCase):
-    """actions.terminate on instances as the database returns them."""
+    """actions.terminate on instances as the database returns them: every
+    step re-checks the victim and wins the record's compare-and-set first.
+    """
 
     def setUp(self):
         super().setUp()
@@ -232,46 +235,150 @@ class TerminateTest(testtools.TestCase):
             side_effect=lambda cctxt, uuids: {
                 u: self.rows[u] for u in uuids if u in self.rows}))
         self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.reservations.cell_context'))
+            'opie_sched.scheduler.reservations.cell_context',
+            side_effect=lambda ctx, cell: types.SimpleNamespace(
+                request_id=ctx.request_id)))
+        # one journal of every step, in order
+        self.calls = []
+        self.cas_wins = True
+
+        def swap(cctxt, inst, expected, new):
+            self.calls.append(('swap', inst.uuid, expected, new))
+            return self.cas_wins
+
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.reservations.swap_state',
+            side_effect=swap))
         self.api = mock.Mock()
+        for verb in ('delete', 'stop', 'shelve', 'shelve_offload'):
+            getattr(self.api, verb).side_effect = (
+                lambda c, inst, verb=verb: self.calls.append(
+                    (verb, inst.uuid, c.request_id)))
         self.useFixture(fixtures.MockPatchObject(
             actions, 'compute_api', return_value=self.api))
-        self.useFixture(fixtures.MockPatchObject(actions, 'mark_victim'))
-        self.saved = []
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.reservations.write_state',
-            side_effect=lambda inst, state: self.saved.append(
-                (inst.uuid, state))))
-        self.cleared = []
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.reservations.clear_state',
-            side_effect=lambda inst: self.cleared.append(inst.uuid)))
+        self.useFixture(fixtures.MockPatchObject(
+            actions, 'mark_victim', side_effect=lambda c, inst, *a:
+            self.calls.append(('mark', inst.uuid, c.request_id))))
         self.ctx = mock.Mock(request_id='req-1')
 
+    def reserved(self, uuid, flv=None, request_id='req-1', **kwargs):
+        state = vs.reserve(uuids.p, NOW, request_id, 'details')
+        self.rows[uuid] = instance(uuid, flv or flavor(2, 4000, 40),
+                                   sysmeta=state.as_metadata(), **kwargs)
+        return state
+
     def test_a_victim_resized_to_a_normal_flavor_is_spared(self):
-        self.rows[uuids.a] = instance(uuids.a, flavor(2, 4000, 40, False))
+        state = self.reserved(uuids.a, flavor(2, 4000, 40, False))
         self.assertEqual([], self.actions.terminate(
             self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
-        self.api.delete.assert_not_called()
-        self.assertEqual([uuids.a], self.cleared)
+        # its record is cleared (compare-and-set), nothing else happens
+        self.assertEqual([('swap', uuids.a, state, None)], self.calls)
 
-    def test_state_is_written_before_the_delete_and_failure_is_kept(self):
-        self.rows[uuids.a] = instance(uuids.a, flavor(2, 4000, 40))
+    def test_record_written_before_the_delete_and_failure_is_kept(self):
+        state = self.reserved(uuids.a)
+        self.assertEqual([uuids.a], self.actions.terminate(
+            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+        [swap, mark, delete] = self.calls
+        # the ORDER: the record, then the owner's marks, then the delete
+        self.assertEqual(('swap', uuids.a, state), swap[:3])
+        new = swap[3]
+        self.assertEqual((vs.TERMINATING, 1, uuids.p, 'req-1'),
+                         (new.state, new.attempts, new.preemptor,
+                          new.request_id))
+        self.assertIsNotNone(new.next_attempt)
+        # the victim's actions carry a fresh request id, never the
+        # preemptor's
+        self.assertNotEqual('req-1', new.action_request)
+        self.assertEqual(('mark', uuids.a, new.action_request), mark)
+        self.assertEqual(('delete', uuids.a, new.action_request), delete)
+        # a failing delete: nothing done, the record stays terminating
+        self.calls.clear()
+        self.reserved(uuids.b)
         self.api.delete.side_effect = RuntimeError('compute down')
         with self.assertLogs('opie_sched.scheduler.actions', 'WARNING'):
-            done = self.actions.terminate(self.ctx, None, [uuids.a],
+            done = self.actions.terminate(self.ctx, None, [uuids.b],
                                           uuids.p, 'why', action='delete')
         self.assertEqual([], done)
-        [(uuid, state)] = self.saved
-        self.assertEqual((uuids.a, vs.TERMINATING, 1, uuids.p),
-                         (uuid, state.state, state.attempts,
-                          state.preemptor))
-        self.assertIsNotNone(state.next_attempt)
+        self.assertEqual(['swap', 'mark'], [c[0] for c in self.calls])
 
-    def test_gone_and_deleting_victims_are_skipped(self):
-        self.rows[uuids.b] = instance(uuids.b, flavor(2, 4000, 40),
-                                      task_state='deleting')
+    def test_only_the_record_owner_acts(self):
+        # another request's reservation, no record at all, a lost
+        # compare-and-set: no stop, no delete, no mark
+        self.reserved(uuids.a, request_id='req-other')
+        self.rows[uuids.b] = instance(uuids.b, flavor(2, 4000, 40))
         self.assertEqual([], self.actions.terminate(
             self.ctx, None, [uuids.a, uuids.b], uuids.p, 'why'))
-        self.api.delete.assert_not_called()
-        self.api.stop.assert_not_called()
+        self.assertEqual([], self.calls)
+        self.reserved(uuids.c)
+        self.cas_wins = False
+        self.assertEqual([], self.actions.terminate(
+            self.ctx, None, [uuids.c], uuids.p, 'why'))
+        self.assertEqual(['swap'], [c[0] for c in self.calls])
+
+    def test_gone_and_deleting_victims(self):
+        # gone: nothing; being deleted by its owner: the record turns
+        # terminating (so a delete that never finishes is retried) but
+        # nothing is called now
+        self.reserved(uuids.b, task_state='deleting')
+        self.assertEqual([], self.actions.terminate(
+            self.ctx, None, [uuids.a, uuids.b], uuids.p, 'why'))
+        self.assertEqual(['swap'], [c[0] for c in self.calls])
+        self.assertEqual(vs.TERMINATING, self.calls[0][3].state)
+
+    def test_stuck_deleting_victim_is_deleted_again_then_faulted(self):
+        state = vs.reserve(uuids.p, NOW, 'req-0').terminating(NOW, 1, 10)
+        state = state.terminating(NOW, 1, 10)
+        self.rows[uuids.a] = instance(uuids.a, flavor(2, 4000, 40),
+                                      sysmeta=state.as_metadata(),
+                                      task_state='deleting')
+        self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF.opie_preemption, 'max_attempts', 3))
+        faults = self.useFixture(fixtures.MockPatchObject(
+            self.actions, '_add_fault')).mock
+        with mock.patch.object(self.actions.timeutils, 'utcnow',
+                               return_value=NOW + datetime.timedelta(
+                                   seconds=60)), \
+                self.assertLogs('opie_sched.scheduler.actions',
+                                'ERROR') as logs:
+            self.assertEqual([uuids.a], self.actions.terminate(
+                self.ctx, None, [uuids.a], 'reconciler', {}, retry=True))
+        self.assertEqual(['swap', 'delete'], [c[0] for c in self.calls])
+        self.assertEqual(3, self.calls[0][3].attempts)
+        self.assertIn('Preemption stuck', '\n'.join(logs.output))
+        faults.assert_called_once()
+        # before the new next_attempt: counted as leaving, left alone
+        new = self.calls[0][3]
+        self.rows[uuids.a].system_metadata = new.as_metadata()
+        self.calls.clear()
+        with mock.patch.object(self.actions.timeutils, 'utcnow',
+                               return_value=new.next_attempt
+                               - datetime.timedelta(seconds=1)):
+            self.assertEqual([], self.actions.terminate(
+                self.ctx, None, [uuids.a], 'reconciler', {}, retry=True))
+        self.assertEqual([], self.calls)
+
+    def test_behaviour_from_the_flavor_then_from_the_record(self):
+        flv = flavor(2, 4000, 40)
+        flv.extra_specs[vs.BEHAVIOR_SPEC] = vs.SHELVE
+        self.reserved(uuids.a, flv)
+        self.assertEqual([uuids.a], self.actions.terminate(
+            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+        self.assertEqual(['swap', 'mark', 'shelve'],
+                         [c[0] for c in self.calls])
+        new = self.calls[0][3]
+        self.assertEqual(vs.SHELVE, new.behavior)
+        # the next step: a shelved victim is offloaded, an offloaded one's
+        # record cleared (the retry passes action=delete: the record wins)
+        inst = self.rows[uuids.a]
+        inst.system_metadata = new.as_metadata()
+        inst.vm_state = 'shelved'
+        self.calls.clear()
+        self.actions.finish(self.ctx, None, [uuids.a])
+        self.assertEqual(['swap', 'shelve_offload'],
+                         [c[0] for c in self.calls])
+        inst.system_metadata = self.calls[0][3].as_metadata()
+        inst.vm_state = 'shelved_offloaded'
+        self.calls.clear()
+        self.actions.finish(self.ctx, None, [uuids.a])
+        self.assertEqual(['swap'], [c[0] for c in self.calls])
+        self.assertIsNone(self.calls[0][3])

@@ -11,6 +11,7 @@
 # under the License.
 """The service-owned victim state (pure rules, no Nova)."""
 
+import dataclasses
 import datetime
 
 import testtools
@@ -77,3 +78,64 @@ class VictimStateTest(testtools.TestCase):
         self.assertEqual('2026-11-23T12:00:00Z', vs.format_time(T0))
         self.assertEqual(T0, vs.parse_time('2026-11-23T12:00:00Z'))
         self.assertIsNone(vs.parse_time('2026-11-23 12:00'))
+
+
+class MayActTest(testtools.TestCase):
+    """Who may take a destructive step, from the record read just before."""
+
+    def test_terminate_needs_this_requests_reservation(self):
+        state = vs.reserve('inst-a', T0, 'req-1')
+        self.assertTrue(vs.may_act(state, 'terminate', 'inst-a', 'req-1'))
+        self.assertFalse(vs.may_act(state, 'terminate', 'inst-a', 'req-2'))
+        self.assertFalse(vs.may_act(state, 'terminate', 'inst-b', 'req-1'))
+        self.assertFalse(vs.may_act(None, 'terminate', 'inst-a', 'req-1'))
+        # already terminating: not a second first step
+        self.assertFalse(vs.may_act(state.terminating(T0, 60, 60),
+                                    'terminate', 'inst-a', 'req-1'))
+
+    def test_finish_needs_this_requests_termination(self):
+        state = vs.reserve('inst-a', T0, 'req-1')
+        self.assertFalse(vs.may_act(state, 'finish', None, 'req-1'))
+        state = state.terminating(T0, 60, 60)
+        self.assertTrue(vs.may_act(state, 'finish', None, 'req-1'))
+        self.assertTrue(vs.may_act(state, 'finish', 'inst-a', 'req-1'))
+        self.assertFalse(vs.may_act(state, 'finish', 'inst-b', 'req-1'))
+        self.assertFalse(vs.may_act(state, 'finish', None, 'req-2'))
+
+    def test_retry_only_when_due(self):
+        state = vs.reserve('inst-a', T0, 'req-1').terminating(T0, 60, 60)
+        self.assertFalse(vs.may_act(state, 'retry', now=later(59)))
+        self.assertTrue(vs.may_act(state, 'retry', now=later(60)))
+        self.assertFalse(vs.may_act(vs.reserve('x', T0), 'retry',
+                                    now=later(10 ** 6)))
+        self.assertRaises(ValueError, vs.may_act, state, 'explode')
+
+    def test_action_request_and_cause(self):
+        state = vs.reserve('inst-a', T0, 'req-1')
+        self.assertNotIn(vs.KEY_ACTION_REQUEST, state.as_metadata())
+        state = dataclasses.replace(state, action_request='req-own')
+        self.assertEqual(state, vs.VictimState.from_metadata(
+            state.as_metadata()))
+        self.assertEqual('scheduler', vs.cause_of('0b1e-some-uuid'))
+        for word in vs.CAUSES:
+            self.assertEqual(word, vs.cause_of(word))
+
+
+class InterruptionBehaviorTest(testtools.TestCase):
+
+    def test_flavor_wins_over_the_cloud_default(self):
+        spec = vs.BEHAVIOR_SPEC
+        self.assertEqual('shelve', vs.interruption_behavior(
+            {spec: 'shelve'}, 'delete'))
+        self.assertEqual('stop', vs.interruption_behavior(
+            {spec: 'stop'}, 'delete'))
+        self.assertEqual('delete', vs.interruption_behavior({}, 'delete'))
+        self.assertEqual('stop', vs.interruption_behavior(None, 'stop'))
+        # a malformed value is ignored (the API validates new flavors)
+        self.assertEqual('delete', vs.interruption_behavior(
+            {spec: 'hibernate'}, 'delete'))
+
+    def test_behavior_round_trips(self):
+        state = dataclasses.replace(vs.reserve('x', T0), behavior='shelve')
+        self.assertEqual('shelve', vs.VictimState.from_metadata(
+            state.as_metadata()).behavior)
