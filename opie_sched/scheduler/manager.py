@@ -11,21 +11,27 @@ script in place of ``nova-scheduler``.
 This is the one module that touches private SchedulerManager methods:
 
 * ``_schedule`` — wraps a request in a per-request view (bulk-loaded host
-  instances, victims reserved so far, the provider summaries);
+  instances, victims reserved so far, the provider summaries, its own
+  claims) and the policy of what it may do (:func:`preemption_policy`:
+  a new server and an unshelve may preempt, a move only as
+  ``[opie_preemption] moves_preempt`` allows, a rebuild never);
 * ``_consume_selected_host`` — runs right after the Placement claim of each
-  instance; when the request is normal and the host holds preemptible
+  instance; when the request may preempt and the host holds preemptible
   instances, the host's lock is taken, its full state is read from
   Placement's allocations (every worker's claims) and victims are chosen
   and *reserved* (service-owned system metadata), so that every other
-  worker and scheduler host counts them as leaving;
+  worker and scheduler host counts them as leaving; when it may not
+  (preemptible requests, moves) the same usage check takes back a claim
+  that left the host over capacity;
 * ``_get_alternate_hosts`` — drops from a normal request's alternates the
   hosts whose full state has no room for it (the conductor claims an
   alternate without the scheduler, so nobody could choose victims there);
 * ``_ensure_sufficient_hosts`` — runs once every instance is claimed; only
   when the whole request succeeded are the victims terminated (a failed
   request clears its reservations), and the request is held (up to
-  ``[opie_preemption] release_timeout``) until they have released the host,
-  so the normal server does not start on an overcommitted host.
+  ``[opie_preemption] release_timeout``, by at most ``max_release_waits``
+  requests of the worker at once) until they have released the host, so
+  the normal server does not start on an overcommitted host.
 
 Guarantees and limits are in the README ("What is guaranteed").
 """
