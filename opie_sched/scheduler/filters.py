@@ -54,17 +54,23 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
 
     def host_passes(self, host_state, spec_obj):
         try:
-            if hosts.request_is_preemptible(spec_obj):
-                what = 'preemptible request'
-            else:
-                view = hosts.current_view()
-                if view is None or not view.decision().fit_full_state:
-                    return True
-                what = '%s that may not preempt' % (
-                    view.decision().operation or 'request')
+            preemptible = hosts.request_is_preemptible(spec_obj)
+            view = hosts.current_view()
+            if not preemptible and view is None:
+                return True
             capacity, used = hosts.full_state(host_state)
             free = capacity - used
             request = hosts.request_resources(spec_obj)
+            if request.fits_in(free):
+                return True
+            if preemptible:
+                what = 'preemptible request'
+            else:
+                # what the request is for is read (once) only now
+                decision = view.decision()
+                if not decision.fit_full_state:
+                    return True
+                what = '%s that may not preempt' % decision.operation
         except Exception:
             # A plugin error must never take the scheduler down; failing
             # closed keeps the request off a host we cannot judge.
@@ -72,8 +78,6 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
                           'rejecting the host for this request',
                           getattr(host_state, 'host', '?'))
             return False
-        if request.fits_in(free):
-            return True
         LOG.debug('%(host)s rejected: %(what)s %(req)s does not fit the '
                   'full state (free %(free)s)',
                   {'host': host_state, 'what': what, 'req': tuple(request),

@@ -208,6 +208,14 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             return
         view.note_claim(selected_host.uuid,
                         hosts.request_resources(spec_obj))
+        summary = view.summaries.get(selected_host.uuid)
+        if (summary and not hosts.request_is_preemptible(spec_obj)
+                and not reservations.summary_has_preemptible(summary)):
+            # Placement enforces the normal classes itself: a host with no
+            # preemptible usage when the candidates were read cannot be
+            # over capacity by this normal claim (a preemptible claim
+            # racing in since is refused by its own check).
+            return
         try:
             decision = view.decision()
             if decision.preempt:
