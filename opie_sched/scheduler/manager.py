@@ -406,6 +406,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                 sorted(u for uuids in by_cell.values() for u in uuids),
                 self._release_waits.busy)
             return
+        start = time.monotonic()
         try:
             for cell_uuid, uuids in by_cell.items():
                 if uuids and not actions.release(ctx, cell_uuid, uuids):
@@ -419,6 +420,8 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                         request_id)
         finally:
             self._release_waits.release()
+            LOG.info('Request %s waited %.2f s for its victims to release '
+                     'their hosts', request_id, time.monotonic() - start)
 
     # -- the reconciler ----------------------------------------------------
 

@@ -29,6 +29,7 @@ import nova.conf
 from nova import context as nova_context
 from nova import exception
 from nova import objects
+from nova.scheduler import utils as scheduler_utils
 from nova.tests.functional.api import client as api_client
 
 from opie_sched.common import flavors
@@ -404,3 +405,43 @@ class HungComputeTest(_Base):
             self._wait_for_state_change(server, 'ACTIVE')
         for p in pre:
             self._wait_until_deleted(p)
+
+
+class RacingPreemptibleClaimTest(_Base):
+    """After a preemptible claim, the same usage check as a normal one:
+    a claim that a concurrent claim left without room is taken back
+    (issue 19 #3).
+    """
+
+    def test_claim_over_capacity_is_taken_back(self):
+        self.boot('large', name='normal')
+        self.fill_with_preemptibles('host1', 'medium', [100])
+        rp = self._get_provider_uuid_by_host('host1')
+        real = scheduler_utils.claim_resources
+        raced = []
+
+        def racing(ctx, client, spec_obj, instance_uuid, alloc_req,
+                   **kwargs):
+            # another worker's preemptible claim lands between this
+            # request's allocation candidates and its claim
+            if not raced:
+                raced.append(self.placement.put(
+                    '/allocations/%s' % uuids.racer,
+                    {'allocations': {rp: {'resources': {
+                        flavors.VCPU_CLASS: 2,
+                        flavors.MEMORY_MB_CLASS: 4000,
+                        flavors.DISK_GB_CLASS: 40}}},
+                     'project_id': uuids.other_project, 'user_id': 'u',
+                     'consumer_generation': None}, version='1.28'))
+            return real(ctx, client, spec_obj, instance_uuid, alloc_req,
+                        **kwargs)
+
+        with mock.patch.object(scheduler_utils, 'claim_resources', racing):
+            late = self.boot('medium.preemptible', name='late',
+                             expected='ERROR')
+        self.assertEqual(204, raced[0].status)
+        self.assertIn('No valid host', late['fault']['message'])
+        # the racer kept the room; the host is within capacity
+        self.assertEqual((8, 16000, 160), self.full_used('host1'))
+        self.assertEqual({}, self.placement.get(
+            '/allocations/%s' % late['id']).body['allocations'])
