@@ -324,15 +324,17 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                              num_alts, alloc_reqs_by_rp_uuid=None,
                              allocation_request_version=None,
                              selected_alloc_reqs=None):
-        """Alternates of a normal request only include hosts whose full
-        state has room for it: the cell conductor claims an alternate
-        itself on a reschedule, without the scheduler, so no victims could
-        be chosen there (a reschedule then fails like a stock one when no
-        such host is left). Requests that may not preempt were filtered
-        on the full state already.
+        """Alternates only include hosts whose full state has room for the
+        request: the cell conductor claims an alternate itself on a
+        reschedule, without the scheduler, so no victims could be chosen
+        there and no claim checked (a reschedule then fails like a stock
+        one when no such host is left). With ``[opie_preemption] enabled
+        = False`` normal requests keep nova's alternates.
         """
         view = hosts.current_view()
-        if num_alts and view is not None and view.decision().preempt:
+        if num_alts and view is not None and (
+                CONF.opie_preemption.enabled
+                or hosts.request_is_preemptible(spec_obj)):
             try:
                 request = hosts.request_resources(spec_obj)
                 kept = []

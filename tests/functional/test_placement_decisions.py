@@ -253,6 +253,9 @@ class CapacityModelTest(_Base):
         refused = self.boot('c12.preemptible', name='p1', expected='ERROR')
         self.assertIn('No valid host', refused['fault']['message'])
         self.assertEqual(108, self.full_used('host1')[0])
+        # refused by the filter, before any claim (not by the usage check
+        # after a claim, which would also catch it)
+        self.assertNotIn('claim taken back', self.stdlog.logger.output)
 
         # A normal 12 vCPU admitted while the preemption phase is off:
         # 120 of 112 in Placement's model, 124 of 128 in the ComputeNode
@@ -445,3 +448,20 @@ class RacingPreemptibleClaimTest(_Base):
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
         self.assertEqual({}, self.placement.get(
             '/allocations/%s' % late['id']).body['allocations'])
+
+
+class UnshelveTest(_Base):
+    """An unshelve is its owner starting the server again: it may preempt
+    like a new server (the conductor asks once, no retry elsewhere).
+    """
+
+    def test_unshelve_preempts_like_a_boot(self):
+        normal = self.boot('large', name='normal')
+        self._shelve_server(normal)     # offloaded at once (default)
+        pre = self.fill_with_preemptibles('host1', 'large', [100, 2000])
+        self.api.post_server_action(normal['id'], {'unshelve': None})
+        self._wait_for_state_change(normal, 'ACTIVE')
+        self.assertEqual('host1', self.server_host(normal))
+        self._wait_until_deleted(pre[0])
+        self.assertEqual({normal['id'], pre[1]['id']}, self.live_uuids())
+        self.assertEqual((8, 16000, 160), self.full_used('host1'))
