@@ -58,6 +58,18 @@ class _Base(base.OpieNovaTestCase, test_preemption._Helpers):
         return super()._wait_for_state_change(
             server, expected_status, max_retries or self.RETRIES, **kwargs)
 
+    def _wait_for_migration_status(self, server, expected_statuses):
+        statuses = [s.lower() for s in expected_statuses]
+        for _ in range(self.RETRIES):
+            for mig in self.api.api_get('/os-migrations').body[
+                    'migrations']:
+                if (mig['instance_uuid'] == server['id']
+                        and mig['status'].lower() in statuses):
+                    return mig
+            time.sleep(0.5)
+        self.fail('No migration of %s in status %s'
+                  % (server['id'], statuses))
+
     def sysmeta(self, server_id):
         ctx = nova_context.get_admin_context(read_deleted='yes')
         with nova_context.target_cell(
@@ -465,3 +477,40 @@ class UnshelveTest(_Base):
         self._wait_until_deleted(pre[0])
         self.assertEqual({normal['id'], pre[1]['id']}, self.live_uuids())
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
+
+
+class EvacuateTest(_Base):
+    """Evacuations: no preemption by default; ``moves_preempt = evacuate``
+    lets them preempt (the conductor asks once per evacuation).
+    """
+
+    HOSTS = ('host1', 'host2')
+
+    def _evacuate_from_dead_host1(self):
+        normal = self.boot('large', host='host1', name='normal')
+        pre = self.fill_with_preemptibles('host2', 'large', [100, 2000])
+        self.computes['host1'].stop()
+        [service] = self.api.get_services(binary='nova-compute',
+                                          host='host1')
+        self.api.put_service_force_down(service['id'], True)
+        self.api.post_server_action(normal['id'], {'evacuate': {}})
+        return normal, pre
+
+    def test_evacuation_preempts_nobody_by_default(self):
+        normal, pre = self._evacuate_from_dead_host1()
+        self._wait_for_migration_status(normal, ['error'])
+        self.assertEqual('host1', self.server_host(normal))
+        self.assertEqual({normal['id'], pre[0]['id'], pre[1]['id']},
+                         self.live_uuids())
+        self.assertEqual([], self.preempt_notifications())
+
+    def test_opt_in_evacuation_preempts(self):
+        self.flags(moves_preempt='evacuate', group='opie_preemption')
+        normal, pre = self._evacuate_from_dead_host1()
+        self._wait_for_migration_status(normal, ['done'])
+        self._wait_for_server_parameter(
+            normal, {'OS-EXT-SRV-ATTR:host': 'host2',
+                     'OS-EXT-STS:task_state': None}, max_retries=120)
+        self._wait_until_deleted(pre[0])
+        self.assertEqual({normal['id'], pre[1]['id']}, self.live_uuids())
+        self.assertEqual((8, 16000, 160), self.full_used('host2'))
