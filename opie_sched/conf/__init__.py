@@ -102,6 +102,45 @@ preemption_opts = [
              'victims release the host (as Kubernetes holds a preemptor on '
              'its nominated node). After the timeout the request proceeds '
              'and the reconciler finishes the job.'),
+    cfg.IntOpt(
+        'max_release_waits', default=8, min=0,
+        help='Most requests one scheduler worker holds at once while their '
+             'victims release the host (each held request keeps one '
+             'thread of the worker\'s RPC executor, '
+             '``executor_thread_pool_size``, 64 by default, and one '
+             'conductor thread, for up to ``release_timeout``). A request '
+             'beyond this bound does not wait: its victims are being '
+             'terminated, the reconciler finishes the job, and its normal '
+             'server may start while they are still leaving (its host\'s '
+             'full state is over capacity for that time). Possible '
+             'values: 0 - never wait; N > 0 - at most N waits per '
+             'worker, so a hung compute full of preemptibles holds at '
+             'most N threads and the others keep scheduling.'),
+    cfg.StrOpt(
+        'moves_preempt', default='none', choices=[
+            ('none', 'Moves never preempt: a cold or live migration, a '
+                     'resize and an evacuation are placed only where the '
+                     'full state has room (as a preemptible request), and '
+                     'a move whose claim leaves its host over capacity '
+                     'fails with NoValidHost.'),
+            ('evacuate', 'Evacuations may preempt like a new server; '
+                         'other moves as with none. Nova\'s conductor '
+                         'asks the scheduler once per evacuation and never '
+                         'tries another host, so at most one host\'s '
+                         'victims die per evacuation even if the rebuild '
+                         'on it fails.'),
+            ('all', 'Every move may preempt like a new server. Limits: '
+                    'victims are terminated inside select_destinations, '
+                    'before the conductor\'s checks of the destination; '
+                    'a live migration whose check fails on a host tries '
+                    'another one (``migrate_max_retries``, -1 = no limit), '
+                    'and victims die on every host tried; a resize that '
+                    'fails on its destination is rescheduled to an '
+                    'alternate after its victims died.')],
+        help='Whether moves of normal servers may preempt. A new server '
+             'and an unshelve (its owner starting it again; the conductor '
+             'asks once and does not retry elsewhere) always may; a '
+             'rebuild never does (it claims nothing).'),
     cfg.FloatOpt(
         'poll_interval', default=0.5, min=0.01,
         help='Longest interval in seconds between checks that victims have '

@@ -130,10 +130,12 @@ class HostView:
     """The dual state of one host (a compute node).
 
     :param name: host name (the compute node's hypervisor hostname).
-    :param capacity: schedulable capacity, allocation ratios applied:
-        ``total × ratio`` per dimension (vCPU, MB, GB).
-    :param used: full-state usage, every instance counted (and, as in Nova's
-        ComputeNode record, host reservations), per dimension.
+    :param capacity: schedulable capacity in Placement's model:
+        ``(total − reserved) × allocation ratio`` per dimension (vCPU, MB,
+        GB).
+    :param used: full-state usage, every instance (every allocation)
+        counted, host reservations not (they are off the capacity), per
+        dimension.
     :param instances: the instances on the host (:class:`InstanceInfo`).
     """
 

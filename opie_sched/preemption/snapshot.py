@@ -22,9 +22,12 @@ The format read by ``opie-sched preempt explain``::
                                "disk_gb": 40, "preemptible": false,
                                "launched_at": "2026-11-22T07:28:00Z"}]}]}
 
-Allocation ratios are optional (default 1.0); ``now`` is optional (default:
-the current time). Host capacity is vCPU, MB and GB before allocation
-ratios; the host's full-state usage is the sum of its instances.
+Allocation ratios and the host reservations ``reserved_vcpus``,
+``reserved_memory_mb``, ``reserved_disk_gb`` are optional (default 1.0 and
+0); ``now`` is optional (default: the current time). Host capacity is
+vCPU, MB and GB before reservations and allocation ratios; the capacity
+judged is Placement's, ``(total − reserved) × ratio``, as in the
+scheduler; the host's full-state usage is the sum of its instances.
 """
 
 import datetime
@@ -58,6 +61,9 @@ _HOST = {
     'properties': dict(
         _RES,
         name={'type': 'string', 'minLength': 1},
+        reserved_vcpus=_NUM,
+        reserved_memory_mb=_NUM,
+        reserved_disk_gb=_NUM,
         cpu_allocation_ratio=_RATIO,
         ram_allocation_ratio=_RATIO,
         disk_allocation_ratio=_RATIO,
@@ -139,10 +145,19 @@ def parse(doc):
             raise SnapshotError('hosts[%d].name: duplicate host %r'
                                 % (hi, h['name']))
         seen_hosts.add(h['name'])
+        for dim in model.DIMENSIONS:
+            if h.get('reserved_' + dim, 0) > h[dim]:
+                raise SnapshotError('hosts[%d].reserved_%s: %r is more '
+                                    'than %s (%r)' % (
+                                        hi, dim, h['reserved_' + dim],
+                                        dim, h[dim]))
         capacity = model.Resources(
-            h['vcpus'] * h.get('cpu_allocation_ratio', 1.0),
-            h['memory_mb'] * h.get('ram_allocation_ratio', 1.0),
-            h['disk_gb'] * h.get('disk_allocation_ratio', 1.0))
+            (h['vcpus'] - h.get('reserved_vcpus', 0))
+            * h.get('cpu_allocation_ratio', 1.0),
+            (h['memory_mb'] - h.get('reserved_memory_mb', 0))
+            * h.get('ram_allocation_ratio', 1.0),
+            (h['disk_gb'] - h.get('reserved_disk_gb', 0))
+            * h.get('disk_allocation_ratio', 1.0))
         instances = []
         for ii, i in enumerate(h.get('instances', [])):
             where = 'hosts[%d].instances[%d]' % (hi, ii)

@@ -33,36 +33,54 @@ opie_conf.register_opts(CONF)
 
 
 class PreemptibleFullStateFilter(filters.BaseHostFilter):
-    """A preemptible request must fit the host's full state.
+    """A request that may not preempt must fit the host's full state.
 
-    Full state = every instance counted, normal and preemptible, with the
-    host's allocation ratios applied to vCPU, RAM and disk (López García et
-    al., §3: preemptible requests are filtered on the full state, so they
-    never displace anything). Normal requests pass: Placement already
-    admitted them on the normal state, and the preemption phase makes room.
+    Full state = every allocation counted, normal and preemptible, against
+    Placement's capacity, (total − reserved) × allocation ratio, of vCPU,
+    RAM and disk (López García et al., §3: preemptible requests are
+    filtered on the full state, so they never displace anything). The
+    figures are the provider summaries nova fetched for the request plus
+    its own claims so far (:func:`opie_sched.scheduler.hosts.full_state`):
+    no database or HTTP call per host.
+
+    Requests that may not preempt: preemptible ones, and under opie's
+    scheduler manager the moves that ``[opie_preemption] moves_preempt``
+    keeps from preempting (cold and live migrations, resizes,
+    evacuations). New normal servers pass: Placement already admitted them
+    on the normal state, and the preemption phase makes room.
     """
 
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec_obj):
         try:
-            if not hosts.request_is_preemptible(spec_obj):
+            preemptible = hosts.request_is_preemptible(spec_obj)
+            view = hosts.current_view()
+            if not preemptible and view is None:
                 return True
             capacity, used = hosts.full_state(host_state)
             free = capacity - used
             request = hosts.request_resources(spec_obj)
+            if request.fits_in(free):
+                return True
+            if preemptible:
+                what = 'preemptible request'
+            else:
+                # what the request is for is read (once) only now
+                decision = view.decision()
+                if not decision.fit_full_state:
+                    return True
+                what = '%s that may not preempt' % decision.operation
         except Exception:
             # A plugin error must never take the scheduler down; failing
-            # closed keeps a preemptible request off a host we cannot judge.
+            # closed keeps the request off a host we cannot judge.
             LOG.exception('PreemptibleFullStateFilter failed on host %s; '
-                          'rejecting the host for this preemptible request',
+                          'rejecting the host for this request',
                           getattr(host_state, 'host', '?'))
             return False
-        if request.fits_in(free):
-            return True
-        LOG.debug('%(host)s rejected: preemptible request %(req)s does not '
-                  'fit the full state (free %(free)s)',
-                  {'host': host_state, 'req': tuple(request),
+        LOG.debug('%(host)s rejected: %(what)s %(req)s does not fit the '
+                  'full state (free %(free)s)',
+                  {'host': host_state, 'what': what, 'req': tuple(request),
                    'free': tuple(free)})
         return False
 

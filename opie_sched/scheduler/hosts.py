@@ -23,6 +23,7 @@ preemption phase (:func:`load_instances` ``light``), read with one column
 query through nova's own database API and models.
 """
 
+import collections
 import datetime
 import threading
 
@@ -36,7 +37,9 @@ from nova.compute import vm_states
 from nova import context as nova_context
 from nova.db.main import api as main_db
 from nova.db.main import models as main_models
+from nova import exception
 from nova import objects
+from nova.scheduler import utils as scheduler_utils
 
 import nova.conf
 
@@ -58,9 +61,70 @@ PREEMPTED_AT_KEY = 'opie:preempted_at'
 #: Server tag set on a victim (informational, like the metadata).
 PREEMPTED_TAG = 'opie-preempted'
 
-_LEAVING_TASK_STATES = frozenset([task_states.DELETING,
-                                  task_states.SOFT_DELETING])
-_GONE_VM_STATES = frozenset([vm_states.DELETED, vm_states.SOFT_DELETED])
+#: A soft-deleted (or soft-deleting) server keeps its allocation until it
+#: is reclaimed or restored: it is not leaving, and when preemptible it is
+#: a candidate victim like any other (its owner cannot steer preemption onto
+#: other projects by soft-deleting their cheapest server).
+_LEAVING_TASK_STATES = frozenset([task_states.DELETING])
+_GONE_VM_STATES = frozenset([vm_states.DELETED])
+
+#: What a scheduling request is for (:func:`request_operation`).
+BOOT = 'boot'
+UNSHELVE = 'unshelve'
+REBUILD = 'rebuild'
+EVACUATE = 'evacuate'
+LIVE_MIGRATION = 'live-migration'
+MIGRATION = 'migration'
+MOVE = 'move'
+#: Operations that move a server that already runs (or ran) on a host.
+MOVES = frozenset([EVACUATE, LIVE_MIGRATION, MIGRATION, MOVE])
+
+
+def request_operation(ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid):
+    """What nova asks the scheduler for, read from nova's own records.
+
+    * ``rebuild``: ``_nova_check_type = rebuild`` (nova's
+      ``request_is_rebuild``); nova then fetches no allocation candidates
+      and claims nothing (``alloc_reqs_by_rp_uuid`` is None only then).
+    * ``boot``: a new server (its instance mapping has no cell yet: the
+      conductor creates the instance record in a cell after scheduling),
+      or an instance that has no host.
+    * ``unshelve``: the instance is ``shelved_offloaded``.
+    * ``live-migration``, ``migration`` (cold migration and resize) and
+      ``evacuate``: the instance has a host and its task state is
+      ``migrating``, ``resize_prep`` or ``rebuilding`` (a same-host
+      rebuild was told apart above); ``move`` for any other task state.
+
+    :param ctx: admin RequestContext.
+    :returns: one of the constants above. One API database query (the
+        instance mapping), and one cell query when the instance exists.
+    """
+    if (alloc_reqs_by_rp_uuid is None
+            or scheduler_utils.request_is_rebuild(spec_obj)):
+        return REBUILD
+    if not instance_uuids:
+        return BOOT
+    uuid = instance_uuids[0]
+    try:
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
+    except exception.InstanceMappingNotFound:
+        return BOOT
+    if not mapping.cell_mapping:
+        return BOOT
+    try:
+        with nova_context.target_cell(ctx, mapping.cell_mapping) as cctxt:
+            inst = objects.Instance.get_by_uuid(cctxt, uuid,
+                                                expected_attrs=[])
+    except exception.InstanceNotFound:
+        return BOOT
+    if inst.vm_state == vm_states.SHELVED_OFFLOADED:
+        return UNSHELVE
+    if not inst.host:
+        return BOOT
+    return {task_states.MIGRATING: LIVE_MIGRATION,
+            task_states.RESIZE_PREP: MIGRATION,
+            task_states.REBUILDING: EVACUATE}.get(inst.task_state, MOVE)
+
 
 _cell_cache = {}
 _cell_lock = threading.Lock()
@@ -202,37 +266,209 @@ def consumed_disk_gb(host_state):
     return gb
 
 
-def full_state(host_state):
-    """``(capacity, used)`` of a HostState's full state.
+#: The capacity model of every full-state judgement (filter, weighers,
+#: alternates, preemption decision, reconciler screen) is Placement's:
+#: capacity = (total − reserved) × allocation ratio, used = what the
+#: consumers' allocations hold (reserved is never counted as used).
+_STANDARD_INDEX = dict(zip(flavors.STANDARD_CLASSES, range(3)))
+_PREEMPTIBLE_INDEX = dict(zip(flavors.PREEMPTIBLE_CLASSES, range(3)))
 
-    capacity = total × allocation ratio; used = what the ComputeNode record
-    counts (every instance, normal and preemptible, plus host
-    reservations) plus what requests consumed since: ``vcpus_used``,
-    ``total − free`` RAM, and ``disk_mb_used`` + the consumed disk (see
-    :func:`note_consumed`). Free disk is not used because nova lowers it to
-    the hypervisor's ``disk_available_least``, which is physical space, not
+
+def summary_state(summary):
+    """``(capacity, used)`` of a provider summary of ``GET
+    /allocation_candidates`` (Placement's own figures, as nova fetched them
+    for the request), or None when a standard class is missing.
+
+    capacity = (total − reserved) × allocation ratio of VCPU, MEMORY_MB and
+    DISK_GB (Placement's ``capacity``); used = the standard plus the
+    preemptible classes' ``used`` (every consumer, normal and preemptible,
+    claims in flight included). Units: vCPU, MB, GB.
+    """
+    resources = (summary or {}).get('resources') or {}
+    try:
+        capacity = model.Resources(*(resources[rc]['capacity']
+                                     for rc in flavors.STANDARD_CLASSES))
+    except (KeyError, TypeError):
+        return None
+    used = [0, 0, 0]
+    for rc, item in resources.items():
+        i = _STANDARD_INDEX.get(rc, _PREEMPTIBLE_INDEX.get(rc))
+        if i is not None:
+            used[i] += (item or {}).get('used') or 0
+    return capacity, model.Resources(*used)
+
+
+def _conf_reserved():
+    """The host reservations of this process's nova.conf (vCPU, MB, GB):
+    the fallback when Placement's inventories are not at hand.
+    """
+    return model.Resources(CONF.reserved_host_cpus,
+                           CONF.reserved_host_memory_mb,
+                           CONF.reserved_host_disk_mb / 1024.0)
+
+
+def full_state(host_state, view=None):
+    """``(capacity, used)`` of a HostState's full state, in Placement's
+    capacity model (see :func:`summary_state`).
+
+    In a request scheduled by opie-scheduler (``view``, default
+    :func:`current_view`, holds the provider summaries nova fetched for
+    it) the figures are the provider summary's, plus what this request
+    claimed on the host since (:meth:`RequestView.note_claim`): no extra
+    database or HTTP call. Otherwise (the stock manager, a host without a
+    summary) they come from the HostState, with the host reservations of
+    this process's nova.conf taken off the capacity and the usage (the
+    ComputeNode record counts them as used): capacity = (total −
+    reserved) × ratio; used = ``vcpus_used``, ``total − free`` RAM and
+    ``disk_mb_used`` + the consumed disk (see :func:`note_consumed`), less
+    reserved. Free disk is not used because nova lowers it to the
+    hypervisor's ``disk_available_least``, which is physical space, not
     the flavors' claims. Units: vCPU, MB, GB.
     """
+    if view is None:
+        view = current_view()
+    if view is not None:
+        state = view.provider_state(getattr(host_state, 'uuid', None))
+        if state is not None:
+            return state
+    reserved = _conf_reserved()
     capacity = model.Resources(
-        host_state.vcpus_total * host_state.cpu_allocation_ratio,
-        host_state.total_usable_ram_mb * host_state.ram_allocation_ratio,
-        host_state.total_usable_disk_gb * host_state.disk_allocation_ratio)
+        (host_state.vcpus_total - reserved[0])
+        * host_state.cpu_allocation_ratio,
+        (host_state.total_usable_ram_mb - reserved[1])
+        * host_state.ram_allocation_ratio,
+        (host_state.total_usable_disk_gb - reserved[2])
+        * host_state.disk_allocation_ratio)
     used = model.Resources(
         host_state.vcpus_used,
         host_state.total_usable_ram_mb - host_state.free_ram_mb,
         host_state.disk_mb_used / 1024.0 + consumed_disk_gb(host_state))
-    return capacity, used
+    return capacity, used - reserved
 
 
-def compute_node_state(node):
-    """``(capacity, used)`` of a ComputeNode record (as :func:`full_state`).
+def compute_node_state(node, reserved=None):
+    """``(capacity, used)`` of a ComputeNode record, in Placement's
+    capacity model (as :func:`full_state`).
+
+    :param reserved: :class:`~opie_sched.preemption.model.Resources` the
+        node's provider reserves (its Placement inventories' ``reserved``,
+        see :class:`ReservedCache`); default this process's nova.conf
+        ``reserved_host_*``. The ComputeNode record counts them as used;
+        they are taken off both sides.
     """
-    capacity = model.Resources(node.vcpus * node.cpu_allocation_ratio,
-                               node.memory_mb * node.ram_allocation_ratio,
-                               node.local_gb * node.disk_allocation_ratio)
+    if reserved is None:
+        reserved = _conf_reserved()
+    capacity = model.Resources(
+        (node.vcpus - reserved[0]) * node.cpu_allocation_ratio,
+        (node.memory_mb - reserved[1]) * node.ram_allocation_ratio,
+        (node.local_gb - reserved[2]) * node.disk_allocation_ratio)
     used = model.Resources(node.vcpus_used, node.memory_mb_used,
-                           node.local_gb_used)
+                           node.local_gb_used) - reserved
     return capacity, used
+
+
+class ReservedCache:
+    """The ``reserved`` amounts of compute node providers' standard
+    inventories (vCPU, MB, GB), read from Placement once per provider and
+    kept for ``ttl`` seconds (and while the node's totals and ratios are
+    unchanged): what the reconciler's screen needs to judge a ComputeNode
+    record in Placement's capacity model without one HTTP call per host
+    per round. A provider Placement cannot answer for falls back to this
+    process's nova.conf ``reserved_host_*`` (not cached).
+    """
+
+    #: seconds an entry is kept (reservations change when nova-compute is
+    #: reconfigured and restarted).
+    TTL = 600.0
+
+    def __init__(self, ttl=TTL, clock=None):
+        import time
+        self.ttl = ttl
+        self._clock = clock or time.monotonic
+        self._entries = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _signature(node):
+        return (node.vcpus, node.memory_mb, node.local_gb,
+                node.cpu_allocation_ratio, node.ram_allocation_ratio,
+                node.disk_allocation_ratio)
+
+    def get(self, client, ctx, node):
+        """:class:`~opie_sched.preemption.model.Resources` reserved on the
+        node's provider (``node.uuid``).
+        """
+        now = self._clock()
+        sig = self._signature(node)
+        with self._lock:
+            entry = self._entries.get(node.uuid)
+        if entry is not None and entry[0] == sig and now < entry[1]:
+            return entry[2]
+        try:
+            resp = client.get(
+                '/resource_providers/%s/inventories' % node.uuid,
+                version='1.0',
+                global_request_id=getattr(ctx, 'global_id', None))
+            if resp is None or resp.status_code != 200:
+                raise ValueError('answered %s'
+                                 % getattr(resp, 'status_code', None))
+            inv = resp.json().get('inventories') or {}
+            reserved = model.Resources(*(
+                (inv.get(rc) or {}).get('reserved', 0)
+                for rc in flavors.STANDARD_CLASSES))
+        except Exception as exc:
+            LOG.warning('Could not read the inventories of provider %s '
+                        '(%s); using this host\'s reserved_host_* options',
+                        node.uuid, exc)
+            return _conf_reserved()
+        with self._lock:
+            self._entries[node.uuid] = (sig, now + self.ttl, reserved)
+        return reserved
+
+
+def allocation_owners(cctxt, consumers):
+    """The instance a termination frees each Placement consumer with.
+
+    A consumer is an instance (soft-deleted ones included: they hold their
+    allocation until reclaimed or restored) or a migration (the source
+    allocation of an unconfirmed resize or a migration in progress, freed
+    when its instance is deleted). Consumers that are neither (a claim in
+    flight for a server not yet in the cell, another cell's) are left out:
+    they hold resources but no victim frees them.
+
+    :param cctxt: admin RequestContext targeted at the provider's cell.
+    :param consumers: consumer uuids.
+    :returns: ``({consumer uuid: instance uuid}, {instance uuid:
+        Instance})`` with flavor and system metadata loaded. Two queries
+        (instances, migrations), three when migrations are found.
+    """
+    consumers = set(consumers)
+    if not consumers:
+        return {}, {}
+    found = objects.InstanceList.get_by_filters(
+        cctxt, {'uuid': sorted(consumers), 'deleted': False,
+                'soft_deleted': True},
+        expected_attrs=['flavor', 'system_metadata'])
+    rows = {i.uuid: i for i in found}
+    owners = {u: u for u in rows}
+    missing = consumers - set(rows)
+    if missing:
+        migrations = objects.MigrationList.get_by_filters(
+            cctxt, {'uuid': sorted(missing)})
+        by_instance = {}
+        for mig in migrations:
+            by_instance.setdefault(mig.instance_uuid, []).append(mig.uuid)
+        extra = set(by_instance) - set(rows)
+        if extra:
+            for inst in objects.InstanceList.get_by_filters(
+                    cctxt, {'uuid': sorted(extra), 'deleted': False,
+                            'soft_deleted': True},
+                    expected_attrs=['flavor', 'system_metadata']):
+                rows[inst.uuid] = inst
+        for inst_uuid, mig_uuids in by_instance.items():
+            if inst_uuid in rows:
+                owners.update(dict.fromkeys(mig_uuids, inst_uuid))
+    return owners, rows
 
 
 def _cell_mapping(ctx, cell_uuid):
@@ -259,7 +495,8 @@ def load_instances(ctx, hosts_by_cell, light=True):
         was most of a preemption decision's time at 100 and 1000 nodes);
         False: ``Instance`` objects with their flavor and metadata.
     :returns: ``{(host, node): [InstanceRow or Instance, ...]}`` of
-        instances that are neither deleted nor soft-deleted.
+        instances that are not deleted (soft-deleted ones included: they
+        hold their allocation until reclaimed).
     """
     found = {}
     for cell_uuid, hosts in hosts_by_cell.items():
@@ -279,7 +516,7 @@ def load_instances(ctx, hosts_by_cell, light=True):
 def _query_instances(ctx, hosts, light):
     if not light:
         return objects.InstanceList.get_by_filters(
-            ctx, {'host': hosts, 'deleted': False},
+            ctx, {'host': hosts, 'deleted': False, 'soft_deleted': True},
             expected_attrs=['flavor', 'metadata', 'system_metadata'])
     return _instance_rows(ctx, hosts)
 
@@ -351,7 +588,8 @@ def _row_flavor(text):
 
 @main_db.pick_context_manager_reader
 def _instance_rows(context, hosts):
-    """``[InstanceRow]`` on ``hosts`` (not deleted, not soft-deleted): one
+    """``[InstanceRow]`` on ``hosts`` (not deleted; soft-deleted ones
+    included, they hold their allocation until reclaimed): one
     query for the columns and the flavor, one for opie's system metadata
     keys and one for its server metadata keys.
     """
@@ -359,10 +597,8 @@ def _instance_rows(context, hosts):
     extra = main_models.InstanceExtra.__table__
     meta = main_models.InstanceSystemMetadata.__table__
     user_meta = main_models.InstanceMetadata.__table__
-    alive = sa.and_(
-        inst.c.host.in_(hosts), inst.c.deleted == 0,
-        sa.or_(inst.c.vm_state != vm_states.SOFT_DELETED,
-               inst.c.vm_state.is_(None)))
+    # Soft-deleted instances included: they keep their allocation.
+    alive = sa.and_(inst.c.host.in_(hosts), inst.c.deleted == 0)
     query = sa.select(
         inst.c.uuid, inst.c.host, inst.c.node, inst.c.vm_state,
         inst.c.task_state, inst.c.launched_at, inst.c.display_name,
@@ -414,6 +650,18 @@ def _instance_rows(context, hosts):
     return [r for r in rows if r.flavor is not None]
 
 
+#: What the preemption phase may do for one request: ``operation``
+#: (:func:`request_operation`, or None when not read), ``preempt`` (choose
+#: and terminate victims after each claim), ``fit_full_state`` (hosts
+#: whose full state has no room for the request are filtered out) and
+#: ``check_claim`` (after each claim, a host left over capacity makes the
+#: request take its claim back and fail).
+Decision = collections.namedtuple(
+    'Decision', 'operation preempt fit_full_state check_claim')
+#: A request nobody classified (no opie manager): nothing special.
+NO_POLICY = Decision(None, False, False, False)
+
+
 class RequestView:
     """Per-request cache of host instances and planned victims.
 
@@ -424,7 +672,7 @@ class RequestView:
     leaving for the later ones.
     """
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, summaries=None):
         self.ctx = ctx
         self._instances = {}
         self._loaded_hosts = set()
@@ -433,6 +681,60 @@ class RequestView:
         self._infos_gone = None
         self.planned_victims = set()
         self._lock = threading.Lock()
+        #: ``{rp uuid: provider summary}`` nova fetched for the request
+        self.summaries = summaries or {}
+        #: ``{rp uuid: Resources}`` this request claimed on each provider
+        self.claimed = {}
+        #: True when this request may preempt (set by the manager)
+        self.preempt = False
+        #: True when this request must fit the full state of its hosts
+        #: (preemptible requests, moves that may not preempt)
+        self.full_state_only = False
+        #: victims reserved so far, one entry per claimed host
+        self.pending = []
+        #: True once the reserved victims were handed to termination
+        self.executed = False
+        #: instance uuids whose claim was taken back (see the manager)
+        self.refused = []
+        self.request_id = getattr(ctx, 'request_id', None)
+        self._decide = None
+        self._decision = None
+
+    def set_policy(self, decide):
+        """Give the view the callable that decides, on first need, what
+        the request may do (returns a :class:`Decision`; it may read the
+        database, so it runs at most once per request).
+        """
+        self._decide = decide
+        self._decision = None
+
+    def decision(self):
+        """The request's :class:`Decision` (:data:`NO_POLICY` when no
+        policy was set).
+        """
+        if self._decision is None:
+            self._decision = (self._decide() if self._decide is not None
+                              else NO_POLICY)
+        return self._decision
+
+    def provider_state(self, rp_uuid):
+        """``(capacity, used)`` of a provider from its summary plus what
+        this request claimed on it since (see :func:`summary_state`), or
+        None without a usable summary.
+        """
+        state = summary_state(self.summaries.get(rp_uuid))
+        if state is None:
+            return None
+        capacity, used = state
+        return capacity, used + self.claimed.get(rp_uuid, model.ZERO)
+
+    def note_claim(self, rp_uuid, resources):
+        """Count a claim of this request (:class:`Resources`) on a
+        provider, which the provider summary does not show.
+        """
+        with self._lock:
+            self.claimed[rp_uuid] = (
+                self.claimed.get(rp_uuid, model.ZERO) + resources)
 
     def _ensure_loaded(self, host_states):
         missing = {}

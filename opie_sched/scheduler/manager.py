@@ -11,29 +11,36 @@ script in place of ``nova-scheduler``.
 This is the one module that touches private SchedulerManager methods:
 
 * ``_schedule`` — wraps a request in a per-request view (bulk-loaded host
-  instances, victims reserved so far, the provider summaries);
+  instances, victims reserved so far, the provider summaries, its own
+  claims) and the policy of what it may do (:func:`preemption_policy`:
+  a new server and an unshelve may preempt, a move only as
+  ``[opie_preemption] moves_preempt`` allows, a rebuild never);
 * ``_get_sorted_hosts`` — a normal request is filtered and weighed on
   the normal state when ``[opie_preemption]
   transparent_normal_placement`` is on (:mod:`.transparent`);
 * ``_consume_selected_host`` — runs right after the Placement claim of each
-  instance; when the request is normal and the host holds preemptible
+  instance; when the request may preempt and the host holds preemptible
   instances, the host's lock is taken, its full state is read from
   Placement's allocations (every worker's claims) and victims are chosen
   and *reserved* (service-owned system metadata), so that every other
-  worker and scheduler host counts them as leaving;
+  worker and scheduler host counts them as leaving; when it may not
+  (preemptible requests, moves) the same usage check takes back a claim
+  that left the host over capacity;
 * ``_get_alternate_hosts`` — drops from a normal request's alternates the
   hosts whose full state has no room for it (the conductor claims an
   alternate without the scheduler, so nobody could choose victims there);
 * ``_ensure_sufficient_hosts`` — runs once every instance is claimed; only
   when the whole request succeeded are the victims terminated (a failed
   request clears its reservations), and the request is held (up to
-  ``[opie_preemption] release_timeout``) until they have released the host,
-  so the normal server does not start on an overcommitted host.
+  ``[opie_preemption] release_timeout``, by at most ``max_release_waits``
+  requests of the worker at once) until they have released the host, so
+  the normal server does not start on an overcommitted host.
 
 Guarantees and limits are in the README ("What is guaranteed").
 """
 
 import collections
+import threading
 import time
 
 from oslo_log import log as logging
@@ -43,7 +50,6 @@ from oslo_utils import timeutils
 import nova.conf
 from nova import context as nova_context
 from nova.scheduler import manager as nova_manager
-from nova.scheduler import utils as scheduler_utils
 
 from opie_sched import conf as opie_conf
 from opie_sched.preemption import planner
@@ -74,6 +80,62 @@ def victim_reasons(plan, preemptor_uuid, request_id):
         for inst, cost in plan.victims}
 
 
+class _WaitSlots:
+    """A count of the requests of this worker waiting for their victims,
+    bounded by ``[opie_preemption] max_release_waits``.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.busy = 0
+
+    def acquire(self, limit):
+        """Take a slot; False when ``limit`` are taken (0: never)."""
+        with self._lock:
+            if self.busy >= limit:
+                return False
+            self.busy += 1
+            return True
+
+    def release(self):
+        with self._lock:
+            self.busy -= 1
+
+
+def preemption_policy(operation, preemptible):
+    """The :class:`~opie_sched.scheduler.hosts.Decision` of a request.
+
+    * A preemptible request never preempts; it must fit the full state,
+      and a claim that leaves its host over capacity (a concurrent claim
+      won the room) is taken back: the request fails with NoValidHost.
+    * A rebuild never preempts (nova claims nothing for it: nova's
+      ``_legacy_find_hosts``).
+    * A new server and an unshelve may (``[opie_preemption] enabled``).
+    * A move (cold or live migration, resize, evacuation) may only as
+      ``[opie_preemption] moves_preempt`` allows; otherwise it is placed
+      like a preemptible request (full state, claim checked). Victims are
+      terminated inside ``select_destinations``, before the conductor
+      checks the destination (``nova/conductor/tasks/live_migrate.py``
+      ``_find_destination`` frees the claim and asks again, up to
+      ``migrate_max_retries``, -1 = no limit, when a check fails; a
+      resize that fails on its destination is rescheduled to an
+      alternate by the compute), so a move that preempts can cost victims
+      on hosts it never lands on.
+    """
+    opts = CONF.opie_preemption
+    if preemptible:
+        return hosts.Decision(operation, False, True, True)
+    if operation == hosts.REBUILD or not opts.enabled:
+        return hosts.Decision(operation, False, False, False)
+    if operation in hosts.MOVES:
+        allowed = (opts.moves_preempt == 'all'
+                   or (opts.moves_preempt == 'evacuate'
+                       and operation == hosts.EVACUATE))
+        if not allowed:
+            return hosts.Decision(operation, False, True, True)
+    return hosts.Decision(operation, True, False, False)
+
+
 class OpieSchedulerManager(nova_manager.SchedulerManager):
     """SchedulerManager with the preemption phase and the reconciler."""
 
@@ -81,23 +143,17 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler()
         self._opie_last_reconcile = None
+        self._release_waits = _WaitSlots()
 
     # -- the request wrapper ------------------------------------------------
 
     def _schedule(self, context, spec_obj, instance_uuids,
                   alloc_reqs_by_rp_uuid, provider_summaries,
                   allocation_request_version=None, return_alternates=False):
-        view = hosts.RequestView(context.elevated())
-        view.preempt = bool(
-            CONF.opie_preemption.enabled
-            and alloc_reqs_by_rp_uuid is not None
-            and instance_uuids
-            and not scheduler_utils.request_is_rebuild(spec_obj)
-            and not hosts.request_is_preemptible(spec_obj))
-        view.pending = []
-        view.executed = False
-        view.summaries = provider_summaries or {}
+        view = hosts.RequestView(context.elevated(), provider_summaries)
         view.request_id = context.request_id
+        view.set_policy(self._policy_for(view.ctx, spec_obj, instance_uuids,
+                                         alloc_reqs_by_rp_uuid))
         hosts.set_current_view(view)
         try:
             return super()._schedule(
@@ -109,6 +165,28 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             if view.pending and not view.executed:
                 # the request failed after victims were reserved
                 self._unreserve(view)
+
+    @staticmethod
+    def _policy_for(ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid):
+        """The callable deciding, on first need, what the request may do
+        (:func:`preemption_policy`; reading the operation costs a query).
+        """
+        preemptible = hosts.request_is_preemptible(spec_obj)
+
+        def decide():
+            if preemptible:
+                operation = None
+            elif not instance_uuids:
+                # an old conductor: nothing is claimed for it
+                operation = hosts.REBUILD
+            else:
+                operation = hosts.request_operation(
+                    ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid)
+            decision = preemption_policy(operation, preemptible)
+            LOG.debug('Request %s (%s): %s', ctx.request_id, operation,
+                      decision)
+            return decision
+        return decide
 
     def _unreserve(self, view):
         for item in view.pending:
@@ -126,7 +204,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         return transparent.sorted_hosts(super()._get_sorted_hosts,
                                         spec_obj, host_states, index)
 
-    # -- phase three: choose victims after each claim ----------------------
+    # -- after each claim: choose victims, or check the claim --------------
 
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
@@ -135,14 +213,67 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                                        instance_uuid=instance_uuid)
         hosts.note_consumed(selected_host, spec_obj, before)
         view = hosts.current_view()
-        if view is None or not getattr(view, 'preempt', False):
+        if view is None:
+            return
+        view.note_claim(selected_host.uuid,
+                        hosts.request_resources(spec_obj))
+        summary = view.summaries.get(selected_host.uuid)
+        if (summary and not hosts.request_is_preemptible(spec_obj)
+                and not reservations.summary_has_preemptible(summary)):
+            # Placement enforces the normal classes itself: a host with no
+            # preemptible usage when the candidates were read cannot be
+            # over capacity by this normal claim (a preemptible claim
+            # racing in since is refused by its own check).
             return
         try:
-            self._plan_victims(view, selected_host, instance_uuid)
+            decision = view.decision()
+            if decision.preempt:
+                self._plan_victims(view, selected_host, instance_uuid)
+            elif decision.check_claim:
+                self._check_claim(view, selected_host, instance_uuid)
         except Exception:
-            LOG.exception('Preemption planning failed on host %s for '
+            LOG.exception('Preemption phase failed on host %s for '
                           'instance %s; the reconciler will repair the '
                           'host', selected_host.host, instance_uuid)
+
+    def _capacity(self, view, host_state):
+        """Full-state capacity of the claimed host (Placement's model):
+        its provider summary's, else its inventories (one GET).
+        """
+        state = view.provider_state(host_state.uuid)
+        if state is not None:
+            return state[0]
+        return reservations.provider_capacity(
+            self.placement_client, view.ctx, host_state.uuid)
+
+    def _check_claim(self, view, host_state, instance_uuid):
+        """The usage check of a claim that may not preempt (a preemptible
+        request, a move): when Placement's usage of the host, every
+        worker's claims included, is over its capacity after this claim,
+        the claim is taken back and the request fails with NoValidHost
+        (see :meth:`_ensure_sufficient_hosts`). Under the host's lock, so
+        that of two claims racing for the same room one keeps it.
+        """
+        rp_uuid = host_state.uuid
+        client = self.placement_client
+        capacity = self._capacity(view, host_state)
+        used = reservations.provider_used(client, view.ctx, rp_uuid)
+        if (used - capacity).fits_in(planner.model.ZERO):
+            return
+        with locks.coordinator(CONF).lock(locks.host_lock_name(rp_uuid),
+                                          locks.HOST_LOCK_TIMEOUT):
+            used = reservations.provider_used(client, view.ctx, rp_uuid)
+            if (used - capacity).fits_in(planner.model.ZERO):
+                return
+            client.remove_provider_tree_from_instance_allocation(
+                view.ctx, instance_uuid, rp_uuid)
+        view.refused.append(instance_uuid)
+        LOG.warning('Instance %s (%s) may not preempt and its claim left '
+                    'host %s over capacity (used %s of %s: a concurrent '
+                    'claim took the room); claim taken back, the request '
+                    'fails', instance_uuid, view.decision().operation
+                    or 'preemptible', host_state.host, tuple(used),
+                    tuple(capacity))
 
     def _plan_victims(self, view, host_state, instance_uuid):
         """Choose and reserve victims on the claimed host, under its lock,
@@ -150,16 +281,16 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         """
         rp_uuid = host_state.uuid
         summary = view.summaries.get(rp_uuid)
-        capacity = reservations.summary_capacity(summary)
-        if capacity is None:
-            capacity, used = hosts.full_state(host_state)
+        if view.provider_state(rp_uuid) is None:
+            capacity, used = hosts.full_state(host_state, view)
             if (used - capacity).fits_in(planner.model.ZERO):
                 return
         elif not reservations.summary_has_preemptible(summary):
             # No preemptible instance there when the candidates were
             # read: nothing to preempt (a preemptible claim racing in
-            # since is the reconciler's).
+            # since is refused by its own check).
             return
+        capacity = self._capacity(view, host_state)
         # Every claim is in Placement before this read, so of several
         # workers claiming on one host, the one completing an overcommit
         # sees it here; nothing to do while the host is within capacity.
@@ -202,19 +333,22 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                              num_alts, alloc_reqs_by_rp_uuid=None,
                              allocation_request_version=None,
                              selected_alloc_reqs=None):
-        """Alternates of a normal request only include hosts whose full
-        state has room for it: the cell conductor claims an alternate
-        itself on a reschedule, without the scheduler, so no victims could
-        be chosen there (a reschedule then fails like a stock one when no
-        such host is left).
+        """Alternates only include hosts whose full state has room for the
+        request: the cell conductor claims an alternate itself on a
+        reschedule, without the scheduler, so no victims could be chosen
+        there and no claim checked (a reschedule then fails like a stock
+        one when no such host is left). With ``[opie_preemption] enabled
+        = False`` normal requests keep nova's alternates.
         """
         view = hosts.current_view()
-        if num_alts and view is not None and getattr(view, 'preempt', False):
+        if num_alts and view is not None and (
+                CONF.opie_preemption.enabled
+                or hosts.request_is_preemptible(spec_obj)):
             try:
                 request = hosts.request_resources(spec_obj)
                 kept = []
                 for hs in hosts_:
-                    capacity, used = hosts.full_state(hs)
+                    capacity, used = hosts.full_state(hs, view)
                     if hs in selected_hosts or request.fits_in(
                             capacity - used):
                         kept.append(hs)
@@ -231,12 +365,19 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
 
     def _ensure_sufficient_hosts(self, context, hosts_, required_count,
                                  claimed_uuids=None):
+        view = hosts.current_view()
+        if view is not None and view.refused and claimed_uuids:
+            # A claim taken back by _check_claim: the request fails (nova
+            # removes the other claims and raises NoValidHost).
+            kept = [(h, u) for h, u in zip(hosts_, claimed_uuids)
+                    if u not in view.refused]
+            hosts_ = [h for h, _ in kept]
+            claimed_uuids = [u for _, u in kept]
         # Raises NoValidHost when the request failed: nothing is preempted
         # and _schedule clears the reservations.
         super()._ensure_sufficient_hosts(context, hosts_, required_count,
                                          claimed_uuids)
-        view = hosts.current_view()
-        if view is None or not getattr(view, 'pending', None):
+        if view is None or not view.pending:
             return
         view.executed = True
         try:
@@ -257,17 +398,41 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                            context.request_id, CONF.opie_preemption.action,
                            terminated=done)
             by_cell[item.cell_uuid].extend(victims)
-        for cell_uuid, uuids in by_cell.items():
-            if uuids and not actions.release(ctx, cell_uuid, uuids):
-                LOG.warning(
-                    'Victims %s did not release their host within '
-                    'release_timeout (%s s): request %s proceeds on a host '
-                    'whose full state may still be over capacity. The '
-                    'reconciler keeps terminating them (they stay '
-                    'reserved as terminating); check their compute '
-                    'services.', sorted(uuids),
-                    CONF.opie_preemption.release_timeout,
-                    context.request_id)
+        self._wait_for_release(ctx, context.request_id, by_cell)
+
+    def _wait_for_release(self, ctx, request_id, by_cell):
+        """Hold the request until its victims released their hosts, when
+        one of the ``[opie_preemption] max_release_waits`` slots of this
+        worker is free; otherwise return at once (see the option).
+        """
+        if not any(by_cell.values()):
+            return
+        opts = CONF.opie_preemption
+        if not self._release_waits.acquire(opts.max_release_waits):
+            LOG.warning(
+                'Request %s does not wait for its victims %s: %d requests '
+                'of this worker already wait (max_release_waits). Its '
+                'server may start while they are still leaving; the '
+                'reconciler finishes terminating them.', request_id,
+                sorted(u for uuids in by_cell.values() for u in uuids),
+                self._release_waits.busy)
+            return
+        start = time.monotonic()
+        try:
+            for cell_uuid, uuids in by_cell.items():
+                if uuids and not actions.release(ctx, cell_uuid, uuids):
+                    LOG.warning(
+                        'Victims %s did not release their host within '
+                        'release_timeout (%s s): request %s proceeds on a '
+                        'host whose full state may still be over capacity. '
+                        'The reconciler keeps terminating them (they stay '
+                        'reserved as terminating); check their compute '
+                        'services.', sorted(uuids), opts.release_timeout,
+                        request_id)
+        finally:
+            self._release_waits.release()
+            LOG.info('Request %s waited %.2f s for its victims to release '
+                     'their hosts', request_id, time.monotonic() - start)
 
     # -- the reconciler ----------------------------------------------------
 

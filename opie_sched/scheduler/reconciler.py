@@ -96,6 +96,9 @@ class Reconciler:
 
     def __init__(self, placement=None):
         self._placement = placement
+        # providers' reserved amounts: the screen judges ComputeNode
+        # records in Placement's capacity model
+        self._reserved = hosts.ReservedCache()
 
     def placement(self):
         """nova's SchedulerReportClient (made on first use)."""
@@ -125,7 +128,8 @@ class Reconciler:
                 insts = hosts.load_instances(
                     cctxt, {None: {n.host for n in nodes}})
             for node in nodes:
-                capacity, used = hosts.compute_node_state(node)
+                capacity, used = hosts.compute_node_state(
+                    node, self._reserved.get(self.placement(), ctx, node))
                 result.append((cell.uuid, model.HostView(
                     name=node.hypervisor_hostname, capacity=capacity,
                     used=used,
@@ -224,7 +228,8 @@ class Reconciler:
         acted = []
         policy = weights.cost_policy()
         for node in objects.ComputeNodeList.get_all(cctxt):
-            capacity, used = hosts.compute_node_state(node)
+            capacity, used = hosts.compute_node_state(
+                node, self._reserved.get(self.placement(), ctx, node))
             if (used - capacity).fits_in(model.ZERO):
                 continue
             try:

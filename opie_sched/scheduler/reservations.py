@@ -167,12 +167,14 @@ def cell_context(ctx, cell_uuid):
 
 def load_by_uuid(cctxt, uuids):
     """``{uuid: Instance}`` (flavor and system metadata loaded) of the
-    instances of the cell that exist and are not deleted.
+    instances of the cell that exist and are not deleted (soft-deleted
+    ones included).
     """
     if not uuids:
         return {}
     insts = objects.InstanceList.get_by_filters(
-        cctxt, {'uuid': sorted(uuids), 'deleted': False},
+        cctxt, {'uuid': sorted(uuids), 'deleted': False,
+                'soft_deleted': True},
         expected_attrs=['flavor', 'system_metadata'])
     return {i.uuid: i for i in insts}
 
@@ -186,8 +188,10 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
     :param extra_leaving: uuids already chosen by this request.
     :returns: ``(HostView, {uuid: Instance})``: used = every allocation on
         the provider (normal and preemptible, in-flight claims included);
-        instances = the preemptible consumers that are instances of the
-        cell, sized by their allocation, ``leaving`` as
+        instances = the instances of the cell owning a preemptible
+        consumer (the instance itself, soft-deleted or not, or a migration
+        of it: :func:`opie_sched.scheduler.hosts.allocation_owners`), each
+        sized by all its consumers hold on the provider, ``leaving`` as
         :func:`opie_sched.scheduler.hosts.instance_is_leaving` says.
     :raises PlacementError: when Placement cannot be read.
     """
@@ -195,16 +199,18 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
     allocs = provider_allocations(client, ctx, rp_uuid)
     used = model.Resources.total(_as_resources(a) for a in allocs.values())
     pre = {c: a for c, a in allocs.items() if is_preemptible_allocation(a)}
-    rows = load_by_uuid(cell_context(ctx, cell_uuid), pre)
-    infos = []
-    for uuid, amounts in sorted(pre.items()):
-        inst = rows.get(uuid)
-        if inst is None:
-            # a migration record or an instance not in this cell (yet):
-            # it holds resources but cannot be chosen
-            continue
-        infos.append(hosts.instance_info(
-            inst, extra_leaving, now, resources=_as_resources(amounts)))
+    # Each preemptible consumer's victim: itself, a soft-deleted instance,
+    # or the instance of a migration (hosts.allocation_owners); one
+    # candidate per instance, sized by all it holds here.
+    owners, rows = hosts.allocation_owners(cell_context(ctx, cell_uuid), pre)
+    held = {}
+    for consumer, amounts in allocs.items():
+        owner = owners.get(consumer)
+        if owner is not None:
+            held[owner] = held.get(owner, model.ZERO) + _as_resources(amounts)
+    infos = [hosts.instance_info(rows[uuid], extra_leaving, now,
+                                 resources=res)
+             for uuid, res in sorted(held.items())]
     return model.HostView(name=name, capacity=capacity, used=used,
                           instances=infos), rows
 

@@ -100,9 +100,16 @@ def enabled():
 
 def applies(spec_obj):
     """True when a RequestSpec is to be filtered and weighed on the normal
-    state: the option is on and the request's flavor is not preemptible.
+    state: the option is on, the request's flavor is not preemptible and
+    the request is not one that must fit the full state (a move that may
+    not preempt, :func:`opie_sched.scheduler.manager.preemption_policy`:
+    placed on the normal state it could land where only victims would make
+    room, and then be refused).
     """
-    return enabled() and not hosts.request_is_preemptible(spec_obj)
+    if not enabled() or hosts.request_is_preemptible(spec_obj):
+        return False
+    view = hosts.current_view()
+    return view is None or not view.decision().fit_full_state
 
 
 def instance_usage(inst):

@@ -149,6 +149,17 @@ class ExplainTest(testtools.TestCase):
         self.assertIsNone(result['host'])
         self.assertIn('no host can fit', result['reason'])
 
+    def test_snapshot_capacity_is_placements(self):
+        doc = snapshot_doc()
+        doc['hosts'][0].update(vcpus=32, reserved_vcpus=4,
+                               cpu_allocation_ratio=4.0,
+                               reserved_memory_mb=512)
+        host = snapshot.parse(doc).hosts[0]
+        self.assertEqual((112, 15488, 200), tuple(host.capacity))
+        doc['hosts'][0]['reserved_vcpus'] = 33
+        e = self.assertRaises(snapshot.SnapshotError, snapshot.parse, doc)
+        self.assertIn('hosts[0].reserved_vcpus', str(e))
+
     def test_snapshot_errors_name_the_field(self):
         doc = snapshot_doc()
         doc['hosts'][1]['instances'][2]['vcpus'] = -1

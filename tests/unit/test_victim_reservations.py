@@ -88,9 +88,14 @@ class LeavingTest(testtools.TestCase):
         self.assertTrue(hosts.instance_is_leaving(
             instance(uuids.a, flavor(1, 2000, 20), task_state='deleting'),
             now=NOW))
-        self.assertTrue(hosts.instance_is_leaving(
+        # a soft-deleted server keeps its allocation until reclaimed or
+        # restored: it is not leaving (it is a candidate victim)
+        self.assertFalse(hosts.instance_is_leaving(
             instance(uuids.a, flavor(1, 2000, 20), vm_state='soft-delete'),
             now=NOW))
+        self.assertFalse(hosts.instance_is_leaving(
+            instance(uuids.a, flavor(1, 2000, 20),
+                     task_state='soft-deleting'), now=NOW))
 
 
 class DiskAccountingTest(testtools.TestCase):
@@ -112,6 +117,8 @@ class DiskAccountingTest(testtools.TestCase):
         self.assertEqual((2, 4000, 41), tuple(hosts.request_resources(spec)))
 
     def test_consumed_disk_counts_in_the_full_state(self):
+        self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF, 'reserved_host_memory_mb', 0))
         hs = fakes.FakeHostState('h', 'h', {
             'vcpus_total': 8, 'vcpus_used': 0, 'total_usable_ram_mb': 16000,
             'free_ram_mb': 16000, 'total_usable_disk_gb': 200,
@@ -159,10 +166,16 @@ class FreshHostViewTest(testtools.TestCase):
         self.useFixture(fixtures.MockPatchObject(
             hosts.CONF.opie_preemption, 'reservation_timeout', 300))
         self.rows = {}
+        self.migrations = {}
+
+        def owners(cctxt, consumers):
+            found = {u: u for u in consumers if u in self.rows}
+            found.update({m: i for m, i in self.migrations.items()
+                          if m in consumers})
+            return found, {i: self.rows[i] for i in set(found.values())}
         self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.reservations.load_by_uuid',
-            side_effect=lambda cctxt, uuids: {
-                u: self.rows[u] for u in uuids if u in self.rows}))
+            'opie_sched.scheduler.hosts.allocation_owners',
+            side_effect=owners))
         self.useFixture(fixtures.MockPatch(
             'opie_sched.scheduler.reservations.cell_context'))
 
@@ -181,6 +194,8 @@ class FreshHostViewTest(testtools.TestCase):
                           pre['DISK_GB']: 40},
             # a migration record holding a preemptible's old resources
             uuids.migration: {pre['VCPU']: 1, pre['MEMORY_MB']: 1000},
+            # a preemptible claim in flight (no instance in the cell yet)
+            uuids.in_flight: {pre['VCPU']: 1},
         })
         flv = flavor(2, 4000, 40)
         self.rows = {
@@ -188,22 +203,29 @@ class FreshHostViewTest(testtools.TestCase):
             uuids.p_swap: instance(uuids.p_swap, flv),
             uuids.p_res: instance(uuids.p_res, flv, sysmeta=vs.reserve(
                 'other', NOW).as_metadata()),
+            # resized away (unconfirmed): its source allocation here is
+            # the migration's, and it is the victim that frees it
+            uuids.p_moved: instance(uuids.p_moved, flavor(1, 1000, 0)),
         }
+        self.migrations = {uuids.migration: uuids.p_moved}
         capacity = (8, 16000, 200)
         hv, rows = reservations.fresh_host_view(
             None, client, 'rp', None, reservations.model.Resources(
                 *capacity), 'h', now=NOW)
         self.assertEqual(['/resource_providers/rp/allocations'],
                          client.urls)
-        self.assertEqual((11, 21000, 161), tuple(hv.used))
+        self.assertEqual((12, 21000, 161), tuple(hv.used))
         by_uuid = {i.uuid: i for i in hv.instances}
-        self.assertEqual({uuids.p_bfv, uuids.p_swap, uuids.p_res},
-                         set(by_uuid))
+        self.assertEqual({uuids.p_bfv, uuids.p_swap, uuids.p_res,
+                          uuids.p_moved}, set(by_uuid))
         self.assertEqual(0, by_uuid[uuids.p_bfv].resources.disk_gb)
         self.assertEqual(41, by_uuid[uuids.p_swap].resources.disk_gb)
+        self.assertEqual((1, 1000, 0),
+                         tuple(by_uuid[uuids.p_moved].resources))
         self.assertTrue(by_uuid[uuids.p_res].leaving)
-        self.assertEqual({uuids.p_bfv, uuids.p_swap},
+        self.assertEqual({uuids.p_bfv, uuids.p_swap, uuids.p_moved},
                          {i.uuid for i in hv.preemptible_instances})
+        self.assertEqual(set(by_uuid), set(rows))
 
     def test_summary_helpers(self):
         summary = {'resources': {
