@@ -13,6 +13,8 @@
 a failing round never takes the scheduler down.
 """
 
+import subprocess
+import sys
 from unittest import mock
 
 import fixtures
@@ -81,30 +83,166 @@ class ReconcilerPeriodicTest(testtools.TestCase):
         self.coord.hold.assert_not_called()
 
 
+#: A second process holding the reconciler lock (hold) and a host's lock
+#: (lock) on the file driver until its stdin closes.
+_HOLDER = """
+import sys
+from opie_sched.scheduler import locks
+coord = locks.Coordinator(sys.argv[1], sys.argv[2])
+assert coord.hold('opie-reconciler')
+assert coord.worker_id() == sys.argv[2]
+with coord.lock('opie-preempt-x', 5):
+    print('held', flush=True)
+    sys.stdin.read()
+"""
+
+
 class CoordinatorTest(testtools.TestCase):
-    """The file backend on one machine: one holder of a held lock."""
+    """The file backend on one machine, across PROCESSES (the file
+    driver's fcntl locks exclude other processes; inside one process tooz
+    adds a barrier of its own, which is not what several workers rely on).
+    """
 
-    def test_hold_is_exclusive_across_coordinators(self):
-        path = self.useFixture(fixtures.TempDir()).path
-        a = locks.Coordinator('file://' + path, 'a')
-        b = locks.Coordinator('file://' + path, 'b')
-        self.addCleanup(a.stop)
-        self.addCleanup(b.stop)
-        self.assertTrue(a.hold('opie-reconciler'))
-        self.assertTrue(a.hold('opie-reconciler'))
-        self.assertFalse(b.hold('opie-reconciler'))
-        a.drop('opie-reconciler')
-        self.assertTrue(b.hold('opie-reconciler'))
+    def setUp(self):
+        super().setUp()
+        self.url = 'file://' + self.useFixture(fixtures.TempDir()).path
+        self.me = locks.Coordinator(self.url, 'parent')
+        self.addCleanup(self.me.stop)
 
-    def test_lock_times_out(self):
-        path = self.useFixture(fixtures.TempDir()).path
-        a = locks.Coordinator('file://' + path, 'a')
-        b = locks.Coordinator('file://' + path, 'b')
-        self.addCleanup(a.stop)
-        self.addCleanup(b.stop)
-        with a.lock('opie-preempt-x', 1):
-            with testtools.ExpectedException(locks.LockTimeout):
-                with b.lock('opie-preempt-x', 0.2):
-                    pass
-        with b.lock('opie-preempt-x', 1):
+    def holder(self):
+        proc = subprocess.Popen(
+            [sys.executable, '-c', _HOLDER, self.url, 'child'],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(self._reap, proc)
+        self.assertEqual('held', proc.stdout.readline().strip())
+        return proc
+
+    @staticmethod
+    def _reap(proc):
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+
+    def test_another_process_holds_the_locks(self):
+        proc = self.holder()
+        self.assertFalse(self.me.hold('opie-reconciler'))
+        with testtools.ExpectedException(locks.LockTimeout):
+            with self.me.lock('opie-preempt-x', 0.3):
+                pass
+        self.assertFalse(self.me.is_dead('child'))
+        # the holder exits: the kernel releases its locks
+        proc.stdin.close()
+        self.assertEqual(0, proc.wait(60))
+        self.assertTrue(self.me.hold('opie-reconciler'))
+        self.assertTrue(self.me.hold('opie-reconciler'))
+        with self.me.lock('opie-preempt-x', 5):
             pass
+        self.assertTrue(self.me.is_dead('child'))
+
+    def test_a_killed_holder_is_dead_at_once(self):
+        proc = self.holder()
+        self.assertFalse(self.me.is_dead('child'))
+        proc.kill()
+        proc.wait(60)
+        self.assertTrue(self.me.is_dead('child'))
+        self.assertTrue(self.me.hold('opie-reconciler'))
+
+    def test_this_worker_is_alive(self):
+        self.assertEqual('parent', self.me.worker_id())
+        self.assertFalse(self.me.is_dead('parent'))
+        self.assertFalse(self.me.is_dead(''))
+
+    def test_drop(self):
+        self.assertTrue(self.me.hold('opie-reconciler'))
+        self.me.drop('opie-reconciler')
+        self.me.drop('opie-reconciler')
+        other = locks.Coordinator(self.url, 'other')
+        self.addCleanup(other.stop)
+        self.assertTrue(other.hold('opie-reconciler'))
+
+
+class LockDirTest(testtools.TestCase):
+    """The file driver's locks are never created inside site-packages."""
+
+    def setUp(self):
+        super().setUp()
+        from oslo_config import cfg
+        self.conf = cfg.ConfigOpts()
+        self.conf.register_opt(cfg.StrOpt('state_path'))
+        self.conf.register_opt(cfg.StrOpt('lock_path'),
+                               group='oslo_concurrency')
+        self.conf.register_opt(cfg.StrOpt('coordination_url'),
+                               group='opie_preemption')
+        self.conf([])
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def test_nova_default_state_path_is_refused(self):
+        import os
+
+        import nova
+        pybasedir = os.path.join(os.path.dirname(nova.__file__), '..')
+        self.conf.set_override('state_path', pybasedir)
+        with testtools.ExpectedException(locks.LockDirError,
+                                         '.*lock_path.*coordination_url'):
+            locks.default_url(self.conf)
+        self.assertFalse(os.path.exists(
+            os.path.join(pybasedir, 'opie_sched', 'locks')))
+
+    def test_site_packages_is_refused(self):
+        import sysconfig
+        self.conf.set_override('state_path', sysconfig.get_paths()['purelib'])
+        self.assertRaises(locks.LockDirError, locks.lock_dir, self.conf)
+
+    def test_lock_path_first(self):
+        import os
+
+        import nova
+        self.conf.set_override('state_path', os.path.join(
+            os.path.dirname(nova.__file__), '..'))
+        self.conf.set_override('lock_path', self.tmp, 'oslo_concurrency')
+        self.assertEqual('file://%s/opie_sched' % self.tmp,
+                         locks.default_url(self.conf))
+        self.assertTrue(os.path.isdir(os.path.join(self.tmp, 'opie_sched')))
+
+    def test_state_path_of_the_host(self):
+        self.conf.set_override('state_path', self.tmp)
+        self.assertEqual('%s/opie_sched/locks' % self.tmp,
+                         locks.lock_dir(self.conf))
+
+    def test_coordination_url_wins(self):
+        self.conf.set_override('coordination_url', 'redis://r:6379',
+                               'opie_preemption')
+        self.assertEqual('redis://r:6379', locks.default_url(self.conf))
+
+
+class FileLockConflictsTest(testtools.TestCase):
+    """Several scheduler hosts never share the file driver's locks."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = mock.Mock()
+        self.conf.host = 'sched1'
+        self.conf.opie_preemption.coordination_url = None
+
+    @staticmethod
+    def svc(host, up=True, binary='nova-scheduler'):
+        return mock.Mock(host=host, binary=binary, deleted=False, up=up)
+
+    def conflicts(self, services):
+        return locks.file_lock_conflicts(self.conf, services,
+                                         lambda s: s.up)
+
+    def test_other_scheduler_host_up(self):
+        services = [self.svc('sched1'), self.svc('sched2'),
+                    self.svc('sched3', up=False),
+                    self.svc('compute1', binary='nova-compute')]
+        self.assertEqual(['sched2'], self.conflicts(services))
+        self.conf.opie_preemption.coordination_url = 'file:///x'
+        self.assertEqual(['sched2'], self.conflicts(services))
+        self.conf.opie_preemption.coordination_url = 'redis://r:6379'
+        self.assertEqual([], self.conflicts(services))
+
+    def test_one_host(self):
+        self.assertEqual([], self.conflicts([self.svc('sched1')]))
