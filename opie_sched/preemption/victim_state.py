@@ -44,8 +44,12 @@ KEY_REQUEST = 'opie_victim_request'
 KEY_ATTEMPTS = 'opie_victim_attempts'
 KEY_NEXT = 'opie_victim_next_attempt'
 KEY_REASON = 'opie_victim_reason'
+#: The tooz member id of the scheduler worker that reserved the victim
+#: (see :mod:`opie_sched.scheduler.locks`: its reservations end when it
+#: is known dead).
+KEY_WORKER = 'opie_victim_worker'
 KEYS = (KEY_STATE, KEY_PREEMPTOR, KEY_SINCE, KEY_REQUEST, KEY_ATTEMPTS,
-        KEY_NEXT, KEY_REASON)
+        KEY_NEXT, KEY_REASON, KEY_WORKER)
 
 RESERVED = 'reserved'
 TERMINATING = 'terminating'
@@ -85,6 +89,8 @@ class VictimState:
     :param next_attempt: when the reconciler may try again (aware datetime)
         or None.
     :param reason: the text shown to the owner.
+    :param worker: tooz member id of the worker that reserved it ('' when
+        unknown).
     """
     state: str
     preemptor: str
@@ -93,6 +99,7 @@ class VictimState:
     attempts: int = 0
     next_attempt: ty.Optional[datetime.datetime] = None
     reason: str = ''
+    worker: str = ''
 
     def as_metadata(self):
         """The system metadata items (str → str) recording this state."""
@@ -103,6 +110,8 @@ class VictimState:
                  KEY_REASON: (self.reason or '')[:255]}
         if self.next_attempt is not None:
             items[KEY_NEXT] = format_time(self.next_attempt)
+        if self.worker:
+            items[KEY_WORKER] = self.worker[:255]
         return items
 
     @classmethod
@@ -125,7 +134,8 @@ class VictimState:
                    since=since, request_id=sysmeta.get(KEY_REQUEST) or '',
                    attempts=attempts,
                    next_attempt=parse_time(sysmeta.get(KEY_NEXT)),
-                   reason=sysmeta.get(KEY_REASON) or '')
+                   reason=sysmeta.get(KEY_REASON) or '',
+                   worker=sysmeta.get(KEY_WORKER) or '')
 
     def is_leaving(self, now, lease):
         """True when the victim's resources count as released.
@@ -165,7 +175,10 @@ def backoff(attempts, interval, maximum):
     return min(interval * (2 ** min(attempts - 1, 30)), maximum)
 
 
-def reserve(preemptor, now, request_id='', reason=''):
-    """A new ``reserved`` :class:`VictimState`."""
+def reserve(preemptor, now, request_id='', reason='', worker=''):
+    """A new ``reserved`` :class:`VictimState` (``worker``: the tooz
+    member id of the reserving worker).
+    """
     return VictimState(state=RESERVED, preemptor=preemptor, since=now,
-                       request_id=request_id or '', reason=reason or '')
+                       request_id=request_id or '', reason=reason or '',
+                       worker=worker or '')

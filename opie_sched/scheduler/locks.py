@@ -304,6 +304,52 @@ class Coordinator:
                 self._coordinator = None
 
 
+def scheduler_services(ctx):
+    """Every cell's ``nova-scheduler`` Service records (cells that do not
+    answer are skipped, logged).
+    """
+    from nova import context as nova_context
+    from nova import objects
+    results = nova_context.scatter_gather_all_cells(
+        ctx, objects.ServiceList.get_by_binary, SCHEDULER_BINARY)
+    services = []
+    for cell_uuid, result in results.items():
+        if nova_context.is_cell_failure_sentinel(result):
+            LOG.warning('Cell %s did not list its scheduler services',
+                        cell_uuid)
+            continue
+        services.extend(result)
+    return services
+
+
+def check_shared_backend(conf, ctx=None):
+    """The hosts (other than this one) running a scheduler service that
+    is up while the locks are the file driver's, read from Nova's service
+    records; [] when none or when the backend is shared.
+
+    :raises LockDirError: see :func:`lock_dir`.
+    """
+    url = default_url(conf)
+    if not is_file_url(url):
+        return []
+    from nova import context as nova_context
+    from nova import servicegroup
+    ctx = ctx or nova_context.get_admin_context()
+    group = servicegroup.API()
+    return file_lock_conflicts(conf, scheduler_services(ctx),
+                               group.service_is_up)
+
+
+#: Logged (ERROR) when :func:`check_shared_backend` finds other hosts.
+SHARED_FILE_LOCK_ERROR = (
+    'Scheduler services run on several hosts (this one, %s) but the '
+    'opie_sched locks are the file driver\'s (%s), which excludes the '
+    'workers of ONE host only: victims can be chosen twice and two '
+    'reconcilers can run. Set [opie_preemption] coordination_url to a '
+    'tooz backend every scheduler host reaches (etcd3+http://..., '
+    'redis://...).')
+
+
 _coordinators = {}
 _coordinators_lock = threading.Lock()
 
@@ -321,3 +367,14 @@ def coordinator(conf):
         if coord is None:
             coord = _coordinators[key] = Coordinator(url)
         return coord
+
+
+def reset():
+    """Stop and forget every coordinator of this process (their locks
+    released): for tests, each with a lock directory of its own.
+    """
+    with _coordinators_lock:
+        coords = list(_coordinators.values())
+        _coordinators.clear()
+    for coord in coords:
+        coord.stop()

@@ -128,6 +128,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         view = hosts.current_view()
         if view is None or not getattr(view, 'preempt', False):
             return
+        self._renew_reservations(view)
         try:
             self._plan_victims(view, selected_host, instance_uuid)
         except Exception:
@@ -180,12 +181,40 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             reserved = reservations.reserve(
                 reservations.cell_context(view.ctx, host_state.cell_uuid),
                 [rows[inst.uuid] for inst, _ in plan.victims],
-                instance_uuid, view.request_id, reasons, now)
+                instance_uuid, view.request_id, reasons, now,
+                worker=locks.coordinator(CONF).worker_id())
+        if not view.pending:
+            view.renewed_at = time.monotonic()
         view.planned_victims.update(reserved)
         view.pending.append(_Pending(plan, host_state.cell_uuid,
                                      instance_uuid, reasons))
         LOG.info('Preemption decision for instance %s: %s', instance_uuid,
                  planner.describe_plan(plan))
+
+    def _renew_reservations(self, view, force=False):
+        """Renew the lease of this request's reservations once a third of
+        ``reservation_timeout`` has passed since the last renewal (each
+        instance of a multi-create passes here): they never expire while
+        the request is alive. Errors are logged.
+        """
+        if not getattr(view, 'pending', None):
+            return
+        now = time.monotonic()
+        lease = CONF.opie_preemption.reservation_timeout
+        if not force and now - view.renewed_at < lease / 3.0:
+            return
+        view.renewed_at = now
+        by_cell = collections.defaultdict(list)
+        for item in view.pending:
+            by_cell[item.cell_uuid].extend(
+                inst.uuid for inst, _ in item.plan.victims)
+        for cell_uuid, uuids in by_cell.items():
+            try:
+                reservations.renew(view.ctx, cell_uuid, uuids,
+                                   view.request_id)
+            except Exception:
+                LOG.exception('Could not renew the reservations of %s',
+                              sorted(uuids))
 
     # -- alternates: never a host that would need preemption ---------------
 
@@ -229,6 +258,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         view = hosts.current_view()
         if view is None or not getattr(view, 'pending', None):
             return
+        self._renew_reservations(view)
         view.executed = True
         try:
             self._execute(context, view.pending)
@@ -262,6 +292,21 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
 
     # -- the reconciler ----------------------------------------------------
 
+    def _opie_check_shared_backend(self):
+        """ERROR in the log at every reconciler period while scheduler
+        services of several hosts share the file driver's locks (the
+        start refuses it, :mod:`opie_sched.cmd.scheduler`; this catches
+        hosts started at the same time or afterwards).
+        """
+        try:
+            others = locks.check_shared_backend(CONF)
+        except Exception:
+            LOG.exception('Could not check the scheduler hosts')
+            return
+        if others:
+            LOG.error(locks.SHARED_FILE_LOCK_ERROR, ', '.join(others),
+                      locks.default_url(CONF))
+
     @periodic_task.periodic_task(spacing=1, run_immediately=False)
     def _opie_reconcile(self, context):
         """Periodic repair of overcommitted hosts (``[opie_reconciler]``):
@@ -277,6 +322,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             return
         self._opie_last_reconcile = now
         try:
+            self._opie_check_shared_backend()
             if not locks.coordinator(CONF).hold(locks.RECONCILER_LOCK):
                 LOG.debug('Another worker holds the reconciler lock')
                 return

@@ -187,8 +187,16 @@ class LockDirTest(testtools.TestCase):
         with testtools.ExpectedException(locks.LockDirError,
                                          '.*lock_path.*coordination_url'):
             locks.default_url(self.conf)
-        self.assertFalse(os.path.exists(
-            os.path.join(pybasedir, 'opie_sched', 'locks')))
+
+    def test_a_directory_python_imports_from_is_refused(self):
+        import os
+        import sys
+        self.useFixture(fixtures.MockPatchObject(
+            sys, 'path', [self.tmp] + sys.path))
+        self.conf.set_override('state_path', self.tmp)
+        self.assertRaises(locks.LockDirError, locks.default_url, self.conf)
+        # nothing created that could shadow a package
+        self.assertEqual([], os.listdir(self.tmp))
 
     def test_site_packages_is_refused(self):
         import sysconfig
