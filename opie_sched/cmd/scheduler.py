@@ -53,15 +53,9 @@ def main():
     objects.register_all()
     objects.Service.enable_min_version_cache()
     from opie_sched.scheduler import locks
-    try:
-        others = locks.check_shared_backend(CONF)
-    except locks.LockDirError as exc:
-        LOG.error('opie-scheduler cannot start: %s', exc)
-        return 1
-    if others:
-        LOG.error('opie-scheduler refuses to start: ' +
-                  locks.SHARED_FILE_LOCK_ERROR, ', '.join(others),
-                  locks.default_url(CONF))
+    error = locks.startup_error(CONF)
+    if error:
+        LOG.error('opie-scheduler refuses to start: %s', error)
         return 1
     server = service.Service.create(binary='nova-scheduler',
                                     topic=rpcapi.RPC_TOPIC,

@@ -340,6 +340,23 @@ def check_shared_backend(conf, ctx=None):
                                group.service_is_up)
 
 
+def startup_error(conf):
+    """Why this scheduler host must not start, or None: its lock
+    directory would be inside a Python install directory, or scheduler
+    services of other hosts are up while its locks are the file driver's.
+
+    :returns: an error message (str) or None.
+    """
+    try:
+        others = check_shared_backend(conf)
+    except LockDirError as exc:
+        return str(exc)
+    if others:
+        return SHARED_FILE_LOCK_ERROR % (', '.join(others),
+                                         default_url(conf))
+    return None
+
+
 #: Logged (ERROR) when :func:`check_shared_backend` finds other hosts.
 SHARED_FILE_LOCK_ERROR = (
     'Scheduler services run on several hosts (this one, %s) but the '

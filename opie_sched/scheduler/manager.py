@@ -300,6 +300,9 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         """
         try:
             others = locks.check_shared_backend(CONF)
+        except locks.LockDirError as exc:
+            LOG.error('%s', exc)
+            return
         except Exception:
             LOG.exception('Could not check the scheduler hosts')
             return

@@ -16,6 +16,7 @@ reservations past ``reservation_timeout``, and a scheduler host refuses to
 share the file driver's locks with another one.
 """
 
+import datetime
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ import fixtures
 
 from nova import context as nova_context
 from nova import objects
+from nova.tests import fixtures as nova_fixtures
 
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import hosts
@@ -31,6 +33,7 @@ from opie_sched.scheduler import locks
 from opie_sched.scheduler import manager
 from opie_sched.scheduler import reconciler
 from opie_sched.scheduler import reservations
+from tests.functional import base
 from tests.functional import test_preemption_holds
 
 #: A scheduler worker in another process: joins the locks' backend, holds
@@ -105,6 +108,24 @@ class DeadWorkerTest(test_preemption_holds._Base):
         self._wait_until_deleted(p[0])
         self.assertEqual({p[1]['id'], normal['id']}, self.live_uuids())
 
+    def test_a_live_request_renews_only_its_own_reservations(self):
+        p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
+        old = hosts.timeutils.utcnow(with_timezone=True) - \
+            datetime.timedelta(seconds=250)
+        ctx = nova_context.get_admin_context()
+        cell = self.cell_mappings['cell1']
+        with nova_context.target_cell(ctx, cell) as cctxt:
+            for server, request in ((p[0], 'req-a'), (p[1], 'req-b')):
+                inst = objects.Instance.get_by_uuid(
+                    cctxt, server['id'], expected_attrs=['system_metadata'])
+                reservations.reserve(cctxt, [inst], 'x', request, {}, old)
+        renewed = reservations.renew(ctx, cell.uuid,
+                                     [p[0]['id'], p[1]['id']], 'req-a')
+        self.assertEqual([p[0]['id']], renewed)
+        self.assertGreater(self.sysmeta(p[0]['id']).since, old)
+        self.assertEqual(old.replace(microsecond=0),
+                         self.sysmeta(p[1]['id']).since)
+
     def test_unknown_worker_keeps_the_lease(self):
         p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
         self.reserve(p[0]['id'], '')
@@ -128,3 +149,54 @@ class DeadWorkerTest(test_preemption_holds._Base):
         [state] = seen
         self.assertEqual(locks.coordinator(manager.CONF).member_id,
                          state.worker)
+
+
+class SharedFileLockTest(test_preemption_holds._Base):
+    """Scheduler services of two hosts never share the file driver's
+    locks: opie-scheduler refuses to start, and the running one logs an
+    ERROR at each reconciler period.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # a second scheduler host's service, up (its record heartbeats)
+        self.useFixture(nova_fixtures.ConfPatcher(host='scheduler2'))
+        self.scheduler2 = self.useFixture(nova_fixtures.ServiceFixture(
+            'scheduler', host='scheduler2',
+            manager=base.NOVA_MANAGER)).service
+        self.useFixture(nova_fixtures.ConfPatcher(host='fake-mini'))
+
+    def test_other_scheduler_host_is_found(self):
+        self.useFixture(nova_fixtures.ConfPatcher(host='scheduler'))
+        self.assertEqual(['scheduler2'],
+                         locks.check_shared_backend(manager.CONF))
+        self.assertIn('several hosts (this one, scheduler2)',
+                      locks.startup_error(manager.CONF))
+        self.flags(coordination_url='redis://127.0.0.1:6379',
+                   group='opie_preemption')
+        self.assertEqual([], locks.check_shared_backend(manager.CONF))
+        self.assertIsNone(locks.startup_error(manager.CONF))
+
+    def test_one_scheduler_host(self):
+        self.scheduler2.stop()
+        self.useFixture(nova_fixtures.ConfPatcher(host='scheduler'))
+        # stopped: its record no longer heartbeats; forced down for the
+        # servicegroup's view
+        ctx = nova_context.get_admin_context()
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            svc = objects.Service.get_by_args(cctxt, 'scheduler2',
+                                              'nova-scheduler')
+            svc.forced_down = True
+            svc.save()
+        self.assertEqual([], locks.check_shared_backend(manager.CONF))
+
+    def test_running_scheduler_logs_error_each_period(self):
+        self.useFixture(nova_fixtures.ConfPatcher(host='scheduler'))
+        log = self.useFixture(fixtures.FakeLogger())
+        mgr = self.scheduler.manager
+        self.flags(run_in_scheduler=True, interval=1,
+                   group='opie_reconciler')
+        mgr._opie_reconcile(nova_context.get_admin_context())
+        self.assertIn('Scheduler services run on several hosts (this one, '
+                      'scheduler2)', log.output)
