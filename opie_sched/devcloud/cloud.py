@@ -162,6 +162,11 @@ def _gunicorn(settings, name, app, extra_env, layout, threads=4):
             '--bind', '%s:%d' % (settings.host, settings.ports[name]),
             '--workers', '1', '--threads', str(threads),
             '--timeout', '300', '--graceful-timeout', '5',
+            # Idle keep-alive connections are closed after 60 s, not
+            # gunicorn's 2 s: clients polling every 1-2 s otherwise reuse
+            # a connection the server is closing (ECONNRESET, seen
+            # under load in the Tempest tier).
+            '--keep-alive', '60',
             '--name', 'devcloud-%s' % name,
             'opie_sched.devcloud.wsgi:application']
     return argv, env
