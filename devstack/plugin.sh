@@ -31,6 +31,10 @@ set -o xtrace
 
 function install_opie_sched {
     setup_develop "$OPIE_SCHED_DIR"
+    if [[ "$OPIE_SCHED_COORDINATION_URL" == etcd3* ]]; then
+        # tooz's etcd3gw driver
+        pip_install_gr etcd3gw
+    fi
     if is_service_enabled opie-market-api; then
         # The market API runs under gunicorn, as in devcloud.
         pip_install gunicorn
@@ -131,6 +135,11 @@ function configure_opie_sched {
     if [[ "$OPIE_SCHED_ENABLE_FILTERS" == "True" ]]; then
         configure_opie_sched_filters
     fi
+    if [[ -n "$OPIE_SCHED_COORDINATION_URL" ]]; then
+        # Every scheduler host's locks on DevStack's etcd3.
+        iniset "$NOVA_CONF" opie_preemption coordination_url \
+            "$OPIE_SCHED_COORDINATION_URL"
+    fi
     if [[ "$OPIE_SCHED_PROVIDER_CONFIG" == "True" ]] && \
             is_service_enabled n-cpu; then
         configure_opie_sched_provider_config
@@ -173,12 +182,12 @@ function configure_opie_sched_services {
     iniset "$OPIE_SCHED_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
     if is_service_enabled opie-market opie-market-api; then
         iniset "$OPIE_SCHED_CONF" opie_market state_dir "$OPIE_SCHED_STATE_DIR/market"
-        # As in devcloud: the market's database on the cloud's database
-        # server, leader election through file locks.
+        # The market's database on the cloud's database server, leader
+        # election on DevStack's etcd3 (file locks without it).
         iniset "$OPIE_SCHED_CONF" opie_market connection \
             "$(database_connection_url opie_market)"
         iniset "$OPIE_SCHED_CONF" opie_market coordination_url \
-            "file://$OPIE_SCHED_STATE_DIR/locks"
+            "${OPIE_SCHED_COORDINATION_URL:-file://$OPIE_SCHED_STATE_DIR/locks}"
         iniset "$OPIE_SCHED_CONF" opie_market cloud "$OPIE_SCHED_CLOUD"
         iniset "$OPIE_SCHED_CONF" opie_market api_port "$OPIE_SCHED_MARKET_PORT"
         iniset "$OPIE_SCHED_CONF" opie_market api_auth_strategy keystone
@@ -187,7 +196,7 @@ function configure_opie_sched_services {
     if is_service_enabled opie-autoscaler; then
         iniset "$OPIE_SCHED_CONF" opie_autoscaler cloud "$OPIE_SCHED_CLOUD"
         iniset "$OPIE_SCHED_CONF" opie_autoscaler coordination_url \
-            "file://$OPIE_SCHED_STATE_DIR/locks"
+            "${OPIE_SCHED_COORDINATION_URL:-file://$OPIE_SCHED_STATE_DIR/locks}"
         if [[ -n "$OPIE_SCHED_AUTOSCALER_APPS" ]]; then
             iniset "$OPIE_SCHED_CONF" opie_autoscaler applications_file \
                 "$OPIE_SCHED_AUTOSCALER_APPS"
@@ -200,6 +209,10 @@ function configure_opie_sched_services {
     if is_service_enabled opie-repacker; then
         iniset "$OPIE_SCHED_CONF" opie_repacker cloud "$OPIE_SCHED_CLOUD"
         iniset "$OPIE_SCHED_CONF" opie_repacker state_dir "$OPIE_SCHED_STATE_DIR/repacker"
+        if [[ -n "$OPIE_SCHED_COORDINATION_URL" ]]; then
+            iniset "$OPIE_SCHED_CONF" opie_repacker coordination_url \
+                "$OPIE_SCHED_COORDINATION_URL"
+        fi
         if [[ "$OPIE_SCHED_REPACKER_EXECUTE" != "True" ]]; then
             iniset "$OPIE_SCHED_CONF" opie_repacker dry_run True
         fi

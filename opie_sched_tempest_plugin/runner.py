@@ -14,15 +14,18 @@
 ::
 
     python -m opie_sched_tempest_plugin.runner [--state-dir DIR]
-        [--computes N] [--scheduler-workers N] [--compute-vcpus N]
+        [--computes N] [--scheduler-workers N] [--scheduler-hosts N]
+        [--compute-vcpus N]
         [--preemptible-cpu-ratio R] [--market-period S]
         [--market-notice S] [--market-tick S] [--regex R]
         [--concurrency N] [--only opie|tempest] [--keep-cloud]
 
 1. When MariaDB or RabbitMQ is unreachable, prints one line saying that
    the tier was skipped and why, and exits 0.
-2. ``opie-sched devcloud up`` (``--scheduler-workers 2`` by default: the
-   race test of issue 10 needs two workers) with Die-Hard enabled
+2. ``opie-sched devcloud up`` (``--scheduler-workers 2`` and
+   ``--scheduler-hosts 2`` by default: the race test runs against two
+   scheduler hosts of two workers each, their locks on Redis; one host
+   when no Redis answers on 127.0.0.1:6379) with Die-Hard enabled
    (``--reliability``), a fast market (period 20 s, notice 20 s, tick
    2 s) with the market's default capacity source (``placement``: what
    Placement admits, so only refused boots contend it, as in a default
@@ -349,12 +352,24 @@ def _tempest(workspace, args, log):
                 log, cwd=workspace)
 
 
+def _redis_answers():
+    import socket
+    try:
+        socket.create_connection(('127.0.0.1', 6379), timeout=3).close()
+    except OSError:
+        return False
+    return True
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog='opie-tempest', description=__doc__.split('\n\n')[0])
     parser.add_argument('--state-dir', default='.tempest-cloud')
     parser.add_argument('--computes', type=int, default=3)
     parser.add_argument('--scheduler-workers', type=int, default=2)
+    parser.add_argument('--scheduler-hosts', type=int, default=2,
+                        help='scheduler hosts (devcloud --scheduler-hosts; '
+                             'default 2, 1 when Redis is unreachable)')
     parser.add_argument('--compute-vcpus', type=int, default=12)
     parser.add_argument('--preemptible-cpu-ratio', type=float, default=2.0,
                         help='vCPU overcommit of the hosts (devcloud '
@@ -379,6 +394,9 @@ def main(argv=None):
     if why:
         _say('skipped: %s' % why)
         return 0
+    if args.scheduler_hosts > 1 and not _redis_answers():
+        _say('Redis does not answer on 127.0.0.1:6379: one scheduler host')
+        args.scheduler_hosts = 1
     t0 = time.monotonic()
     state_dir = os.path.abspath(args.state_dir)
     workspace = os.path.join(state_dir, 'tempest')
@@ -395,6 +413,7 @@ def main(argv=None):
                         '--state-dir', state_dir, '--replace',
                         '--computes', str(args.computes),
                         '--scheduler-workers', str(args.scheduler_workers),
+                        '--scheduler-hosts', str(args.scheduler_hosts),
                         '--compute-vcpus', str(args.compute_vcpus),
                         '--compute-ram-mb',
                         str(host_ram_mb(args.compute_vcpus)),

@@ -14,7 +14,8 @@ all-in-one cloud on this machine (:mod:`opie_sched.devcloud`).
 
 ::
 
-    opie-sched devcloud up [--computes N] [--scheduler-workers N] ...
+    opie-sched devcloud up [--computes N] [--scheduler-workers N]
+        [--scheduler-hosts N] ...
     opie-sched devcloud status [--state-dir DIR]
     opie-sched devcloud down [--state-dir DIR]
     opie-sched devcloud scheduler-conf [--workers N] [--base-filters LIST]
@@ -160,6 +161,12 @@ class Up(_OnStateDir, cli.ShowOne):
                         help='number of nova-compute services (default 2)')
         up.add_argument('--scheduler-workers', type=_positive, default=2,
                         help='opie-scheduler worker processes (default 2)')
+        up.add_argument('--scheduler-hosts', type=_positive, default=1,
+                        help='opie-scheduler services as separate scheduler '
+                             'hosts (own host name, state_path, process '
+                             'tree; default 1). From 2 on they share their '
+                             'locks on Redis (127.0.0.1:6379, tooz redis '
+                             'driver) as several scheduler hosts must')
         up.add_argument('--compute-vcpus', type=_positive, default=8,
                         help='vCPUs per compute host (default 8)')
         up.add_argument('--compute-ram-mb', type=_positive, default=16000,
@@ -232,6 +239,7 @@ class Up(_OnStateDir, cli.ShowOne):
             settings = config.Settings(
                 ports, computes=args.computes,
                 scheduler_workers=args.scheduler_workers,
+                scheduler_hosts=args.scheduler_hosts,
                 compute_vcpus=args.compute_vcpus,
                 compute_ram_mb=args.compute_ram_mb,
                 compute_disk_gb=args.compute_disk_gb,

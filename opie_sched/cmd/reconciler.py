@@ -96,7 +96,11 @@ def main():
     from opie_sched.scheduler import locks
     from opie_sched.scheduler import reconciler
     rec = reconciler.Reconciler()
-    coord = locks.coordinator(CONF)
+    try:
+        coord = locks.coordinator(CONF)
+    except locks.LockDirError as exc:
+        LOG.error('opie-reconciler cannot start: %s', exc)
+        return 1
     if CONF.once:
         return 0 if run_round(rec, coord) else 1
     return coordination.serve(CONF, ReconcilerService(

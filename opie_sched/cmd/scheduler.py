@@ -15,6 +15,13 @@ A drop-in replacement for the ``nova-scheduler`` console script (same
 configuration files and arguments): Nova 34 has no pluggable scheduler
 driver, so the only way to run the preemption phase inside the scheduler is
 to start the scheduler service with :class:`OpieSchedulerManager`.
+
+It refuses to start (exit code 1, ERROR logged) when its locks would be
+tooz's file driver -- ``[opie_preemption] coordination_url`` unset or
+``file://`` -- while a scheduler service of another host is up: file locks
+exclude the workers of one host only
+(:func:`opie_sched.scheduler.locks.check_shared_backend`), and when the
+lock directory would fall inside a Python install directory.
 """
 
 # Nova's scheduler runs with native threads; patch before anything else.
@@ -35,6 +42,7 @@ from nova import thread_pool_factory  # noqa: E402
 from opie_sched import conf as opie_conf  # noqa: E402
 
 CONF = nova.conf.CONF
+LOG = logging.getLogger(__name__)
 MANAGER = 'opie_sched.scheduler.manager.OpieSchedulerManager'
 
 
@@ -44,6 +52,11 @@ def main():
     logging.setup(CONF, 'nova')
     objects.register_all()
     objects.Service.enable_min_version_cache()
+    from opie_sched.scheduler import locks
+    error = locks.startup_error(CONF)
+    if error:
+        LOG.error('opie-scheduler refuses to start: %s', error)
+        return 1
     server = service.Service.create(binary='nova-scheduler',
                                     topic=rpcapi.RPC_TOPIC,
                                     manager=MANAGER)

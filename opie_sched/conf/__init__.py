@@ -152,19 +152,25 @@ preemption_opts = [
              'host share: one lock per resource provider around choosing '
              'and reserving victims, and the reconciler\'s leadership. '
              'Possible values: unset (default) - the file driver in '
-             '``$state_path/opie_sched/locks``, correct for all workers of '
-             'ONE scheduler host only; ``redis://host:6379``, '
-             '``mysql://user:pass@host/db``, ``etcd3+http://host:2379``, '
-             '... - a backend every scheduler host reaches; required when '
-             'opie-scheduler runs on several hosts.'),
+             '``[oslo_concurrency] lock_path``/opie_sched (else '
+             '``$state_path/opie_sched/locks``; never inside a Python '
+             'install directory, opie-scheduler refuses to start then), '
+             'correct for all workers of ONE scheduler host only: '
+             'opie-scheduler refuses to start when a scheduler service of '
+             'another host is up; ``etcd3+http://host:2379`` (etcd3gw '
+             'package), ``redis://host:6379`` (redis package), '
+             '``mysql://user:pass@host/db``, ... - a backend every '
+             'scheduler host reaches; required when opie-scheduler runs '
+             'on several hosts.'),
     cfg.FloatOpt(
         'reservation_timeout', default=300.0, min=1,
         help='Seconds a victim reserved by a scheduler worker counts as '
              'leaving for the other workers before its request has '
-             'terminated it. A reservation older than this was left by a '
-             'worker that died or hung; the victim becomes an ordinary '
-             'candidate again. Keep it well above the time one scheduling '
-             'request takes.'),
+             'terminated it. A live request renews it every third of '
+             'this; a reservation older than this was left by a worker '
+             'that hung (a dead worker\'s are released at the '
+             'reconciler\'s next round, once its liveness lock is free); '
+             'the victim becomes an ordinary candidate again.'),
     cfg.IntOpt(
         'retry_interval', default=60, min=1,
         help='Seconds the reconciler waits before terminating again a '

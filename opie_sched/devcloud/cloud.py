@@ -104,6 +104,12 @@ def write_configs(settings, layout):
            config.render(config.scheduler_conf(
                settings.scheduler_workers,
                reliability=settings.reliability)))
+    for index in range(1, settings.scheduler_hosts + 1):
+        _write(os.path.join(etc, 'nova', 'scheduler-host-%d.conf' % index),
+               config.render(config.scheduler_host_conf(settings, layout,
+                                                        index)))
+        os.makedirs(layout.path('scheduler-%d' % index, 'locks'),
+                    exist_ok=True)
     for index in range(1, settings.computes + 1):
         _write(os.path.join(etc, 'nova', 'compute-%d.conf' % index),
                config.render(config.compute_conf(settings, layout, index)))
@@ -156,6 +162,11 @@ def _gunicorn(settings, name, app, extra_env, layout, threads=4):
             '--bind', '%s:%d' % (settings.host, settings.ports[name]),
             '--workers', '1', '--threads', str(threads),
             '--timeout', '300', '--graceful-timeout', '5',
+            # Idle keep-alive connections are closed after 60 s, not
+            # gunicorn's 2 s: clients polling every 1-2 s otherwise reuse
+            # a connection the server is closing (ECONNRESET, seen
+            # under load in the Tempest tier).
+            '--keep-alive', '60',
             '--name', 'devcloud-%s' % name,
             'opie_sched.devcloud.wsgi:application']
     return argv, env
@@ -195,16 +206,28 @@ def http_services(settings, layout):
     return out
 
 
+def scheduler_name(index):
+    """Service name of scheduler host ``index`` (1-based):
+    ``opie-scheduler``, ``opie-scheduler-2``, ...
+    """
+    return 'opie-scheduler' if index == 1 else 'opie-scheduler-%d' % index
+
+
 def daemons(settings, layout):
     """``{name: (argv, env)}`` of the other services, in start order."""
     env = service_env(layout)
     nova = ['--config-file', os.path.join(layout.etc, 'nova', 'nova.conf')]
     out = {
         'nova-conductor': ([bootstrap._bin('nova-conductor')] + nova, env),
-        'opie-scheduler': ([bootstrap._bin('opie-scheduler')] + nova + [
-            '--config-file', os.path.join(layout.etc, 'nova',
-                                          'scheduler.conf')], env),
     }
+    for index in range(1, settings.scheduler_hosts + 1):
+        out[scheduler_name(index)] = (
+            [bootstrap._bin('opie-scheduler')] + nova + [
+                '--config-file', os.path.join(layout.etc, 'nova',
+                                              'scheduler.conf'),
+                '--config-file', os.path.join(
+                    layout.etc, 'nova', 'scheduler-host-%d.conf' % index)],
+            env)
     for index in range(1, settings.computes + 1):
         cenv = dict(env, OPIE_DEVCLOUD_VCPUS=str(settings.compute_vcpus),
                     OPIE_DEVCLOUD_RAM_MB=str(settings.compute_ram_mb),
@@ -265,7 +288,8 @@ class Cloud:
                 'a devcloud is already up in %s (%s); use --replace or '
                 'devcloud down' % (self.layout.root, ', '.join(sorted(
                     alive))))
-        preflight.check(neutron=settings.neutron == 'server')
+        preflight.check(neutron=settings.neutron == 'server',
+                        redis=settings.scheduler_hosts > 1)
         if self.layout.load() is not None:
             self.say('removing the previous cloud of %s' % self.layout.root)
             self.down()
@@ -341,8 +365,13 @@ class Cloud:
         self._wait_computes(settings)
         bootstrap.discover_hosts(layout, env)
         self._wait_hypervisors(settings)
-        self.say('nova up: %d computes, opie-scheduler with %d workers'
-                 % (settings.computes, settings.scheduler_workers))
+        self.say('nova up: %d computes, opie-scheduler on %d host(s) with '
+                 '%d workers each%s' % (
+                     settings.computes, settings.scheduler_hosts,
+                     settings.scheduler_workers,
+                     ', locks on %s' % config.coordination_url(
+                         settings, layout)
+                     if settings.scheduler_hosts > 1 else ''))
         bootstrap.image_and_flavors(settings, layout, env)
         self.say('image %s, flavors and preemptible twins created'
                  % bootstrap.IMAGE)
@@ -448,6 +477,10 @@ class Cloud:
             'start_seconds': state.get('start_seconds'),
             'db_prefix': self.layout.db_prefix,
             'vhost': self.layout.vhost,
+            'scheduler_hosts': [settings.scheduler_host(i) for i in range(
+                1, settings.scheduler_hosts + 1)],
+            'coordination_url': config.coordination_url(settings,
+                                                        self.layout),
             'endpoints': {name: settings.url(name)
                           for name in settings.ports},
             'services': {name: {'pid': svc['pid'], 'log': svc['log']}
@@ -507,8 +540,9 @@ class Cloud:
         nova = {}
         try:
             for svc in self._nova_services(settings):
-                key = svc.binary if svc.binary != 'nova-compute' else (
-                    'nova-compute@%s' % svc.host)
+                key = svc.binary if svc.binary not in (
+                    'nova-compute', 'nova-scheduler') else (
+                    '%s@%s' % (svc.binary, svc.host))
                 nova[key] = '%s/%s' % (svc.status, svc.state)
         except Exception as exc:
             nova = {'error': str(exc).splitlines()[0]}
@@ -528,8 +562,11 @@ class Cloud:
                 info['health'] = 'answers' if ok else 'no answer'
             elif name == 'nova-conductor':
                 info['health'] = nova.get('nova-conductor', '?')
-            elif name == 'opie-scheduler':
-                info['health'] = nova.get('nova-scheduler', '?')
+            elif name.startswith('opie-scheduler'):
+                index = 1 if name == 'opie-scheduler' else int(
+                    name.rsplit('-', 1)[1])
+                info['health'] = nova.get('nova-scheduler@%s' % (
+                    settings.scheduler_host(index)), '?')
             elif name.startswith('nova-compute-'):
                 host = settings.compute_host(int(name.rsplit('-', 1)[1]))
                 info['health'] = nova.get('nova-compute@%s' % host, '?')

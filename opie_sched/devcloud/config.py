@@ -96,6 +96,10 @@ AUTOSCALER_POLL = 1.0
 #: :mod:`opie_sched.devcloud.neutron_standin`.
 NEUTRON_MODES = ('server', 'standin')
 
+#: The Redis server (host:port) of the scheduler hosts' locks when there
+#: are several (one runs on every machine of the project's kind).
+REDIS = '127.0.0.1:6379'
+
 
 class Settings:
     """The parameters of one devcloud (stored in its state file).
@@ -104,6 +108,11 @@ class Settings:
         :data:`opie_sched.devcloud.layout.HTTP_SERVICES`.
     :param computes: number of nova-compute services (>= 1).
     :param scheduler_workers: opie-scheduler worker processes (>= 1).
+    :param scheduler_hosts: opie-scheduler services as separate scheduler
+        hosts (>= 1), each its own process tree with its own ``host`` and
+        ``state_path`` (:func:`scheduler_host_conf`); from 2 on, their
+        locks are on the Redis server of :data:`REDIS` (tooz's redis
+        driver), shared by all of them.
     :param compute_vcpus: vCPUs of each fake compute host.
     :param compute_ram_mb: RAM of each fake compute host, MB.
     :param compute_disk_gb: local disk of each fake compute host, GB.
@@ -140,7 +149,8 @@ class Settings:
               'password', 'prefix', 'host', 'mysql', 'rabbit', 'debug',
               'with_autoscaler', 'with_repacker', 'neutron',
               'preemptible_cpu_ratio', 'market_period', 'market_notice',
-              'market_tick', 'market_capacity_source', 'reliability')
+              'market_tick', 'market_capacity_source', 'reliability',
+              'scheduler_hosts')
 
     def __init__(self, ports, computes=2, scheduler_workers=2,
                  compute_vcpus=8, compute_ram_mb=16000, compute_disk_gb=200,
@@ -150,9 +160,11 @@ class Settings:
                  with_autoscaler=False, with_repacker=False,
                  neutron='server', preemptible_cpu_ratio=None,
                  market_period=None, market_notice=None, market_tick=None,
-                 market_capacity_source=None, reliability=False):
+                 market_capacity_source=None, reliability=False,
+                 scheduler_hosts=1):
         for name, value in (('computes', computes),
                             ('scheduler_workers', scheduler_workers),
+                            ('scheduler_hosts', scheduler_hosts),
                             ('compute_vcpus', compute_vcpus),
                             ('compute_ram_mb', compute_ram_mb),
                             ('compute_disk_gb', compute_disk_gb)):
@@ -199,6 +211,7 @@ class Settings:
         self.ports = dict(ports)
         self.computes = computes
         self.scheduler_workers = scheduler_workers
+        self.scheduler_hosts = scheduler_hosts
         self.compute_vcpus = compute_vcpus
         self.compute_ram_mb = compute_ram_mb
         self.compute_disk_gb = compute_disk_gb
@@ -253,6 +266,10 @@ class Settings:
 
     def transport_url(self, vhost):
         return 'rabbit://%s/%s' % (self.rabbit, vhost)
+
+    def scheduler_host(self, index):
+        """Host name of scheduler host ``index`` (1-based)."""
+        return 'devcloud-s%d' % index
 
     def compute_host(self, index):
         """Host name of compute ``index`` (1-based)."""
@@ -445,6 +462,35 @@ def compute_conf(settings, layout, index):
         'oslo_concurrency': {'lock_path': layout.path(
             'compute-%d' % index, 'locks')},
     }
+
+
+def coordination_url(settings, layout):
+    """``[opie_preemption] coordination_url`` of the scheduler hosts: None
+    (the file driver of one host) for one scheduler host, else tooz's
+    redis driver on :data:`REDIS` in a namespace of this cloud.
+    """
+    if settings.scheduler_hosts < 2:
+        return None
+    return 'redis://%s?namespace=%s' % (REDIS, layout.vhost)
+
+
+def scheduler_host_conf(settings, layout, index):
+    """The overlay config of scheduler host ``index`` (1-based): its own
+    ``host``, ``state_path`` and lock path, and the locks' backend shared
+    by every scheduler host (:func:`coordination_url`).
+    """
+    conf = {
+        'DEFAULT': {
+            'host': settings.scheduler_host(index),
+            'state_path': layout.path('scheduler-%d' % index),
+        },
+        'oslo_concurrency': {'lock_path': layout.path(
+            'scheduler-%d' % index, 'locks')},
+    }
+    url = coordination_url(settings, layout)
+    if url:
+        conf['opie_preemption'] = {'coordination_url': url}
+    return conf
 
 
 def provider_config_dir(layout, index):

@@ -94,6 +94,18 @@ def rabbitmq_problem(host='127.0.0.1', port=5672):
     return None
 
 
+def redis_problem(host='127.0.0.1', port=6379):
+    """``None`` when Redis listens (the locks of several scheduler
+    hosts), else why.
+    """
+    if not tcp_open(host, port):
+        return ('Redis is not reachable on %s:%d: several scheduler hosts '
+                'share their locks there (start it, e.g. service '
+                'redis-server start, or use --scheduler-hosts 1)'
+                % (host, port))
+    return None
+
+
 def missing_packages(packages=None):
     """Distributions whose import name cannot be found."""
     packages = PACKAGES if packages is None else packages
@@ -106,11 +118,13 @@ def missing_programs(programs=PROGRAMS):
 
 
 def check(mysql_host='127.0.0.1', mysql_port=3306, rabbit_host='127.0.0.1',
-          rabbit_port=5672, neutron=False):
+          rabbit_port=5672, neutron=False, redis=False):
     """Check everything; raise one error listing every problem.
 
     :param neutron: whether the neutron package is needed (real
         neutron-server).
+    :param redis: whether Redis and the ``redis`` package are needed
+        (several scheduler hosts).
 
     :raises MissingError: something is missing (the message names it).
     """
@@ -118,6 +132,8 @@ def check(mysql_host='127.0.0.1', mysql_port=3306, rabbit_host='127.0.0.1',
     packages = missing_packages()
     if neutron:
         packages += missing_packages({'neutron': 'neutron'})
+    if redis:
+        packages += missing_packages({'redis': 'redis'})
     if packages:
         problems.append('Python packages missing: %s; %s'
                         % (', '.join(packages), INSTALL_HINT))
@@ -127,7 +143,8 @@ def check(mysql_host='127.0.0.1', mysql_port=3306, rabbit_host='127.0.0.1',
         problems.append('programs missing: %s; %s'
                         % (', '.join(programs), INSTALL_HINT))
     for problem in (mariadb_problem(mysql_host, mysql_port),
-                    rabbitmq_problem(rabbit_host, rabbit_port)):
+                    rabbitmq_problem(rabbit_host, rabbit_port),
+                    redis_problem() if redis else None):
         if problem:
             problems.append(problem)
     if problems:

@@ -59,8 +59,12 @@ KEY_ACTION_REQUEST = 'opie_victim_action_request'
 #: How the victim is interrupted (:data:`BEHAVIORS`), fixed at its first
 #: termination step.
 KEY_BEHAVIOR = 'opie_victim_behavior'
+#: The tooz member id of the scheduler worker that reserved the victim
+#: (see :mod:`opie_sched.scheduler.locks`: its reservations end when it
+#: is known dead).
+KEY_WORKER = 'opie_victim_worker'
 KEYS = (KEY_STATE, KEY_PREEMPTOR, KEY_SINCE, KEY_REQUEST, KEY_ATTEMPTS,
-        KEY_NEXT, KEY_REASON, KEY_ACTION_REQUEST, KEY_BEHAVIOR)
+        KEY_NEXT, KEY_REASON, KEY_ACTION_REQUEST, KEY_BEHAVIOR, KEY_WORKER)
 
 #: Interruption behaviours: ``delete``; ``stop`` (stop, then delete after
 #: the grace period); ``shelve`` (shelve and offload: the server stays in
@@ -142,6 +146,8 @@ class VictimState:
     :param action_request: request id of this victim's termination (see
         :data:`KEY_ACTION_REQUEST`), '' before it starts.
     :param behavior: one of :data:`BEHAVIORS`, '' before the first step.
+    :param worker: tooz member id of the worker that reserved it ('' when
+        unknown).
     """
     state: str
     preemptor: str
@@ -152,6 +158,7 @@ class VictimState:
     reason: str = ''
     action_request: str = ''
     behavior: str = ''
+    worker: str = ''
 
     def as_metadata(self):
         """The system metadata items (str → str) recording this state."""
@@ -166,6 +173,8 @@ class VictimState:
             items[KEY_ACTION_REQUEST] = self.action_request
         if self.behavior:
             items[KEY_BEHAVIOR] = self.behavior
+        if self.worker:
+            items[KEY_WORKER] = self.worker[:255]
         return items
 
     @classmethod
@@ -190,7 +199,8 @@ class VictimState:
                    next_attempt=parse_time(sysmeta.get(KEY_NEXT)),
                    reason=sysmeta.get(KEY_REASON) or '',
                    action_request=sysmeta.get(KEY_ACTION_REQUEST) or '',
-                   behavior=sysmeta.get(KEY_BEHAVIOR) or '')
+                   behavior=sysmeta.get(KEY_BEHAVIOR) or '',
+                   worker=sysmeta.get(KEY_WORKER) or '')
 
     def names(self, preemptor, request_id):
         """True when this record was made for ``preemptor`` (instance uuid
@@ -270,7 +280,10 @@ def may_act(state, step, preemptor=None, request_id=None, now=None):
     raise ValueError('unknown step %r' % step)
 
 
-def reserve(preemptor, now, request_id='', reason=''):
-    """A new ``reserved`` :class:`VictimState`."""
+def reserve(preemptor, now, request_id='', reason='', worker=''):
+    """A new ``reserved`` :class:`VictimState` (``worker``: the tooz
+    member id of the reserving worker).
+    """
     return VictimState(state=RESERVED, preemptor=preemptor, since=now,
-                       request_id=request_id or '', reason=reason or '')
+                       request_id=request_id or '', reason=reason or '',
+                       worker=worker or '')

@@ -225,6 +225,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             # over capacity by this normal claim (a preemptible claim
             # racing in since is refused by its own check).
             return
+        self._renew_reservations(view)
         try:
             decision = view.decision()
             if decision.preempt:
@@ -320,12 +321,40 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             reserved = reservations.reserve(
                 reservations.cell_context(view.ctx, host_state.cell_uuid),
                 [rows[inst.uuid] for inst, _ in plan.victims],
-                instance_uuid, view.request_id, reasons, now)
+                instance_uuid, view.request_id, reasons, now,
+                worker=locks.coordinator(CONF).worker_id())
+        if not view.pending:
+            view.renewed_at = time.monotonic()
         view.planned_victims.update(reserved)
         view.pending.append(_Pending(plan, host_state.cell_uuid,
                                      instance_uuid, reasons))
         LOG.info('Preemption decision for instance %s: %s', instance_uuid,
                  planner.describe_plan(plan))
+
+    def _renew_reservations(self, view, force=False):
+        """Renew the lease of this request's reservations once a third of
+        ``reservation_timeout`` has passed since the last renewal (each
+        instance of a multi-create passes here): they never expire while
+        the request is alive. Errors are logged.
+        """
+        if not getattr(view, 'pending', None):
+            return
+        now = time.monotonic()
+        lease = CONF.opie_preemption.reservation_timeout
+        if not force and now - view.renewed_at < lease / 3.0:
+            return
+        view.renewed_at = now
+        by_cell = collections.defaultdict(list)
+        for item in view.pending:
+            by_cell[item.cell_uuid].extend(
+                inst.uuid for inst, _ in item.plan.victims)
+        for cell_uuid, uuids in by_cell.items():
+            try:
+                reservations.renew(view.ctx, cell_uuid, uuids,
+                                   view.request_id)
+            except Exception:
+                LOG.exception('Could not renew the reservations of %s',
+                              sorted(uuids))
 
     # -- alternates: never a host that would need preemption ---------------
 
@@ -379,6 +408,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                                          claimed_uuids)
         if view is None or not view.pending:
             return
+        self._renew_reservations(view)
         view.executed = True
         try:
             self._execute(context, view.pending)
@@ -436,6 +466,24 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
 
     # -- the reconciler ----------------------------------------------------
 
+    def _opie_check_shared_backend(self):
+        """ERROR in the log at every reconciler period while scheduler
+        services of several hosts share the file driver's locks (the
+        start refuses it, :mod:`opie_sched.cmd.scheduler`; this catches
+        hosts started at the same time or afterwards).
+        """
+        try:
+            others = locks.check_shared_backend(CONF)
+        except locks.LockDirError as exc:
+            LOG.error('%s', exc)
+            return
+        except Exception:
+            LOG.exception('Could not check the scheduler hosts')
+            return
+        if others:
+            LOG.error(locks.SHARED_FILE_LOCK_ERROR, ', '.join(others),
+                      locks.default_url(CONF))
+
     @periodic_task.periodic_task(spacing=1, run_immediately=False)
     def _opie_reconcile(self, context):
         """Periodic repair of overcommitted hosts (``[opie_reconciler]``):
@@ -451,6 +499,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             return
         self._opie_last_reconcile = now
         try:
+            self._opie_check_shared_backend()
             if not locks.coordinator(CONF).hold(locks.RECONCILER_LOCK):
                 LOG.debug('Another worker holds the reconciler lock')
                 return

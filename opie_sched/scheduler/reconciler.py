@@ -19,7 +19,9 @@ filter, and normal instances arrive by migration, evacuation or a forced
 host. Each round, per cell:
 
 1. reservations older than ``[opie_preemption] reservation_timeout`` (left
-   by a worker that died before its request finished) are cleared;
+   by a worker that died or hung before its request finished) are cleared,
+   and so are, at once, those of a worker known dead (its liveness lock,
+   :mod:`opie_sched.scheduler.locks`, is free);
 2. victims whose termination did not complete are terminated again once
    their backoff has passed (``retry_interval`` doubling up to
    ``max_retry_interval``; after ``max_attempts`` every further failure
@@ -200,11 +202,21 @@ class Reconciler:
     def _expire_reservations(self, cctxt):
         now = timeutils.utcnow(with_timezone=True)
         lease = CONF.opie_preemption.reservation_timeout
+        coord = None
         for inst, vs in self._victims(cctxt, victim_state.RESERVED):
             if not vs.is_leaving(now, lease):
                 LOG.info('Reconciler: reservation of victim %s by %s '
                          'expired (its request never finished); it is a '
                          'candidate again', inst.uuid, vs.preemptor)
+                reservations.clear_state(inst, expected=vs)
+                continue
+            if not vs.worker:
+                continue
+            coord = coord or locks.coordinator(CONF)
+            if coord.is_dead(vs.worker):
+                LOG.info('Reconciler: victim %s was reserved by worker %s, '
+                         'which is dead (its liveness lock is free); it is '
+                         'a candidate again', inst.uuid, vs.worker)
                 reservations.clear_state(inst, expected=vs)
 
     def _retry_terminations(self, ctx, cell_uuid, cctxt):

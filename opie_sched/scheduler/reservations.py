@@ -32,6 +32,8 @@ preemptible instances' rows read. Hosts without preemptible instances are
 never read.
 """
 
+import dataclasses
+
 from oslo_log import log as logging
 from oslo_utils import timeutils
 import sqlalchemy as sa
@@ -215,7 +217,8 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
                           instances=infos), rows
 
 
-def reserve(cctxt, instances, preemptor, request_id, reasons, now=None):
+def reserve(cctxt, instances, preemptor, request_id, reasons, now=None,
+            worker=''):
     """Record victims as ``reserved`` (system metadata), so every worker
     counts them as leaving.
 
@@ -225,13 +228,17 @@ def reserve(cctxt, instances, preemptor, request_id, reasons, now=None):
 
     :param instances: Instances (system metadata loaded).
     :param reasons: ``{uuid: text}``: the decision's details (admins).
+    :param worker: the reserving worker's tooz member id (its liveness
+        lock held: :meth:`opie_sched.scheduler.locks.Coordinator.
+        worker_id`), so the reconciler releases the reservation as soon
+        as that worker is dead.
     :returns: the uuids recorded.
     """
     now = now or timeutils.utcnow(with_timezone=True)
     done = []
     for inst in instances:
         state = victim_state.reserve(preemptor, now, request_id,
-                                     reasons.get(inst.uuid, ''))
+                                     reasons.get(inst.uuid, ''), worker)
         try:
             if swap_state(cctxt, inst, hosts.victim_state(inst), state):
                 done.append(inst.uuid)
@@ -360,3 +367,33 @@ def unreserve(ctx, cell_uuid, uuids):
                 LOG.exception('Could not clear the reservation of %s; it '
                               'expires after reservation_timeout',
                               inst.uuid)
+
+
+def renew(ctx, cell_uuid, uuids, request_id, now=None):
+    """Renew the lease of victims still ``reserved`` by ``request_id``
+    (their ``since`` set to ``now``), while that request is alive: a long
+    multi-create keeps its victims leaving past ``reservation_timeout``.
+    Victims reserved by another request, or already terminating, are left
+    alone.
+
+    :returns: the uuids renewed.
+    """
+    if not uuids:
+        return []
+    now = now or timeutils.utcnow(with_timezone=True)
+    cctxt = cell_context(ctx, cell_uuid)
+    done = []
+    for inst in load_by_uuid(cctxt, uuids).values():
+        state = hosts.victim_state(inst)
+        if (state is None or state.state != victim_state.RESERVED
+                or state.request_id != request_id):
+            continue
+        try:
+            # compare-and-set: a record changed meanwhile (terminating,
+            # cleared) is left as it is
+            if swap_state(cctxt, inst, state,
+                          dataclasses.replace(state, since=now)):
+                done.append(inst.uuid)
+        except exception.InstanceNotFound:
+            pass
+    return done

@@ -18,6 +18,7 @@ from nova.tests.functional import integrated_helpers
 from opie_sched.common import flavors
 from opie_sched.demo import cloud
 from opie_sched.demo import fake_driver
+from opie_sched.scheduler import locks
 
 HOST = cloud.HOST
 PAPER_FLAVORS = cloud.PAPER_FLAVORS
@@ -56,6 +57,8 @@ class OpieNovaTestCase(integrated_helpers._IntegratedTestBase):
         for group, opts in self.EXTRA_FLAGS.items():
             self.flags(group=group, **opts)
         super().setUp()
+        # this test's lock directory: its coordinators end with it
+        self.addCleanup(locks.reset)
         self.flavor_ids = {}
         for name, (vcpus, ram, disk) in PAPER_FLAVORS.items():
             self.flavor_ids[name] = self._create_flavor(

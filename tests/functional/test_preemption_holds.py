@@ -18,6 +18,7 @@ import threading
 import time
 from unittest import mock
 
+import fixtures
 from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova import context as nova_context
@@ -29,11 +30,18 @@ from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import locks
 from opie_sched.scheduler import reconciler
+from opie_sched.scheduler import reservations
 from tests.functional import base
 from tests.functional import test_preemption
 
 _Helpers = test_preemption._Helpers
+
+
+def locks_conf():
+    from opie_sched.scheduler import manager
+    return manager.CONF
 
 
 class _Base(base.OpieNovaTestCase, _Helpers):
@@ -142,7 +150,6 @@ class CrashedWorkerTest(_Base):
                 ctx, self.cell_mappings['cell1']) as cctxt:
             inst = objects.Instance.get_by_uuid(
                 cctxt, p[0]['id'], expected_attrs=['system_metadata'])
-            from opie_sched.scheduler import reservations
             reservations.write_state(inst, vs.reserve(
                 'dead-request', hosts.timeutils.utcnow(with_timezone=True)))
         time.sleep(1.1)
@@ -231,9 +238,63 @@ class TwoSchedulersRaceTest(_Base):
                  * i['allocation_ratio'], 'used': used.get(rc, 0)}
             for rc, i in inv.items()}}
 
+    def separate_coordinators(self):
+        """Each planner thread gets a tooz coordinator of its own (as two
+        worker processes have): on Redis when one answers on
+        127.0.0.1:6379 (exclusion between two clients of the server),
+        else on this test's file driver directory (tooz's exclusion
+        between two coordinators). The exclusion tested is tooz's, never
+        the per-process threading lock in front of it.
+        """
+        import socket
+        import uuid
+        try:
+            socket.create_connection(('127.0.0.1', 6379), timeout=1).close()
+            url = 'redis://127.0.0.1:6379?namespace=opie-race-%s' % (
+                uuid.uuid4().hex[:8])
+        except OSError:
+            url = locks.default_url(locks_conf())
+        coords = {}
+        mutex = threading.Lock()
+
+        def per_thread(conf):
+            name = threading.current_thread().name
+            with mutex:
+                if name not in coords:
+                    coords[name] = locks.Coordinator(url, name)
+                    self.addCleanup(coords[name].stop)
+                return coords[name]
+
+        self.useFixture(fixtures.MockPatchObject(locks, 'coordinator',
+                                                 per_thread))
+        return coords
+
+    def force_interleaving(self):
+        """The first planner to read the host's state waits (up to 3 s)
+        inside its lock for the second one to read it too: with a lock
+        that excludes, the second cannot, and reads after the first one's
+        reservations; with one that does not, both read the same state.
+        """
+        original = reservations.fresh_host_view
+        inside = []
+        second = threading.Event()
+
+        def gated(*args, **kwargs):
+            inside.append(threading.current_thread().name)
+            if len(inside) == 1:
+                second.wait(3)
+            else:
+                second.set()
+            return original(*args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            reservations, 'fresh_host_view', gated))
+
     def test_two_planners_on_one_host(self):
         pre = self.fill_with_preemptibles('host1', 'medium',
                                           [100, 200, 300, 400])
+        coords = self.separate_coordinators()
+        self.force_interleaving()
         rp = self._get_provider_uuid_by_host('host1')
         cell = self.cell_mappings['cell1'].uuid
         # Both workers claimed a normal medium on host1 (Placement admits
@@ -254,13 +315,15 @@ class TwoSchedulersRaceTest(_Base):
                 preemptor[:8]
             views.append(view)
             threads.append(threading.Thread(
-                target=manager._plan_victims, args=(view, host, preemptor)))
+                target=manager._plan_victims, args=(view, host, preemptor),
+                name='worker-%s' % preemptor[:8]))
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         chosen = [inst.uuid for view in views for item in view.pending
                   for inst, _ in item.plan.victims]
+        self.assertEqual(2, len(coords))
         # Whichever planner took the lock first saw both claims and chose
         # for the whole overcommit; the other saw those victims reserved
         # and chose none: two victims in all, the two cheapest (billing

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+from unittest import mock
 
 import fixtures
 import testtools
@@ -337,3 +338,124 @@ class SignalTest(testtools.TestCase):
             args=['run'])
         out = self.assert_stops(proc, lines, reader, signal.SIGTERM)
         self.assertIn('opie-market: stopped', out)
+
+
+class _Lock:
+    """A tooz lock whose backend answers are set by the test."""
+
+    def __init__(self, free=True, still_owner=True):
+        self.free = free
+        self.still_owner = still_owner
+        self.released = 0
+
+    def acquire(self, blocking=True):
+        return self.free
+
+    def is_still_owner(self):
+        if isinstance(self.still_owner, Exception):
+            raise self.still_owner
+        return self.still_owner
+
+    def release(self):
+        self.released += 1
+        return True
+
+
+class LeadershipTest(testtools.TestCase):
+    """The one leadership helper: ownership is confirmed with the backend
+    at every check, never cached.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.lock = _Lock()
+        self.coord = mock.Mock()
+        self.coord.get_lock.return_value = self.lock
+        self.lead = coordination.Leadership(lambda: self.coord, 'opie-x',
+                                            'me')
+
+    def test_takes_a_free_lock_and_confirms_it_each_round(self):
+        self.assertTrue(self.lead.check())
+        self.assertTrue(self.lead.check())
+        self.assertTrue(self.lead.held)
+        self.coord.get_lock.assert_called_once_with(b'opie-x')
+
+    def test_lost_session_stops_the_leader(self):
+        self.assertTrue(self.lead.check())
+        # The backend session expired and another member took the lock.
+        self.lock.still_owner = False
+        self.lock.free = False
+        with self.assertLogs('opie_sched.common.coordination', 'WARNING'):
+            self.assertFalse(self.lead.check())
+        self.assertFalse(self.lead.held)
+        self.assertFalse(self.lead.check())
+
+    def test_backend_error_on_the_check_means_not_leader(self):
+        self.assertTrue(self.lead.check())
+        self.lock.still_owner = RuntimeError('connection lost')
+        self.lock.free = False
+        with self.assertLogs('opie_sched.common.coordination', 'ERROR'):
+            self.assertFalse(self.lead.check())
+
+    def test_driver_without_is_still_owner_uses_heartbeat(self):
+        import tooz
+        self.assertTrue(self.lead.check())
+        self.lock.is_still_owner = mock.Mock(
+            side_effect=tooz.NotImplemented('no'))
+        self.lock.heartbeat = mock.Mock(return_value=True)
+        self.assertTrue(self.lead.check())
+        self.lock.heartbeat.side_effect = RuntimeError('lease expired')
+        self.lock.free = False
+        self.assertFalse(self.lead.check())
+
+    def test_release(self):
+        self.assertTrue(self.lead.check())
+        self.lead.release()
+        self.assertEqual(1, self.lock.released)
+        self.assertFalse(self.lead.held)
+        self.lead.release()
+        self.assertEqual(1, self.lock.released)
+
+
+def _redis_url(test):
+    """A Redis URL in a namespace of its own, or a skip when no Redis
+    server answers on 127.0.0.1:6379 (the unit tests run without one).
+    """
+    import socket
+    try:
+        socket.create_connection(('127.0.0.1', 6379), timeout=1).close()
+    except OSError:
+        test.skipTest('no Redis server on 127.0.0.1:6379')
+    import uuid
+    return 'redis://127.0.0.1:6379?namespace=opie-test-%s' % (
+        uuid.uuid4().hex[:8])
+
+
+class RedisLeadershipTest(testtools.TestCase):
+    """Two members on a real Redis: a lost session (the lock's key expired
+    while the holder could not heartbeat) ends the old holder's leadership;
+    only the new holder leads.
+    """
+
+    def test_lost_session_leaves_one_leader(self):
+        url = _redis_url(self)
+        a = coordination.start_coordinator(url, 'a')
+        self.addCleanup(a.stop)
+        b = coordination.start_coordinator(url, 'b')
+        self.addCleanup(b.stop)
+        lead_a = coordination.Leadership(lambda: a, 'opie-reconciler', 'a')
+        lead_b = coordination.Leadership(lambda: b, 'opie-reconciler', 'b')
+        self.assertTrue(lead_a.check())
+        self.assertFalse(lead_b.check())
+        self.assertTrue(lead_a.check())
+        # What an expired session does: the lock's key is gone.
+        import redis
+        client = redis.Redis(host='127.0.0.1', port=6379)
+        self.addCleanup(client.close)
+        keys = client.keys('opie-test-*opie-reconciler*')
+        self.assertEqual(1, len(keys), keys)
+        client.delete(*keys)
+        self.assertTrue(lead_b.check())
+        self.assertFalse(lead_a.check())
+        self.assertTrue(lead_b.check())
+        self.assertFalse(lead_a.check())

@@ -13,6 +13,8 @@
 a failing round never takes the scheduler down.
 """
 
+import subprocess
+import sys
 from unittest import mock
 
 import fixtures
@@ -36,6 +38,8 @@ class ReconcilerPeriodicTest(testtools.TestCase):
         self.coord = mock.Mock()
         self.useFixture(fixtures.MockPatchObject(
             locks, 'coordinator', return_value=self.coord))
+        self.shared = self.useFixture(fixtures.MockPatchObject(
+            locks, 'check_shared_backend', return_value=[])).mock
         self.clock = [1000.0]
         self.useFixture(fixtures.MockPatch(
             'opie_sched.scheduler.manager.time.monotonic',
@@ -74,6 +78,20 @@ class ReconcilerPeriodicTest(testtools.TestCase):
         with self.assertLogs('opie_sched.scheduler.manager', 'ERROR'):
             self.tick(1000)
 
+    def test_shared_file_lock_is_an_error_each_period(self):
+        self.coord.hold.return_value = True
+        self.shared.return_value = ['sched2']
+        self.useFixture(fixtures.MockPatchObject(
+            locks, 'default_url', return_value='file:///x'))
+        for at in (1000, 1005):
+            with self.assertLogs('opie_sched.scheduler.manager',
+                                 'ERROR') as logs:
+                self.tick(at)
+            self.assertIn('several hosts (this one, sched2)',
+                          logs.output[0])
+        # it still runs: stopping the scheduler would stop scheduling
+        self.assertEqual(2, self.mgr.reconciler.run_once.call_count)
+
     def test_disabled(self):
         self.useFixture(fixtures.MockPatchObject(
             manager.CONF.opie_reconciler, 'run_in_scheduler', False))
@@ -81,30 +99,266 @@ class ReconcilerPeriodicTest(testtools.TestCase):
         self.coord.hold.assert_not_called()
 
 
+#: A second process holding the reconciler lock (hold) and a host's lock
+#: (lock) on the file driver until its stdin closes.
+_HOLDER = """
+import sys
+from opie_sched.scheduler import locks
+coord = locks.Coordinator(sys.argv[1], sys.argv[2])
+assert coord.hold('opie-reconciler')
+assert coord.worker_id() == sys.argv[2]
+with coord.lock('opie-preempt-x', 5):
+    print('held', flush=True)
+    sys.stdin.read()
+"""
+
+
 class CoordinatorTest(testtools.TestCase):
-    """The file backend on one machine: one holder of a held lock."""
+    """The file backend on one machine, across PROCESSES (the file
+    driver's fcntl locks exclude other processes; inside one process tooz
+    adds a barrier of its own, which is not what several workers rely on).
+    """
 
-    def test_hold_is_exclusive_across_coordinators(self):
-        path = self.useFixture(fixtures.TempDir()).path
-        a = locks.Coordinator('file://' + path, 'a')
-        b = locks.Coordinator('file://' + path, 'b')
-        self.addCleanup(a.stop)
-        self.addCleanup(b.stop)
-        self.assertTrue(a.hold('opie-reconciler'))
-        self.assertTrue(a.hold('opie-reconciler'))
-        self.assertFalse(b.hold('opie-reconciler'))
-        a.drop('opie-reconciler')
-        self.assertTrue(b.hold('opie-reconciler'))
+    def setUp(self):
+        super().setUp()
+        self.url = 'file://' + self.useFixture(fixtures.TempDir()).path
+        self.me = locks.Coordinator(self.url, 'parent')
+        self.addCleanup(self.me.stop)
 
-    def test_lock_times_out(self):
-        path = self.useFixture(fixtures.TempDir()).path
-        a = locks.Coordinator('file://' + path, 'a')
-        b = locks.Coordinator('file://' + path, 'b')
-        self.addCleanup(a.stop)
-        self.addCleanup(b.stop)
-        with a.lock('opie-preempt-x', 1):
-            with testtools.ExpectedException(locks.LockTimeout):
-                with b.lock('opie-preempt-x', 0.2):
-                    pass
-        with b.lock('opie-preempt-x', 1):
+    def holder(self):
+        proc = subprocess.Popen(
+            [sys.executable, '-c', _HOLDER, self.url, 'child'],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(self._reap, proc)
+        self.assertEqual('held', proc.stdout.readline().strip())
+        return proc
+
+    @staticmethod
+    def _reap(proc):
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+
+    def test_another_process_holds_the_locks(self):
+        proc = self.holder()
+        self.assertFalse(self.me.hold('opie-reconciler'))
+        with testtools.ExpectedException(locks.LockTimeout):
+            with self.me.lock('opie-preempt-x', 0.3):
+                pass
+        self.assertFalse(self.me.is_dead('child'))
+        # the holder exits: the kernel releases its locks
+        proc.stdin.close()
+        self.assertEqual(0, proc.wait(60))
+        self.assertTrue(self.me.hold('opie-reconciler'))
+        self.assertTrue(self.me.hold('opie-reconciler'))
+        with self.me.lock('opie-preempt-x', 5):
             pass
+        self.assertTrue(self.me.is_dead('child'))
+
+    def test_a_killed_holder_is_dead_at_once(self):
+        proc = self.holder()
+        self.assertFalse(self.me.is_dead('child'))
+        proc.kill()
+        proc.wait(60)
+        self.assertTrue(self.me.is_dead('child'))
+        self.assertTrue(self.me.hold('opie-reconciler'))
+
+    def test_this_worker_is_alive(self):
+        self.assertEqual('parent', self.me.worker_id())
+        self.assertFalse(self.me.is_dead('parent'))
+        self.assertFalse(self.me.is_dead(''))
+
+    def test_drop(self):
+        self.assertTrue(self.me.hold('opie-reconciler'))
+        self.me.drop('opie-reconciler')
+        self.me.drop('opie-reconciler')
+        other = locks.Coordinator(self.url, 'other')
+        self.addCleanup(other.stop)
+        self.assertTrue(other.hold('opie-reconciler'))
+
+
+class LockDirTest(testtools.TestCase):
+    """The file driver's locks are never created inside site-packages."""
+
+    def setUp(self):
+        super().setUp()
+        from oslo_config import cfg
+        self.conf = cfg.ConfigOpts()
+        self.conf.register_opt(cfg.StrOpt('state_path'))
+        self.conf.register_opt(cfg.StrOpt('lock_path'),
+                               group='oslo_concurrency')
+        self.conf.register_opt(cfg.StrOpt('coordination_url'),
+                               group='opie_preemption')
+        self.conf([])
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def test_nova_default_state_path_is_refused(self):
+        import os
+
+        import nova
+        pybasedir = os.path.join(os.path.dirname(nova.__file__), '..')
+        self.conf.set_override('state_path', pybasedir)
+        with testtools.ExpectedException(locks.LockDirError,
+                                         '.*lock_path.*coordination_url'):
+            locks.default_url(self.conf)
+
+    def test_a_directory_python_imports_from_is_refused(self):
+        import os
+        import sys
+        self.useFixture(fixtures.MockPatchObject(
+            sys, 'path', [self.tmp] + sys.path))
+        self.conf.set_override('state_path', self.tmp)
+        self.assertRaises(locks.LockDirError, locks.default_url, self.conf)
+        # nothing created that could shadow a package
+        self.assertEqual([], os.listdir(self.tmp))
+
+    def test_site_packages_is_refused(self):
+        import sysconfig
+        self.conf.set_override('state_path', sysconfig.get_paths()['purelib'])
+        self.assertRaises(locks.LockDirError, locks.lock_dir, self.conf)
+
+    def test_lock_path_first(self):
+        import os
+
+        import nova
+        self.conf.set_override('state_path', os.path.join(
+            os.path.dirname(nova.__file__), '..'))
+        self.conf.set_override('lock_path', self.tmp, 'oslo_concurrency')
+        self.assertEqual('file://%s/opie_sched' % self.tmp,
+                         locks.default_url(self.conf))
+        self.assertTrue(os.path.isdir(os.path.join(self.tmp, 'opie_sched')))
+
+    def test_state_path_of_the_host(self):
+        self.conf.set_override('state_path', self.tmp)
+        self.assertEqual('%s/opie_sched/locks' % self.tmp,
+                         locks.lock_dir(self.conf))
+
+    def test_coordination_url_wins(self):
+        self.conf.set_override('coordination_url', 'redis://r:6379',
+                               'opie_preemption')
+        self.assertEqual('redis://r:6379', locks.default_url(self.conf))
+
+
+class FileLockConflictsTest(testtools.TestCase):
+    """Several scheduler hosts never share the file driver's locks."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = mock.Mock()
+        self.conf.host = 'sched1'
+        self.conf.opie_preemption.coordination_url = None
+
+    @staticmethod
+    def svc(host, up=True, binary='nova-scheduler'):
+        return mock.Mock(host=host, binary=binary, deleted=False, up=up)
+
+    def conflicts(self, services):
+        return locks.file_lock_conflicts(self.conf, services,
+                                         lambda s: s.up)
+
+    def test_other_scheduler_host_up(self):
+        services = [self.svc('sched1'), self.svc('sched2'),
+                    self.svc('sched3', up=False),
+                    self.svc('compute1', binary='nova-compute')]
+        self.assertEqual(['sched2'], self.conflicts(services))
+        self.conf.opie_preemption.coordination_url = 'file:///x'
+        self.assertEqual(['sched2'], self.conflicts(services))
+        self.conf.opie_preemption.coordination_url = 'redis://r:6379'
+        self.assertEqual([], self.conflicts(services))
+
+    def test_one_host(self):
+        self.assertEqual([], self.conflicts([self.svc('sched1')]))
+
+
+#: opie-scheduler's main() with nova's start-up mocked and the check's
+#: answer given in argv[1] ('' = nothing wrong); prints the exit code and
+#: whether the service was created.
+_SCHEDULER_MAIN = """
+import sys
+from unittest import mock
+from opie_sched.cmd import scheduler as cmd
+from opie_sched.scheduler import locks
+with mock.patch.object(cmd.config, 'parse_args'), \\
+        mock.patch.object(cmd.logging, 'setup'), \\
+        mock.patch.object(cmd.objects, 'register_all'), \\
+        mock.patch.object(cmd.objects.Service, 'enable_min_version_cache'), \\
+        mock.patch.object(cmd.thread_pool_factory, 'reset_all_executors'), \\
+        mock.patch.object(cmd.service, 'serve'), \\
+        mock.patch.object(cmd.service, 'wait'), \\
+        mock.patch.object(locks, 'startup_error',
+                          return_value=sys.argv[1] or None), \\
+        mock.patch.object(cmd.service.Service, 'create') as create:
+    rc = cmd.main()
+print('rc=%s created=%s' % (rc, create.called), flush=True)
+"""
+
+
+class SchedulerStartTest(testtools.TestCase):
+    """opie-scheduler does not start when the locks' check says no (a
+    subprocess: the console script patches nova for native threads).
+    """
+
+    def main(self, error):
+        proc = subprocess.run(
+            [sys.executable, '-c', _SCHEDULER_MAIN, error],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        return proc.stdout.strip().splitlines()[-1], proc.stderr
+
+    def test_refuses_to_start(self):
+        out, err = self.main('scheduler hosts share file locks')
+        self.assertEqual('rc=1 created=False', out)
+        self.assertIn('opie-scheduler refuses to start: scheduler hosts '
+                      'share file locks', err)
+
+    def test_starts(self):
+        out, _err = self.main('')
+        self.assertEqual('rc=None created=True', out)
+
+
+class RenewReservationsTest(testtools.TestCase):
+    """A live request renews its reservations every third of the lease."""
+
+    def setUp(self):
+        super().setUp()
+        self.mgr = manager.OpieSchedulerManager.__new__(
+            manager.OpieSchedulerManager)
+        self.renew = self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.reservations.renew')).mock
+        self.clock = [1000.0]
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.manager.time.monotonic',
+            side_effect=lambda: self.clock[0]))
+        self.useFixture(fixtures.MockPatchObject(
+            manager.CONF.opie_preemption, 'reservation_timeout', 300))
+        victim = mock.Mock(uuid='v1')
+        plan = mock.Mock(victims=[(victim, 1.0)])
+        self.view = mock.Mock(
+            pending=[manager._Pending(plan, 'cell1', 'p', {})],
+            renewed_at=1000.0, request_id='req-1', ctx=mock.sentinel.ctx)
+
+    def test_renewed_after_a_third_of_the_lease(self):
+        self.clock[0] = 1099.0
+        self.mgr._renew_reservations(self.view)
+        self.renew.assert_not_called()
+        self.clock[0] = 1100.0
+        self.mgr._renew_reservations(self.view)
+        self.renew.assert_called_once_with(mock.sentinel.ctx, 'cell1',
+                                           ['v1'], 'req-1')
+        self.clock[0] = 1150.0
+        self.mgr._renew_reservations(self.view)
+        self.assertEqual(1, self.renew.call_count)
+
+    def test_nothing_reserved(self):
+        self.view.pending = []
+        self.clock[0] = 5000.0
+        self.mgr._renew_reservations(self.view)
+        self.renew.assert_not_called()
+
+    def test_error_is_logged(self):
+        self.renew.side_effect = RuntimeError('db down')
+        self.clock[0] = 2000.0
+        with self.assertLogs('opie_sched.scheduler.manager', 'ERROR'):
+            self.mgr._renew_reservations(self.view)

@@ -615,62 +615,49 @@ class Leadership:
     Any tooz backend an operator already runs works (etcd3, redis,
     zookeeper, memcached, mysql, postgresql); the embedded default is the
     file driver (one machine, no server). The lock is taken without
-    blocking at each tick and kept while this member lives; if the leader
-    dies, the backend frees the lock (file lock closed, session expired)
-    and the next tick of another replica takes it.
+    blocking at each tick and kept while this member lives, its ownership
+    re-checked with the backend at every tick
+    (:class:`opie_sched.common.coordination.Leadership`, the helper every
+    opie_sched service uses); if the leader dies or loses its session,
+    the backend frees the lock (file lock closed, session expired), the
+    old leader stops leading and the next tick of another replica takes
+    it.
 
     :param url: tooz backend URL.
     :param member_id: this replica's id (text).
     """
 
-    LOCK = b'opie-market-leader'
+    LOCK = 'opie-market-leader'
 
     def __init__(self, url, member_id=None):
-        from tooz import coordination
+        from opie_sched.common import coordination
         self.member_id = member_id or default_member_id()
-        if url.startswith('file://'):
-            os.makedirs(url[len('file://'):], exist_ok=True)
-        self.coordinator = coordination.get_coordinator(
-            url, self.member_id.encode())
-        self.coordinator.start(start_heart=True)
-        self.lock = self.coordinator.get_lock(self.LOCK)
-        self.held = False
+        self.coordinator = coordination.start_coordinator(url,
+                                                          self.member_id)
+        self.leadership = coordination.Leadership(
+            lambda: self.coordinator, self.LOCK, self.member_id)
         self.stopped = False
 
+    @property
+    def held(self):
+        return self.leadership.held
+
     def is_leader(self):
-        """True when this member holds the leader lock (taking it if
-        free). Backend errors mean "not leader" (logged).
+        """True when this member holds the leader lock now (taking it if
+        free, re-checking it with the backend if held). Backend errors
+        mean "not leader" (logged).
         """
         if self.stopped:
             return False
-        try:
-            if self.held:
-                try:
-                    still = self.lock.is_still_owner()
-                except NotImplementedError:
-                    still = True
-                if not still:
-                    LOG.warning('%s lost the market leadership',
-                                self.member_id)
-                    self.held = False
-            if not self.held:
-                self.held = bool(self.lock.acquire(blocking=False))
-                if self.held:
-                    LOG.info('%s is the market leader', self.member_id)
-        except Exception:
-            LOG.exception('leader election failed; not leading this tick')
-            self.held = False
-        return self.held
+        return self.leadership.check()
 
     def stop(self):
         """Give up leadership and leave the backend (idempotent)."""
         if self.stopped:
             return
         self.stopped = True
+        self.leadership.release()
         try:
-            if self.held:
-                self.lock.release()
-            self.held = False
             self.coordinator.stop()
         except Exception:
             LOG.exception('stopping the tooz coordinator failed')

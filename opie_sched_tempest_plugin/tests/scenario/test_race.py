@@ -12,9 +12,12 @@
 """Issue 10's race on the real cloud: concurrent normal boots onto
 preemptible-full hosts, with several scheduler workers.
 
-The cloud must run opie-scheduler with ``[scheduler] workers`` >= 2 (the
-runner starts the devcloud with ``--scheduler-workers 2``); the test sees
-the cloud only through its APIs and cannot check that itself.
+The cloud must run opie-scheduler with ``[scheduler] workers`` >= 2, and
+should run it on several scheduler hosts sharing a tooz backend (the
+runner starts the devcloud with ``--scheduler-workers 2
+--scheduler-hosts 2``: two opie-scheduler process trees of two workers,
+their locks on Redis); the test sees the cloud only through its APIs and
+cannot check that itself.
 """
 
 import concurrent.futures
