@@ -254,7 +254,10 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                  'market_endpoint': market,
                  'market_notice_period': _market_notice_period(state_dir),
                  'market_contention': _market_contention(state_dir),
-                 'reliability': _reliability_enabled(state_dir)},
+                 'reliability': _reliability_enabled(state_dir),
+                 # the chaos scenarios' process control and figures
+                 'devcloud_state_dir': state_dir,
+                 'chaos_report': chaos_report(state_dir)},
     }
     sections['opie'].update(autoscaler_options(summary.get('autoscaler')))
     repacker = summary.get('repacker')
@@ -270,6 +273,13 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                   if v is not None]
         lines.append('')
     return '\n'.join(lines)
+
+
+def chaos_report(state_dir):
+    """The file the chaos scenarios append their figures to (beside the
+    state directory: ``devcloud down`` removes that).
+    """
+    return state_dir + '-chaos.txt'
 
 
 def autoscaler_options(app):
@@ -421,9 +431,15 @@ def main(argv=None):
             f.write(tempest_conf(summary['clouds_yaml'], state_dir, summary,
                                  args.computes))
         if args.only in (None, 'opie'):
+            if os.path.exists(chaos_report(state_dir)):
+                os.remove(chaos_report(state_dir))
             rc, out = _tempest(workspace, [
                 '--regex', r'^opie_sched_tempest_plugin\.', '--serial'], log)
             results['opie_sched plugin'] = dict(counts(out), rc=rc)
+            if os.path.exists(chaos_report(state_dir)):
+                with open(chaos_report(state_dir)) as f:
+                    for line in f:
+                        _say(line.rstrip())
         if args.only in (None, 'tempest'):
             filled = fill_preemptible(summary['clouds_yaml'], log)
             _say('%d preemptible servers fill the cloud before Tempest\'s '
