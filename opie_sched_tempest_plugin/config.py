@@ -145,7 +145,7 @@ OpieGroup = [
                help='Seconds the cloud may take, after each chaos fault, '
                     'to bring every request to ACTIVE or ERROR, every '
                     'host within capacity and every allocation to a '
-                    'server (polled every 2 s).'),
+                    'server (polled every second).'),
     cfg.IntOpt('chaos_reconciler_interval', default=5, min=0,
                help='[opie_reconciler] interval and [opie_preemption] '
                     'retry_interval (seconds) opie-scheduler is restarted '

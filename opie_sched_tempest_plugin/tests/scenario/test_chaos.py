@@ -50,6 +50,7 @@ import math
 import threading
 import time
 
+from keystoneauth1 import exceptions as ksa_exc
 from openstack import exceptions as sdk_exc
 from openstack import utils as sdk_utils
 from oslo_log import log as logging
@@ -208,14 +209,21 @@ class ChaosTest(base.OpieBaseTest):
                 'faultless': faultless, 'servers': servers, 'hosts': hosts}
 
     def wait_until(self, what, condition, deadline):
-        """Poll ``condition()`` (returns ``(done, value)``) every 2 s until
-        done or ``deadline`` (monotonic); returns the last value.
+        """Poll ``condition()`` (returns ``(done, value)``) every second
+        until done or ``deadline`` (monotonic); returns the last value. A
+        connection the API server closed meanwhile counts as "not yet"
+        (gunicorn closes keep-alive connections idle for 2 s, which races
+        with a request reusing one).
         """
         value = None
         try:
             for _ in sdk_utils.iterate_timeout(
-                    max(1, deadline - time.monotonic()), what, wait=2):
-                done, value = condition()
+                    max(1, deadline - time.monotonic()), what, wait=1):
+                try:
+                    done, value = condition()
+                except ksa_exc.ConnectionError as exc:
+                    LOG.warning('chaos: %s: %s; polling again', what, exc)
+                    continue
                 if done:
                     break
         except sdk_exc.ResourceTimeout:
