@@ -39,7 +39,10 @@
    (no Neutron, Cinder or Swift; ``run_validation = false``; the fake
    driver's abilities; the ``[opie]`` group, with the autoscaler's
    application and the command running opie-repacker once).
-4. Our plugin's tests, serially (they fill the whole cloud), then the
+4. Our plugin's tests, serially (they fill the whole cloud; the chaos
+   scenarios get the state directory, ``[opie] devcloud_state_dir``, to
+   kill, freeze and restart the cloud's processes, and append their
+   figures to ``DIR-chaos.txt``, printed after the run), then the
    selection of Tempest's own compute API tests of ``tempest-include.txt``
    minus ``tempest-exclude.txt`` (each exclusion with its reason), on a
    cloud whose free room is first filled with preemptible servers, so
