@@ -133,6 +133,30 @@ OpieGroup = [
     cfg.IntOpt('repacker_timeout', default=300, min=10,
                help='Seconds one opie-repacker run (a period, its live '
                     'migrations included) may take.'),
+    cfg.StrOpt('devcloud_state_dir',
+               help='State directory of the devcloud under test ("opie-sched '
+                    'devcloud up --state-dir"), on the machine running '
+                    'Tempest: the chaos scenarios find, kill, freeze and '
+                    'restart its services, and drop its broker and '
+                    'database connections through it. Possible values: a '
+                    'directory; unset (default) - the chaos scenarios are '
+                    'skipped (they need process control of the cloud).'),
+    cfg.IntOpt('chaos_converge_timeout', default=150, min=10,
+               help='Seconds the cloud may take, after each chaos fault, '
+                    'to bring every request to ACTIVE or ERROR, every '
+                    'host within capacity and every allocation to a '
+                    'server (polled every second).'),
+    cfg.IntOpt('chaos_reconciler_interval', default=5, min=0,
+               help='[opie_reconciler] interval and [opie_preemption] '
+                    'retry_interval (seconds) opie-scheduler is restarted '
+                    'with for the chaos scenarios (restored afterwards), '
+                    'so that its repairs fit in chaos_converge_timeout. '
+                    'Possible values: N >= 1; 0 - keep the cloud\'s '
+                    'values (no restart).'),
+    cfg.StrOpt('chaos_report',
+               help='File the chaos scenarios append their figures to, one '
+                    'line per scenario (the tier\'s runner prints it). '
+                    'Unset: the figures are only in the test output.'),
 ]
 
 

@@ -42,7 +42,10 @@
    (no Neutron, Cinder or Swift; ``run_validation = false``; the fake
    driver's abilities; the ``[opie]`` group, with the autoscaler's
    application and the command running opie-repacker once).
-4. Our plugin's tests, serially (they fill the whole cloud), then the
+4. Our plugin's tests, serially (they fill the whole cloud; the chaos
+   scenarios get the state directory, ``[opie] devcloud_state_dir``, to
+   kill, freeze and restart the cloud's processes, and append their
+   figures to ``DIR-chaos.txt``, printed after the run), then the
    selection of Tempest's own compute API tests of ``tempest-include.txt``
    minus ``tempest-exclude.txt`` (each exclusion with its reason), on a
    cloud whose free room is first filled with preemptible servers, so
@@ -257,7 +260,10 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                  'market_endpoint': market,
                  'market_notice_period': _market_notice_period(state_dir),
                  'market_contention': _market_contention(state_dir),
-                 'reliability': _reliability_enabled(state_dir)},
+                 'reliability': _reliability_enabled(state_dir),
+                 # the chaos scenarios' process control and figures
+                 'devcloud_state_dir': state_dir,
+                 'chaos_report': chaos_report(state_dir)},
     }
     sections['opie'].update(autoscaler_options(summary.get('autoscaler')))
     repacker = summary.get('repacker')
@@ -273,6 +279,13 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                   if v is not None]
         lines.append('')
     return '\n'.join(lines)
+
+
+def chaos_report(state_dir):
+    """The file the chaos scenarios append their figures to (beside the
+    state directory: ``devcloud down`` removes that).
+    """
+    return state_dir + '-chaos.txt'
 
 
 def autoscaler_options(app):
@@ -442,9 +455,15 @@ def main(argv=None):
             f.write(tempest_conf(summary['clouds_yaml'], state_dir, summary,
                                  args.computes))
         if args.only in (None, 'opie'):
+            if os.path.exists(chaos_report(state_dir)):
+                os.remove(chaos_report(state_dir))
             rc, out = _tempest(workspace, [
                 '--regex', args.regex, '--serial'], log)
             results['opie_sched plugin'] = dict(counts(out), rc=rc)
+            if os.path.exists(chaos_report(state_dir)):
+                with open(chaos_report(state_dir)) as f:
+                    for line in f:
+                        _say(line.rstrip())
         if args.only in (None, 'tempest'):
             filled = fill_preemptible(summary['clouds_yaml'], log)
             _say('%d preemptible servers fill the cloud before Tempest\'s '

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """``python -m opie_sched.devcloud.compute``: nova-compute with nova's
-``fake.FakeDriver`` sized by the environment.
+fake driver (``fake.FakeDriverWithoutFakeNodes``, a subclass of
+``fake.FakeDriver`` with a stable node identity) sized by the environment.
 
 nova loads a virt driver only from the ``nova.virt`` package, so the sizes
 cannot come from an out-of-tree driver class; this entry point sets the

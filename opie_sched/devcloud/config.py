@@ -448,10 +448,15 @@ def nova_conf(settings, layout):
 
 def compute_conf(settings, layout, index):
     """The overlay config of compute ``index`` (1-based): its own host,
-    state and instances paths and provider config directory.
+    state and instances paths and provider config directory, and nova's
+    fake driver that keeps its node identity (the ``compute_id`` file in
+    its ``state_path``), so a compute killed or stopped can be started
+    again (``fake.FakeDriver`` reports a new node uuid at every start and
+    nova refuses to start it a second time).
     """
     return {
         'DEFAULT': {
+            'compute_driver': 'fake.FakeDriverWithoutFakeNodes',
             'host': settings.compute_host(index),
             'state_path': layout.path('compute-%d' % index),
             'instances_path': layout.path('compute-%d' % index,

@@ -232,6 +232,9 @@ class TestRender(testtools.TestCase):
                              ('compute', 'provider_config_location')):
             self.assertNotEqual(one[section][key], two[section][key])
         self.assertEqual('devcloud-c2', two['DEFAULT']['host'])
+        # A compute restarted (chaos tier) keeps its node uuid.
+        self.assertEqual('fake.FakeDriverWithoutFakeNodes',
+                         one['DEFAULT']['compute_driver'])
 
     def test_provider_config_command_matches_sizes(self):
         s = _settings(compute_vcpus=4, compute_ram_mb=8192,
