@@ -21,7 +21,10 @@ metric within the budget, and every server's bid is set through ``PUT
 Nova.
 """
 
+from decimal import Decimal
+
 from opie_sched.market import bids as market_bids
+from opie_sched.market import budget
 from opie_sched.services.autoscaler import app as app_mod
 from tests.functional import test_autoscaler as ta
 
@@ -42,6 +45,10 @@ class SLOAutoscalerTest(ta.AutoscalerTest):
     def test_merkat_horizontal_scales_and_bids_real_servers(self):
         store = self.market()
         self.publish(store, ta.T0, '0.25', '0.0001')
+        # The application bids from its project's market account (one
+        # ledger, the market's): credit it as an operator would.
+        budget.CreditManager(store).open_account(
+            'admin', balance=Decimal(100))  # the token admin:admin's project
         image = next(iter(self.conn.image.images()))
         self.service.applications = [app_mod.parse_application({
             'name': 'web', 'server_group': 'web', 'image': image.id,

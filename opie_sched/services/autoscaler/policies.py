@@ -442,13 +442,13 @@ class MarketClient(object):
         ledger (Decimal, currency); 0 when the project has no account.
         """
         try:
-            doc = self._call('get', '%s/account' % market_url.rstrip('/'))
+            doc = self._call(market_url, lambda api: api.account())
         except spot.MarketError as exc:
             if ' answered 404' in str(exc):
                 return decimal.Decimal(0)
             raise
         try:
-            return spot._decimal(doc['account']['balance'], 'balance')
+            return spot._decimal(doc['balance'], 'balance')
         except (KeyError, TypeError):
             raise spot.MarketError('GET account: unexpected answer %r'
                                    % (doc,))
