@@ -191,7 +191,7 @@ class Reconciler:
     @staticmethod
     def _victims(cctxt, state):
         insts = objects.InstanceList.get_by_filters(
-            cctxt, {'deleted': False,
+            cctxt, {'deleted': False, 'soft_deleted': True,
                     'system_metadata': {victim_state.KEY_STATE: state}},
             expected_attrs=['flavor', 'system_metadata'])
         for inst in insts:
