@@ -455,7 +455,7 @@ class TestPreflight(testtools.TestCase):
         seen[:] = []
         self.useFixture(fixtures.MockPatch(
             'opie_sched.devcloud.preflight.redis_problem',
-            return_value='Redis is not reachable')).mock
+            return_value='Redis is not reachable'))
         self.assertRaisesRegex(preflight.MissingError, 'Redis is not',
                                preflight.check, redis=True)
         self.assertIn(['redis'], seen)
