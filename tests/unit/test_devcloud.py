@@ -24,6 +24,7 @@ import fixtures
 import testtools
 
 from opie_sched.cmd import cli
+from opie_sched.devcloud import cloud as cloud_mod
 from opie_sched.devcloud import compute
 from opie_sched.devcloud import config
 from opie_sched.devcloud import layout as layout_mod
@@ -236,6 +237,35 @@ class TestRender(testtools.TestCase):
         self.assertEqual('fake.FakeDriverWithoutFakeNodes',
                          one['DEFAULT']['compute_driver'])
 
+    def test_scheduler_hosts_are_distinct_and_share_redis(self):
+        layout = layout_mod.Layout('/tmp/x')
+        s = _settings(scheduler_hosts=2)
+        one = config.scheduler_host_conf(s, layout, 1)
+        two = config.scheduler_host_conf(s, layout, 2)
+        for section, key in (('DEFAULT', 'host'), ('DEFAULT', 'state_path'),
+                             ('oslo_concurrency', 'lock_path')):
+            self.assertNotEqual(one[section][key], two[section][key])
+        self.assertEqual('devcloud-s2', two['DEFAULT']['host'])
+        url = one['opie_preemption']['coordination_url']
+        self.assertEqual(url, two['opie_preemption']['coordination_url'])
+        self.assertEqual('redis://127.0.0.1:6379?namespace=%s'
+                         % layout.vhost, url)
+        procs = cloud_mod.daemons(s, layout)
+        argv1, argv2 = procs['opie-scheduler'][0], procs[
+            'opie-scheduler-2'][0]
+        self.assertTrue(argv1[-1].endswith('scheduler-host-1.conf'))
+        self.assertTrue(argv2[-1].endswith('scheduler-host-2.conf'))
+
+    def test_one_scheduler_host_keeps_the_file_driver(self):
+        layout = layout_mod.Layout('/tmp/x')
+        s = _settings()
+        self.assertEqual(1, s.scheduler_hosts)
+        conf = config.scheduler_host_conf(s, layout, 1)
+        self.assertNotIn('opie_preemption', conf)
+        self.assertEqual(['opie-scheduler'], [
+            n for n in cloud_mod.daemons(s, layout)
+            if n.startswith('opie-scheduler')])
+
     def test_provider_config_command_matches_sizes(self):
         s = _settings(compute_vcpus=4, compute_ram_mb=8192,
                       compute_disk_gb=50, allocation_ratio=2.0)
@@ -425,6 +455,13 @@ class TestPreflight(testtools.TestCase):
             return_value=None))
         preflight.check(neutron=True)
         self.assertIn(['neutron'], seen)
+        seen[:] = []
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.redis_problem',
+            return_value='Redis is not reachable'))
+        self.assertRaisesRegex(preflight.MissingError, 'Redis is not',
+                               preflight.check, redis=True)
+        self.assertIn(['redis'], seen)
         seen[:] = []
         preflight.check()
         self.assertNotIn(['neutron'], seen)
