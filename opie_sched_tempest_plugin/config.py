@@ -141,7 +141,7 @@ OpieGroup = [
                     'database connections through it. Possible values: a '
                     'directory; unset (default) - the chaos scenarios are '
                     'skipped (they need process control of the cloud).'),
-    cfg.IntOpt('chaos_converge_timeout', default=150, min=10,
+    cfg.IntOpt('chaos_converge_timeout', default=120, min=10,
                help='Seconds the cloud may take, after each chaos fault, '
                     'to bring every request to ACTIVE or ERROR, every '
                     'host within capacity and every allocation to a '

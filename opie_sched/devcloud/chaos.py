@@ -68,18 +68,22 @@ def time_of(line):
 
 
 class LogWatch:
-    """New lines of a log file from the moment the watch is made.
+    """New lines of log files from the moment the watch is made.
 
-    :param path: the log file (a service's, from the state directory).
+    :param paths: a log file or a list of them (services' logs, from the
+        state directory); the lines of several files are read file after
+        file.
     """
 
-    def __init__(self, path):
-        self.path = path
-        try:
-            self.offset = os.path.getsize(path)
-        except OSError:
-            self.offset = 0
-        self._partial = ''
+    def __init__(self, paths):
+        self.paths = [paths] if isinstance(paths, str) else list(paths)
+        self.offsets = {}
+        for path in self.paths:
+            try:
+                self.offsets[path] = os.path.getsize(path)
+            except OSError:
+                self.offsets[path] = 0
+        self._partial = dict.fromkeys(self.paths, '')
         self._unread = []
 
     def lines(self):
@@ -87,17 +91,19 @@ class LogWatch:
         :meth:`wait_for` read but did not consume).
         """
         lines, self._unread = self._unread, []
-        try:
-            with open(self.path, 'rb') as f:
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return lines
-        self.offset += len(data)
-        text = self._partial + data.decode('utf-8', 'replace')
-        new = text.split('\n')
-        self._partial = new.pop()
-        return lines + new
+        for path in self.paths:
+            try:
+                with open(path, 'rb') as f:
+                    f.seek(self.offsets[path])
+                    data = f.read()
+            except OSError:
+                continue
+            self.offsets[path] += len(data)
+            text = self._partial[path] + data.decode('utf-8', 'replace')
+            new = text.split('\n')
+            self._partial[path] = new.pop()
+            lines += new
+        return lines
 
     def wait_for(self, pattern, timeout, interval=0.005):
         """The next line matching ``pattern`` (a regex), read every
@@ -117,7 +123,8 @@ class LogWatch:
                     return line, time.monotonic() - start
             if time.monotonic() - start > timeout:
                 raise FaultError('no line matching %r in %s within %d s'
-                                 % (pattern, self.path, timeout))
+                                 % (pattern, ', '.join(self.paths),
+                                    timeout))
             time.sleep(interval)
 
 
@@ -142,13 +149,23 @@ class Faults:
                                           ', '.join(sorted(services))))
         return services[name]
 
+    def services(self, prefix):
+        """Names of the services called ``prefix`` or ``prefix-*`` (e.g.
+        every opie-scheduler of a cloud with several scheduler hosts).
+        """
+        services = (self.layout.load() or {}).get('services', {})
+        return sorted(n for n in services
+                      if n == prefix or n.startswith(prefix + '-'))
+
     def log(self, name):
         """The log file of service ``name``."""
         return self._service(name)['log']
 
-    def watch(self, name):
-        """A :class:`LogWatch` on service ``name``'s log, from now."""
-        return LogWatch(self.log(name))
+    def watch(self, *names):
+        """A :class:`LogWatch` on the logs of services ``names``, from
+        now.
+        """
+        return LogWatch([self.log(name) for name in names])
 
     def processes(self, name):
         """Pids of service ``name``'s process group (leader first)."""

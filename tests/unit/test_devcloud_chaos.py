@@ -75,6 +75,16 @@ class LogWatchTest(testtools.TestCase):
         self.assertEqual('b start 2', line)
         self.assertEqual(['c'], watch.lines())
 
+    def test_several_files(self):
+        other = self.path + '.2'
+        with open(other, 'w') as f:
+            f.write('old\n')
+        watch = chaos.LogWatch([self.path, other])
+        self._append('one\n')
+        with open(other, 'a') as f:
+            f.write('two\n')
+        self.assertEqual(['one', 'two'], sorted(watch.lines()))
+
     def test_wait_for_times_out(self):
         watch = chaos.LogWatch(self.path)
         self._append('nothing here\n')
@@ -108,6 +118,11 @@ class FaultsTest(testtools.TestCase):
     def test_unknown_service(self):
         faults = chaos.Faults(self.root)
         self.assertRaises(chaos.FaultError, faults.processes, 'nova-api')
+
+    def test_services_by_prefix(self):
+        faults = chaos.Faults(self.root)
+        self.assertEqual(['dummy'], faults.services('dummy'))
+        self.assertEqual([], faults.services('dumm'))
 
     def test_kill_and_restart_recorded_in_the_state_file(self):
         faults = chaos.Faults(self.root)

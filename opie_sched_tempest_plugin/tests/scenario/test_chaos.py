@@ -112,25 +112,39 @@ class ChaosTest(base.OpieBaseTest):
         cls.compute_services = {
             cls.faults.settings.compute_host(i): 'nova-compute-%d' % i
             for i in range(1, cls.faults.settings.computes + 1)}
+        #: every opie-scheduler service (one per scheduler host)
+        cls.schedulers = cls.faults.services(SCHEDULER)
+        if not cls.schedulers:
+            raise chaos.FaultError('the devcloud of %s runs no %s' % (
+                CONF.opie.devcloud_state_dir, SCHEDULER))
         interval = CONF.opie.chaos_reconciler_interval
         if interval:
             overlay = cls.faults.overlay(SCHEDULER, {
                 'opie_reconciler': {'interval': interval},
                 'opie_preemption': {'retry_interval': interval}})
-            argv = cls.faults._service(SCHEDULER)['argv']
-            if overlay in argv:
-                # left by an interrupted run
-                argv = argv[:argv.index(overlay) - 1]
-            cls.addClassResourceCleanup(cls.restart_scheduler, argv, ())
-            cls.restart_scheduler(argv, ('--config-file', overlay))
+            for name in cls.schedulers:
+                argv = cls.faults._service(name)['argv']
+                if overlay in argv:
+                    # left by an interrupted run
+                    argv = argv[:argv.index(overlay) - 1]
+                cls.addClassResourceCleanup(cls.restart_scheduler, name,
+                                            argv, ())
+                cls.restart_scheduler(name, argv, ('--config-file', overlay))
 
     @classmethod
-    def restart_scheduler(cls, argv, extra):
-        """Restart opie-scheduler and wait until its workers started."""
-        watch = cls.faults.watch(SCHEDULER)
-        cls.faults.restart(SCHEDULER, extra, argv=argv)
+    def restart_scheduler(cls, name, argv, extra):
+        """Restart one opie-scheduler service and wait until its workers
+        started.
+        """
+        watch = cls.faults.watch(name)
+        cls.faults.restart(name, extra, argv=argv)
         for _ in range(cls.faults.settings.scheduler_workers):
             watch.wait_for('Starting scheduler node', 120, interval=0.2)
+
+    def scheduler_workers(self):
+        """Pids of every opie-scheduler worker process."""
+        return {pid for name in self.schedulers
+                for pid in self.faults.workers(name)}
 
     @classmethod
     def chaos_flavors(cls):
@@ -408,8 +422,8 @@ class ChaosTest(base.OpieBaseTest):
     def test_scheduler_worker_killed_after_decision(self):
         fill = self.prepare()
         host = self.pick_host(fill)
-        watch = self.faults.watch(SCHEDULER)
-        workers = set(self.faults.workers(SCHEDULER))
+        watch = self.faults.watch(*self.schedulers)
+        workers = self.scheduler_workers()
         # Two instances on one host: the first decision is logged while
         # the second is still being claimed, before any victim is
         # terminated.
@@ -423,7 +437,7 @@ class ChaosTest(base.OpieBaseTest):
         kill_delay = time.time() - chaos.time_of(line)
         respawned = self.wait_until(
             'worker respawned',
-            lambda: (len(self.faults.workers(SCHEDULER)) >= len(workers),
+            lambda: (len(self.scheduler_workers()) >= len(workers),
                      time.monotonic() - t_fault),
             t_fault + 60)
         outcome = {}
@@ -520,7 +534,7 @@ class ChaosTest(base.OpieBaseTest):
         :returns: ``(request id, ids, rounds, connections dropped,
             whether a decision was logged within 60 s)``.
         """
-        watch = self.faults.watch(SCHEDULER)
+        watch = self.faults.watch(*self.schedulers)
         stop = threading.Event()
         dropped = []
 
