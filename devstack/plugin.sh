@@ -219,14 +219,14 @@ function configure_opie_sched_services {
 
 # The market API under uwsgi behind Apache at $OPIE_SCHED_MARKET_URL_PATH
 # (DevStack's write_uwsgi_config: a unix socket and a ProxyPass). The WSGI
-# module builds the paste pipeline "main" of $OPIE_SCHED_MARKET_PASTE
-# (keystonemiddleware) with $OPIE_SCHED_CONF, named by uwsgi's env lines.
+# module (opie_sched.wsgi.market) builds the paste pipeline "main" of
+# $OPIE_SCHED_MARKET_PASTE (keystonemiddleware) with $OPIE_SCHED_CONF,
+# named by uwsgi's env lines.
 function configure_opie_sched_market_api {
     write_uwsgi_config "$OPIE_SCHED_MARKET_UWSGI_CONF" \
         "$OPIE_SCHED_MARKET_UWSGI" "$OPIE_SCHED_MARKET_URL_PATH" "" \
         opie-market-api
     iniadd "$OPIE_SCHED_MARKET_UWSGI_CONF" uwsgi env \
-        OPIE_DEVCLOUD_WSGI=market \
         "OPIE_MARKET_CONFIG=$OPIE_SCHED_CONF" \
         "OPIE_MARKET_PASTE=$OPIE_SCHED_MARKET_PASTE"
 }

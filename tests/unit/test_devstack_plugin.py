@@ -306,7 +306,7 @@ class DevStackPluginTest(testtools.TestCase):
         # DevStack's signature: file, wsgi module, URL path, http (empty:
         # behind Apache), name.
         self.assertEqual([self.uwsgi_conf,
-                          'opie_sched.devcloud.wsgi:application',
+                          'opie_sched.wsgi.market:application',
                           '/spot-market', 'opie-market-api'], write)
         # The module form DevStack's write_uwsgi_config recognises.
         self.assertRegex(write[1], r'^[a-zA-Z0-9_.]+:[a-zA-Z0-9_]+$')
@@ -315,8 +315,7 @@ class DevStackPluginTest(testtools.TestCase):
                    if line.startswith('env = ')]
         paste = os.path.join(ROOT, 'etc', 'opie_sched',
                              'market-api-paste.ini')
-        self.assertEqual(['OPIE_DEVCLOUD_WSGI=market',
-                          'OPIE_MARKET_CONFIG=%s' % self.opie_conf,
+        self.assertEqual(['OPIE_MARKET_CONFIG=%s' % self.opie_conf,
                           'OPIE_MARKET_PASTE=%s' % paste], env)
         self.assertTrue(os.path.exists(paste))
         url = 'http://192.0.2.10/spot-market'
