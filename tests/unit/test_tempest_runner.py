@@ -125,3 +125,50 @@ class UnreachableTest(testtools.TestCase):
 
     def test_empty_ci_is_unset(self):
         self.assertEqual(0, self.run_main('')[0])
+
+
+class TierVerdictTest(testtools.TestCase):
+    """``main`` with the cloud and ``tempest`` replaced by recorded
+    outputs: a skip of a test the tier enabled fails the tier.
+    """
+
+    def run_tier(self, plugin_output):
+        state = os.path.join(self.useFixture(fixtures.TempDir()).path, 's')
+
+        def fake_run(cmd, log=None, **kwargs):
+            if cmd[1:3] == ['devcloud', 'up']:
+                return 0, '{"clouds_yaml": "unused"}'
+            if cmd[1] == 'init':
+                os.makedirs(os.path.join(cmd[-1], 'etc'))
+                return 0, ''
+            if cmd[1] == 'run':
+                return 0, plugin_output
+            return 0, ''  # devcloud down
+
+        out = io.StringIO()
+        with mock.patch.object(runner, 'unreachable', return_value=None), \
+                mock.patch.object(runner, '_run', side_effect=fake_run), \
+                mock.patch.object(runner, 'tempest_conf',
+                                  return_value='[opie]\nmarket = True\n'
+                                               'autoscaler = False\n'), \
+                mock.patch('sys.stdout', out):
+            rc = runner.main(['--state-dir', state, '--only', 'opie'])
+        return rc, out.getvalue()
+
+    def test_skip_of_an_enabled_test_fails_the_tier(self):
+        rc, out = self.run_tier(
+            '{0} setUpClass (x.Market) ... SKIPPED: needs 3 compute hosts\n'
+            '{0} x.Preemption.test_p [1.0s] ... ok\n'
+            ' - Passed: 1\n - Skipped: 1\n - Failed: 0\n')
+        self.assertEqual(1, rc)
+        self.assertIn('unexpected skip: setUpClass (x.Market): needs 3 '
+                      'compute hosts', out)
+
+    def test_skip_of_a_feature_turned_off_passes(self):
+        rc, out = self.run_tier(
+            '{0} setUpClass (x.Autoscaler) ... SKIPPED: [opie] autoscaler '
+            '= false: no opie-autoscaler runs against this cloud\n'
+            '{0} x.Preemption.test_p [1.0s] ... ok\n'
+            ' - Passed: 1\n - Skipped: 1\n - Failed: 0\n')
+        self.assertEqual(0, rc, out)
+        self.assertNotIn('unexpected', out)
