@@ -13,15 +13,20 @@
 #                      of $OPIE_SCHED_TWIN_FLAVORS
 #                      and the enabled companion services (opie-market,
 #                      opie-market-api, opie-autoscaler, opie-repacker)
+#   stack test-config  tempest.conf: [service_available] opie_market and
+#                      the [opie] feature flags of what this plugin deployed
+#                      (the Tempest plugin defaults them to False)
 #   unstack            stop opie-scheduler and the companion services
-#   clean              remove the provider config file
+#   clean              remove the provider config file and the market API's
+#                      uwsgi/Apache configuration
 #
 # Settings: devstack/settings.
 #
 # The steps and configuration are those of "opie-sched devcloud up"
 # (opie_sched/devcloud): the same opie-sched subcommands (scheduler-conf,
-# provider-config, flavor create-preemptible), opie-market db sync, and the
-# market API under gunicorn through opie_sched.devcloud.wsgi.
+# provider-config, flavor create-preemptible) and opie-market db sync. The
+# market API follows DevStack's convention instead: uwsgi behind Apache
+# with a path endpoint (write_uwsgi_config), public, internal and admin.
 
 XTRACE_OPIE_SCHED=$(set +o | grep xtrace)
 set -o xtrace
@@ -35,10 +40,7 @@ function install_opie_sched {
         # tooz's etcd3gw driver
         pip_install_gr etcd3gw
     fi
-    if is_service_enabled opie-market-api; then
-        # The market API runs under gunicorn, as in devcloud.
-        pip_install gunicorn
-    fi
+    # The market API runs under DevStack's uwsgi (installed by stack.sh).
 }
 
 # _opie_nova_opt SECTION OPTION DEFAULT: an option of $NOVA_CONF, or DEFAULT
@@ -56,7 +58,11 @@ function configure_opie_sched_filters {
     local filters
     filters=$(_opie_nova_opt filter_scheduler enabled_filters "$NOVA_FILTERS")
     sudo install -d -o "$STACK_USER" -m 0755 "$(dirname "$OPIE_SCHED_SCHEDULER_CONF")"
-    "$OPIE_SCHED_BIN_DIR/opie-sched" devcloud scheduler-conf \
+    local reliability=""
+    if [[ "$OPIE_SCHED_RELIABILITY" == "True" ]]; then
+        reliability="--reliability"
+    fi
+    "$OPIE_SCHED_BIN_DIR/opie-sched" devcloud scheduler-conf $reliability \
         --base-filters "$filters" --output "$OPIE_SCHED_SCHEDULER_CONF" \
         || die $LINENO "opie-sched devcloud scheduler-conf failed"
     if [[ "$OPIE_SCHED_ENABLE_SCHEDULER" != "True" ]]; then
@@ -180,6 +186,8 @@ function create_opie_sched_flavors {
 function configure_opie_sched_services {
     sudo install -d -o "$STACK_USER" "$OPIE_SCHED_CONF_DIR" "$OPIE_SCHED_STATE_DIR"
     iniset "$OPIE_SCHED_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
+    # The companion services' notifications and RPC on DevStack's broker.
+    iniset_rpc_backend opie_sched "$OPIE_SCHED_CONF"
     if is_service_enabled opie-market opie-market-api; then
         iniset "$OPIE_SCHED_CONF" opie_market state_dir "$OPIE_SCHED_STATE_DIR/market"
         # The market's database on the cloud's database server, leader
@@ -192,6 +200,9 @@ function configure_opie_sched_services {
         iniset "$OPIE_SCHED_CONF" opie_market api_port "$OPIE_SCHED_MARKET_PORT"
         iniset "$OPIE_SCHED_CONF" opie_market api_auth_strategy keystone
         configure_keystone_authtoken_middleware "$OPIE_SCHED_CONF" opie-market
+    fi
+    if is_service_enabled opie-market-api; then
+        configure_opie_sched_market_api
     fi
     if is_service_enabled opie-autoscaler; then
         iniset "$OPIE_SCHED_CONF" opie_autoscaler cloud "$OPIE_SCHED_CLOUD"
@@ -219,6 +230,32 @@ function configure_opie_sched_services {
     fi
 }
 
+# The market API under uwsgi behind Apache at $OPIE_SCHED_MARKET_URL_PATH
+# (DevStack's write_uwsgi_config: a unix socket and a ProxyPass). The WSGI
+# module (opie_sched.wsgi.market) builds the paste pipeline "main" of
+# $OPIE_SCHED_MARKET_PASTE (keystonemiddleware) with $OPIE_SCHED_CONF,
+# named by uwsgi's env lines.
+function configure_opie_sched_market_api {
+    write_uwsgi_config "$OPIE_SCHED_MARKET_UWSGI_CONF" \
+        "$OPIE_SCHED_MARKET_UWSGI" "$OPIE_SCHED_MARKET_URL_PATH" "" \
+        opie-market-api
+    iniadd "$OPIE_SCHED_MARKET_UWSGI_CONF" uwsgi env \
+        "OPIE_MARKET_CONFIG=$OPIE_SCHED_CONF" \
+        "OPIE_MARKET_PASTE=$OPIE_SCHED_MARKET_PASTE"
+}
+
+# The market's catalog entry (type spot-market, used by "openstack spot"
+# and by opie-autoscaler's market_url = catalog): one URL, behind Apache,
+# for the public, internal and admin interfaces.
+function create_opie_sched_market_endpoints {
+    local market_service url
+    url="$SERVICE_PROTOCOL://$SERVICE_HOST$OPIE_SCHED_MARKET_URL_PATH"
+    market_service=$(get_or_create_service opie-market spot-market \
+        "opie_sched spot market")
+    get_or_create_endpoint "$market_service" "$REGION_NAME" \
+        "$url" "$url" "$url"
+}
+
 function start_opie_sched_services {
     local conf="--config-file $OPIE_SCHED_CONF"
     if is_service_enabled opie-market opie-market-api; then
@@ -226,18 +263,10 @@ function start_opie_sched_services {
         "$OPIE_SCHED_BIN_DIR/opie-market" $conf db sync \
             || die $LINENO "opie-market db sync failed"
         create_service_user opie-market admin
-        # The catalog entry devcloud creates too (type spot-market, used by
-        # "openstack spot ...").
-        local market_service
-        market_service=$(get_or_create_service opie-market spot-market \
-            "opie_sched spot market")
-        get_or_create_endpoint "$market_service" "$REGION_NAME" \
-            "http://$SERVICE_HOST:$OPIE_SCHED_MARKET_PORT"
+        create_opie_sched_market_endpoints
     fi
     run_process opie-market "$OPIE_SCHED_BIN_DIR/opie-market $conf run"
-    # The REST API under gunicorn with the paste pipeline "main"
-    # (keystonemiddleware), the same command devcloud runs.
-    run_process opie-market-api "/usr/bin/env OPIE_DEVCLOUD_WSGI=market OPIE_MARKET_CONFIG=$OPIE_SCHED_CONF OPIE_MARKET_PASTE=$OPIE_SCHED_MARKET_PASTE $OPIE_SCHED_BIN_DIR/gunicorn --no-control-socket --bind $SERVICE_LISTEN_ADDRESS:$OPIE_SCHED_MARKET_PORT --workers 1 --threads 4 --timeout 300 --graceful-timeout 5 --name opie-market-api opie_sched.devcloud.wsgi:application"
+    run_process opie-market-api "$(which uwsgi) --procname-prefix opie-market-api --ini $OPIE_SCHED_MARKET_UWSGI_CONF"
     run_process opie-autoscaler "$OPIE_SCHED_BIN_DIR/opie-autoscaler $conf"
     run_process opie-repacker "$OPIE_SCHED_BIN_DIR/opie-repacker $conf"
 }
@@ -251,6 +280,61 @@ function stop_opie_sched_services {
 
 function cleanup_opie_sched {
     rm -f "$OPIE_SCHED_PROVIDER_CONFIG_FILE" "$OPIE_SCHED_SCHEDULER_CONF"
+    if is_service_enabled opie-market-api; then
+        remove_uwsgi_config "$OPIE_SCHED_MARKET_UWSGI_CONF" opie-market-api
+    fi
+}
+
+# _opie_tempest SECTION OPTION VALUE: set an option of tempest.conf.
+function _opie_tempest {
+    iniset "$TEMPEST_CONFIG" "$1" "$2" "$3"
+}
+
+# tempest.conf for opie_sched_tempest_plugin: the Tempest plugin defaults
+# every optional feature to False (a cloud without it skips its tests);
+# this turns on what this plugin deployed on this host.
+function configure_opie_sched_tempest {
+    local market=False preemption=False reliability=False repacker=False
+    if is_service_enabled opie-market && is_service_enabled opie-market-api; then
+        market=True
+    fi
+    _opie_tempest service_available opie_market "$market"
+    _opie_tempest opie market "$market"
+    if [[ "$market" == "True" ]]; then
+        # The API's URL comes from the catalog (service type spot-market).
+        _opie_tempest opie market_service_type spot-market
+        local notice
+        notice=$(iniget "$OPIE_SCHED_CONF" opie_market notice_period)
+        if [[ -n "$notice" ]]; then
+            _opie_tempest opie market_notice_period "$notice"
+        fi
+    fi
+    # Preemption needs opie-scheduler as n-sch with opie_sched's filters,
+    # the preemptible inventory (provider config) and preemptible flavors.
+    if [[ "$OPIE_SCHED_ENABLE_SCHEDULER" == "True" && \
+            "$OPIE_SCHED_ENABLE_FILTERS" == "True" && \
+            "$OPIE_SCHED_PROVIDER_CONFIG" == "True" && \
+            -n "$OPIE_SCHED_TWIN_FLAVORS" ]] && \
+            is_service_enabled n-sch; then
+        preemption=True
+        _opie_tempest opie preemptible_flavor_suffix .preemptible
+    fi
+    _opie_tempest opie preemption "$preemption"
+    # Die-Hard: what the scheduler options file actually enables.
+    if [[ -f "$OPIE_SCHED_SCHEDULER_CONF" ]] && \
+            grep -q FailureDomainFilter "$OPIE_SCHED_SCHEDULER_CONF"; then
+        reliability=True
+    fi
+    _opie_tempest opie reliability "$reliability"
+    if is_service_enabled opie-repacker; then
+        repacker=True
+        _opie_tempest opie repacker_command \
+            "$OPIE_SCHED_BIN_DIR/opie-repacker --config-file $OPIE_SCHED_CONF"
+    fi
+    _opie_tempest opie repacker "$repacker"
+    # The autoscaler scenario needs an application described by the
+    # autoscaler_* options, which DevStack does not create.
+    _opie_tempest opie autoscaler False
 }
 
 # Dispatch
@@ -281,6 +365,12 @@ if is_service_enabled nova; then
         if is_service_enabled opie-market opie-market-api opie-autoscaler opie-repacker; then
             echo_summary "Starting the opie_sched companion services"
             start_opie_sched_services
+        fi
+
+    elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
+        if is_service_enabled tempest; then
+            echo_summary "Configuring Tempest for opie_sched"
+            configure_opie_sched_tempest
         fi
     fi
 

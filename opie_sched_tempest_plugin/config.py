@@ -23,10 +23,12 @@ opie_group = cfg.OptGroup(
     help='What the opie_sched tests may expect of the cloud under test.')
 
 OpieGroup = [
-    cfg.BoolOpt('preemption', default=True,
+    cfg.BoolOpt('preemption', default=False,
                 help='The cloud runs opie-scheduler with preemption on and '
                      'has preemptible flavors. Possible values: true (run '
-                     'the preemption tests), false (skip them).'),
+                     'the preemption tests), false (default: skip them; '
+                     'the DevStack plugin sets true when it deployed '
+                     'them).'),
     cfg.StrOpt('preemptible_flavor_suffix', default='.preemptible',
                help='Name suffix of the preemptible twin of a normal '
                     'flavor ("opie-sched flavor create-preemptible"). The '
@@ -43,9 +45,12 @@ OpieGroup = [
     cfg.IntOpt('build_timeout', default=300, min=10,
                help='Seconds a server may take to become ACTIVE or to '
                     'disappear after a delete.'),
-    cfg.BoolOpt('market', default=True,
+    cfg.BoolOpt('market', default=False,
                 help='The opie-market service and its REST API run. '
-                     'Possible values: true, false (skip market tests).'),
+                     'Possible values: true, false (default: skip market '
+                     'tests; the DevStack plugin sets true, with '
+                     '[service_available] opie_market, when it deployed '
+                     'them).'),
     cfg.StrOpt('market_endpoint',
                help='Root URL of the market API, e.g. '
                     'http://127.0.0.1:8788. Unset: the catalog\'s '
@@ -71,10 +76,10 @@ OpieGroup = [
                      'of bid. Possible values: true (run the notice '
                      'scenario; it fails when it cannot contend the '
                      'market), false (skip it).'),
-    cfg.BoolOpt('reliability', default=True,
+    cfg.BoolOpt('reliability', default=False,
                 help='opie-scheduler has FailureDomainFilter and '
                      'ReliabilityWeigher (Die-Hard) enabled. Possible '
-                     'values: true, false (skip).'),
+                     'values: true, false (default: skip).'),
     cfg.BoolOpt('autoscaler', default=False,
                 help='opie-autoscaler runs against this cloud with the '
                      'application described by the autoscaler_* options. '
@@ -159,7 +164,17 @@ OpieGroup = [
                     'Unset: the figures are only in the test output.'),
 ]
 
+#: ``[service_available] opie_market``, Tempest's way of saying a service
+#: is deployed.
+ServiceAvailable = [
+    cfg.BoolOpt('opie_market', default=False,
+                help='Whether the opie_sched spot market (opie-market and '
+                     'its REST API, catalog service type spot-market) is '
+                     'deployed. Possible values: true, false (default).'),
+]
+
 
 def list_opts():
     """``[(group, opts)]`` of this plugin."""
-    return [(opie_group, OpieGroup)]
+    return [(opie_group, OpieGroup),
+            ('service_available', ServiceAvailable)]

@@ -33,6 +33,10 @@ class OpieTempestPlugin(plugins.TempestPlugin):
     def register_opts(self, conf):
         config.register_opt_group(conf, opie_config.opie_group,
                                   opie_config.OpieGroup)
+        config.register_opt_group(conf, config.service_available_group,
+                                  opie_config.ServiceAvailable)
 
     def get_opt_lists(self):
-        return [(opie_config.opie_group.name, opie_config.OpieGroup)]
+        return [(opie_config.opie_group.name, opie_config.OpieGroup),
+                (config.service_available_group.name,
+                 opie_config.ServiceAvailable)]

@@ -21,7 +21,9 @@
         [--concurrency N] [--only opie|tempest] [--keep-cloud]
 
 1. When MariaDB or RabbitMQ is unreachable, prints one line saying that
-   the tier was skipped and why, and exits 0.
+   the tier was skipped and why, and exits 0; when the ``CI`` environment
+   variable is set (to anything but empty), that line says FAILED and the
+   exit status is 1: a CI job must not pass without testing.
 2. ``opie-sched devcloud up`` (``--scheduler-workers 2`` and
    ``--scheduler-hosts 2`` by default: the race test runs against two
    scheduler hosts of two workers each, their locks on Redis; one host
@@ -52,7 +54,9 @@
    every normal boot of Tempest's tests preempts.
 5. ``opie-sched devcloud down``, also on failure or interruption.
 6. Prints passed/failed/skipped of both runs and the time taken; exits 1
-   when a test failed or a step broke. The runner's log is
+   when a test failed or a step broke, or when one of our plugin's tests
+   skipped although the tier enabled it (see :func:`unexpected_skips`;
+   Tempest's own compute tests may skip). The runner's log is
    ``DIR-tier.log``; after a failure the services' logs are copied to
    ``DIR-logs`` before the cloud is removed.
 """
@@ -79,6 +83,34 @@ PREEMPTIBLE_SUFFIX = '.preemptible'
 
 _TOTALS = re.compile(r'^ - (Passed|Skipped|Failed|Expected Fail|'
                      r'Unexpected Success): (\d+)', re.M)
+
+
+#: A test's result line in ``tempest run``'s output when it skipped (a
+#: class-level skip names ``setUpClass (module.Class)``).
+_SKIPPED = re.compile(r'^\{\d+\} (.+?)(?: \[[^\]]*\])? \.\.\. SKIPPED: ?(.*)$',
+                      re.M)
+#: The reason our plugin's tests give when a feature is off in tempest.conf.
+_FEATURE_OFF = re.compile(r'^\[opie\] (\w+) = false\b')
+
+
+def unexpected_skips(output, tempest_conf_path):
+    """``[(test, reason)]`` of the skips in ``output`` (our plugin's run)
+    that the tier did not ask for: every skip except those whose reason is
+    ``[opie] FLAG = false`` for a FLAG that ``tempest_conf_path`` sets to
+    false. A test skipped on the cloud's state (too few hosts, no room...)
+    is unexpected: the tier would pass without testing it.
+    """
+    import configparser
+    conf = configparser.ConfigParser(interpolation=None, strict=False)
+    conf.read(tempest_conf_path)
+    out = []
+    for test, reason in _SKIPPED.findall(output):
+        off = _FEATURE_OFF.match(reason)
+        if off and conf.get('opie', off.group(1),
+                            fallback='').lower() == 'false':
+            continue
+        out.append((test, reason.strip()))
+    return out
 
 
 def _say(message):
@@ -251,7 +283,8 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                 True},
         'service_available': {'nova': True, 'glance': True,
                               'neutron': False, 'cinder': False,
-                              'swift': False, 'horizon': False},
+                              'swift': False, 'horizon': False,
+                              'opie_market': bool(market)},
         'validation': {'run_validation': False},
         'opie': {'preemption': True,
                  'preemptible_flavor_suffix': PREEMPTIBLE_SUFFIX,
@@ -405,6 +438,9 @@ def main(argv=None):
 
     why = unreachable()
     if why:
+        if os.environ.get('CI'):
+            _say('FAILED: %s (CI is set: the tier must run)' % why)
+            return 1
         _say('skipped: %s' % why)
         return 0
     if args.scheduler_hosts > 1 and not _redis_answers():
@@ -464,6 +500,11 @@ def main(argv=None):
                 with open(chaos_report(state_dir)) as f:
                     for line in f:
                         _say(line.rstrip())
+            skips = unexpected_skips(out, os.path.join(
+                workspace, 'etc', 'tempest.conf'))
+            for test, reason in skips:
+                _say('unexpected skip: %s: %s' % (test, reason))
+            results['opie_sched plugin']['bad_skips'] = len(skips)
         if args.only in (None, 'tempest'):
             filled = fill_preemptible(summary['clouds_yaml'], log)
             _say('%d preemptible servers fill the cloud before Tempest\'s '
@@ -478,6 +519,7 @@ def main(argv=None):
     finally:
         t_tests = time.monotonic() - t0
         broken = failed_step or any(r['rc'] or r['failed']
+                                    or r.get('bad_skips')
                                     for r in results.values())
         logs = os.path.join(state_dir, 'logs')
         if up and broken and os.path.isdir(logs):
@@ -490,15 +532,18 @@ def main(argv=None):
                   state_dir], log)
         total = time.monotonic() - t0
         for name, r in results.items():
-            _say('%s: %d passed, %d failed, %d skipped%s' % (
+            _say('%s: %d passed, %d failed, %d skipped%s%s' % (
                 name, r['passed'], r['failed'], r['skipped'],
+                ' (%d unexpected: FAILED)' % r['bad_skips']
+                if r.get('bad_skips') else '',
                 '' if r['rc'] == 0 else ' (tempest run exit %d)' % r['rc']))
         if 't_up' in locals():
             _say('cloud up %.0f s, up + tests %.0f s, total with down '
                  '%.0f s (log: %s)' % (t_up, t_tests, total, log))
         if failed_step:
             _say('FAILED at %s' % failed_step)
-    bad = [n for n, r in results.items() if r['rc'] or r['failed']]
+    bad = [n for n, r in results.items()
+           if r['rc'] or r['failed'] or r.get('bad_skips')]
     return 1 if bad else 0
 
 

@@ -26,6 +26,8 @@ import testtools
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 SAMPLE = os.path.join(ROOT, 'etc', 'opie_sched', 'opie_sched.conf.sample')
+MARKET_SAMPLE = os.path.join(ROOT, 'etc', 'opie_sched',
+                             'opie-market.conf.sample')
 
 
 class ConfigSampleTest(testtools.TestCase):
@@ -43,3 +45,24 @@ class ConfigSampleTest(testtools.TestCase):
             generated, committed,
             'etc/opie_sched/opie_sched.conf.sample is stale: run '
             '`tox -e genconfig` and commit the result')
+
+    def test_market_sample_is_up_to_date(self):
+        # etc/opie_sched/opie-market.conf.sample also holds the libraries'
+        # options (their text follows their installed versions); the
+        # market's own group must be what its options say today.
+        out = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                           'market.conf.sample')
+        generator.main(['--namespace', 'opie_sched.market',
+                        '--wrap-width', '79', '--output-file', out])
+        with open(out, encoding='utf-8') as f:
+            generated = f.read()
+        own = generated[generated.index('[opie_market]'):]
+        with open(MARKET_SAMPLE, encoding='utf-8') as f:
+            committed = f.read()
+        self.assertIn(
+            own, committed,
+            'etc/opie_sched/opie-market.conf.sample is stale: run '
+            '`tox -e genconfig` and commit the result')
+        for group in ('[keystone_authtoken]', '[oslo_messaging_rabbit]',
+                      '[oslo_policy]'):
+            self.assertIn(group, committed)
