@@ -138,6 +138,15 @@ def mark_victim(cctxt, instance, cause, details):
                                          want_result=False)
 
 
+def is_marked(cctxt, instance):
+    """True when the instance already has the ``preempt`` instance action
+    (:func:`mark_victim` ran for it).
+    """
+    return any(a.action == PREEMPT_ACTION for a in
+               objects.InstanceActionList.get_by_instance_uuid(
+                   cctxt, instance.uuid))
+
+
 def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
               retry=False):
     """Terminate victims, recording each attempt in their service-owned
@@ -186,9 +195,16 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
         if inst is None:
             LOG.info('Victim %s is already gone', uuid)
             continue
-        if _terminate_one(cctxt, inst, step, preempted_by, ctx.request_id,
-                          action, decision):
-            done.append(uuid)
+        try:
+            if _terminate_one(cctxt, inst, step, preempted_by,
+                              ctx.request_id, action, decision):
+                done.append(uuid)
+        except Exception:
+            # e.g. the database went away while the record was written:
+            # the other victims are still handled; a victim left
+            # ``reserved`` is released by its request (the manager) or
+            # when its lease ends
+            LOG.exception('Could not start terminating victim %s', uuid)
     return done
 
 
@@ -267,7 +283,10 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
     if deleting:
         _log_stuck(acctxt, inst, new)
     try:
-        if first:
+        # A retry marks the victim too when the first attempt stored its
+        # record but died before the marks (e.g. a dropped database
+        # connection): its owner always gets the preempt action.
+        if first or not is_marked(acctxt, inst):
             mark_victim(acctxt, inst, new.preemptor, new.reason)
         getattr(compute_api(), verb)(acctxt, inst)
         return True

@@ -438,8 +438,33 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             actions.notify(ctx, item.plan, item.preemptor_uuid,
                            context.request_id, CONF.opie_preemption.action,
                            terminated=done)
-            by_cell[item.cell_uuid].extend(victims)
+            by_cell[item.cell_uuid].extend(
+                self._release_unstarted(ctx, item.cell_uuid, victims, done))
         self._wait_for_release(ctx, context.request_id, by_cell)
+
+    @staticmethod
+    def _release_unstarted(ctx, cell_uuid, victims, done):
+        """The victims to wait for: a victim whose termination could not
+        even start (its record is still ``reserved`` by this request, e.g.
+        the database went away while it was written) is released at once,
+        so the reconciler sees the host over capacity at its next round
+        and chooses again, instead of its reservation pinning the host
+        until ``reservation_timeout``; nobody waits for it.
+        """
+        left = [u for u in victims if u not in done]
+        if not left:
+            return victims
+        try:
+            cleared = set(reservations.unreserve(ctx, cell_uuid, left))
+        except Exception:
+            LOG.exception('Could not release the reservations of victims '
+                          '%s; they expire after reservation_timeout', left)
+            return victims
+        if cleared:
+            LOG.warning('Termination of victims %s could not start; their '
+                        'reservations are released and the reconciler '
+                        'repairs the host', sorted(cleared))
+        return [u for u in victims if u not in cleared]
 
     def _wait_for_release(self, ctx, request_id, by_cell):
         """Hold the request until its victims released their hosts, when

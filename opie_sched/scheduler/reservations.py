@@ -351,22 +351,27 @@ def clear_state(inst, expected=ANY, cctxt=None):
 
 def unreserve(ctx, cell_uuid, uuids):
     """Clear the ``reserved`` state of victims whose request (``ctx``'s
-    request id) failed. A record that changed meanwhile (terminating,
-    or another request's) is kept.
+    request id) failed or could not start terminating them. A record that
+    changed meanwhile (terminating, or another request's) is kept.
+
+    :returns: the uuids whose reservation was cleared.
     """
     if not uuids:
-        return
+        return []
     cctxt = cell_context(ctx, cell_uuid)
+    cleared = []
     for inst in load_by_uuid(cctxt, uuids).values():
         state = hosts.victim_state(inst)
         if (state is not None and state.state == victim_state.RESERVED
                 and state.request_id == (ctx.request_id or '')):
             try:
-                clear_state(inst, expected=state, cctxt=cctxt)
+                if clear_state(inst, expected=state, cctxt=cctxt):
+                    cleared.append(inst.uuid)
             except Exception:
                 LOG.exception('Could not clear the reservation of %s; it '
                               'expires after reservation_timeout',
                               inst.uuid)
+    return cleared
 
 
 def renew(ctx, cell_uuid, uuids, request_id, now=None):

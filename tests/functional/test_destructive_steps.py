@@ -517,3 +517,66 @@ class CompareAndSetOnMariaDBTest(testtools.TestCase):
         record = self.record()
         self.assertEqual(str(self.ROUNDS), record[vs.KEY_ATTEMPTS])
         self.assertEqual('v', record['nova_key'])
+
+
+class DroppedDatabaseTest(_Steps):
+    """Database connections dropped in the middle of a termination (the
+    chaos tier's findings on the devcloud, reproduced in-process).
+    """
+
+    EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False},
+                   'opie_preemption': {'retry_interval': 1,
+                                       'max_retry_interval': 1,
+                                       'release_timeout': 2}}
+
+    def test_victim_marked_on_retry_when_first_marks_were_lost(self):
+        # The record became ``terminating``, then the marks failed (the
+        # connection went away): the reconciler's retry marks the victim
+        # before deleting it, so its owner still sees the preempt action.
+        p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
+        real = actions.mark_victim
+        calls = []
+
+        def mark_once_fails(*args, **kwargs):
+            calls.append(args[1].uuid)
+            if len(calls) == 1:
+                raise RuntimeError('connection lost')
+            return real(*args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            actions, 'mark_victim', mark_once_fails))
+        self.boot('large', name='normal')
+        self.assertEqual(vs.TERMINATING, self.sysmeta(p[0]['id']).state)
+        self.assertNotIn('preempt', self.action_names(p[0]['id']))
+        time.sleep(1.1)
+        reconciler.Reconciler().run_once()
+        self._wait_until_deleted(p[0])
+        self.assertEqual([p[0]['id'], p[0]['id']], calls)
+        self.assertIn('preempt', self.action_names(p[0]['id']))
+
+    def test_reservation_released_when_termination_cannot_start(self):
+        # Writing the ``terminating`` record fails: the victim is not left
+        # ``reserved`` (it would pin the host over capacity until
+        # reservation_timeout while nothing deletes it); the request does
+        # not wait for it, and the reconciler repairs the host.
+        self.flags(release_timeout=60, group='opie_preemption')
+        p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
+        real = reservations.swap_state
+
+        def terminating_fails(cctxt, inst, expected, new):
+            if new is not None and new.state == vs.TERMINATING:
+                raise RuntimeError('connection lost')
+            return real(cctxt, inst, expected, new)
+
+        with mock.patch.object(reservations, 'swap_state',
+                               terminating_fails):
+            start = time.monotonic()
+            normal = self.boot('large', name='normal')
+            self.assertLess(time.monotonic() - start, 60)
+        self.assertIsNone(self.sysmeta(p[0]['id']))
+        self.assertEqual({p[0]['id'], p[1]['id'], normal['id']},
+                         self.live_uuids())
+        [plan] = reconciler.Reconciler().run_once()
+        self.assertEqual([p[0]['id']], [i.uuid for i, _ in plan.victims])
+        self._wait_until_deleted(p[0])
+        self.assertEqual((8, 16000, 160), self.full_used('host1'))
