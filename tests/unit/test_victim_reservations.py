@@ -281,6 +281,9 @@ class TerminateTest(testtools.TestCase):
         self.useFixture(fixtures.MockPatchObject(
             actions, 'mark_victim', side_effect=lambda c, inst, *a:
             self.calls.append(('mark', inst.uuid, c.request_id))))
+        # retried victims were marked by their first attempt
+        self.useFixture(fixtures.MockPatchObject(
+            actions, 'is_marked', return_value=True))
         self.ctx = mock.Mock(request_id='req-1')
 
     def reserved(self, uuid, flv=None, request_id='req-1', **kwargs):
