@@ -112,6 +112,15 @@ SCENARIOS = [
      'An elastic master-worker application scaled by Horizontal-Deadline: '
      '1075 tasks, a burst of 1500 more after 85 min, deadline 643.25 min.',
      '[Themis2012]_ Fig. 6'),
+    ('repacking-single-type',
+     'S_base repacked to the cheapest set of one instance type instead of '
+     'the optimal set, beside S_base and the repack-to-optimal '
+     'strategies on the Table 3 setting; the thesis\' claims judged on '
+     'every row.', '[PaperV]_ §6.2 (last paragraph)'),
+    ('rpm-weights',
+     'RPM with one factor of eq. 3 weighted 0.0 and 0.8 (the other four '
+     'sharing the rest), Table 4\'s concurrent load; the direction of '
+     'every metric row judged.', '[PaperIV]_ Tables 6-10 and Fig. 4'),
 ]
 
 SIMULATOR_INTRO = '''\
