@@ -121,6 +121,11 @@ SCENARIOS = [
      'RPM with one factor of eq. 3 weighted 0.0 and 0.8 (the other four '
      'sharing the rest), Table 4\'s concurrent load; the direction of '
      'every metric row judged.', '[PaperIV]_ Tables 6-10 and Fig. 4'),
+    ('rpm-fig3',
+     'FFD-sum vs RPM over the simulated day (utilisation of the active '
+     'hosts, migrations, service and batch data per window) on both load '
+     'readings; the text\'s findings judged on every run.',
+     '[PaperIV]_ Fig. 3'),
 ]
 
 SIMULATOR_INTRO = '''\

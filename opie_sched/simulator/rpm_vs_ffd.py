@@ -499,12 +499,17 @@ def _resolve_underload(dc, h):
 
 def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
                max_ttl=rpm.MAX_TTL, group_size=GROUP_SIZE,
-               ffd_victims='volume', lambdas=rpm.DEFAULT_LAMBDAS):
+               ffd_victims='volume', lambdas=rpm.DEFAULT_LAMBDAS,
+               series_every=None):
     """One run; returns the metric dict (keys of :data:`LABELS`, plus
     ``overload_data_gb``, ``underload_data_gb`` and the time means over
     active hosts of the used CPU and memory, ``avg_cpu``/``avg_mem``,
     fractions). ``lambdas``: RPM's λ1..λ5 of eq. 3 (risk, distance,
-    efficiency, data transfer, imbalance).
+    efficiency, data transfer, imbalance). ``series_every`` (minutes):
+    also ``series``, one entry per window (Paper IV Fig. 3): ``cpu`` and
+    ``mem`` (the window's mean use of the active hosts, fractions),
+    ``migrations``, ``service_data_gb`` and ``batch_data_gb`` (the
+    window's increments).
     """
     dc = DataCentre(n_hosts, vms, policy, discovery, seed, max_ttl,
                     group_size=group_size, ffd_victims=ffd_victims,
@@ -519,6 +524,7 @@ def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
     pending_under = {}
     active_sum = 0
     util_n, util_cpu, util_mem = 0, 0.0, 0.0
+    series, window, last = [], [], collections.Counter()
     peak = 0.0
     trigger_data = 0.0
     for minute, t in clock.StepClock(60.0).steps(steps):
@@ -545,12 +551,26 @@ def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
         active_sum += int(active.sum())
         if active.any():
             util_n += 1
-            util_cpu += dc.uc[active].sum() / (active.sum() * HOST_CPU)
-            util_mem += dc.um[active].sum() / (active.sum() * HOST_MEM)
+            now_cpu = dc.uc[active].sum() / (active.sum() * HOST_CPU)
+            now_mem = dc.um[active].sum() / (active.sum() * HOST_MEM)
+            util_cpu += now_cpu
+            util_mem += now_mem
+            window.append((now_cpu, now_mem))
         peak = max(peak, dc.rc.sum() / (n_hosts * HOST_CPU))
         if (minute % PROFILE_EVERY == PROFILE_EVERY - 1
                 and len(hist_c) == rpm.HISTORY_SAMPLES):
             trigger_data += _profile(dc, minute, pending_under)
+        if series_every and (minute + 1) % series_every == 0:
+            entry = {'minute': minute + 1,
+                     'cpu': float(np.mean([w[0] for w in window]))
+                     if window else 0.0,
+                     'mem': float(np.mean([w[1] for w in window]))
+                     if window else 0.0}
+            for key in ('migrations', 'service_data_gb', 'batch_data_gb'):
+                entry[key] = float(dc.counts[key] - last[key])
+                last[key] = dc.counts[key]
+            series.append(entry)
+            window = []
     out = {k: 0.0 for k in LABELS}
     out.update({k: float(v) for k, v in dc.counts.items()})
     out['active_servers'] = active_sum / float(steps)
@@ -559,6 +579,8 @@ def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
     out['avg_cpu'] = util_cpu / util_n if util_n else 0.0
     out['avg_mem'] = util_mem / util_n if util_n else 0.0
     out['peak_reserved_cpu'] = peak
+    if series_every:
+        out['series'] = series
     out['data_per_trigger_gb'] = (trigger_data / out['triggers']
                                   if out['triggers'] else 0.0)
     return out

@@ -81,6 +81,9 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     RPM with one factor of eq. 3 weighted 0.0 and 0.8
     (:mod:`opie_sched.simulator.rpm_weights`); thesis Paper IV Tables
     6-10 and Fig. 4.
+``rpm-fig3``
+    FFD-sum vs RPM over the simulated day, both load readings
+    (:mod:`opie_sched.simulator.rpm_fig3`); thesis Paper IV Fig. 3.
 """
 
 import collections
@@ -95,6 +98,7 @@ from opie_sched.simulator import preemption_latency
 from opie_sched.simulator import repacking_single
 from opie_sched.simulator import repacking_tables
 from opie_sched.simulator import repacking_tables45
+from opie_sched.simulator import rpm_fig3
 from opie_sched.simulator import rpm_vs_ffd
 from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import themis
@@ -115,6 +119,7 @@ SCENARIOS = collections.OrderedDict([
     ('themis-fig6', themis_elastic.themis_fig6),
     ('repacking-single-type', repacking_single.repacking_single_type),
     ('rpm-weights', rpm_weights.rpm_weights),
+    ('rpm-fig3', rpm_fig3.rpm_fig3),
 ])
 
 

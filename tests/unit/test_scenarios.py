@@ -31,6 +31,7 @@ from opie_sched.simulator import preemption_latency as latency
 from opie_sched.simulator import repacking_single
 from opie_sched.simulator import repacking_strategies
 from opie_sched.simulator import repacking_tables as rtables
+from opie_sched.simulator import rpm_fig3
 from opie_sched.simulator import rpm_vs_ffd as rvf
 from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import scenarios
@@ -632,6 +633,50 @@ class RPMWeightsTest(testtools.TestCase):
             self.assertEqual(r['our_sign'] == r['paper_sign'], r['holds'])
         n = sum(bool(r['holds']) for r in result['rows'])
         self.assertIn('%d of %d' % (n, judged), text)
+
+
+class RPMFig3Test(testtools.TestCase):
+    """Paper IV Fig. 3 (``rpm-fig3``)."""
+
+    def test_series_add_up_to_the_run(self):
+        vms = rvf.thesis_load(32, 3.0, 4, 'table4')
+        run = rvf.run_policy('ffd', 32, vms, 3.0, 4, group_size=16,
+                             series_every=30)
+        series = run['series']
+        self.assertEqual([30 * (i + 1) for i in range(6)],
+                         [e['minute'] for e in series])
+        for key in ('migrations', 'service_data_gb', 'batch_data_gb'):
+            self.assertAlmostEqual(run[key], sum(e[key] for e in series))
+        self.assertGreater(run['migrations'], 0)
+        # equal windows: their mean is the run's time mean
+        self.assertAlmostEqual(run['avg_cpu'],
+                               sum(e['cpu'] for e in series) / 6)
+        self.assertAlmostEqual(run['avg_mem'],
+                               sum(e['mem'] for e in series) / 6)
+        self.assertNotIn('series', rvf.run_policy('ffd', 32, vms, 1.0, 4,
+                                                  group_size=16))
+
+    def test_judge(self):
+        ffd = {'avg_cpu': 0.5, 'avg_mem': 0.6, 'active_servers': 10,
+               'migrations': 8, 'service_migrations': 3,
+               'service_data_gb': 40.0}
+        rpm = dict(ffd, avg_cpu=0.55, active_servers=11, migrations=5,
+                   service_data_gb=50.0)
+        self.assertEqual({'cpu': True, 'mem': False, 'active': False,
+                          'migrations': True, 'service_migrations': False,
+                          'service_data': False},
+                         rpm_fig3.judge(ffd, rpm))
+
+    def test_reduced_verdicts_over_every_run(self):
+        result, text = rpm_fig3.rpm_fig3(reduced=True, seed=2)
+        self.assertEqual(2 * len(rpm_fig3.CLAIMS), len(result['verdicts']))
+        for run in result['runs']:
+            self.assertEqual(rpm_fig3.judge(run['runs']['ffd'],
+                                            run['runs']['rpm']),
+                             run['claims'])
+        n = sum(v['holds'] for v in result['verdicts'])
+        self.assertIn('(%d of %d hold)' % (n, len(result['verdicts'])),
+                      text)
 
 
 class PreemptionLatencyTest(testtools.TestCase):
