@@ -84,6 +84,9 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
 ``rpm-fig3``
     FFD-sum vs RPM over the simulated day, both load readings
     (:mod:`opie_sched.simulator.rpm_fig3`); thesis Paper IV Fig. 3.
+``gossip-fig5``
+    Merge+Imb convergence for k = 10, 20, 30, 50 on 50,000 PMs
+    (:mod:`opie_sched.simulator.gossip_fig5`); thesis Paper III Fig. 5.
 """
 
 import collections
@@ -91,6 +94,7 @@ import time
 
 from opie_sched.simulator import diehard_table2
 from opie_sched.simulator import diehard_tables34
+from opie_sched.simulator import gossip_fig5
 from opie_sched.simulator import gossip_redistribution
 from opie_sched.simulator import merkat_vertical
 from opie_sched.simulator import p2p_consolidation
@@ -120,6 +124,7 @@ SCENARIOS = collections.OrderedDict([
     ('repacking-single-type', repacking_single.repacking_single_type),
     ('rpm-weights', rpm_weights.rpm_weights),
     ('rpm-fig3', rpm_fig3.rpm_fig3),
+    ('gossip-fig5', gossip_fig5.gossip_fig5),
 ])
 
 
