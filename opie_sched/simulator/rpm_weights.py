@@ -183,5 +183,10 @@ def rpm_weights(reduced=False, seed=0, discovery='local', seeds=None):
         '',
         'Direction of every judged row as the thesis: %d of %d (%s); '
         '"-": not measured.' % (n, len(judged), ', '.join(
-            '%s %d/%d' % (t, a, b) for t, (a, b) in per.items()))])
+            '%s %d/%d' % (t, a, b) for t, (a, b) in per.items())),
+        'Table 9: our DT term depends on the migrated VM only, the same '
+        'for every candidate host, and our overload victims follow the '
+        'migration planner\'s fixed order, not the score; so its weight '
+        'cannot change a decision here (the thesis credits it to VM '
+        'selection).'])
     return result, text
