@@ -113,6 +113,25 @@ SCENARIOS = [
      'An elastic master-worker application scaled by Horizontal-Deadline: '
      '1075 tasks, a burst of 1500 more after 85 min, deadline 643.25 min.',
      '[Themis2012]_ Fig. 6'),
+    ('repacking-single-type',
+     'S_base repacked to the cheapest set of one instance type instead of '
+     'the optimal set, beside S_base and the repack-to-optimal '
+     'strategies on the Table 3 setting; the thesis\' claims judged on '
+     'every row.', '[PaperV]_ §6.2 (last paragraph)'),
+    ('rpm-weights',
+     'RPM with one factor of eq. 3 weighted 0.0 and 0.8 (the other four '
+     'sharing the rest), Table 4\'s concurrent load; the direction of '
+     'every metric row judged.', '[PaperIV]_ Tables 6-10 and Fig. 4'),
+    ('rpm-fig3',
+     'FFD-sum vs RPM over the simulated day (utilisation of the active '
+     'hosts, migrations, service and batch data per window) on both load '
+     'readings; the text\'s findings judged on every run.',
+     '[PaperIV]_ Fig. 3'),
+    ('gossip-fig5',
+     'Merge+Imb from a random placement under a static load on the '
+     'paper\'s 50,000 PMs and 100,000 VMs, local views k = 10, 20, 30, '
+     '50, wall time and peak memory measured; two readings of '
+     '"converge".', '[PaperIII]_ Fig. 5'),
 ]
 
 SIMULATOR_INTRO = '''\

@@ -164,7 +164,8 @@ class Simulate(cli.Lister):
     The workload is generated; the VM types are the thesis' Table 2.
 
     Runs one of the thesis' strategies (S_base, S_base_Repacked, S_delta,
-    S_delta_Repacked, S_Full), or all, over a generated workload. Costs
+    S_delta_Repacked, S_Full, and S_base_Repacked_single, the one-type
+    repack of Paper V §6.2), or all, over a generated workload. Costs
     are currency; unmet_steps counts the steps whose demand the set did
     not cover. The workload (steps, step length) is described on
     standard error.

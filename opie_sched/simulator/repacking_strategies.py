@@ -42,8 +42,9 @@ from opie_sched.simulator.core import metrics
 
 Fraction = fractions.Fraction
 
-__all__ = ['Simulation', 'Strategy', 'SBase', 'SBaseRepacked', 'SDelta',
-           'SDeltaRepacked', 'SFull', 'STRATEGIES', 'make_strategy']
+__all__ = ['Simulation', 'Strategy', 'SBase', 'SBaseRepacked',
+           'SBaseRepackedSingle', 'SDelta', 'SDeltaRepacked', 'SFull',
+           'STRATEGIES', 'make_strategy']
 
 
 @dataclasses.dataclass
@@ -305,9 +306,70 @@ class SBaseRepacked(Strategy):
         return self._repack(load, self._base_rule(load, prev))
 
 
-#: Strategy classes by name (Paper V, Table 1).
+class SBaseRepackedSingle(Strategy):
+    """S_base_Repacked with one instance type (Paper V, end of §6.2).
+
+    "We also studied the case when an application owner wants to use only
+    one instance type. In this case a new *base instance* is used for
+    repacking instead of repacking to optimal [...] the entire resource
+    set should be replaced with the new resource set that only uses the
+    new *base instance*." Each step: S_base's step (add base instances for
+    the shortfall, or drop surplus ones); then Algorithm 1 with ``S_hat``
+    the cheapest *homogeneous* set covering the total load (``ceil(load /
+    c_i)`` servers of the one type ``i`` of least price, ties towards the
+    current base, then the smaller index): switch iff ``P_hat < P`` and
+    ``1 - (P_hat*d + R)/(P*d) > K``, paying ``R = C_extra * repacking
+    time`` (by default the price of the whole new set, as every server is
+    started). After a switch the new type is the base instance that later
+    scale-outs add, so the set stays of one type (our reading: the thesis
+    does not say which type later scale-outs add; "only one instance type"
+    leaves no other). The base instance of the first step is the
+    strategy's ``base``.
+    """
+
+    name = 'S_base_Repacked_single'
+
+    def __init__(self, types, **kwargs):
+        super().__init__(types, **kwargs)
+        self._first_base = self.base
+
+    def _homogeneous(self, load):
+        """``(type index, vector)``: the cheapest one-type cover."""
+        best = None
+        for i in range(self._m):
+            n = math.ceil(load / self.cat.cap[i])
+            key = (n * self.cat.price[i], i != self.base, i)
+            if best is None or key < best[0]:
+                best = (key, i, n)
+        vec = [0] * self._m
+        vec[best[1]] = best[2]
+        return best[1], vec
+
+    def step(self, load, prev):
+        vec = self._base_rule(load, prev)
+        i, target = self._homogeneous(load)
+        P, P_hat = self.cat.price_of(vec), self.cat.price_of(target)
+        if P_hat >= P:
+            return vec, Fraction(0), False
+        R = self._cost_of(vec, target)
+        ok, _, _ = _decide(P, P_hat, self.d, R, self.K)
+        if not ok:
+            return vec, Fraction(0), False
+        self.base = i
+        return target, R, True
+
+    def run(self, demand, step_hours=1.0):
+        """As :meth:`Strategy.run`, starting from the first base instance.
+        """
+        self.base = self._first_base
+        return super().run(demand, step_hours)
+
+
+#: Strategy classes by name (Paper V, Table 1, and the one-type repack of
+#: §6.2).
 STRATEGIES = {cls.name: cls for cls in (
-    SBase, SBaseRepacked, SDelta, SDeltaRepacked, SFull)}
+    SBase, SBaseRepacked, SDelta, SDeltaRepacked, SFull,
+    SBaseRepackedSingle)}
 
 
 def make_strategy(name, types, **kwargs):

@@ -268,7 +268,8 @@ class DataCentre(object):
 
     def __init__(self, n_hosts, vms, policy, discovery='local', seed=0,
                  max_ttl=rpm.MAX_TTL, neighbours=rpm.NEIGHBOURS,
-                 group_size=GROUP_SIZE, ffd_victims='volume'):
+                 group_size=GROUP_SIZE, ffd_victims='volume',
+                 lambdas=rpm.DEFAULT_LAMBDAS):
         if policy not in POLICIES:
             raise ValueError('policy must be one of %s, got %r'
                              % (POLICIES, policy))
@@ -280,6 +281,7 @@ class DataCentre(object):
                              % (FFD_VICTIMS, ffd_victims))
         self.n = n_hosts
         self.policy = policy
+        self.lambdas = rpm.check_lambdas(lambdas)
         self.ffd_victims = ffd_victims
         self.discovery = discovery
         self.max_ttl = max_ttl
@@ -378,7 +380,7 @@ class DataCentre(object):
             sc, sm = self.utilisation(source)
             imb = rpm.normalise(rpm.imbalance(c, m, vc, vm_, sc, sm),
                                 rpm.MAX_IMBALANCE)
-        return rpm.score(rpm.Terms(risk, dist, eff, dt, imb))
+        return rpm.score(rpm.Terms(risk, dist, eff, dt, imb), self.lambdas)
 
     def rank(self, vm, hosts, source, active_only):
         """Best of ``hosts`` for ``vm``: ``(host, score)`` or None."""
@@ -467,6 +469,7 @@ def _resolve_overload(dc, h):
             moved += dc.migrate(vm, dst)
     if max(dc.utilisation(h)) > rpm.OVERLOAD_THRESHOLD:
         dc.counts['unresolved'] += 1
+    dc.counts['overload_data_gb'] += moved
     return moved
 
 
@@ -490,15 +493,27 @@ def _resolve_underload(dc, h):
         dst = int(dc.host[vm])
         dc.hosts.relocate(vm, src)
         moved += dc.migrate(vm, dst)
+    dc.counts['underload_data_gb'] += moved
     return moved
 
 
 def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
                max_ttl=rpm.MAX_TTL, group_size=GROUP_SIZE,
-               ffd_victims='volume'):
-    """One run; returns the metric dict (keys of :data:`LABELS`)."""
+               ffd_victims='volume', lambdas=rpm.DEFAULT_LAMBDAS,
+               series_every=None):
+    """One run; returns the metric dict (keys of :data:`LABELS`, plus
+    ``overload_data_gb``, ``underload_data_gb`` and the time means over
+    active hosts of the used CPU and memory, ``avg_cpu``/``avg_mem``,
+    fractions). ``lambdas``: RPM's λ1..λ5 of eq. 3 (risk, distance,
+    efficiency, data transfer, imbalance). ``series_every`` (minutes):
+    also ``series``, one entry per window (Paper IV Fig. 3): ``cpu`` and
+    ``mem`` (the window's mean use of the active hosts, fractions),
+    ``migrations``, ``service_data_gb`` and ``batch_data_gb`` (the
+    window's increments).
+    """
     dc = DataCentre(n_hosts, vms, policy, discovery, seed, max_ttl,
-                    group_size=group_size, ffd_victims=ffd_victims)
+                    group_size=group_size, ffd_victims=ffd_victims,
+                    lambdas=lambdas)
     steps = int(round(hours * 60))
     entry_rng = random.Random('%s-entry' % seed)
     arrivals = clock.Arrivals(range(len(vms)),
@@ -508,6 +523,8 @@ def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
     hist_c, hist_m = [], []
     pending_under = {}
     active_sum = 0
+    util_n, util_cpu, util_mem = 0, 0.0, 0.0
+    series, window, last = [], [], collections.Counter()
     peak = 0.0
     trigger_data = 0.0
     for minute, t in clock.StepClock(60.0).steps(steps):
@@ -530,15 +547,40 @@ def run_policy(policy, n_hosts, vms, hours, seed=0, discovery='local',
         del hist_c[:-rpm.HISTORY_SAMPLES], hist_m[:-rpm.HISTORY_SAMPLES]
         dc.hist_cpu = np.array(hist_c).T
         dc.hist_mem = np.array(hist_m).T
-        active_sum += int((dc.count > 0).sum())
+        active = dc.count > 0
+        active_sum += int(active.sum())
+        if active.any():
+            util_n += 1
+            now_cpu = dc.uc[active].sum() / (active.sum() * HOST_CPU)
+            now_mem = dc.um[active].sum() / (active.sum() * HOST_MEM)
+            util_cpu += now_cpu
+            util_mem += now_mem
+            window.append((now_cpu, now_mem))
         peak = max(peak, dc.rc.sum() / (n_hosts * HOST_CPU))
         if (minute % PROFILE_EVERY == PROFILE_EVERY - 1
                 and len(hist_c) == rpm.HISTORY_SAMPLES):
             trigger_data += _profile(dc, minute, pending_under)
+        if series_every and (minute + 1) % series_every == 0:
+            entry = {'minute': minute + 1,
+                     'cpu': float(np.mean([w[0] for w in window]))
+                     if window else 0.0,
+                     'mem': float(np.mean([w[1] for w in window]))
+                     if window else 0.0}
+            for key in ('migrations', 'service_data_gb', 'batch_data_gb'):
+                entry[key] = float(dc.counts[key] - last[key])
+                last[key] = dc.counts[key]
+            series.append(entry)
+            window = []
     out = {k: 0.0 for k in LABELS}
     out.update({k: float(v) for k, v in dc.counts.items()})
     out['active_servers'] = active_sum / float(steps)
+    for key in ('overload_data_gb', 'underload_data_gb'):
+        out.setdefault(key, 0.0)
+    out['avg_cpu'] = util_cpu / util_n if util_n else 0.0
+    out['avg_mem'] = util_mem / util_n if util_n else 0.0
     out['peak_reserved_cpu'] = peak
+    if series_every:
+        out['series'] = series
     out['data_per_trigger_gb'] = (trigger_data / out['triggers']
                                   if out['triggers'] else 0.0)
     return out

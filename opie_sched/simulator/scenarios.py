@@ -72,6 +72,21 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     An elastic master-worker application under Horizontal-Deadline, 1075
     tasks and a burst of 1500 (:mod:`opie_sched.simulator
     .themis_elastic`); Themis HPCC'12 Fig. 6.
+``repacking-single-type``
+    S_base_Repacked repacking to the cheapest one-type set instead of the
+    optimal one, beside S_base and the repack-to-optimal strategies
+    (:mod:`opie_sched.simulator.repacking_single`); thesis Paper V, end
+    of §6.2.
+``rpm-weights``
+    RPM with one factor of eq. 3 weighted 0.0 and 0.8
+    (:mod:`opie_sched.simulator.rpm_weights`); thesis Paper IV Tables
+    6-10 and Fig. 4.
+``rpm-fig3``
+    FFD-sum vs RPM over the simulated day, both load readings
+    (:mod:`opie_sched.simulator.rpm_fig3`); thesis Paper IV Fig. 3.
+``gossip-fig5``
+    Merge+Imb convergence for k = 10, 20, 30, 50 on 50,000 PMs
+    (:mod:`opie_sched.simulator.gossip_fig5`); thesis Paper III Fig. 5.
 """
 
 import collections
@@ -79,13 +94,17 @@ import time
 
 from opie_sched.simulator import diehard_table2
 from opie_sched.simulator import diehard_tables34
+from opie_sched.simulator import gossip_fig5
 from opie_sched.simulator import gossip_redistribution
 from opie_sched.simulator import merkat_vertical
 from opie_sched.simulator import p2p_consolidation
 from opie_sched.simulator import preemption_latency
+from opie_sched.simulator import repacking_single
 from opie_sched.simulator import repacking_tables
 from opie_sched.simulator import repacking_tables45
+from opie_sched.simulator import rpm_fig3
 from opie_sched.simulator import rpm_vs_ffd
+from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import themis
 from opie_sched.simulator import themis_elastic
 
@@ -102,6 +121,10 @@ SCENARIOS = collections.OrderedDict([
     ('gossip-redistribution', gossip_redistribution.gossip_redistribution),
     ('merkat-fig6', merkat_vertical.merkat_fig6),
     ('themis-fig6', themis_elastic.themis_fig6),
+    ('repacking-single-type', repacking_single.repacking_single_type),
+    ('rpm-weights', rpm_weights.rpm_weights),
+    ('rpm-fig3', rpm_fig3.rpm_fig3),
+    ('gossip-fig5', gossip_fig5.gossip_fig5),
 ])
 
 

@@ -24,10 +24,16 @@ import testtools
 
 from opie_sched.cmd import cli
 from opie_sched.cmd import simulate
+from opie_sched import repacking
+from opie_sched.rpm import model as rpm_model
 from opie_sched.simulator import diehard_table2 as dt2
 from opie_sched.simulator import preemption_latency as latency
+from opie_sched.simulator import repacking_single
+from opie_sched.simulator import repacking_strategies
 from opie_sched.simulator import repacking_tables as rtables
+from opie_sched.simulator import rpm_fig3
 from opie_sched.simulator import rpm_vs_ffd as rvf
+from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import scenarios
 from opie_sched.simulator import themis
 from opie_sched.workload import generator
@@ -210,6 +216,64 @@ class RepackingTablesTest(testtools.TestCase):
     def test_text_quotes_table6(self):
         self.assertIn('35.51', self.text)
         self.assertIn('Table 6', self.text)
+
+
+class RepackingSingleTypeTest(testtools.TestCase):
+    """Paper V §6.2's one-type repack (``repacking-single-type``)."""
+
+    TYPES = [{'name': 'a', 'price': 1, 'capacity': 10},
+             {'name': 'b', 'price': 3, 'capacity': 40}]
+
+    def test_one_type_repack_by_hand(self):
+        # d = 10 h, K = 1 %, repacking time 1 h, 1-h steps, base 'a'.
+        # t0 load 10: one a (1/h). t1 load 40: S_base adds 3 a (4/h);
+        # the cheapest one-type cover is one b (3/h), R = 3 * 1 h,
+        # gain 1 - (30 + 3) / 40 > K: switch, b is the base now. t2: keep.
+        # t3 load 50: add one b (the new base, 6/h); five a (5/h), R = 5,
+        # gain 1 - 55 / 60 > K: switch. Total 1 + 3 + 3 + 3 + 5 + 5.
+        sim = repacking_strategies.make_strategy(
+            'S_base_Repacked_single', repacking.vm_types(self.TYPES),
+            d=10, K=0.01, repack_time=1, base='a').run([10, 40, 40, 50], 1)
+        self.assertEqual([{'a': 1}, {'b': 1}, {'b': 1}, {'a': 5}],
+                         sim.sets)
+        self.assertEqual(2, sim.reconfigurations)
+        self.assertEqual([0, 3, 0, 5], sim.reconfig_costs)
+        self.assertEqual(20, sim.total_cost)
+
+    def test_judge_and_verdicts_over_every_row(self):
+        result, text = repacking_single.repacking_single_type(
+            reduced=True, seed=1)
+        self.assertEqual(4 * 2 * 2, len(result['rows']))
+        self.assertEqual(4 * 2 * 2 * len(repacking_single.CLAIMS),
+                         len(result['verdicts']))
+        for row in result['rows']:
+            self.assertEqual(repacking_single.judge(row['runs']),
+                             row['claims'])
+            # one instance type at the end of every run
+            self.assertEqual(1, len(
+                row['runs'][repacking_single.SINGLE]['last_set']), row)
+        n = sum(v['holds'] for v in result['verdicts'])
+        self.assertIn('(%d of %d hold)' % (n, len(result['verdicts'])),
+                      text)
+
+    def test_judge(self):
+        def run(cost, n, r):
+            return {'total_cost': cost, 'reconfigurations': n,
+                    'reconfig_cost': r}
+        runs = {'S_base': run(100, 0, 0), 'S_base_Repacked': run(80, 10, 5),
+                'S_delta_Repacked': run(95, 3, 1),
+                'S_base_Repacked_single': run(90, 4, 8)}
+        self.assertEqual({'benefit': True, 'low_vs_base_rep': True,
+                          'low_vs_delta_rep': False, 'dear_r': True,
+                          'not_comp_base_rep': True,
+                          'not_comp_delta_rep': False},
+                         repacking_single.judge(runs))
+        runs['S_base_Repacked_single'] = run(99, 11, 4)
+        self.assertEqual({'benefit': True, 'low_vs_base_rep': False,
+                          'low_vs_delta_rep': False, 'dear_r': False,
+                          'not_comp_base_rep': True,
+                          'not_comp_delta_rep': True},
+                         repacking_single.judge(runs))
 
 
 class ThemisValueTest(testtools.TestCase):
@@ -507,6 +571,112 @@ b stock  b o/s  b d/s |   c retry   c r/o   c r/d
 
 ratio a opie/stock 10 nodes: 1.07
 '''
+
+
+class RPMWeightsTest(testtools.TestCase):
+    """Paper IV Tables 6-10 and Fig. 4 (``rpm-weights``)."""
+
+    def test_lambdas_for(self):
+        self.assertEqual((0.05, 0.05, 0.8, 0.05, 0.05),
+                         tuple(round(x, 12) for x in
+                               rpm_weights.lambdas_for('efficiency', 0.8)))
+        self.assertEqual((0.0, 0.25, 0.25, 0.25, 0.25),
+                         rpm_weights.lambdas_for('risk', 0.0))
+        self.assertRaises(ValueError, rpm_weights.lambdas_for, 'cost', 0.5)
+        self.assertRaises(ValueError, rpm_weights.lambdas_for, 'risk', 1.5)
+
+    def test_sign(self):
+        self.assertEqual(1, rpm_weights.sign(2.0, 1.0))
+        self.assertEqual(-1, rpm_weights.sign(1.0, 2.0))
+        self.assertEqual(0, rpm_weights.sign(3.0, 3.0))
+
+    def test_score_uses_the_lambdas(self):
+        # All weight on imbalance: a new request's score is its
+        # normalised placement imbalance on the host (eq. 3 with λ5 = 1).
+        vms = rvf.thesis_load(8, 1.0, 3, 'table4')
+        dc = rvf.DataCentre(8, vms, 'rpm', lambdas=(0, 0, 0, 0, 1))
+        dc.hosts.place(0, 2)
+        dc.demand(0.0)
+        c, m = dc.utilisation(2)
+        vc = dc.use_cpu[1] / rvf.HOST_CPU
+        vm = dc.use_mem[1] / rvf.HOST_MEM
+        want = rpm_model.normalise(rpm_model.imbalance(c, m, vc, vm),
+                                   rpm_model.MAX_PLACEMENT_IMBALANCE)
+        self.assertAlmostEqual(want, dc.score(1, 2, None))
+        self.assertRaises(rpm_model.RPMError, rvf.DataCentre, 8, vms,
+                          'rpm', lambdas=(1, 1, 0, 0, 0))
+
+    def test_reduced_rows_are_our_runs(self):
+        result, text = rpm_weights.rpm_weights(reduced=True, seed=5)
+        rows = {(r['table'], r['metric']): r for r in result['rows']}
+        self.assertEqual(sum(len(t[2]) for t in rpm_weights.TABLES),
+                         len(result['rows']))
+        # our column is RPM's own run with the factor's lambdas
+        vms = rvf.thesis_load(64, 6.0, 5, 'table4')
+        run = rvf.run_policy('rpm', 64, vms, 6.0, 5, group_size=32,
+                             lambdas=rpm_weights.lambdas_for(
+                                 'efficiency', 0.8))
+        got = rows['Table 6', 'underload']
+        self.assertEqual(run['underload'], got['ours'][1])
+        self.assertEqual(run['data_transfer_gb'],
+                         rows['Table 6', 'data_transfer_gb']['ours'][1])
+        judged = 0
+        for r in result['rows']:
+            if r['metric'] is None:
+                self.assertIsNone(r['holds'])
+                continue
+            judged += 1
+            self.assertEqual(rpm_weights.sign(*r['paper'][::-1]),
+                             r['paper_sign'])
+            self.assertEqual(rpm_weights.sign(*r['ours'][::-1]),
+                             r['our_sign'])
+            self.assertEqual(r['our_sign'] == r['paper_sign'], r['holds'])
+        n = sum(bool(r['holds']) for r in result['rows'])
+        self.assertIn('%d of %d' % (n, judged), text)
+
+
+class RPMFig3Test(testtools.TestCase):
+    """Paper IV Fig. 3 (``rpm-fig3``)."""
+
+    def test_series_add_up_to_the_run(self):
+        vms = rvf.thesis_load(32, 3.0, 4, 'table4')
+        run = rvf.run_policy('ffd', 32, vms, 3.0, 4, group_size=16,
+                             series_every=30)
+        series = run['series']
+        self.assertEqual([30 * (i + 1) for i in range(6)],
+                         [e['minute'] for e in series])
+        for key in ('migrations', 'service_data_gb', 'batch_data_gb'):
+            self.assertAlmostEqual(run[key], sum(e[key] for e in series))
+        self.assertGreater(run['migrations'], 0)
+        # equal windows: their mean is the run's time mean
+        self.assertAlmostEqual(run['avg_cpu'],
+                               sum(e['cpu'] for e in series) / 6)
+        self.assertAlmostEqual(run['avg_mem'],
+                               sum(e['mem'] for e in series) / 6)
+        self.assertNotIn('series', rvf.run_policy('ffd', 32, vms, 1.0, 4,
+                                                  group_size=16))
+
+    def test_judge(self):
+        ffd = {'avg_cpu': 0.5, 'avg_mem': 0.6, 'active_servers': 10,
+               'migrations': 8, 'service_migrations': 3,
+               'service_data_gb': 40.0}
+        rpm = dict(ffd, avg_cpu=0.55, active_servers=11, migrations=5,
+                   service_data_gb=50.0)
+        self.assertEqual({'cpu': True, 'mem': False, 'active': False,
+                          'migrations': True, 'service_migrations': False,
+                          'service_data': False},
+                         rpm_fig3.judge(ffd, rpm))
+
+    def test_reduced_verdicts_over_every_run(self):
+        result, text = rpm_fig3.rpm_fig3(reduced=True, seed=2)
+        self.assertEqual(2 * len(rpm_fig3.CLAIMS), len(result['verdicts']))
+        for run in result['runs']:
+            self.assertEqual(rpm_fig3.judge(run['runs']['ffd'],
+                                            run['runs']['rpm']),
+                             run['claims'])
+        n = sum(v['holds'] for v in result['verdicts'])
+        self.assertIn('(%d of %d hold)' % (n, len(result['verdicts'])),
+                      text)
 
 
 class PreemptionLatencyTest(testtools.TestCase):
