@@ -19,6 +19,7 @@ README tells operators to run them (``opie-sched provider-config``,
 """
 
 import subprocess
+import sys
 
 from opie_sched.devcloud import config
 from opie_sched.devcloud import preflight
@@ -47,13 +48,33 @@ def _mysql(settings):
                            connect_timeout=10, autocommit=True)
 
 
+#: Connections one devcloud can hold on MariaDB (two scheduler hosts of
+#: two workers, conductor, API, Placement, Keystone, computes, market: ~130
+#: measured); MariaDB's default ``max_connections`` is 151.
+MIN_MAX_CONNECTIONS = 400
+
+
 def create_databases(settings, layout):
     """(Re)create the cloud's databases (dropping leftovers of a failed
-    run of the same state directory).
+    run of the same state directory), after raising the server's
+    ``max_connections`` to :data:`MIN_MAX_CONNECTIONS` when it is lower and
+    the devcloud's database user may (a development server; a change made
+    at run time, gone when MariaDB restarts).
     """
+    import pymysql
     conn = _mysql(settings)
     try:
         with conn.cursor() as cur:
+            cur.execute('SELECT @@GLOBAL.max_connections')
+            if int(cur.fetchone()[0]) < MIN_MAX_CONNECTIONS:
+                try:
+                    cur.execute('SET GLOBAL max_connections = %d'
+                                % MIN_MAX_CONNECTIONS)
+                except pymysql.err.MySQLError as exc:
+                    sys.stderr.write(
+                        'warning: MariaDB max_connections stays below %d '
+                        '(%s): services may be refused connections\n'
+                        % (MIN_MAX_CONNECTIONS, exc))
             for name in layout.databases():
                 cur.execute('DROP DATABASE IF EXISTS `%s`' % name)
                 cur.execute('CREATE DATABASE `%s` CHARACTER SET utf8'
