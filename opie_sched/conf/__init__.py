@@ -117,18 +117,25 @@ preemption_opts = [
              'worker, so a hung compute full of preemptibles holds at '
              'most N threads and the others keep scheduling.'),
     cfg.StrOpt(
-        'moves_preempt', default='none', choices=[
+        'moves_preempt', default='resize', choices=[
             ('none', 'Moves never preempt: a cold or live migration, a '
                      'resize and an evacuation are placed only where the '
                      'full state has room (as a preemptible request), and '
                      'a move whose claim leaves its host over capacity '
                      'fails with NoValidHost.'),
-            ('evacuate', 'Evacuations may preempt like a new server; '
-                         'other moves as with none. Nova\'s conductor '
-                         'asks the scheduler once per evacuation and never '
-                         'tries another host, so at most one host\'s '
-                         'victims die per evacuation even if the rebuild '
-                         'on it fails.'),
+            ('resize', 'Resizes and cold migrations may preempt like a '
+                       'new server (its owner\'s resize must not fail '
+                       'because of preemptible servers); live migrations '
+                       'and evacuations as with none. Nova\'s conductor '
+                       'asks the scheduler once per resize or cold '
+                       'migration, and a reschedule goes only to '
+                       'alternates, which never need preemption: at most '
+                       'one host\'s victims die per move.'),
+            ('evacuate', 'As resize, and evacuations may preempt too. '
+                         'Nova\'s conductor asks the scheduler once per '
+                         'evacuation and never tries another host, so at '
+                         'most one host\'s victims die per evacuation even '
+                         'if the rebuild on it fails.'),
             ('all', 'Every move may preempt like a new server. Limits: '
                     'victims are terminated inside select_destinations, '
                     'before the conductor\'s checks of the destination; '

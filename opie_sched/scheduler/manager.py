@@ -139,9 +139,11 @@ def preemption_policy(operation, preemptible):
     if operation == hosts.REBUILD or not opts.enabled:
         return hosts.Decision(operation, False, False, False)
     if operation in hosts.MOVES:
-        allowed = (opts.moves_preempt == 'all'
-                   or (opts.moves_preempt == 'evacuate'
-                       and operation == hosts.EVACUATE))
+        mode = opts.moves_preempt
+        allowed = (mode == 'all'
+                   or (operation == hosts.MIGRATION
+                       and mode in ('resize', 'evacuate'))
+                   or (operation == hosts.EVACUATE and mode == 'evacuate'))
         if not allowed:
             return hosts.Decision(operation, False, True, True)
     return hosts.Decision(operation, True, False, False)

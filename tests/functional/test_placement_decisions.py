@@ -163,6 +163,35 @@ class MoveTest(_Base):
                          {n['payload']['nova_object.data']['host']
                           for n in self.preempt_notifications()})
 
+    def test_resize_preempts_by_default(self):
+        # Its owner's resize must not fail because of preemptible servers:
+        # nova asks once, a reschedule goes only to alternates (which never
+        # need preemption), so victims die on one host at most.
+        normal = self.boot('large', host='host1', name='normal')
+        pre = []
+        for host in ('host2', 'host3'):
+            pre += self.fill_with_preemptibles(host, 'large', [100, 200])
+        self.api.post_server_action(normal['id'], {'migrate': None})
+        normal = self._wait_for_state_change(normal, 'VERIFY_RESIZE')
+        dest = self.server_host(normal)
+        self.assertIn(dest, ('host2', 'host3'))
+        self.assertEqual(1, len({p['id'] for p in pre} - self.live_uuids()))
+        self.assertEqual([dest], [
+            n['payload']['nova_object.data']['host']
+            for n in self.preempt_notifications()])
+
+    def test_resize_preempts_nobody_with_none(self):
+        self.flags(moves_preempt='none', group='opie_preemption')
+        normal = self.boot('large', host='host1', name='normal')
+        pre = []
+        for host in ('host2', 'host3'):
+            pre += self.fill_with_preemptibles(host, 'large', [100, 200])
+        self.api.post_server_action(normal['id'], {'migrate': None})
+        self._wait_for_migration_status(normal, ['error', 'failed'])
+        self.assertEqual({normal['id']} | {p['id'] for p in pre},
+                         self.live_uuids())
+        self.assertEqual([], self.preempt_notifications())
+
     def test_cold_migration_onto_free_room_still_works(self):
         normal = self.boot('large', host='host1', name='normal')
         pre = self.fill_with_preemptibles('host2', 'large', [100, 200])

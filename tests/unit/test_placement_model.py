@@ -132,7 +132,7 @@ class PolicyTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.opts = mock.Mock(enabled=True, moves_preempt='none')
+        self.opts = mock.Mock(enabled=True, moves_preempt='resize')
         self.useFixture(fixtures.MockPatchObject(
             manager.CONF, 'opie_preemption', self.opts))
 
@@ -144,9 +144,15 @@ class PolicyTest(testtools.TestCase):
         self.assertEqual((True, False, False), self.decide(hosts.BOOT))
         self.assertEqual((True, False, False), self.decide(hosts.UNSHELVE))
         self.assertEqual((False, False, False), self.decide(hosts.REBUILD))
-        for move in hosts.MOVES:
+        # a resize or cold migration may preempt (asked once, reschedules
+        # only to alternates); other moves must fit the full state
+        self.assertEqual((True, False, False), self.decide(hosts.MIGRATION))
+        for move in hosts.MOVES - {hosts.MIGRATION}:
             self.assertEqual((False, True, True), self.decide(move), move)
         self.assertEqual((False, True, True), self.decide(None, True))
+        self.opts.moves_preempt = 'none'
+        for move in hosts.MOVES:
+            self.assertEqual((False, True, True), self.decide(move), move)
 
     def test_opt_in(self):
         self.opts.moves_preempt = 'evacuate'
