@@ -15,7 +15,7 @@
 Usage::
 
     python benchmarks/scheduling_latency.py [--nodes 100,1000] [--repeat N]
-    python benchmarks/scheduling_latency.py --quick      # 10 nodes, 2 repeats
+    python benchmarks/scheduling_latency.py --quick  # 10, 40 nodes, 2 repeats
     ... [--json PATH] [--profile PREFIX]
 
 ``--json PATH`` also writes the medians (ms) per node count, as
@@ -867,7 +867,8 @@ def main(argv=None):
                         help='timed repetitions per scenario and manager '
                              '(default 5)')
     parser.add_argument('--quick', action='store_true',
-                        help='10 nodes, 2 repeats (for the unit test)')
+                        help='10 and 40 nodes, 2 repeats (for the unit '
+                             'test)')
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--poll-interval', type=float, default=None,
                         help='[opie_preemption] poll_interval for (b) '
@@ -897,7 +898,7 @@ def main(argv=None):
         parser.error('--burst sizes must be >= 1 (and given with '
                      '--burst-only)')
     if args.quick:
-        nodes, repeat = [10], 2
+        nodes, repeat = [10, 40], 2
     else:
         nodes = [int(x) for x in args.nodes.split(',') if x.strip()]
         repeat = args.repeat
