@@ -118,7 +118,7 @@ def parts_for(args):
              'select_destinations opie vs stock, in-process Nova 34',
              ['--quick'],
              ['--nodes', nodes, '--repeat', str(args.repeat)],
-             150, _sched_estimate(nodes, args.repeat)),
+             200, _sched_estimate(nodes, args.repeat)),
         Part('burst', 'scheduling_latency.py',
              'burst of N = 10, 50 concurrent requests on 2 opie workers, '
              'free room vs preemption',

@@ -36,7 +36,7 @@ class TestSchedulingLatencyQuick(unittest.TestCase):
         proc = subprocess.run(
             [sys.executable, '-O', SCRIPT, '--quick', '--burst', '3'],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            universal_newlines=True, timeout=900)
+            universal_newlines=True, timeout=1800)
         self.assertEqual(0, proc.returncode,
                          'stdout:\n%s\nstderr (end):\n%s'
                          % (proc.stdout, proc.stderr[-4000:]))
