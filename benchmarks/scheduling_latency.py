@@ -728,7 +728,8 @@ def _no_instance_info_init():
 
 
 def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
-              check=False, profile=None, bursts=(), burst_only=False):
+              check=False, profile=None, bursts=(), burst_only=False,
+              skip_retry=False):
     """One scale: ``{key: [seconds]}`` (see :func:`main` for the keys).
 
     :param profile: a path prefix, or None; when given, the timed calls of
@@ -738,6 +739,8 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         and on the (b) state (every request preempts), see
         :meth:`Bench.burst`; results under ``bursts``.
     :param burst_only: skip the timed scenarios a, b and c.
+    :param skip_retry: skip scenario c (and moving the allocations it
+        needs, minutes at 5000 nodes).
     """
     import cProfile
     t0 = time.monotonic()
@@ -820,6 +823,8 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                         res['b_opie_decide_cpu'].append(cpu - exec_cpu)
                         res['b_opie_exec'].append(execd)
                         res['b_opie_decide'].append(total - execd)
+            if skip_retry:
+                continue
             t1 = time.monotonic()
             bench.switch_allocations(STANDARD)
             if check:
@@ -856,7 +861,8 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
 
 
 def med_ms(values):
-    return statistics.median(values) * 1000.0
+    """Median in ms; NaN when the scenario was not run."""
+    return statistics.median(values) * 1000.0 if values else float('nan')
 
 
 def main(argv=None):
@@ -889,6 +895,8 @@ def main(argv=None):
                              '(default: none)')
     parser.add_argument('--burst-only', action='store_true',
                         help='only the bursts (skip scenarios a, b, c)')
+    parser.add_argument('--skip-retry', action='store_true',
+                        help='skip scenario c (no c columns)')
     args = parser.parse_args(argv)
     try:
         bursts = [int(x) for x in args.burst.split(',') if x.strip()]
@@ -928,7 +936,8 @@ def main(argv=None):
                                   args.poll_interval, log,
                                   check=args.check or args.quick,
                                   profile=args.profile, bursts=bursts,
-                                  burst_only=args.burst_only)))
+                                  burst_only=args.burst_only,
+                                  skip_retry=args.skip_retry)))
     print_bursts(rows)
     if not args.burst_only:
         print_scenarios(rows)
