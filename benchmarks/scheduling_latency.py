@@ -270,8 +270,11 @@ class Bench:
         self.by_node = collections.defaultdict(set)
         self.alloc_classes = CUSTOM
         self.consumer_gen = {}
-        #: ``{(is opie, preemption expected): cProfile.Profile}``
+        #: ``{(manager 'opie' or 'stock', scenario 'a' or 'b'):
+        #: cProfile.Profile}``
         self.profiles = {}
+        #: scenario of the calls being timed (profile key)
+        self.scenario = 'a'
 
     def _instrument(self, mgr):
         real_execute = mgr._execute
@@ -547,7 +550,8 @@ class Bench:
         uuid = self.new_uuid()
         del self.exec_log[:]
         del self.exec_cpu[:]
-        prof = self.profiles.get((mgr is self.opie, expect_preemption))
+        name = {id(self.opie): 'opie', id(self.stock): 'stock'}.get(id(mgr))
+        prof = self.profiles.get((name, self.scenario))
         if prof is not None:
             prof.enable()
         try:
@@ -771,8 +775,8 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         bench.run_plain(bench.opie, False)
         bench.run_plain(bench.stock, False)
         if profile:
-            bench.profiles = {k: cProfile.Profile() for k in (
-                (True, False), (False, False), (True, True), (False, True))}
+            bench.profiles = {(m, sc): cProfile.Profile()
+                              for m in ('opie', 'stock') for sc in 'ab'}
         # (a) interleaved
         for i in range(0 if burst_only else repeat):
             pair = [(bench.opie, 'a_opie'), (bench.stock, 'a_stock')]
@@ -782,6 +786,7 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                 res[key].append(bench.run_plain(mgr, False)[0])
                 res[key + '_cpu'].append(bench.plain_cpu[0])
         log('  (a) done at %.1f s' % (time.monotonic() - t0))
+        bench.scenario = None  # warm-ups and bursts: not profiled
         bench.fill(FILL_B_EXTRA)
         if check:
             bench.check_usages()
@@ -800,6 +805,7 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         # (b) and (c) in two rounds of blocks, b c b c: moving every
         # preemptible's allocation between the custom and the standard
         # classes costs seconds at 1000 nodes, so it is not done per rep.
+        bench.scenario = 'b'
         half = (repeat + 1) // 2
         for block in (range(half), range(half, repeat)):
             if not len(block):
@@ -837,10 +843,8 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                 res['c_retry'].append(bench.run_retry())
             log('  (c) x%d at %.1f s' % (len(block), time.monotonic() - t0))
         log('  (b), (c) done at %.1f s' % (time.monotonic() - t0))
-        for (is_opie, pre), prof in bench.profiles.items():
-            path = '%s-%d-%s-%s.prof' % (profile, n_nodes,
-                                         'opie' if is_opie else 'stock',
-                                         'b' if pre else 'a')
+        for (name, scenario), prof in bench.profiles.items():
+            path = '%s-%d-%s-%s.prof' % (profile, n_nodes, name, scenario)
             prof.dump_stats(path)
             log('  profile written to %s' % path)
     except Exception:
