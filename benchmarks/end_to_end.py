@@ -16,7 +16,8 @@ Usage::
 
     python benchmarks/end_to_end.py --os-cloud devcloud-admin
         [--stock-cloud NAME] [--flavor m1.medium] [--image NAME]
-        [--repeat 3] [--timeout 300] [--json PATH]
+        [--repeat 3] [--timeout 300] [--retry-mode rebuild|recreate]
+        [--json PATH]
 
 Times ``server create`` to ACTIVE of one normal server (openstacksdk,
 through the public APIs only; the cloud needs admin rights to list every
@@ -27,22 +28,35 @@ opie
     preemptible servers (the preemptible twin of ``--flavor``, see
     ``opie-sched flavor create-preemptible``) until no more fit; the normal
     server is created and opie preempts inside the scheduling pass.
-(a) stock, room free
-    The same create where the room is free: on ``--stock-cloud`` (stock
-    Nova) when given, else on the ``--os-cloud`` cloud emptied first (no
-    preemption needed: opie's pass is then within a few per cent of stock
-    Nova's, see ``benchmarks/scheduling_latency.py``).
-(b) retry design, same cloud
-    The aardvark "reaper" pattern, faithfully: the cloud is filled with
-    servers of the *normal* flavor that this script treats as preemptible
-    (named ``e2e-pre-*``; Nova counts them as normal, as a cloud without
-    opie does), so the create fails with NoValidHost; the reaper (this
-    script, through the API) reads each host's free room from Placement,
-    chooses the cheapest victims with opie's own exact selection (same cost
-    module: billing period of 3600 s on the servers' launch times) on the
-    host where they cost least, deletes them and waits until they are gone;
-    the failed server is deleted (not waited for) and the server is
-    created again, until ACTIVE.
+(a) room free
+    The same create where the room is free: on ``--stock-cloud`` (a cloud
+    running stock nova-scheduler) when given, else on the ``--os-cloud``
+    cloud emptied first, i.e. opie-scheduler without preemption, NOT stock
+    Nova (opie's pass is then within a few per cent of stock Nova's, see
+    ``benchmarks/scheduling_latency.py``). The output names the cloud of
+    every column.
+(b) retry design, same cloud (aardvark-style; see below for what is
+    not aardvark's)
+    The cloud is filled with servers of the *normal* flavor that this
+    script treats as the preemptible project's (named ``e2e-pre-*``; Nova
+    counts them as normal, as a cloud without opie does), so the create
+    fails with NoValidHost; the reaper (this script, through the public
+    APIs) reads each host's free room from Placement and chooses victims
+    with a simple greedy rule over the preemptible project's servers, in
+    the spirit of aardvark's strategies (our own rule, not aardvark's code)
+    and not opie's exact selection: on each host the preemptible servers
+    largest first until the request fits, on the host needing the fewest;
+    it deletes them, waits until
+    their Placement allocations are gone, and rebuilds the same failed
+    server (``--retry-mode rebuild``, as aardvark; ``recreate`` deletes it
+    and creates a new one), until ACTIVE.
+
+    Not as aardvark: the failure is seen by polling the server every 50 ms
+    (aardvark listens to the ``select_destinations.error`` /
+    ``instance.update`` notifications; the devcloud's Nova sends none: its
+    nova.conf sets no ``[oslo_messaging_notifications] driver``), and (a)
+    on a stock Nova needs a second cloud (``--stock-cloud``; ``opie-sched
+    devcloud up`` always runs opie-scheduler).
 
 Every repetition refills the cloud. Prints per design the median create to
 ACTIVE and a breakdown (API answer, scheduled/failed, victims gone,
@@ -54,7 +68,6 @@ medians that
 """
 
 import argparse
-import datetime
 import json
 import statistics
 import sys
@@ -103,9 +116,10 @@ class Cloud:
         return [s for s in self.conn.compute.servers(all_projects=True)
                 if (s.name or '').startswith(PREFIX)]
 
-    def watch(self, server, until=('ACTIVE',), marks=None):
-        """Poll ``server`` until its status is in ``until`` (or ERROR);
-        ``marks`` (dict) gets the first time each state was seen.
+    def watch(self, server, until=('ACTIVE',), marks=None, error_ok=False):
+        """Poll ``server`` until its status is in ``until`` (or ERROR,
+        unless ``error_ok``); ``marks`` (dict) gets the first time each
+        state was seen.
 
         :returns: the final server.
         :raises RuntimeError: on timeout.
@@ -118,7 +132,8 @@ class Cloud:
             if s.compute_host and 'scheduled' not in marks:
                 marks['scheduled'] = t
             marks.setdefault('status:%s' % s.status, t)
-            if s.status in until or s.status == 'ERROR':
+            if s.status in until or (s.status == 'ERROR'
+                                     and not error_ok):
                 return s
             if t > deadline:
                 raise RuntimeError('server %s still %s after %d s' % (
@@ -136,6 +151,22 @@ class Cloud:
                 break
             if _now() > deadline:
                 raise RuntimeError('servers not deleted: %s' % sorted(ids))
+            time.sleep(POLL)
+
+    def wait_allocations_gone(self, ids):
+        """Wait until Placement holds no allocation of these consumers
+        (the victims released their host, as aardvark waits).
+        """
+        deadline = _now() + self.timeout
+        ids = set(ids)
+        while ids:
+            ids = {i for i in ids if self._get('/allocations/%s' % i)
+                   .get('allocations')}
+            if not ids:
+                break
+            if _now() > deadline:
+                raise RuntimeError('allocations not released: %s'
+                                   % sorted(ids))
             time.sleep(POLL)
 
     def clean(self):
@@ -268,42 +299,48 @@ def _flavor_field(flavor, key):
     return value or 0
 
 
-def reaper_victims(cloud, request):
-    """The reaper: the cheapest victims among ``e2e-pre*`` servers, on
-    the host where they cost least (opie's exact selection, billing-period
-    cost). :returns: ``(host, [server id])``.
+def aardvark_victims(cloud, request):
+    """An aardvark-style choice (not opie's exact selection): on each
+    host, the preemptible servers (``e2e-pre*``, the preemptible
+    project's) largest first until the request fits the freed room; the
+    host needing the fewest victims wins (ties: least freed beyond the
+    request). :returns: ``(host, [server id])``.
     """
-    from opie_sched.preemption import costs
-    from opie_sched.preemption import model
-    from opie_sched.preemption import planner
-    policy = costs.load_policy('billing_period', period=3600)
-    now = datetime.datetime.now(datetime.timezone.utc)
     hosts = cloud.hosts()
     by_host = {}
     for s in cloud.ours():
         if '-pre' not in s.name or s.status != 'ACTIVE':
             continue
-        launched = s.launched_at
-        if isinstance(launched, str):
-            launched = datetime.datetime.fromisoformat(
-                launched.replace('Z', '+00:00'))
-        if launched is not None and launched.tzinfo is None:
-            launched = launched.replace(tzinfo=datetime.timezone.utc)
-        size = [_flavor_field(s.flavor, k)
-                for k in ('vcpus', 'ram', 'disk', 'ephemeral')]
-        by_host.setdefault(s.hypervisor_hostname, []).append(
-            model.InstanceInfo(s.id, model.Resources(
-                size[0], size[1], size[2] + size[3]),
-                True, launched, s.name))
-    views = [model.HostView(name, cap, used, by_host.get(name, []))
-             for name, (cap, used) in hosts.items()]
-    plans = planner.rank_hosts(views, request, policy, now)
-    if not plans or not plans[0].feasible:
+        size = (_flavor_field(s.flavor, 'vcpus'),
+                _flavor_field(s.flavor, 'ram'),
+                _flavor_field(s.flavor, 'disk')
+                + _flavor_field(s.flavor, 'ephemeral'))
+        by_host.setdefault(s.hypervisor_hostname, []).append((size, s.id))
+    best = None
+    need = (request.vcpus, request.memory_mb, request.disk_gb)
+    for name, (cap, used) in hosts.items():
+        free = [c - u for c, u in zip(cap, used)]
+        chosen = []
+        for size, sid in sorted(by_host.get(name, []), reverse=True):
+            if all(f >= n for f, n in zip(free, need)):
+                break
+            chosen.append(sid)
+            free = [f + x for f, x in zip(free, size)]
+        if not all(f >= n for f, n in zip(free, need)):
+            continue
+        key = (len(chosen), sum(f - n for f, n in zip(free, need)))
+        if best is None or key < best[0]:
+            best = (key, name, chosen)
+    if best is None:
         raise RuntimeError('reaper: no host can be freed')
-    return plans[0].host, [i.uuid for i, _ in plans[0].victims]
+    return best[1], best[2]
 
 
-def run_retry(cloud, rep):
+def run_retry(cloud, rep, mode='rebuild'):
+    """The retry design: boot fails, the reaper frees a host, the same
+    server is rebuilt (``mode`` rebuild, as aardvark) or deleted and
+    created again (``recreate``).
+    """
     from opie_sched.preemption import model
     f = cloud.flavor
     cloud.fill(f, 'pre%d' % rep,
@@ -317,18 +354,33 @@ def run_retry(cloud, rep):
     if server.status != 'ERROR':
         raise RuntimeError('retry: the first build did not fail (%s): the '
                            'cloud was not full' % server.status)
-    host, victims = reaper_victims(cloud, request)
+    host, victims = aardvark_victims(cloud, request)
     t_chosen = _now()
     for v in victims:
         cloud.conn.compute.delete_server(v)
-    cloud.conn.compute.delete_server(server.id)
-    cloud.wait_gone(victims)
+    cloud.wait_allocations_gone(victims)
     t_gone = _now()
-    again, marks = create_timed(cloud, '%snormal-%d-again' % (PREFIX, rep),
-                                f)
-    if again.status != 'ACTIVE':
-        raise RuntimeError('retry: the re-created server ended %s: %s'
-                           % (again.status, again.fault))
+    if mode == 'rebuild':
+        marks = {}
+        cloud.conn.compute.rebuild_server(server, cloud.image.id)
+        # the rebuild starts from ERROR: wait for it to leave ERROR first
+        cloud.watch(server, until=('REBUILD', 'ACTIVE'), marks=marks,
+                    error_ok=True)
+        again = cloud.watch(server, marks=marks)
+        if again.status != 'ACTIVE' or not again.compute_host:
+            raise RuntimeError(
+                'retry: rebuilding the failed server %s ended %s on host '
+                '%s (fault %s); this Nova may not rebuild a server that '
+                'was never scheduled: use --retry-mode recreate'
+                % (server.id, again.status, again.compute_host,
+                   again.fault))
+    else:
+        cloud.conn.compute.delete_server(server.id)
+        again, marks = create_timed(
+            cloud, '%snormal-%d-again' % (PREFIX, rep), f)
+        if again.status != 'ACTIVE':
+            raise RuntimeError('retry: the re-created server ended %s: %s'
+                               % (again.status, again.fault))
     t_active = marks['status:ACTIVE']
     sample = {'total': t_active - t0, 'api': t_api - t0,
               'failed': t_fail - t0, 'reaper': t_chosen - t_fail,
@@ -358,6 +410,11 @@ def main(argv=None):
     p.add_argument('--repeat', type=int, default=3)
     p.add_argument('--timeout', type=float, default=300.0,
                    help='seconds to wait for any one server')
+    p.add_argument('--retry-mode', choices=('rebuild', 'recreate'),
+                   default='rebuild',
+                   help='how the retry design retries the failed server: '
+                        'rebuild it (as aardvark) or delete it and create '
+                        'a new one (default: %(default)s)')
     p.add_argument('--json', metavar='PATH')
     args = p.parse_args(argv)
     if args.repeat < 1:
@@ -365,12 +422,18 @@ def main(argv=None):
     opie = Cloud(args.os_cloud, args.flavor, args.image, args.timeout)
     stock = (Cloud(args.stock_cloud, args.flavor, args.image, args.timeout)
              if args.stock_cloud else opie)
-    print('end to end: cloud %s, flavor %s (%d vCPU / %d MB / %d GB), '
-          'image %s, %d repetitions; (a) on %s' % (
-              opie.name, opie.flavor.name, opie.flavor.vcpus,
-              opie.flavor.ram, opie.flavor.disk, opie.image.name,
-              args.repeat, stock.name if args.stock_cloud
-              else '%s with the room free' % opie.name))
+    free_on = ('%s (stock nova-scheduler, --stock-cloud)' % stock.name
+               if args.stock_cloud else
+               '%s emptied first (opie-scheduler, NOT stock Nova: no '
+               '--stock-cloud given)' % opie.name)
+    print('end to end: flavor %s (%d vCPU / %d MB / %d GB), image %s, %d '
+          'repetitions' % (opie.flavor.name, opie.flavor.vcpus,
+                           opie.flavor.ram, opie.flavor.disk,
+                           opie.image.name, args.repeat))
+    print('  (a) room free ran on: %s' % free_on)
+    print('  opie ran on: %s (opie-scheduler)' % opie.name)
+    print('  (b) retry design ran on: %s (its fill is normal servers, so '
+          'opie never preempts there)' % opie.name)
     samples = {'opie': [], 'free': [], 'retry': []}
     opie.clean()
     try:
@@ -378,7 +441,8 @@ def main(argv=None):
             for design, func, cloud in (('free', run_free, stock),
                                         ('opie', run_opie, opie),
                                         ('retry', run_retry, opie)):
-                s = func(cloud, rep)
+                s = (func(cloud, rep, args.retry_mode) if design == 'retry'
+                     else func(cloud, rep))
                 samples[design].append(s)
                 print('  rep %d %-5s %.2f s  %s' % (
                     rep + 1, design, s['total'], ', '.join(
@@ -394,10 +458,11 @@ def main(argv=None):
     free, op, retry = (med(samples[k], 'total') for k in
                        ('free', 'opie', 'retry'))
     print()
-    print('%-34s %8s' % ('median create -> ACTIVE', 's'))
-    print('%-34s %8.2f' % ('(a) stock, room free', free))
-    print('%-34s %8.2f' % ('opie, preemptible-full', op))
-    print('%-34s %8.2f' % ('(b) retry design, same cloud', retry))
+    print('%-34s %8s  %s' % ('median create -> ACTIVE', 's', 'cloud'))
+    print('%-34s %8.2f  %s' % ('(a) room free', free, free_on))
+    print('%-34s %8.2f  %s' % ('opie, preemptible-full', op, opie.name))
+    print('%-34s %8.2f  %s' % ('(b) retry (%s)' % args.retry_mode, retry,
+                               opie.name))
     print()
     print('ratio opie/(a): %.2f (target <= 1.5)' % (op / free))
     print('ratio (b)/opie: %.2f (target >= 2)' % (retry / op))
@@ -411,7 +476,8 @@ def main(argv=None):
               med(samples['retry'], 'failed')),
              ('reaper choice', med(samples['retry'], 'reaper')),
              ('victims gone', med(samples['retry'], 'victims_gone')),
-             ('re-create to ACTIVE', med(samples['retry'], 'recreate'))]
+             ('%s to ACTIVE' % args.retry_mode,
+              med(samples['retry'], 'recreate'))]
     print('  retry: ' + ', '.join('%s %.2f' % kv for kv in parts))
     steps = [kv for kv in parts[1:]]
     top = max(steps, key=lambda kv: kv[1])
@@ -422,7 +488,9 @@ def main(argv=None):
               100.0 * med(samples['opie'], 'scheduled') / op,
               100.0 * (op - med(samples['opie'], 'scheduled')) / op))
     if args.json:
-        doc = {'cloud': opie.name, 'stock_cloud': stock.name,
+        doc = {'cloud': opie.name, 'free_room_cloud': free_on,
+               'retry_mode': args.retry_mode,
+               'stock_cloud': args.stock_cloud,
                'flavor': opie.flavor.name, 'samples': samples,
                'medians': {'free': free, 'opie': op, 'retry': retry},
                'ratios': {'opie_vs_free': op / free,

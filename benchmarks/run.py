@@ -27,9 +27,21 @@ fixtures change process-wide state):
     ``scheduling_latency.py``: one ``select_destinations`` of opie-scheduler
     versus stock Nova 34 on the same hosts, in-process Nova (see that
     script for the scenarios a, b and c).
+``burst``
+    ``scheduling_latency.py --burst-only``: N = 10 and 50 concurrent normal
+    requests on two opie scheduler workers, on free room and where each
+    must preempt: throughput, p50/p99, lost and timed-out requests.
 ``sim``
     ``simulator_throughput.py``: the simulator's events per second, and
     (full run) the thesis scale of 65,536 hosts and 230,000 requests.
+``e2e`` (only with ``--os-cloud``)
+    ``end_to_end.py``: create to ACTIVE on a running cloud, opie vs stock
+    on free room vs the aardvark-style retry (see that script).
+
+The scheduling part runs at 1000 and 5000 nodes by default (``--huge``
+adds 10,000) and prints the growth exponent of each series: the slope of
+log(time) against log(nodes), least squares over the scales run (1 =
+linear in the number of hosts).
 
 It prints the plan (what runs, roughly how long on 2 cores), each part's
 own output as it goes (progress), then ONE table: every ratio or figure
@@ -62,10 +74,17 @@ LEGEND = (
     'on the same hosts; "b total" adds terminating the victims and waiting '
     'for their deletion.',
     'c = the scheduling side of a retry design (NoValidHost, victims '
-    'deleted directly, schedule again) vs opie\'s total; the full retry '
-    'design (failed build, reaper, deletion, re-creation through the API) '
-    'is benchmarks/end_to_end.py and `opie-sched simulate --scenario '
-    'preemption-latency`.',
+    'deleted through nova\'s compute API and waited for as opie does, '
+    'schedule again) vs opie\'s total (the same termination steps); the '
+    'full retry design is benchmarks/end_to_end.py (--os-cloud).',
+    'growth exponent = k of time ~ nodes^k, least squares over the scales '
+    'run (1 = linear).',
+    'burst = N concurrent normal requests on two opie scheduler workers '
+    '(one process, green threads under nova\'s eventlet mode); "lost or '
+    'timed out" counts failed requests and latencies above '
+    'rpc_response_timeout.',
+    'Wall times on a shared machine are noisy: the CPU-time rows are '
+    'less sensitive to load.',
 )
 
 
@@ -98,15 +117,52 @@ def parts_for(args):
         Part('sched', 'scheduling_latency.py',
              'select_destinations opie vs stock, in-process Nova 34',
              ['--quick'],
-             ['--nodes', nodes, '--repeat', str(args.repeat)],
-             150, _sched_estimate(nodes, args.repeat)),
+             ['--nodes', nodes, '--repeat', str(args.repeat)]
+             + ([] if args.with_retry else ['--skip-retry']),
+             200, _sched_estimate(nodes, args.repeat)),
+        Part('burst', 'scheduling_latency.py',
+             'burst of N = 10, 50 concurrent requests on 2 opie workers, '
+             'free room vs preemption',
+             ['--nodes', '60', '--burst', '10,50', '--burst-only'],
+             ['--nodes', '100', '--burst', '10,50', '--burst-only'],
+             120, 180),
         Part('sim', 'simulator_throughput.py',
              'simulator throughput; full run adds the thesis scale '
              '(65,536 hosts, 230,000 requests)',
              ['--quick'],
              ['--hosts', '1000,10000', '--no-memory', '--thesis'],
              30, 600),
+        Part('e2e', 'end_to_end.py',
+             'create to ACTIVE on cloud %s: opie, stock on free room, '
+             'aardvark-style retry' % (args.os_cloud,),
+             _e2e_args(args, 1), _e2e_args(args, args.e2e_repeat),
+             900, 300 + 300 * args.e2e_repeat),
     ]
+
+
+def _e2e_args(args, repeat):
+    out = ['--os-cloud', str(args.os_cloud), '--repeat', str(repeat)]
+    if args.stock_cloud:
+        out += ['--stock-cloud', args.stock_cloud]
+    return out
+
+
+def growth_exponent(points):
+    """Least-squares slope of log(time) against log(hosts).
+
+    :param points: ``[(hosts, seconds)]``, at least two distinct host
+        counts, every value > 0.
+    :returns: the exponent k of time ~ hosts^k, or None when it cannot be
+        fitted.
+    """
+    import math
+    pts = [(math.log(n), math.log(t)) for n, t in points if n > 0 and t > 0]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    return (sum((x - mx) * (y - my) for x, y in pts)
+            / sum((x - mx) ** 2 for x, _ in pts))
 
 
 def _sched_estimate(nodes, repeat):
@@ -175,8 +231,9 @@ def ratio_rows(results):
         add('sched.%s.b_total' % n,
             'b opie total (+terminate, wait) / stock, %s nodes' % n,
             r['b_opie'] / r['b_stock'])
-        add('sched.%s.c' % n, 'c retry (scheduling only) / opie total, '
-            '%s nodes' % n, r['c_retry'] / r['b_opie'])
+        if r.get('c_retry') == r.get('c_retry'):  # not NaN: c ran
+            add('sched.%s.c' % n, 'c retry (scheduling only) / opie total, '
+                '%s nodes' % n, r['c_retry'] / r['b_opie'])
         if r.get('a_stock_cpu') and r.get('b_stock_cpu'):
             add('sched.%s.a_cpu' % n, 'a opie / stock, CPU time, %s nodes'
                 % n, r['a_opie_cpu'] / r['a_stock_cpu'],
@@ -184,6 +241,40 @@ def ratio_rows(results):
             add('sched.%s.b_decide_cpu' % n, 'b opie decision / stock, CPU '
                 'time, %s nodes' % n, r['b_decide_cpu'] / r['b_stock_cpu'],
                 target=('<=', 1.3))
+    for key, label in (('a_opie', 'a opie'), ('a_stock', 'a stock'),
+                       ('b_decide', 'b opie decision'),
+                       ('b_stock', 'b stock'),
+                       ('a_opie_cpu', 'a opie, CPU'),
+                       ('a_stock_cpu', 'a stock, CPU'),
+                       ('b_decide_cpu', 'b opie decision, CPU'),
+                       ('b_stock_cpu', 'b stock, CPU')):
+        k = growth_exponent([(int(n), r[key]) for n, r in sched.items()
+                             if r.get(key)])
+        if k is not None:
+            add('sched.growth.%s' % key, 'growth exponent, %s (%s nodes)'
+                % (label, ','.join(sorted(sched, key=int))), k, 'exp')
+    bursts = (results.get('burst') or {}).get('bursts') or {}
+    for n in sorted(bursts, key=int):
+        free = {b['n']: b for b in bursts[n] if b['state'] == 'free room'}
+        for b in bursts[n]:
+            if b['state'] != 'preemption':
+                continue
+            add('burst.%d.lost' % b['n'], 'burst N = %d: requests lost or '
+                'timed out (of %d)' % (b['n'], b['n']),
+                b['lost'] + b['timed_out'], 'n', ('<=', 0))
+            f = free.get(b['n'])
+            if f and f['ok'] and b['ok']:
+                add('burst.%d.throughput' % b['n'], 'burst N = %d: '
+                    'throughput preemption / free room' % b['n'],
+                    (b['ok'] / b['wall']) / (f['ok'] / f['wall']),
+                    target=('>=', 0.5))
+    e2e = (results.get('e2e') or {}).get('medians') or {}
+    if e2e.get('free') and e2e.get('opie'):
+        add('e2e.opie_free', 'end to end opie / stock on free room',
+            e2e['opie'] / e2e['free'], target=('<=', 1.5))
+    if e2e.get('retry') and e2e.get('opie'):
+        add('e2e.retry_opie', 'end to end aardvark-style retry / opie',
+            e2e['retry'] / e2e['opie'], target=('>=', 2.0))
     victim = (results.get('victim') or {}).get('rows') or []
     for r in victim:
         if r['n'] == 64:
@@ -214,6 +305,10 @@ def _value(v, unit):
         return '-'
     if unit == 'ev/s':
         return '%.0f' % v
+    if unit == 'n':
+        return '%d' % v
+    if unit == 'exp':
+        return '%.2f' % v
     if unit in ('s', 'ms'):
         return '%.2f %s' % (v, unit)
     return '%.2f' % v
@@ -273,15 +368,31 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--quick', action='store_true',
                    help='small sizes for every part (under 5 minutes)')
-    p.add_argument('--only', default='victim,sched,sim',
+    p.add_argument('--only', default='victim,sched,burst,sim,e2e',
                    help='comma-separated parts (default: %(default)s)')
     p.add_argument('--out', default='bench-results.json',
                    help='JSON file for the results (default: %(default)s)')
     p.add_argument('--compare', metavar='OLD.json',
                    help='print this earlier run side by side')
-    p.add_argument('--nodes', default='100,1000',
+    p.add_argument('--nodes', default='1000,5000',
                    help='node counts of the scheduling part, full run '
                         '(default: %(default)s)')
+    p.add_argument('--with-retry', action='store_true',
+                   help='full run: also scenario c at every scale (moving '
+                        'every preemptible\'s allocation between resource '
+                        'classes costs minutes at 5000 nodes)')
+    p.add_argument('--huge', action='store_true',
+                   help='add 10000 nodes to the scheduling part (about an '
+                        'hour more of set-up on 2 cores)')
+    p.add_argument('--os-cloud', metavar='NAME',
+                   help='a running cloud with opie-scheduler (clouds.yaml '
+                        'name, admin): adds the end-to-end part')
+    p.add_argument('--stock-cloud', metavar='NAME',
+                   help='with --os-cloud: a stock-Nova cloud for the free-'
+                        'room column of the end-to-end part')
+    p.add_argument('--e2e-repeat', type=int, default=3,
+                   help='repetitions of the end-to-end part (default: '
+                        '%(default)s)')
     p.add_argument('--repeat', type=int, default=5,
                    help='repetitions of the scheduling part, full run '
                         '(default: %(default)s)')
@@ -295,7 +406,13 @@ def main(argv=None):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             p.error('--compare %s: not a results file of this script (%s)'
                     % (args.compare, exc))
+    if args.huge and '10000' not in args.nodes.split(','):
+        args.nodes += ',10000'
     wanted = [x.strip() for x in args.only.split(',') if x.strip()]
+    if not args.os_cloud and 'e2e' in wanted:
+        if args.only != p.get_default('only'):
+            p.error('--only e2e needs --os-cloud')
+        wanted.remove('e2e')
     parts = parts_for(args)
     unknown = set(wanted) - {pt.key for pt in parts}
     if unknown or not wanted:

@@ -15,7 +15,7 @@
 Usage::
 
     python benchmarks/scheduling_latency.py [--nodes 100,1000] [--repeat N]
-    python benchmarks/scheduling_latency.py --quick      # 10 nodes, 2 repeats
+    python benchmarks/scheduling_latency.py --quick  # 10, 40 nodes, 2 repeats
     ... [--json PATH] [--profile PREFIX]
 
 ``--json PATH`` also writes the medians (ms) per node count, as
@@ -60,12 +60,24 @@ Scenarios (paper host 8 vCPU / 16000 MB / 200 GB, paper flavors):
     (preemptibles counted as normal). Timed: the first
     ``select_destinations`` (raises NoValidHost), choosing victims on one
     node (always the same node; one ComputeNode read, one instance query and
-    the same exact victim selection opie uses), deleting their Placement
-    allocations and Instance records directly (no compute round trip, no
-    wait), and the second ``select_destinations`` (asserted to land on that
-    node). This is only the scheduling side of that design: a real
-    retry also fails the boot, re-creates the server and goes through the
-    conductor again.
+    the same exact victim selection opie uses), deleting them the way opie
+    does (nova's compute API, then opie's own wait until they released
+    the host, ``actions.release``), and the second ``select_destinations``
+    (checked to land on that node): the same termination steps as opie's
+    (b) total, so "c r/o" compares like with like. This is only the
+    scheduling side of that design: a real retry also fails the boot,
+    rebuilds the server and goes through the conductor again
+    (benchmarks/end_to_end.py).
+
+Burst (``--burst N[,N]``): N normal requests started together, each in
+its own thread, alternately on two opie managers (two scheduler workers'
+managers in one process: each its own host manager and wait slots, the
+same databases, Placement and locks), once on empty nodes (free room, as
+on a cloud without preemptibles) and once on the (b) state (every request
+must preempt). Printed: requests
+served, lost (an error or NoValidHost), timed out (a latency above
+``rpc_response_timeout``, after which the conductor's RPC call would have
+failed), wall and process CPU time, throughput, p50/p99 latency.
 
 How the state is faked (setup, never timed):
 
@@ -121,11 +133,13 @@ import contextlib
 import datetime
 import json
 import logging
+import math
 import os
 import platform
 import random
 import statistics
 import sys
+import threading
 import time
 import warnings
 
@@ -155,10 +169,28 @@ class NoValid(Exception):
     pass
 
 
+class CheckFailed(Exception):
+    """A check of the benchmark's own state failed: the run is void."""
+
+
+def require(ok, message):
+    """A check that ``python -O`` keeps (unlike ``assert``).
+
+    :raises CheckFailed: ``ok`` is false; ``message`` says what.
+    """
+    if not ok:
+        raise CheckFailed(message)
+
+
 def build_cloud_class():
     # Imported late: nova's import-time setup is slow and noisy.
     logging.getLogger('oslo_service.periodic_task').setLevel(logging.WARNING)
     from nova import conf as nova_conf
+    # nova's concurrency mode (eventlet here: importing nova's fixtures
+    # patches) before opie's scheduler modules: their per-request state is
+    # a threading.local, which must be per green thread, or concurrent
+    # requests (the burst) share it
+    from nova.tests import fixtures  # noqa: F401
     from opie_sched.demo import cloud
     from opie_sched.scheduler import manager  # noqa: F401 (registers opts)
 
@@ -186,7 +218,11 @@ def build_cloud_class():
         def __init__(self, poll_interval=None):
             extra = {'filter_scheduler': dict(self.OPIE_FLAGS),
                      # the reconciler must not run in the middle of a rep
-                     'opie_reconciler': {'run_in_scheduler': False}}
+                     'opie_reconciler': {'run_in_scheduler': False},
+                     # one process: a long burst of CPU-bound selects can
+                     # starve the compute's heartbeat green thread past
+                     # 60 s, and ComputeFilter then drops every node
+                     'DEFAULT': {'service_down_time': 3600}}
             if poll_interval is not None:
                 extra['opie_preemption'] = {'poll_interval': poll_interval}
             super().__init__(hosts=1, opie=True, extra_flags=extra)
@@ -224,12 +260,33 @@ class Bench:
         with _no_instance_info_init():
             self.stock = nova_manager.SchedulerManager()
         cloud.flags(group='filter_scheduler', **cloud.OPIE_FLAGS)
+        # a second opie scheduler worker (the burst's two workers): its own
+        # manager, host manager and wait slots, the same databases
+        from opie_sched.scheduler import manager as opie_manager
+        with _no_instance_info_init():
+            self.opie2 = opie_manager.OpieSchedulerManager()
         # instrument opie's termination phase (terminate + wait)
         self.exec_log = []
         self.exec_cpu = []
         #: CPU seconds of this thread in the last select (see select)
         self.last_cpu = 0.0
-        real_execute = self.opie._execute
+        for mgr in (self.opie, self.opie2):
+            self._instrument(mgr)
+        # (node name -> ComputeNode), (uuid -> (node, flavor, launched_at))
+        self.nodes = {}
+        self.node_uuid = {}
+        self.instances = {}
+        self.by_node = collections.defaultdict(set)
+        self.alloc_classes = CUSTOM
+        self.consumer_gen = {}
+        #: ``{(manager 'opie' or 'stock', scenario 'a' or 'b'):
+        #: cProfile.Profile}``
+        self.profiles = {}
+        #: scenario of the calls being timed (profile key)
+        self.scenario = 'a'
+
+    def _instrument(self, mgr):
+        real_execute = mgr._execute
 
         def _execute(context, pending):
             start = time.perf_counter()
@@ -241,16 +298,7 @@ class Bench:
                 self.exec_log.append((time.perf_counter() - start, [
                     (p.plan.host, [i.uuid for i, _ in p.plan.victims])
                     for p in pending]))
-        self.opie._execute = _execute
-        # (node name -> ComputeNode), (uuid -> (node, flavor, launched_at))
-        self.nodes = {}
-        self.node_uuid = {}
-        self.instances = {}
-        self.by_node = collections.defaultdict(set)
-        self.alloc_classes = CUSTOM
-        self.consumer_gen = {}
-        #: ``{(is opie, preemption expected): cProfile.Profile}``
-        self.profiles = {}
+        mgr._execute = _execute
 
     # -- nodes ---------------------------------------------------------
 
@@ -364,7 +412,9 @@ class Bench:
             got = self.placement.get('/resource_providers/%s/usages'
                                      % rp).body['usages']
             got = {k: v for k, v in got.items() if v}
-            assert got == dict(want[node]), (node, got, dict(want[node]))
+            require(got == dict(want[node]), 'Placement usages of %s are '
+                    '%s, the benchmark expects %s' % (node, got,
+                                                      dict(want[node])))
 
     def switch_allocations(self, classes):
         """Move every preemptible's allocation to ``classes``."""
@@ -416,30 +466,39 @@ class Bench:
         """What nova-compute pushes with track_instance_changes."""
         insts = {u: self.objects.Instance(self.cctx, uuid=u)
                  for u in self.instances}
-        for mgr in (self.opie, self.stock):
+        for mgr in (self.opie, self.opie2, self.stock):
             mgr.host_manager._instance_info[COMPUTE_HOST] = {
                 'instances': dict(insts), 'updated': True}
 
     # -- requests ------------------------------------------------------
 
-    def request_spec(self, uuid):
+    def request_spec(self, uuid, ctx=None):
         objects = self.objects
         return objects.RequestSpec.from_components(
-            self.ctx, uuid, {'properties': {}},
+            ctx or self.ctx, uuid, {'properties': {}},
             self.flavors[REQUEST_FLAVOR], None,
             objects.InstancePCIRequests(requests=[]), {}, None, None,
             project_id=PROJECT, user_id=USER)
 
-    def select(self, mgr, uuid):
+    def new_context(self):
+        """An admin context of its own request id (one per request)."""
+        from nova import context as nova_context
+        ctx = nova_context.get_admin_context()
+        ctx.project_id = PROJECT
+        ctx.user_id = USER
+        return ctx
+
+    def select(self, mgr, uuid, ctx=None):
         """One timed select_destinations; returns (seconds, node)."""
         from nova import exception
         import oslo_messaging
-        spec = self.request_spec(uuid)
+        ctx = ctx or self.ctx
+        spec = self.request_spec(uuid, ctx)
         start = time.perf_counter()
         cpu = time.thread_time()
         try:
             sel = mgr.select_destinations(
-                self.ctx, spec_obj=spec, instance_uuids=[uuid],
+                ctx, spec_obj=spec, instance_uuids=[uuid],
                 return_objects=True, return_alternates=False)
         except (exception.NoValidHost, oslo_messaging.ExpectedException) as e:
             elapsed = time.perf_counter() - start
@@ -479,7 +538,7 @@ class Bench:
             if not insts and not allocs:
                 return
             if time.monotonic() > deadline:
-                raise AssertionError('victims not destroyed: %s %s' % (
+                raise CheckFailed('victims not destroyed: %s %s' % (
                     [i.uuid for i in insts], allocs))
             time.sleep(0.02)
 
@@ -500,7 +559,8 @@ class Bench:
         uuid = self.new_uuid()
         del self.exec_log[:]
         del self.exec_cpu[:]
-        prof = self.profiles.get((mgr is self.opie, expect_preemption))
+        name = {id(self.opie): 'opie', id(self.stock): 'stock'}.get(id(mgr))
+        prof = self.profiles.get((name, self.scenario))
         if prof is not None:
             prof.enable()
         try:
@@ -510,19 +570,19 @@ class Bench:
                 prof.disable()
         execd = None
         self.plain_cpu = (self.last_cpu, sum(self.exec_cpu))
-        if mgr is self.opie and expect_preemption:
-            assert len(self.exec_log) == 1, 'opie terminated nothing'
+        if mgr in (self.opie, self.opie2) and expect_preemption:
+            require(len(self.exec_log) == 1, 'opie terminated nothing')
             execd, plans = self.exec_log[0]
             victims = [u for host, us in plans for u in us]
-            assert victims, 'opie chose no victims'
-            assert all(self.instances[u][0] == node for u in victims), \
-                'victims are not on the selected node %s' % node
+            require(victims, 'opie chose no victims')
+            require(all(self.instances[u][0] == node for u in victims),
+                    'victims are not on the selected node %s' % node)
             left = self.alive(victims)
-            assert not left, 'victims still alive: %s' % sorted(left)
+            require(not left, 'victims still alive: %s' % sorted(left))
             self.wait_destroyed(victims)
             self.restore(victims)
         else:
-            assert not self.exec_log, 'unexpected preemption'
+            require(not self.exec_log, 'unexpected preemption')
         self.release_claim(uuid)
         return elapsed, execd
 
@@ -530,6 +590,7 @@ class Bench:
         """(c) NoValidHost -> terminate -> select again; returns seconds."""
         from opie_sched.preemption import model
         from opie_sched.preemption import planner
+        from opie_sched.scheduler import actions
         from opie_sched.scheduler import hosts
         from opie_sched.scheduler import weights
         from oslo_utils import timeutils
@@ -543,7 +604,7 @@ class Bench:
         except NoValid:
             pass
         else:
-            raise AssertionError('(c): the first select did not fail')
+            raise CheckFailed('(c): the first select did not fail')
         # choose the victims on one node, exactly as opie would
         cn = objects.ComputeNode.get_by_host_and_nodename(
             self.cctx, COMPUTE_HOST, node)
@@ -558,18 +619,109 @@ class Bench:
             hv, model.Resources(f.vcpus, f.memory_mb, f.root_gb),
             weights.cost_policy(), timeutils.utcnow(with_timezone=True))
         victims = [i.uuid for i, _ in plan.victims]
-        assert all(self.instances[v][0] == node for v in victims)
+        require(victims, '(c): no victims chosen')
+        require(all(self.instances[v][0] == node for v in victims),
+                '(c): victims not on %s' % node)
+        # the same termination steps as opie's: nova's compute API deletes
+        # each victim, then the same wait until they released the host
         by_uuid = {i.uuid: i for i in insts}
+        cell_uuid = self.cloud.cell.uuid
+        api = actions.compute_api()
         for v in victims:
-            self.placement.delete('/allocations/%s' % v)
-            by_uuid[v].destroy()
+            api.delete(self.cctx, by_uuid[v])
+        require(actions.release(self.cctx, cell_uuid, victims),
+                '(c): victims %s not deleted within release_timeout'
+                % victims)
         elapsed2, chosen = self.select(self.stock, uuid)
         total = time.perf_counter() - start
-        assert victims, '(c): no victims chosen'
-        assert chosen == node, '(c): landed on %s, not %s' % (chosen, node)
+        require(chosen == node, '(c): landed on %s, not %s' % (chosen, node))
         self.release_claim(uuid)
+        self.wait_destroyed(victims)
         self.restore(victims)
         return total
+
+    def burst(self, n, expect_preemption):
+        """N concurrent requests, alternately on the two opie workers.
+
+        Each request runs in its own thread (an RPC worker serves each
+        call in a thread of its executor pool); all start together.
+        Afterwards (untimed) the claims are released and any victims are
+        waited for and re-created, so the state is as before.
+
+        :returns: dict with ``n``, ``ok``, ``lost`` (failed requests),
+            ``timed_out`` (latency above ``rpc_response_timeout``),
+            ``wall`` (s, first start to last end), ``cpu`` (process CPU
+            s), ``latencies`` (s, sorted), ``victims``,
+            ``rpc_response_timeout`` (s).
+        """
+        from nova import conf as nova_conf
+        timeout = nova_conf.CONF.rpc_response_timeout
+        uuids = [self.new_uuid() for _ in range(n)]
+        results = [None] * n
+        barrier = threading.Barrier(n + 1)
+        del self.exec_log[:]
+        del self.exec_cpu[:]
+        managers = (self.opie, self.opie2)
+
+        def one(i):
+            barrier.wait()
+            start = time.perf_counter()
+            try:
+                elapsed, node = self.select(managers[i % 2], uuids[i],
+                                            self.new_context())
+                results[i] = ('ok', elapsed, node)
+            except NoValid:
+                results[i] = ('NoValidHost', time.perf_counter() - start,
+                              None)
+            except Exception as exc:  # a lost request, reported
+                results[i] = ('%s: %s' % (type(exc).__name__, exc),
+                              time.perf_counter() - start, None)
+
+        threads = [threading.Thread(target=one, args=(i,), daemon=True)
+                   for i in range(n)]
+        for t in threads:
+            t.start()
+        cpu = time.process_time()
+        barrier.wait()
+        start = time.perf_counter()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        chosen = [u for _, plans in self.exec_log
+                  for _, us in plans for u in us]
+        victims = sorted(set(chosen))
+        #: the same victim in the plans of two requests
+        shared = len(chosen) - len(victims)
+        unknown = [u for u in victims if u not in self.instances]
+        require(not unknown, 'burst of %d: victims %s are not preemptibles '
+                'of this benchmark; plans %s' % (n, unknown, self.exec_log))
+        ok = [r for r in results if r and r[0] == 'ok']
+        failures = collections.Counter(r[0] for r in results
+                                       if not r or r[0] != 'ok')
+        # untimed: back to the state before the burst
+        for u, r in zip(uuids, results):
+            if r and r[0] == 'ok':
+                self.release_claim(u)
+        if victims:
+            self.wait_destroyed(victims)
+            self.restore(victims)
+        lat = sorted(r[1] for r in results if r)
+        return {'n': n, 'ok': len(ok), 'lost': n - len(ok),
+                'failures': dict(failures),
+                'timed_out': sum(1 for x in lat if x > timeout),
+                'wall': wall, 'cpu': cpu, 'latencies': lat,
+                'victims': len(victims), 'shared_victims': shared,
+                'rpc_response_timeout': timeout}
+
+
+def percentile(values, q):
+    """The ``q`` percentile (0..100) of sorted ``values``, nearest rank."""
+    if not values:
+        return float('nan')
+    k = max(0, min(len(values) - 1,
+                   int(math.ceil(q / 100.0 * len(values))) - 1))
+    return values[k]
 
 
 @contextlib.contextmanager
@@ -587,12 +739,19 @@ def _no_instance_info_init():
 
 
 def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
-              check=False, profile=None):
+              check=False, profile=None, bursts=(), burst_only=False,
+              skip_retry=False):
     """One scale: ``{key: [seconds]}`` (see :func:`main` for the keys).
 
     :param profile: a path prefix, or None; when given, the timed calls of
         each manager and scenario run under :mod:`cProfile` and the stats
         are written to ``PREFIX-N-{opie,stock}-{a,b}.prof``.
+    :param bursts: burst sizes: each runs on the (a) state (free room)
+        and on the (b) state (every request preempts), see
+        :meth:`Bench.burst`; results under ``bursts``.
+    :param burst_only: skip the timed scenarios a, b and c.
+    :param skip_retry: skip scenario c (and moving the allocations it
+        needs, minutes at 5000 nodes).
     """
     import cProfile
     t0 = time.monotonic()
@@ -602,22 +761,31 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         # nova's StandardLogging formats every DEBUG record; keep the
         # benchmark's own overhead (equal for both managers) low.
         logging.getLogger().setLevel(logging.INFO)
+        # Placement's one line per request is not a result
+        logging.getLogger('placement.requestlog').setLevel(logging.WARNING)
         bench = Bench(cloud, n_nodes, seed)
+        res = collections.defaultdict(list)
         bench.make_nodes()
         log('  nova up and %d nodes made at %.1f s'
             % (n_nodes, time.monotonic() - t0))
+        bench.push_instance_info()
+        for b in bursts:
+            # free room: empty nodes, as on a cloud without preemptibles
+            r = bench.burst(b, False)
+            r['state'] = 'free room'
+            res['bursts'].append(r)
+            log('  burst of %d on free room: %.1f s wall' % (b, r['wall']))
         bench.fill(FILL_A)
         setup = time.monotonic() - t0
         log('  %d nodes ready in %.1f s' % (n_nodes, setup))
-        res = collections.defaultdict(list)
         # warm-up (first-call imports and caches), not counted
         bench.run_plain(bench.opie, False)
         bench.run_plain(bench.stock, False)
         if profile:
-            bench.profiles = {k: cProfile.Profile() for k in (
-                (True, False), (False, False), (True, True), (False, True))}
+            bench.profiles = {(m, sc): cProfile.Profile()
+                              for m in ('opie', 'stock') for sc in 'ab'}
         # (a) interleaved
-        for i in range(repeat):
+        for i in range(0 if burst_only else repeat):
             pair = [(bench.opie, 'a_opie'), (bench.stock, 'a_stock')]
             if i % 2:
                 pair.reverse()
@@ -625,15 +793,26 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                 res[key].append(bench.run_plain(mgr, False)[0])
                 res[key + '_cpu'].append(bench.plain_cpu[0])
         log('  (a) done at %.1f s' % (time.monotonic() - t0))
+        bench.scenario = None  # warm-ups and bursts: not profiled
         bench.fill(FILL_B_EXTRA)
         if check:
             bench.check_usages()
         log('  full state filled at %.1f s (%d preemptibles)'
             % (time.monotonic() - t0, len(bench.instances)))
         bench.run_plain(bench.opie, True)  # warm-up of the preemption path
+        bench.run_plain(bench.opie2, True)
+        for b in bursts:
+            r = bench.burst(b, True)
+            r['state'] = 'preemption'
+            res['bursts'].append(r)
+            log('  burst of %d needing preemption: %.1f s wall'
+                % (b, r['wall']))
+        if burst_only:
+            repeat = 0
         # (b) and (c) in two rounds of blocks, b c b c: moving every
         # preemptible's allocation between the custom and the standard
         # classes costs seconds at 1000 nodes, so it is not done per rep.
+        bench.scenario = 'b'
         half = (repeat + 1) // 2
         for block in (range(half), range(half, repeat)):
             if not len(block):
@@ -657,6 +836,8 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                         res['b_opie_decide_cpu'].append(cpu - exec_cpu)
                         res['b_opie_exec'].append(execd)
                         res['b_opie_decide'].append(total - execd)
+            if skip_retry:
+                continue
             t1 = time.monotonic()
             bench.switch_allocations(STANDARD)
             if check:
@@ -669,10 +850,8 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                 res['c_retry'].append(bench.run_retry())
             log('  (c) x%d at %.1f s' % (len(block), time.monotonic() - t0))
         log('  (b), (c) done at %.1f s' % (time.monotonic() - t0))
-        for (is_opie, pre), prof in bench.profiles.items():
-            path = '%s-%d-%s-%s.prof' % (profile, n_nodes,
-                                         'opie' if is_opie else 'stock',
-                                         'b' if pre else 'a')
+        for (name, scenario), prof in bench.profiles.items():
+            path = '%s-%d-%s-%s.prof' % (profile, n_nodes, name, scenario)
             prof.dump_stats(path)
             log('  profile written to %s' % path)
     except Exception:
@@ -693,7 +872,8 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
 
 
 def med_ms(values):
-    return statistics.median(values) * 1000.0
+    """Median in ms; NaN when the scenario was not run."""
+    return statistics.median(values) * 1000.0 if values else float('nan')
 
 
 def main(argv=None):
@@ -704,7 +884,8 @@ def main(argv=None):
                         help='timed repetitions per scenario and manager '
                              '(default 5)')
     parser.add_argument('--quick', action='store_true',
-                        help='10 nodes, 2 repeats (for the unit test)')
+                        help='10 and 40 nodes, 2 repeats (for the unit '
+                             'test)')
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--poll-interval', type=float, default=None,
                         help='[opie_preemption] poll_interval for (b) '
@@ -718,9 +899,25 @@ def main(argv=None):
     parser.add_argument('--profile', metavar='PREFIX',
                         help='cProfile the timed calls; stats go to '
                              'PREFIX-N-{opie,stock}-{a,b}.prof')
+    parser.add_argument('--burst', default='',
+                        help='comma-separated burst sizes N: N concurrent '
+                             'normal requests on two opie workers, on free '
+                             'room and where each needs preemption '
+                             '(default: none)')
+    parser.add_argument('--burst-only', action='store_true',
+                        help='only the bursts (skip scenarios a, b, c)')
+    parser.add_argument('--skip-retry', action='store_true',
+                        help='skip scenario c (no c columns)')
     args = parser.parse_args(argv)
+    try:
+        bursts = [int(x) for x in args.burst.split(',') if x.strip()]
+    except ValueError:
+        parser.error('--burst: comma-separated integers')
+    if any(b < 1 for b in bursts) or (args.burst_only and not bursts):
+        parser.error('--burst sizes must be >= 1 (and given with '
+                     '--burst-only)')
     if args.quick:
-        nodes, repeat = [10], 2
+        nodes, repeat = [10, 40], 2
     else:
         nodes = [int(x) for x in args.nodes.split(',') if x.strip()]
         repeat = args.repeat
@@ -749,7 +946,83 @@ def main(argv=None):
         rows.append((n, run_scale(cloud_cls, n, repeat, args.seed,
                                   args.poll_interval, log,
                                   check=args.check or args.quick,
-                                  profile=args.profile)))
+                                  profile=args.profile, bursts=bursts,
+                                  burst_only=args.burst_only,
+                                  skip_retry=args.skip_retry)))
+    print_bursts(rows)
+    if not args.burst_only:
+        print_scenarios(rows)
+    print('setup+run per scale: %s; total %.0f s' % (
+        ', '.join('%d nodes %.0f s (setup %.0f s)' % (
+            n, r['total_s'][0], r['setup_s'][0]) for n, r in rows),
+        time.monotonic() - start))
+    sys.stdout.flush()
+    if args.json:
+        keys = {'a_opie': 'a_opie', 'a_stock': 'a_stock',
+                'b_opie': 'b_opie', 'b_decide': 'b_opie_decide',
+                'b_exec': 'b_opie_exec', 'b_stock': 'b_stock',
+                'c_retry': 'c_retry', 'a_opie_cpu': 'a_opie_cpu',
+                'a_stock_cpu': 'a_stock_cpu',
+                'b_decide_cpu': 'b_opie_decide_cpu',
+                'b_stock_cpu': 'b_stock_cpu'}
+        out = {'rows': {}, 'repeat': repeat, 'seed': args.seed,
+               'poll_interval': poll, 'quick': args.quick, 'bursts': {}}
+        for n, r in rows:
+            if not args.burst_only:
+                row = {k: med_ms(r[v]) for k, v in keys.items()}
+                row['setup_s'] = r['setup_s'][0]
+                row['total_s'] = r['total_s'][0]
+                out['rows'][str(n)] = row
+            if r.get('bursts'):
+                out['bursts'][str(n)] = r['bursts']
+        with open(args.json, 'w') as f:
+            json.dump(out, f, indent=1)
+    return rows
+
+
+def print_bursts(rows):
+    """The burst table: opie's two workers, free room vs preemption."""
+    if not any(r.get('bursts') for _, r in rows):
+        return
+    print()
+    print('burst: N concurrent normal requests on 2 opie scheduler workers '
+          '(threads of one process), all started together')
+    print('%6s %-10s %4s %4s %4s %5s %8s %8s %8s %8s %8s %7s' % (
+        'nodes', 'state', 'N', 'ok', 'lost', 'tmout', 'wall s', 'CPU s',
+        'req/s', 'p50 s', 'p99 s', 'victims'))
+    for n, r in rows:
+        for b in r.get('bursts', ()):
+            lat = b['latencies']
+            print('%6d %-10s %4d %4d %4d %5d %8.2f %8.2f %8.2f %8.2f %8.2f '
+                  '%7d' % (n, b['state'], b['n'], b['ok'], b['lost'],
+                           b['timed_out'], b['wall'], b['cpu'],
+                           b['ok'] / b['wall'], percentile(lat, 50),
+                           percentile(lat, 99), b['victims']))
+            if b['failures']:
+                print('       failures: %s' % b['failures'])
+            if b['state'] == 'preemption' and b['ok'] and not b['victims']:
+                print('       WARNING: requests served on preemptible-full '
+                      'nodes without any victim')
+            if b['shared_victims']:
+                print('       %d victim entries repeated in the plans of '
+                      'several requests'
+                      % b['shared_victims'])
+    for n, r in rows:
+        free = {b['n']: b for b in r.get('bursts', ())
+                if b['state'] == 'free room'}
+        for b in r.get('bursts', ()):
+            f = free.get(b['n'])
+            if b['state'] == 'preemption' and f:
+                print('ratio burst throughput preemption/free room N=%d %d '
+                      'nodes: %.2f (timed out: %d, lost: %d; '
+                      'rpc_response_timeout %d s)' % (
+                          b['n'], n, (b['ok'] / b['wall'])
+                          / (f['ok'] / f['wall']), b['timed_out'],
+                          b['lost'], b['rpc_response_timeout']))
+
+
+def print_scenarios(rows):
+    """The a/b/c table and ratio lines."""
     print()
     print('%6s | %9s %9s %6s | %9s %9s %9s %9s %6s %6s | %9s %7s %7s'
           % ('nodes', 'a opie', 'a stock', 'a o/s',
@@ -766,7 +1039,8 @@ def main(argv=None):
                  b_d / b_s, c_r, c_r / b_o, c_r / b_d))
     print()
     print('ms = median wall time of one select_destinations (c: NoValidHost '
-          '+ victim choice + direct deletion + second select).')
+          '+ victim choice + deletion through nova\'s compute API + the '
+          'same wait as opie\'s + second select).')
     print('o/s = opie/stock; d = opie minus its terminate-and-wait phase '
           '(victim choice only); r/o = retry/opie total; r/d = retry/opie '
           'decide.')
@@ -788,30 +1062,12 @@ def main(argv=None):
             n, med_ms(r['b_opie']) / med_ms(r['b_stock'])))
         print('ratio c retry/opie %d nodes: %.2f' % (
             n, med_ms(r['c_retry']) / med_ms(r['b_opie'])))
-    print('setup+run per scale: %s; total %.0f s' % (
-        ', '.join('%d nodes %.0f s (setup %.0f s)' % (
-            n, r['total_s'][0], r['setup_s'][0]) for n, r in rows),
-        time.monotonic() - start))
-    sys.stdout.flush()
-    if args.json:
-        keys = {'a_opie': 'a_opie', 'a_stock': 'a_stock',
-                'b_opie': 'b_opie', 'b_decide': 'b_opie_decide',
-                'b_exec': 'b_opie_exec', 'b_stock': 'b_stock',
-                'c_retry': 'c_retry', 'a_opie_cpu': 'a_opie_cpu',
-                'a_stock_cpu': 'a_stock_cpu',
-                'b_decide_cpu': 'b_opie_decide_cpu',
-                'b_stock_cpu': 'b_stock_cpu'}
-        out = {'rows': {}, 'repeat': repeat, 'seed': args.seed,
-               'poll_interval': poll, 'quick': args.quick}
-        for n, r in rows:
-            row = {k: med_ms(r[v]) for k, v in keys.items()}
-            row['setup_s'] = r['setup_s'][0]
-            row['total_s'] = r['total_s'][0]
-            out['rows'][str(n)] = row
-        with open(args.json, 'w') as f:
-            json.dump(out, f, indent=1)
-    return rows
 
 
 if __name__ == '__main__':
-    main()
+    try:
+        main()
+    except CheckFailed as exc:
+        print('benchmark check failed, results void: %s' % exc,
+              file=sys.stderr)
+        sys.exit(1)

@@ -54,6 +54,16 @@ from opie_sched.simulator import policies  # noqa: E402
 from opie_sched.workload import generator  # noqa: E402
 
 
+def require(ok, message):
+    """A check that ``python -O`` keeps (unlike ``assert``).
+
+    :raises SystemExit: ``ok`` is false (the run is void).
+    """
+    if not ok:
+        raise SystemExit('benchmark check failed, results void: %s'
+                         % message)
+
+
 def _simulate(hosts, reqs, policy_name, trace_memory):
     policy = policies.make_policy(policy_name)
     gc.collect()
@@ -86,7 +96,9 @@ def run_one(hosts, requests_per_host, load, policy_name, seed, memory=True,
     peak = None
     if memory:
         again, _, peak = _simulate(hosts, reqs, policy_name, True)
-        assert again.as_dict()['preemption_cost'] == result.preemption_cost
+        require(again.as_dict()['preemption_cost']
+                == result.preemption_cost, 'the run with memory tracing '
+                'gave another preemption cost')
     return {'hosts': hosts, 'requests': len(reqs), 'events': result.events,
             'wall': wall, 'eps': result.events / wall,
             'peak_mb': float('nan') if peak is None else peak / 2.0 ** 20,

@@ -52,6 +52,16 @@ FLAVORS = (model.Resources(1, 2000, 20), model.Resources(2, 4000, 40),
 PERIOD = 3600.0
 
 
+def require(ok, message):
+    """A check that ``python -O`` keeps (unlike ``assert``).
+
+    :raises SystemExit: ``ok`` is false (the run is void).
+    """
+    if not ok:
+        raise SystemExit('benchmark check failed, results void: %s'
+                         % message)
+
+
 def random_host(rng, n):
     """``(candidates, need)`` for one random host with n candidates."""
     candidates = []
@@ -131,17 +141,20 @@ def main(argv=None):
             t2, b = timed(victims.brute_force_victims, candidates, need,
                           'numpy')
             if a is None or b is None:
-                assert a is None and b is None, (n, need)
+                require(a is None and b is None, 'n=%d need=%s: one of ours '
+                        'and the oracle found no selection' % (n, need))
             else:
-                assert a.total_cost == b.total_cost, (n, a, b)
-                assert a.uuids == b.uuids, (n, a.uuids, b.uuids)
+                require(a.total_cost == b.total_cost and a.uuids == b.uuids,
+                        'n=%d: ours %s differs from the oracle %s'
+                        % (n, a, b))
             ours.append(t1)
             brute.append(t2)
             if args.milp:
                 t3, c = timed(milp_cost, candidates, need)
                 if a is not None:
-                    assert abs(c - a.total_cost) <= 1e-6 * max(
-                        1, a.total_cost), (c, a.total_cost)
+                    require(abs(c - a.total_cost) <= 1e-6 * max(
+                        1, a.total_cost), 'MILP cost %s != ours %s'
+                        % (c, a.total_cost))
                 milp.append(t3)
         mo, mb = statistics.median(ours), statistics.median(brute)
         rows.append({'n': n, 'hosts': reps, 'ours_ms': mo,
@@ -166,8 +179,9 @@ def main(argv=None):
             ours.append(t1)
             if args.milp:
                 t3, c = timed(milp_cost, candidates, need)
-                assert abs(c - a.total_cost) <= 1e-6 * max(
-                    1, a.total_cost), (c, a.total_cost)
+                require(abs(c - a.total_cost) <= 1e-6 * max(
+                    1, a.total_cost), 'MILP cost %s != ours %s'
+                    % (c, a.total_cost))
                 milp.append(t3)
         rows.append({'n': n, 'hosts': reps,
                      'ours_ms': statistics.median(ours),

@@ -103,6 +103,52 @@ class RatioRowsTest(testtools.TestCase):
         self.assertEqual([], self.run.ratio_rows({}))
 
 
+class ScaleAndBurstRowsTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.run = _load()
+
+    def test_growth_exponent_is_the_log_log_slope(self):
+        self.assertAlmostEqual(1.0, self.run.growth_exponent(
+            [(1000, 2.0), (5000, 10.0), (10000, 20.0)]))
+        self.assertAlmostEqual(2.0, self.run.growth_exponent(
+            [(10, 1.0), (100, 100.0)]))
+        self.assertIsNone(self.run.growth_exponent([(1000, 2.0)]))
+        self.assertIsNone(self.run.growth_exponent([(1000, 2.0),
+                                                    (1000, 3.0)]))
+        rows = {r['key']: r for r in self.run.ratio_rows(RESULTS)}
+        # a opie 105 -> 1000 ms from 100 to 1000 nodes
+        self.assertAlmostEqual(0.9788, rows['sched.growth.a_opie']['value'],
+                               places=3)
+        self.assertAlmostEqual(1.0, rows['sched.growth.b_stock']['value'])
+
+    def test_burst_rows(self):
+        def burst(state, n, ok, wall, timed_out=0):
+            return {'state': state, 'n': n, 'ok': ok, 'lost': n - ok,
+                    'timed_out': timed_out, 'wall': wall}
+        results = {'burst': {'bursts': {'100': [
+            burst('free room', 10, 10, 1.0), burst('free room', 50, 50, 5.0),
+            burst('preemption', 10, 10, 4.0),
+            burst('preemption', 50, 49, 7.0, timed_out=1)]}}}
+        rows = {r['key']: r for r in self.run.ratio_rows(results)}
+        self.assertAlmostEqual(0.25, rows['burst.10.throughput']['value'])
+        self.assertFalse(rows['burst.10.throughput']['ok'])
+        self.assertEqual(0, rows['burst.10.lost']['value'])
+        self.assertTrue(rows['burst.10.lost']['ok'])
+        self.assertEqual(2, rows['burst.50.lost']['value'])
+        self.assertFalse(rows['burst.50.lost']['ok'])
+        self.assertAlmostEqual(0.7, rows['burst.50.throughput']['value'])
+        self.assertTrue(rows['burst.50.throughput']['ok'])
+
+    def test_end_to_end_rows(self):
+        rows = {r['key']: r for r in self.run.ratio_rows(
+            {'e2e': {'medians': {'free': 2.0, 'opie': 3.0, 'retry': 9.0}}})}
+        self.assertAlmostEqual(1.5, rows['e2e.opie_free']['value'])
+        self.assertTrue(rows['e2e.opie_free']['ok'])
+        self.assertAlmostEqual(3.0, rows['e2e.retry_opie']['value'])
+
+
 class ArgumentsTest(testtools.TestCase):
 
     def _run(self, *args):
@@ -123,3 +169,8 @@ class ArgumentsTest(testtools.TestCase):
             proc = self._run('--compare', f.name, '--only', 'victim')
         self.assertEqual(2, proc.returncode)
         self.assertIn('not a results file', proc.stderr)
+
+    def test_end_to_end_needs_a_cloud(self):
+        proc = self._run('--only', 'e2e')
+        self.assertEqual(2, proc.returncode)
+        self.assertIn('--only e2e needs --os-cloud', proc.stderr)

@@ -18,6 +18,7 @@ process-wide state (config, databases, logging) that must not leak into the
 other unit tests.
 """
 
+import ast
 import os
 import re
 import subprocess
@@ -33,9 +34,9 @@ class TestSchedulingLatencyQuick(unittest.TestCase):
 
     def test_quick_mode_prints_ratios(self):
         proc = subprocess.run(
-            [sys.executable, SCRIPT, '--quick'], cwd=ROOT,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            universal_newlines=True, timeout=240)
+            [sys.executable, '-O', SCRIPT, '--quick', '--burst', '3'],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=1800)
         self.assertEqual(0, proc.returncode,
                          'stdout:\n%s\nstderr (end):\n%s'
                          % (proc.stdout, proc.stderr[-4000:]))
@@ -48,3 +49,30 @@ class TestSchedulingLatencyQuick(unittest.TestCase):
             self.assertGreater(float(match.group(1)), 0.0)
         # the table row of the 10-node scale
         self.assertRegex(out, r'(?m)^\s+10 \|')
+        # the burst: every request served, none past rpc_response_timeout
+        for state in ('free room', 'preemption'):
+            match = re.search(r'(?m)^\s+10 %s\s+3\s+(\d+)\s+(\d+)\s+'
+                              r'(\d+)\s' % state, out)
+            self.assertIsNotNone(match, '%s burst missing in:\n%s'
+                                 % (state, out))
+            self.assertEqual(('3', '0', '0'), match.groups(), out)
+        self.assertRegex(out, r'ratio burst throughput preemption/free '
+                              r'room N=3 10 nodes: \d+\.\d+')
+        # Placement's request log stays off both streams
+        self.assertNotIn('"GET /placement', out + proc.stderr)
+
+
+class TestNoAsserts(unittest.TestCase):
+    """Benchmark checks survive ``python -O`` (which drops asserts)."""
+
+    def test_benchmarks_have_no_assert_statements(self):
+        bench = os.path.join(ROOT, 'benchmarks')
+        for name in sorted(os.listdir(bench)):
+            if not name.endswith('.py'):
+                continue
+            with open(os.path.join(bench, name)) as f:
+                tree = ast.parse(f.read(), name)
+            lines = [n.lineno for n in ast.walk(tree)
+                     if isinstance(n, ast.Assert)]
+            self.assertEqual([], lines, '%s: assert at lines %s'
+                             % (name, lines))
