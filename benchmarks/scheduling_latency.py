@@ -629,7 +629,13 @@ class Bench:
         api = actions.compute_api()
         for v in victims:
             api.delete(self.cctx, by_uuid[v])
-        require(actions.release(self.cctx, cell_uuid, victims),
+        # (actions.release would not wait for them: they carry no victim
+        # record of this request; its polling loop is the same)
+        from nova import conf as nova_conf
+        opts = nova_conf.CONF.opie_preemption
+        require(actions.wait_for(self.cctx, cell_uuid, victims,
+                                 actions.is_deleted, opts.release_timeout,
+                                 opts.poll_interval),
                 '(c): victims %s not deleted within release_timeout'
                 % victims)
         elapsed2, chosen = self.select(self.stock, uuid)

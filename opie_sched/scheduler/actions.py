@@ -419,12 +419,13 @@ def wait_for(ctx, cell_uuid, uuids, done, timeout, interval):
     return True
 
 
-def _is_deleted(inst):
+def is_deleted(inst):
+    """True when an Instance (read with deleted rows) is deleted."""
     return bool(inst.deleted) or inst.vm_state == 'deleted'
 
 
 def _is_stopped(inst):
-    return _is_deleted(inst) or (inst.vm_state == 'stopped'
+    return is_deleted(inst) or (inst.vm_state == 'stopped'
                                  and inst.task_state is None)
 
 
@@ -468,13 +469,13 @@ def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
         return max(timeout - (time.monotonic() - start), 0)
 
     def settled(inst):
-        return (_is_deleted(inst) or _not_ours(inst, rid)
+        return (is_deleted(inst) or _not_ours(inst, rid)
                 or (inst.task_state is None and inst.vm_state in (
                     vm_states.STOPPED, vm_states.SHELVED,
                     vm_states.SHELVED_OFFLOADED)))
 
     def released(inst):
-        return (_is_deleted(inst) or _not_ours(inst, rid)
+        return (is_deleted(inst) or _not_ours(inst, rid)
                 or inst.vm_state == vm_states.SHELVED_OFFLOADED)
 
     found = _states(ctx, cell_uuid, uuids) if uuids else {}
