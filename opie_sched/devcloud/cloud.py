@@ -162,11 +162,15 @@ def _gunicorn(settings, name, app, extra_env, layout, threads=4):
             '--bind', '%s:%d' % (settings.host, settings.ports[name]),
             '--workers', '1', '--threads', str(threads),
             '--timeout', '300', '--graceful-timeout', '5',
-            # Idle keep-alive connections are closed after 60 s, not
-            # gunicorn's 2 s: clients polling every 1-2 s otherwise reuse
-            # a connection the server is closing (ECONNRESET, seen
-            # under load in the Tempest tier).
-            '--keep-alive', '60',
+            # No keep-alive: every response closes its connection. With
+            # gunicorn's 2 s, clients polling every 1-2 s reused a
+            # connection the server was closing (ECONNRESET under load);
+            # with 60 s, a reused connection once delivered a previous
+            # response's body before the next status line (Placement:
+            # 'BadStatusLine: {"allocations": {}}HTTP/1.1 200 OK', three
+            # failed boots in the Tempest race). Loopback connections are
+            # cheap.
+            '--keep-alive', '0',
             '--name', 'devcloud-%s' % name,
             'opie_sched.devcloud.wsgi:application']
     return argv, env
