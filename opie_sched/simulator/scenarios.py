@@ -67,7 +67,7 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
 ``merkat-fig6``
     Merkat Alg. 1 scaling one VM's bid against four best-effort VMs on a
     4-core node for deadlines of 200, 150 and 100 min
-    (:mod:`opie_sched.simulator.merkat_vertical`); Merkat §5.4.1 Fig. 6.
+    (:mod:`opie_sched.simulator.vertical_scaling`); Merkat §5.4.1 Fig. 6.
 ``themis-fig6``
     An elastic master-worker application under Horizontal-Deadline, 1075
     tasks and a burst of 1500 (:mod:`opie_sched.simulator
@@ -96,7 +96,6 @@ from opie_sched.simulator import diehard_table2
 from opie_sched.simulator import diehard_tables34
 from opie_sched.simulator import gossip_fig5
 from opie_sched.simulator import gossip_redistribution
-from opie_sched.simulator import merkat_vertical
 from opie_sched.simulator import p2p_consolidation
 from opie_sched.simulator import preemption_latency
 from opie_sched.simulator import repacking_single
@@ -107,6 +106,7 @@ from opie_sched.simulator import rpm_vs_ffd
 from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import themis
 from opie_sched.simulator import themis_elastic
+from opie_sched.simulator import vertical_scaling
 
 #: Scenario name -> function(reduced=False, seed=0) -> (result, text).
 SCENARIOS = collections.OrderedDict([
@@ -119,7 +119,7 @@ SCENARIOS = collections.OrderedDict([
     ('preemption-latency', preemption_latency.preemption_latency),
     ('p2p-consolidation', p2p_consolidation.p2p_consolidation),
     ('gossip-redistribution', gossip_redistribution.gossip_redistribution),
-    ('merkat-fig6', merkat_vertical.merkat_fig6),
+    ('merkat-fig6', vertical_scaling.merkat_fig6),
     ('themis-fig6', themis_elastic.themis_fig6),
     ('repacking-single-type', repacking_single.repacking_single_type),
     ('rpm-weights', rpm_weights.rpm_weights),

@@ -230,23 +230,23 @@ class MerkatFig6Test(testtools.TestCase):
     """Merkat §5.4.1 Fig. 6: Alg. 1 on one VM against best-effort VMs."""
 
     def test_registered(self):
-        from opie_sched.simulator import merkat_vertical
         from opie_sched.simulator import scenarios
-        self.assertIs(merkat_vertical.merkat_fig6,
+        from opie_sched.simulator import vertical_scaling
+        self.assertIs(vertical_scaling.merkat_fig6,
                       scenarios.SCENARIOS['merkat-fig6'])
 
     def test_alone_it_runs_at_full_speed(self):
-        from opie_sched.simulator import merkat_vertical
+        from opie_sched.simulator import vertical_scaling
         # no best-effort VM: the market's reserve is 0, the VM gets its
         # whole core and ends at its ideal time
-        r = merkat_vertical.run(100, be_starts=())
+        r = vertical_scaling.run(100, be_starts=())
         self.assertTrue(r['met'])
         self.assertAlmostEqual(77.5, r['finish_minutes'], delta=0.7)
         self.assertIsNone(r['settled'])
 
     def test_tighter_deadline_buys_more(self):
-        from opie_sched.simulator import merkat_vertical
-        result, text = merkat_vertical.merkat_fig6()
+        from opie_sched.simulator import vertical_scaling
+        result, text = vertical_scaling.merkat_fig6()
         runs = result['runs']
         # our column: the 100-min run bids more and holds more CPU than
         # the 200-min one once every best-effort VM runs, and each
@@ -255,7 +255,7 @@ class MerkatFig6Test(testtools.TestCase):
                            runs[200]['settled']['bid'])
         self.assertGreater(runs[100]['settled']['alloc'],
                            runs[200]['settled']['alloc'])
-        for d in merkat_vertical.DEADLINES:
+        for d in vertical_scaling.DEADLINES:
             self.assertTrue(runs[d]['met'], d)
             self.assertLessEqual(runs[d]['finish_minutes'], d)
             # four best-effort VMs at 1 core max share 4 cores with it
