@@ -28,7 +28,6 @@ from nova.compute import manager as compute_manager
 import nova.conf
 from nova import context as nova_context
 from nova import exception
-from nova import objects
 from nova.scheduler import utils as scheduler_utils
 from nova.tests.functional.api import client as api_client
 
@@ -37,17 +36,15 @@ from opie_sched.common import provider_config
 from opie_sched.demo import fake_driver
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import reconciler
-from tests.functional import base
-from tests.functional import test_preemption
+from tests.functional import test_preemption_holds
 
 CONF = nova.conf.CONF
 #: An image of nova's Glance fixture other than the default one.
 OTHER_IMAGE = 'a2459075-d96c-40d5-893e-577ff92e721c'
 
 
-class _Base(base.OpieNovaTestCase, test_preemption._Helpers):
-    HOSTS = ('host1',)
-    EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False}}
+class _Base(test_preemption_holds._Base):
+    """With test_preemption_holds' helpers (``sysmeta``, ``full_used``)."""
 
     #: polls of 0.5 s before a wait for a server state fails (the machine
     #: running the tests may be loaded)
@@ -69,19 +66,6 @@ class _Base(base.OpieNovaTestCase, test_preemption._Helpers):
             time.sleep(0.5)
         self.fail('No migration of %s in status %s'
                   % (server['id'], statuses))
-
-    def sysmeta(self, server_id):
-        ctx = nova_context.get_admin_context(read_deleted='yes')
-        with nova_context.target_cell(
-                ctx, self.cell_mappings['cell1']) as cctxt:
-            inst = objects.Instance.get_by_uuid(
-                cctxt, server_id, expected_attrs=['system_metadata'])
-            return vs.VictimState.from_metadata(inst.system_metadata)
-
-    def full_used(self, host):
-        usages = self.usages(host)
-        return tuple(usages.get(std, 0) + usages.get(pre, 0)
-                     for std, pre in flavors.CLASS_MAP.items())
 
     def other_project_api(self):
         """The API as a member of another project."""
