@@ -709,7 +709,7 @@ class EngineTest(testtools.TestCase):
         self.assertEqual([('s0', 'shelve')], self.cloud.terminated)
         # a malformed value falls back to preemption_action
         self.assertEqual('stop', self.engine(
-            preemption_action='stop').behavior(dataclasses.replace(
+            preemption_action='stop').enforcer.behavior(dataclasses.replace(
                 self.cloud.by_uuid['s1'], extra_specs={
                     engine.BEHAVIOR_SPEC: 'explode'})))
 
@@ -1281,7 +1281,8 @@ class ServiceTest(testtools.TestCase):
     def test_notifications_in_and_out_over_oslo_messaging(self):
         import oslo_messaging
 
-        from opie_sched.services.market import service
+        from opie_sched.services.market import listener
+        from opie_sched.services.market import notifications
         conf = cfg.ConfigOpts()
         opts.register_opts(conf)
         conf([])
@@ -1293,14 +1294,14 @@ class ServiceTest(testtools.TestCase):
                           'oslo_messaging_notifications')
         conf.set_override('listen_notifications', True, 'opie_market')
         # out: the market's notifier is enabled by the configured driver
-        notifier = service.make_notifier(conf)
+        notifier = notifications.make_notifier(conf)
         self.assertIsNotNone(notifier)
         # in: Nova's versioned notifications feed the demand tracker
         tracker = engine.DemandTracker()
-        listener = service.make_listener(conf, tracker)
-        listener.start()
-        self.addCleanup(listener.wait)
-        self.addCleanup(listener.stop)
+        nova_listener = listener.make_listener(conf, tracker)
+        nova_listener.start()
+        self.addCleanup(nova_listener.wait)
+        self.addCleanup(nova_listener.stop)
         nova = oslo_messaging.Notifier(transport, 'nova-compute:h1',
                                        driver='messaging',
                                        topics=['versioned_notifications'])
@@ -1315,7 +1316,7 @@ class ServiceTest(testtools.TestCase):
         self.assertEqual(['n1'], [s.uuid for s in tracker.servers()])
         # no driver: no notifier
         conf.set_override('driver', [], 'oslo_messaging_notifications')
-        self.assertIsNone(service.make_notifier(conf))
+        self.assertIsNone(notifications.make_notifier(conf))
 
 
 class KeystoneAuthTest(_APIBase):

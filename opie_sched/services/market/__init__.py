@@ -13,8 +13,14 @@
 
 Nova only through openstacksdk:
 
-* :mod:`.engine` -- one market period: prices, charges, notices,
-  preemptions; leader election.
+* :mod:`.engine` -- one market period (a tick): prices, charges,
+  notices, preemptions, in that order, as the leader only; along its
+  seams: :mod:`.settings` (validated options), :mod:`.cloud` (Nova
+  through openstacksdk, the service's connection), :mod:`.listener`
+  (demand from Nova's notifications), :mod:`.leadership` (tooz),
+  :mod:`.pricer` (Merkat eq. 1 prices and the recorded markets),
+  :mod:`.charging` (refills and charges), :mod:`.enforcement` (notices
+  and preemptions) and :mod:`.notifications` (``opie.market.*``).
 * :mod:`.service` -- wiring and the periodic loop.
 * :mod:`.db` -- the store (oslo.db, alembic migrations).
 * :mod:`.api` -- the REST API (paste pipeline behind keystonemiddleware,

@@ -13,10 +13,10 @@
 
 :func:`build_engine` puts together, from ``[opie_market]`` (see
 :mod:`.opts`): the database (:class:`.db.api.MarketStore`), Nova through
-openstacksdk (:class:`.engine.Cloud`), tooz leader election
-(:class:`.engine.Leadership`), the optional oslo.messaging notifier and
-the optional listener of Nova's versioned notifications
-(:class:`.engine.DemandTracker`).
+openstacksdk (:class:`.cloud.Cloud`), tooz leader election
+(:class:`.leadership.Leadership`), the optional oslo.messaging notifier
+(:func:`.notifications.make_notifier`) and the optional listener of
+Nova's versioned notifications (:class:`.listener.DemandTracker`).
 
 :class:`MarketService` runs :meth:`.engine.MarketEngine.tick` every
 ``tick_interval`` seconds as an oslo.service service until stopped; an
@@ -24,19 +24,23 @@ exception in a tick is logged and the next tick runs.
 """
 
 import os
-import socket
 
 from oslo_log import log as logging
 
 from opie_sched.common import coordination
+from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market import engine as market_engine
+from opie_sched.services.market import leadership as market_leadership
+from opie_sched.services.market import listener as market_listener
+from opie_sched.services.market import notifications
 from opie_sched.services.market import opts
+from opie_sched.services.market import settings as market_settings
 
 LOG = logging.getLogger(__name__)
 
-PUBLISHER = 'opie-market'
+PUBLISHER = notifications.PUBLISHER
 
 
 class DatabaseNotReady(RuntimeError):
@@ -71,71 +75,24 @@ def make_store(conf, sync=False):
     return store
 
 
-def make_connection(conf):
-    """An openstacksdk connection (``[opie_market] cloud`` or ``OS_*``)."""
-    import openstack
-    cloud = opts.group(conf).cloud
-    return openstack.connect(cloud=cloud) if cloud else openstack.connect()
-
-
-def _notification_transport(conf):
-    import oslo_messaging
-    return oslo_messaging.get_notification_transport(conf)
-
-
-def make_notifier(conf):
-    """An oslo.messaging notifier, or None when notifications are off
-    (``emit_notifications`` false, or no ``[oslo_messaging_notifications]
-    driver``).
-    """
-    if not opts.group(conf).emit_notifications:
-        return None
-    try:
-        import oslo_messaging
-        notifier = oslo_messaging.Notifier(
-            _notification_transport(conf),
-            publisher_id='%s.%s' % (PUBLISHER, socket.gethostname()))
-        drivers = [d for d in conf.oslo_messaging_notifications.driver
-                   if d != 'noop']
-        return notifier if drivers and notifier.is_enabled() else None
-    except Exception:
-        LOG.exception('notifications disabled: no usable transport')
-        return None
-
-
-def make_listener(conf, tracker):
-    """A listener of Nova's versioned notifications feeding ``tracker``,
-    or None when ``listen_notifications`` is off.
-    """
-    g = opts.group(conf)
-    if not g.listen_notifications:
-        return None
-    import oslo_messaging
-    targets = [oslo_messaging.Target(topic=t) for t in g.notification_topics]
-    return oslo_messaging.get_notification_listener(
-        _notification_transport(conf), targets, [tracker],
-        executor='threading', pool=PUBLISHER)
-
-
 def build_engine(conf, store=None, cloud=None, leadership=None,
                  notifier=None, tracker=None):
     """A :class:`.engine.MarketEngine` from ``conf`` (any part may be
     given instead).
 
-    :raises .engine.ConfigError: invalid ``[opie_market]`` settings.
+    :raises .settings.ConfigError: invalid ``[opie_market]`` settings.
     """
     g = opts.group(conf)
-    settings = market_engine.Settings.from_conf(g)
+    settings = market_settings.Settings.from_conf(g)
     if store is None:
         store = make_store(conf, sync=True)
     if cloud is None:
-        cloud = market_engine.Cloud(make_connection(conf),
-                                    g.capacity_source)
+        cloud = market_cloud.Cloud.from_conf(conf)
     if leadership is None:
-        leadership = market_engine.Leadership(opts.coordination_url(conf),
-                                              g.member_id)
+        leadership = market_leadership.Leadership(
+            opts.coordination_url(conf), g.member_id)
     if notifier is None:
-        notifier = make_notifier(conf)
+        notifier = notifications.make_notifier(conf)
     return market_engine.MarketEngine(store, cloud, settings,
                                       leadership=leadership,
                                       notifier=notifier, tracker=tracker)
@@ -168,7 +125,7 @@ class MarketService(coordination.PeriodicService):
         if report.leader and (report.notices or report.preempted
                               or report.errors):
             LOG.info('period %s: notices %s, preempted %s, errors %s',
-                     market_engine.iso(report.period_start), report.notices,
+                     market_cloud.iso(report.period_start), report.notices,
                      report.preempted, report.errors)
 
     def _start(self):
@@ -195,7 +152,7 @@ class MarketService(coordination.PeriodicService):
 
 def create_service(conf):
     """The service as configured: engine, tracker and listener."""
-    tracker = market_engine.DemandTracker()
+    tracker = market_listener.DemandTracker()
     engine = build_engine(conf, tracker=tracker)
-    listener = make_listener(conf, tracker)
-    return MarketService(engine, opts.group(conf).tick_interval, listener)
+    return MarketService(engine, opts.group(conf).tick_interval,
+                         market_listener.make_listener(conf, tracker))

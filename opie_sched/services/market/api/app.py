@@ -95,10 +95,13 @@ from opie_sched.market import budget
 from opie_sched.market import pricing
 from opie_sched.services.market.api import policy
 from opie_sched.services.market.api import schemas
+from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import models
-from opie_sched.services.market import engine as market_engine
+from opie_sched.services.market import enforcement
 from opie_sched.services.market import opts
+from opie_sched.services.market import pricer as market_pricer
+from opie_sched.services.market import settings as market_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -238,11 +241,11 @@ def _entry_json(entry, posted_at=None, with_id=False):
     body = {'kind': key.kind, 'project_id': key.project,
             'server_id': key.server,
             'period_start' if key.kind != budget.KIND_CREDIT
-            else 'granted_at': market_engine.iso(when),
+            else 'granted_at': market_cloud.iso(when),
             'amount': entry.amount, 'balance': entry.balance,
             'period_seconds': entry.period_seconds, 'note': entry.note,
             'posted_at': None if posted_at is None
-            else market_engine.iso(posted_at)}
+            else market_cloud.iso(posted_at)}
     if with_id:
         body['id'] = _entry_id(entry)
     return body
@@ -256,10 +259,10 @@ def _account_json(account):
 def _notice_json(n, with_id=False):
     body = {'server_id': n['server_uuid'], 'kind': n['kind'],
             'reason': n['reason'], 'state': n['state'],
-            'deadline': market_engine.iso(n['deadline'])}
+            'deadline': market_cloud.iso(n['deadline'])}
     if with_id:
         body.update(id=n['server_uuid'], project_id=n['project'],
-                    noticed_at=market_engine.iso(n['noticed_at']),
+                    noticed_at=market_cloud.iso(n['noticed_at']),
                     action=n.get('action'))
     return body
 
@@ -297,8 +300,8 @@ class MarketAPI:
     """The controllers; each returns ``(status, body)``.
 
     :param store: :class:`opie_sched.services.market.db.api.MarketStore`.
-    :param cloud: :class:`opie_sched.services.market.engine.Cloud` (admin).
-    :param settings: :class:`opie_sched.services.market.engine.Settings`.
+    :param cloud: :class:`opie_sched.services.market.cloud.Cloud` (admin).
+    :param settings: :class:`opie_sched.services.market.settings.Settings`.
     :param enforcer: oslo.policy Enforcer (:func:`.policy.enforcer`).
     :param zones: callable returning ``{host: availability zone}``
         (default: :class:`ZoneLookup` on ``cloud.conn``).
@@ -340,6 +343,15 @@ class MarketAPI:
             self._since[action] = since
 
     # -- plumbing ----------------------------------------------------------
+
+    @property
+    def pricer(self):
+        """The engine's pricing code (:class:`.pricer.Pricer`) on this
+        API's store, cloud and settings: what the API shows is what the
+        engine computes.
+        """
+        return market_pricer.Pricer(self.store, self.cloud, self.settings,
+                                    self.credit)
 
     @webob.dec.wsgify(RequestClass=Request)
     def __call__(self, req):
@@ -528,7 +540,7 @@ class MarketAPI:
             return 200, {'period_start': None, 'period_seconds': None,
                          'prices': []}
         ps = period['period_start']
-        return 200, {'period_start': market_engine.iso(ps),
+        return 200, {'period_start': market_cloud.iso(ps),
                      'period_seconds': period['period_seconds'],
                      'prices': self._price_rows(self.store.period_prices(ps))}
 
@@ -557,7 +569,7 @@ class MarketAPI:
                                      'price history row')
         out = []
         for r in rows:
-            row = {'period_start': market_engine.iso(r['period_start']),
+            row = {'period_start': market_cloud.iso(r['period_start']),
                    'period_seconds': r['period_seconds'], 'pool': r['pool'],
                    'resource': r['resource'], 'price': r['price'],
                    'capacity': r['capacity'], 'bids': r['bids']}
@@ -599,9 +611,7 @@ class MarketAPI:
                             pricing.ZERO)
                 series.setdefault(pool, []).append((ps, total))
         hosts = self.cloud.hosts()
-        engine = market_engine.MarketEngine(self.store, self.cloud,
-                                            self.settings)
-        pool_of = engine._pools(hosts)
+        pool_of = self.pricer.pool_of(hosts)
         zone_of = self.zones() if hosts else {}
         pool_zones = {}
         for host, pool in pool_of.items():
@@ -622,7 +632,7 @@ class MarketAPI:
                 'mean_per_hour': (sum(values, pricing.ZERO) / len(values))
                 if values else None,
                 'periods': len(values),
-                'history': [{'period_start': market_engine.iso(ps),
+                'history': [{'period_start': market_cloud.iso(ps),
                              'price_per_hour': v} for ps, v in points]}
             for zone in sorted(pool_zones.get(pool, {None}),
                                key=lambda z: (z is None, z or '')):
@@ -631,7 +641,7 @@ class MarketAPI:
             'vcpus': amounts[pricing.VCPUS],
             'memory_mb': amounts[pricing.MEMORY_MB], 'hours': hours,
             'period_start': None if latest is None
-            else market_engine.iso(latest['period_start']),
+            else market_cloud.iso(latest['period_start']),
             'zones': out}}
 
     # -- bids ----------------------------------------------------------------
@@ -641,11 +651,9 @@ class MarketAPI:
         period = self.store.latest_period()
         if period is None:
             return None
-        engine = market_engine.MarketEngine(self.store, self.cloud,
-                                            self.settings)
-        for market in engine.assess(period['period_start']).values():
+        for market in self.pricer.assess(period['period_start']).values():
             if uuid in market.positions:
-                return market_engine.position_json(
+                return market_pricer.position_json(
                     market.positions[uuid], period['period_start'])
         return None
 
@@ -660,7 +668,7 @@ class MarketAPI:
             body.update(bid=bid, source=source, error=None)
         except market_bids.BidError as exc:
             body.update(bid=None, source=None, error=str(exc))
-        body['notice'] = info.metadata.get(market_engine.NOTICE_KEY)
+        body['notice'] = info.metadata.get(enforcement.NOTICE_KEY)
         return body
 
     def get_bid(self, req, ctx, server_id):
@@ -811,12 +819,10 @@ class MarketAPI:
         self.authorize(ctx, policy.SHARES_LIST, {'project_id':
                                                  ctx.project_id})
         _query(req, schemas.EMPTY_QUERY)
-        engine = market_engine.MarketEngine(self.store, self.cloud,
-                                            self.settings)
-        servers, _rejected = engine.collect(self.clock())
-        pools, snapshot, shares = engine.price(servers)
+        servers, _rejected = self.pricer.collect(self.clock())
+        pools, snapshot, shares = self.pricer.price(servers)
         positions = {}
-        for pool, market in engine.assess_now(pools, snapshot).items():
+        for pool, market in self.pricer.assess_now(pools, snapshot).items():
             positions.update(market.positions)
         rows = []
         for uuid, vm in sorted(shares.items(),
@@ -826,7 +832,7 @@ class MarketAPI:
                    'host_shares': vm.host_shares, 'errors': vm.errors,
                    'error': vm.error}
             if uuid in positions:
-                pos = market_engine.position_json(positions[uuid])
+                pos = market_pricer.position_json(positions[uuid])
                 row.update(minimum=pos['minimum'],
                            out_of_bid=pos['out_of_bid'],
                            charge_per_hour=pos['charge_per_hour'])
@@ -901,12 +907,11 @@ def build_app(conf, store=None, cloud=None, enforcer=None):
     """
     from opie_sched.services.market import service
     g = opts.group(conf)
-    settings = market_engine.Settings.from_conf(g)
+    settings = market_settings.Settings.from_conf(g)
     if store is None:
         store = service.make_store(conf)
     if cloud is None:
-        cloud = market_engine.Cloud(service.make_connection(conf),
-                                    g.capacity_source)
+        cloud = market_cloud.Cloud.from_conf(conf)
     if enforcer is None:
         enforcer = policy.enforcer(conf)
     app = MarketAPI(store, cloud, settings, enforcer)
@@ -927,9 +932,8 @@ def app_factory(global_conf, **local_conf):
     from opie_sched.services.market import service
     g = opts.group(CONF)
     return MarketAPI(service.make_store(CONF),
-                     market_engine.Cloud(service.make_connection(CONF),
-                                         g.capacity_source),
-                     market_engine.Settings.from_conf(g),
+                     market_cloud.Cloud.from_conf(CONF),
+                     market_settings.Settings.from_conf(g),
                      policy.enforcer(CONF))
 
 

@@ -1,0 +1,301 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What the market reads from and does to Nova, through openstacksdk.
+
+:func:`connect` builds the openstacksdk connection (the one place the
+service's credentials are read); :class:`Cloud` wraps it with the calls
+the market makes; :class:`ServerInfo` is a server as the market sees it.
+"""
+
+import dataclasses
+import datetime
+
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from opie_sched.common import flavors
+from opie_sched.market import pricing
+from opie_sched.services.market import opts
+
+LOG = logging.getLogger(__name__)
+
+#: Server statuses of a move or rebuild in progress: enforcement waits
+#: (Nova refuses a stop or delete in the middle). VERIFY_RESIZE is not
+#: one: the resize is done, Nova waits for the owner, and the market
+#: does not (:meth:`.enforcement.Enforcer.check`).
+BUSY_STATUSES = ('BUILD', 'MIGRATING', 'REBUILD', 'RESIZE', 'REVERT_RESIZE')
+
+#: Status of a resize waiting for its confirmation.
+VERIFY_RESIZE = 'VERIFY_RESIZE'
+
+#: Text of Nova's NoValidHost fault (nova.exception.NoValidHost).
+NO_VALID_HOST = 'No valid host'
+
+
+def iso(timestamp):
+    """Epoch seconds as ISO 8601 UTC text (``...Z``)."""
+    return datetime.datetime.fromtimestamp(
+        timestamp, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def epoch(text):
+    """ISO 8601 text (Nova's times) as epoch seconds; None if unreadable.
+    """
+    if not text:
+        return None
+    try:
+        return timeutils.parse_isotime(text).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerInfo:
+    """A server as the market reads it from Nova.
+
+    ``vcpus`` in vCPU, ``memory_mb`` in MB, ``created_at`` epoch seconds.
+    """
+    uuid: str
+    project: str
+    status: str
+    host: str
+    vcpus: int
+    memory_mb: int
+    extra_specs: dict
+    metadata: dict
+    created_at: float = None
+    name: str = None
+    task_state: str = None
+    fault: str = None
+
+    @property
+    def refused(self):
+        """True for a boot Nova turned away: ERROR with a NoValidHost
+        fault and never on a host.
+        """
+        return (self.status == 'ERROR' and not self.host
+                and NO_VALID_HOST.lower() in (self.fault or '').lower())
+
+    @property
+    def unplaced(self):
+        """True for a boot still being scheduled (BUILD, no host yet)."""
+        return self.status == 'BUILD' and not self.host
+
+    @property
+    def preemptible(self):
+        """The flavor marker (:func:`opie_sched.common.flavors.
+        is_marked_preemptible`), the scheduler's definition.
+        """
+        return flavors.is_marked_preemptible(self.extra_specs)
+
+    @property
+    def busy(self):
+        """True while Nova works on the server (resize, migration,
+        rebuild, ...): the market does not act on it then.
+        """
+        return bool(self.task_state) or self.status in BUSY_STATUSES
+
+
+def _fault_text(fault):
+    if not fault:
+        return None
+    if isinstance(fault, dict):
+        return str(fault.get('message') or '')
+    return str(fault)
+
+
+def _server_info(server):
+    flavor = server.flavor or {}
+    if not isinstance(flavor, dict):
+        flavor = flavor.to_dict()
+    return ServerInfo(
+        uuid=server.id, project=server.project_id, status=server.status,
+        host=server.compute_host, vcpus=int(flavor.get('vcpus') or 0),
+        memory_mb=int(flavor.get('ram') or 0),
+        extra_specs=dict(flavor.get('extra_specs') or {}),
+        metadata=dict(server.metadata or {}),
+        created_at=epoch(server.created_at), name=server.name,
+        task_state=getattr(server, 'task_state', None),
+        fault=_fault_text(getattr(server, 'fault', None)))
+
+
+class Cloud:
+    """What the market needs from Nova, through openstacksdk.
+
+    :param conn: an ``openstack.connection.Connection`` with admin rights
+        (all projects' servers, flavor extra specs, hosts).
+    :param capacity_source: ``placement`` (preemptible inventories
+        ``CUSTOM_PREEMPTIBLE_VCPU``/``CUSTOM_PREEMPTIBLE_MEMORY_MB``, else
+        ``VCPU``/``MEMORY_MB``, times the allocation ratio, minus reserved)
+        or ``hypervisors`` (``os-hypervisors`` at microversion 2.87).
+        The market is contended -- prices rise above the reserve, shares
+        fall below flavors, servers go out of bid -- only when the
+        preemptible demand exceeds this capacity. With ``placement`` the
+        capacity is what Placement admits, so that happens only when an
+        inventory is lowered below its allocations; with ``hypervisors``
+        (physical sizes, hosts not up left out) it also happens when the
+        preemptible inventory is overcommitted (an allocation ratio above
+        1 lets Placement admit more preemptible vCPU than the hosts have,
+        which the market then shares by bid) or a host goes down.
+    """
+
+    def __init__(self, conn, capacity_source='placement'):
+        self.conn = conn
+        self.capacity_source = capacity_source
+
+    def servers(self):
+        """Every server of every project, as :class:`ServerInfo`."""
+        return [_server_info(s) for s in self.conn.compute.servers(
+            details=True, all_projects=True)]
+
+    def get_server(self, uuid):
+        """:class:`ServerInfo` of ``uuid``, or None when it is gone."""
+        from openstack import exceptions as sdk_exc
+        try:
+            server = self.conn.compute.get_server(uuid)
+        except sdk_exc.NotFoundException:
+            return None
+        if server.status == 'DELETED':
+            return None
+        return _server_info(server)
+
+    def hosts(self):
+        """``{host: {"vcpus": units, "memory_mb": units}}``."""
+        if self.capacity_source == 'hypervisors':
+            return self._hypervisor_hosts()
+        return self._placement_hosts()
+
+    def _hypervisor_hosts(self):
+        resp = self.conn.compute.get('/os-hypervisors/detail',
+                                     microversion='2.87')
+        resp.raise_for_status()
+        hosts = {}
+        for hv in resp.json().get('hypervisors', []):
+            if hv.get('state', 'up') != 'up':
+                continue
+            name = (hv.get('service') or {}).get('host') or hv[
+                'hypervisor_hostname']
+            hosts[name] = {pricing.VCPUS: int(hv['vcpus']),
+                           pricing.MEMORY_MB: int(hv['memory_mb'])}
+        return hosts
+
+    def _node_hosts(self):
+        """``({compute node uuid: service host}, {node name: service
+        host})`` from ``os-hypervisors`` (microversion 2.53: the
+        hypervisor id is the compute node's uuid, which is also its
+        resource provider's uuid).
+        """
+        resp = self.conn.compute.get('/os-hypervisors/detail',
+                                     microversion='2.53')
+        resp.raise_for_status()
+        by_id, by_name = {}, {}
+        for hv in resp.json().get('hypervisors', []):
+            host = (hv.get('service') or {}).get('host')
+            if not host:
+                continue
+            if hv.get('id'):
+                by_id[str(hv['id'])] = host
+            if hv.get('hypervisor_hostname'):
+                by_name[hv['hypervisor_hostname']] = host
+        return by_id, by_name
+
+    def _placement_hosts(self):
+        """Capacities from Placement, keyed by **compute service host**
+        (what servers' ``OS-EXT-SRV-ATTR:host`` and host aggregates
+        name): a resource provider is named after the compute *node*
+        (e.g. an FQDN), which may differ from the service host. The
+        provider is matched to its node by uuid (then by name); the
+        capacities of several nodes of one service host (ironic) add up.
+        A provider no hypervisor names is keyed by its own name (logged).
+        """
+        placement = self.conn.placement
+        by_id, by_name = self._node_hosts()
+        hosts = {}
+        for rp in placement.resource_providers():
+            inv = {i.resource_class: i for i in
+                   placement.resource_provider_inventories(rp)}
+            capacity = {}
+            for resource, classes in (
+                    (pricing.VCPUS, (flavors.VCPU_CLASS, 'VCPU')),
+                    (pricing.MEMORY_MB, (flavors.MEMORY_MB_CLASS,
+                                         'MEMORY_MB'))):
+                for rc in classes:
+                    if rc in inv:
+                        i = inv[rc]
+                        capacity[resource] = int(
+                            (i.total - (i.reserved or 0))
+                            * (i.allocation_ratio or 1))
+                        break
+            if len(capacity) != 2:
+                continue
+            host = by_id.get(str(rp.id)) or by_name.get(rp.name)
+            if host is None:
+                LOG.warning('resource provider %s (%s) is no compute node '
+                            'of os-hypervisors; priced as host %r',
+                            rp.id, rp.name, rp.name)
+                host = rp.name
+            total = hosts.setdefault(host, dict.fromkeys(capacity, 0))
+            for resource, units in capacity.items():
+                total[resource] += units
+        return hosts
+
+    def aggregates(self):
+        """``{aggregate name: [host, ...]}``."""
+        return {a.name: list(a.hosts or ())
+                for a in self.conn.compute.aggregates()}
+
+    def set_metadata(self, uuid, metadata):
+        self.conn.compute.set_server_metadata(uuid, **metadata)
+
+    def delete_metadata(self, uuid, keys):
+        from openstack import exceptions as sdk_exc
+        for key in keys:
+            try:
+                self.conn.compute.delete_server_metadata(uuid, [key])
+            except sdk_exc.NotFoundException:
+                pass
+
+    def add_tag(self, uuid, tag):
+        self.conn.compute.add_tag_to_server(uuid, tag)
+
+    def confirm_resize(self, uuid):
+        """Confirm a resize waiting in VERIFY_RESIZE (asynchronous)."""
+        self.conn.compute.confirm_server_resize(uuid)
+
+    def terminate(self, uuid, action):
+        """Stop, shelve or delete a server (``action``: one of
+        :data:`.settings.BEHAVIORS`).
+        """
+        if action == 'stop':
+            self.conn.compute.stop_server(uuid)
+        elif action == 'shelve':
+            self.conn.compute.shelve_server(uuid)
+        else:
+            self.conn.compute.delete_server(uuid, ignore_missing=True)
+
+    @classmethod
+    def from_conf(cls, conf):
+        """The cloud of ``conf``: :func:`connect` with ``[opie_market]
+        capacity_source``.
+        """
+        return cls(connect(conf), opts.group(conf).capacity_source)
+
+
+def connect(conf):
+    """An openstacksdk connection with admin rights on Nova:
+    ``[opie_market] cloud`` (a clouds.yaml entry), else the ``OS_*``
+    environment variables. The one place the service's credentials are
+    read.
+    """
+    import openstack
+    cloud = opts.group(conf).cloud
+    return openstack.connect(cloud=cloud) if cloud else openstack.connect()

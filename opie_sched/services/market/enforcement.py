@@ -1,0 +1,353 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Notices and preemptions: who is out of bid or out of credit, the
+notice written on the server, and its enforcement at the deadline.
+"""
+
+import decimal
+
+from oslo_log import log as logging
+
+from opie_sched.market import bids as market_bids
+from opie_sched.market import budget
+from opie_sched.market import outbid
+from opie_sched.market import pricing
+from opie_sched.services.market import cloud as market_cloud
+from opie_sched.services.market.db import models
+from opie_sched.services.market import notifications
+from opie_sched.services.market import pricer as market_pricer
+from opie_sched.services.market import settings as market_settings
+
+LOG = logging.getLogger(__name__)
+
+#: Server metadata keys written by the market.
+NOTICE_KEY = 'opie:preempt_notice'
+DEADLINE_KEY = 'opie:preempt_deadline'
+#: Same keys and tag as the scheduler's victims
+#: (:mod:`opie_sched.scheduler.hosts`, not imported: no nova here).
+PREEMPTED_BY_KEY = 'opie:preempted_by'
+PREEMPTED_AT_KEY = 'opie:preempted_at'
+PREEMPTED_TAG = 'opie-preempted'
+#: Value of ``opie:preempted_by`` for the market's victims.
+PREEMPTED_BY = 'opie-market'
+
+KIND_OUT_OF_BID = 'out_of_bid'
+KIND_OUT_OF_CREDIT = 'out_of_credit'
+
+#: Why a notice is withdrawn from a server resized to a normal flavor.
+NOT_PREEMPTIBLE = ('no longer preemptible (its flavor lost the marker '
+                   'opie:preemptible=true, e.g. a resize to a normal '
+                   'flavor): it left the market')
+
+#: Nova metadata values are at most 255 characters.
+_METADATA_MAX = 255
+
+#: The flavor extra spec that chooses a server's interruption behaviour
+#: (one of :data:`.settings.BEHAVIORS`; the scheduler's key too,
+#: :mod:`opie_sched.preemption.victim_state`); else ``[opie_market]
+#: preemption_action``.
+BEHAVIOR_SPEC = 'opie:interruption_behavior'
+
+
+class Enforcer:
+    """Gives notices and enforces them.
+
+    :param store: :class:`opie_sched.services.market.db.api.MarketStore`.
+    :param cloud: :class:`.cloud.Cloud`.
+    :param settings: :class:`.settings.Settings`.
+    :param credit: :class:`opie_sched.market.budget.CreditManager`.
+    :param pricer: :class:`.pricer.Pricer` (the recorded markets).
+    :param charger: :class:`.charging.Charger` (what servers pay).
+    :param notifier: see :func:`.notifications.emit`.
+    """
+
+    def __init__(self, store, cloud, settings, credit, pricer, charger,
+                 notifier=None):
+        self.store = store
+        self.cloud = cloud
+        self.settings = settings
+        self.credit = credit
+        self.pricer = pricer
+        self.charger = charger
+        self.notifier = notifier
+
+    def _victims(self, ps, rows, servers, prices):
+        """``{uuid: (kind, reason, server)}`` of the period.
+
+        Out of bid: :func:`opie_sched.market.outbid.select_victims` per
+        pool (lowest bid first, never more than needed).
+
+        :param rows: the period's snapshot rows (for the bid sources).
+        """
+        s = self.settings
+        found = {}
+        rejected = {r['server_uuid'] for r in rows
+                    if r['bid_source'] == market_pricer.SOURCE_INVALID}
+        out = [item for args in self.pricer.pool_inputs(ps).values()
+               for item in outbid.select_victims(*args)]
+        for item in sorted(out, key=lambda o: outbid.victim_key(
+                o.server, prices.get(o.server.pool, {}))):
+            reason = item.reason
+            if item.server.uuid in rejected:
+                reason = ('invalid bid (counted as 0): ' + reason)
+            found[item.server.uuid] = (KIND_OUT_OF_BID, reason, item.server)
+        keep = [srv for srv in servers if srv.uuid not in found]
+        for project in sorted({srv.project for srv in keep}):
+            try:
+                balance = self.credit.balance(project)
+            except budget.UnknownAccount:
+                continue
+            for srv in self.credit.out_of_credit(
+                    project, keep, prices, s.period_seconds,
+                    s.out_of_credit_policy):
+                reason = ('out of credit: project %s has a balance of %s, '
+                          'not enough for the next period of its '
+                          'preemptible servers (policy %s)'
+                          % (project, pricing.pretty(balance),
+                             s.out_of_credit_policy))
+                found[srv.uuid] = (KIND_OUT_OF_CREDIT, reason, srv)
+        return found
+
+    def give_notices(self, ps, now, servers, prices, report):
+        """Notices for this period's victims; withdraw stale notices
+        (the case is resolved, or the server is no longer preemptible).
+        """
+        victims = self._victims(ps, self.store.period_servers(ps), servers,
+                                prices)
+        deadline = now + self.settings.notice_period
+        for uuid, (kind, reason, srv) in victims.items():
+            if not self.store.add_notice(uuid, srv.project, kind, reason,
+                                         ps, now, deadline):
+                continue
+            report.notices.append(uuid)
+            LOG.warning('server %s (project %s): preemption notice, '
+                        'deadline %s: %s', uuid, srv.project,
+                        market_cloud.iso(deadline), reason)
+            action = self._tell_owner(uuid, reason, deadline)
+            notifications.preempt_notice(self.notifier, uuid, srv.project,
+                                         kind, reason, deadline, action)
+        in_snapshot = {srv.uuid for srv in servers}
+        for notice in self.store.notices(state=models.NOTICED):
+            uuid = notice['server_uuid']
+            if uuid in victims:
+                continue
+            if uuid in in_snapshot:
+                self._cancel(notice, 'no longer %s' % notice['kind'], report)
+                continue
+            try:
+                info = self.cloud.get_server(uuid)
+            except Exception:
+                LOG.exception('could not read server %s', uuid)
+                continue
+            if info is not None and not info.busy and not info.preemptible:
+                self._cancel(notice, NOT_PREEMPTIBLE, report)
+
+    def behavior(self, info):
+        """What happens to ``info`` (:class:`.cloud.ServerInfo`) at its
+        deadline: its flavor's ``opie:interruption_behavior`` when it is
+        one of :data:`.settings.BEHAVIORS`, else ``preemption_action``. The
+        flavor is operator-owned (user metadata is never read for it).
+        """
+        value = (info.extra_specs or {}).get(BEHAVIOR_SPEC) if info else None
+        return value if value in market_settings.BEHAVIORS else (
+            self.settings.preemption_action)
+
+    def _tell_owner(self, uuid, reason, deadline):
+        """Write the notice on the server; returns the behaviour told."""
+        action = self.settings.preemption_action
+        try:
+            action = self.behavior(self.cloud.get_server(uuid))
+        except Exception:
+            LOG.exception('could not read server %s', uuid)
+        text = ('preemption at %s (%s): %s'
+                % (market_cloud.iso(deadline), action, reason))
+        try:
+            self.cloud.set_metadata(uuid, {
+                NOTICE_KEY: text[:_METADATA_MAX],
+                DEADLINE_KEY: market_cloud.iso(deadline)})
+        except Exception:
+            LOG.exception('could not write the notice on server %s', uuid)
+        return action
+
+    def _cancel(self, notice, why, report):
+        uuid = notice['server_uuid']
+        if not self.store.set_notice_state(uuid, models.CANCELLED):
+            return
+        report.cancelled.append(uuid)
+        LOG.info('server %s: preemption notice withdrawn (%s)', uuid, why)
+        try:
+            self.cloud.delete_metadata(uuid, [NOTICE_KEY, DEADLINE_KEY])
+        except Exception:
+            LOG.exception('could not remove the notice of server %s', uuid)
+
+    # -- enforcing ---------------------------------------------------------
+
+    def _still_victim(self, notice, info):
+        """Whether a noticed server is still to be preempted now.
+
+        Only a preemptible server (the flavor marker, the scheduler's
+        definition) in no transition is ever preempted.
+        """
+        if not info.preemptible:
+            return False
+        latest = self.store.latest_period()
+        if latest is None:
+            return True
+        ps = latest['period_start']
+        if notice['kind'] == KIND_OUT_OF_BID:
+            try:
+                bid, _ = market_bids.resolve_bid(
+                    info.metadata, info.extra_specs,
+                    self.settings.default_bid, self.settings.bid_cap)
+            except market_bids.BidError:
+                return True
+            gone = {n['server_uuid'] for n in self.store.notices(
+                state=models.PREEMPTED)}
+            inputs = self.pricer.pool_inputs(ps, bids={info.uuid: bid},
+                                      exclude=gone - {info.uuid})
+            for args in inputs.values():
+                if info.uuid in {srv.uuid for srv in args[0]}:
+                    return info.uuid in {
+                        o.server.uuid for o in outbid.select_victims(*args)}
+            return True
+        noticed = {n['server_uuid'] for n in self.store.notices(
+            project=notice['project']) if n['state'] == models.PREEMPTED
+            and n['server_uuid'] != info.uuid}
+        prices = self.store.period_prices(ps)
+        mine = [srv for srv in self.charger.charged_servers(
+                    self.pricer.assess(ps))
+                if srv.project == notice['project']
+                and srv.uuid not in noticed]
+        victims = self.credit.out_of_credit(
+            notice['project'], mine, prices, self.settings.period_seconds,
+            self.settings.out_of_credit_policy)
+        return notice['server_uuid'] in {v.uuid for v in victims}
+
+    def enforce(self, ps, now, report):
+        """Preempt every server whose notice expired at ``now``, each by
+        its interruption behaviour (:meth:`behavior`).
+        """
+        latest = self.store.latest_period()
+        order, prices = {}, {}
+        if latest is not None:
+            order = {r['server_uuid']: market_pricer.snapshot_server(r)
+                     for r in self.store.period_servers(
+                         latest['period_start'])}
+            prices = self.store.period_prices(latest['period_start'])
+        due = [n for n in self.store.notices(state=models.NOTICED)
+               if n['deadline'] <= now]
+        # lowest bid per unit first: a victim spared by an earlier
+        # preemption in this tick sees the market without it (never more
+        # than needed)
+        inf = decimal.Decimal('Infinity')
+        due.sort(key=lambda n: (n['deadline'],) + (
+            outbid.victim_key(order[n['server_uuid']], prices.get(
+                order[n['server_uuid']].pool, {}))
+            if n['server_uuid'] in order
+            else (inf, inf, True, 0, n['server_uuid'])))
+        for notice in due:
+            uuid = notice['server_uuid']
+            try:
+                info = self._check(notice, report)
+                if not info:
+                    continue
+                action = self.behavior(info)
+                if not self.store.set_notice_state(uuid, models.PREEMPTED,
+                                                   action):
+                    continue  # another replica took it
+                try:
+                    # just before acting: read the server once more
+                    info = self._check(notice, report, taken=True)
+                    if not info:
+                        continue
+                    self._preempt(uuid, notice, self.behavior(info), now)
+                except Exception:
+                    self.store.set_notice_state(uuid, models.NOTICED,
+                                                expected=models.PREEMPTED)
+                    raise
+                report.preempted.append(uuid)
+            except Exception as exc:
+                LOG.exception('preempting server %s failed; retrying at the '
+                              'next tick', uuid)
+                report.errors.append('preempt %s: %s' % (uuid, exc))
+
+    def _check(self, notice, report, taken=False):
+        """Read the noticed server and decide whether to act now.
+
+        A gone server closes the notice (``gone``); a server that is no
+        longer preemptible (resized to a normal flavor) or whose case was
+        resolved gets its notice withdrawn; a busy server (resize,
+        migration, ...) waits for the next tick. ``taken``: the notice was
+        already moved to ``preempted`` by this replica (it is moved back,
+        or closed, when the server is spared).
+
+        :returns: the :class:`.cloud.ServerInfo` read, to preempt now; False
+            otherwise.
+        """
+        uuid = notice['server_uuid']
+        info = self.cloud.get_server(uuid)
+        if info is None:
+            self.store.set_notice_state(
+                uuid, models.GONE,
+                expected=models.PREEMPTED if taken else models.NOTICED)
+            return False
+        if info.busy:
+            LOG.info('server %s is busy (%s, task %s): its preemption '
+                     'waits for the next tick', uuid, info.status,
+                     info.task_state)
+            if taken:
+                self.store.set_notice_state(uuid, models.NOTICED,
+                                            expected=models.PREEMPTED)
+            return False
+        if info.status == market_cloud.VERIFY_RESIZE:
+            # Past its deadline and waiting for its resize to be
+            # confirmed: confirm it, decide at the next tick. Resized to a
+            # normal flavor, it could still be reverted to the
+            # preemptible one (so it is not withdrawn yet); resized to a
+            # preemptible flavor, Nova refuses to stop it or to write its
+            # metadata (the preemption marks) in vm_state resized. Either
+            # way the owner cannot keep a noticed server out of reach by
+            # never confirming.
+            LOG.info('server %s waits in VERIFY_RESIZE past its deadline: '
+                     'confirming the resize; decided at the next tick',
+                     uuid)
+            if taken:
+                self.store.set_notice_state(uuid, models.NOTICED,
+                                            expected=models.PREEMPTED)
+            self.cloud.confirm_resize(uuid)
+            return False
+        if not info.preemptible:
+            why = NOT_PREEMPTIBLE
+        elif not self._still_victim(notice, info):
+            why = 'the case was resolved before the deadline'
+        else:
+            return info
+        if taken:
+            self.store.set_notice_state(uuid, models.NOTICED,
+                                        expected=models.PREEMPTED)
+        self._cancel(notice, why, report)
+        return False
+
+    def _preempt(self, uuid, notice, action, now):
+        self.cloud.set_metadata(uuid, {
+            PREEMPTED_BY_KEY: PREEMPTED_BY,
+            PREEMPTED_AT_KEY: market_cloud.iso(now)})
+        try:
+            self.cloud.add_tag(uuid, PREEMPTED_TAG)
+        except Exception:
+            LOG.warning('could not tag server %s %s', uuid, PREEMPTED_TAG)
+        self.cloud.terminate(uuid, action)
+        LOG.warning('server %s (project %s) preempted (%s): %s', uuid,
+                    notice['project'], action, notice['reason'])
+        notifications.preempted(self.notifier, uuid, notice['project'],
+                                notice['kind'], notice['reason'], action,
+                                now)

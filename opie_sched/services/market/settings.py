@@ -1,0 +1,154 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The market's settings, validated: :class:`Settings` from the
+``[opie_market]`` options (see :mod:`.opts` for their meanings).
+
+Money in currency, bids and refill rates currency per hour, reserve
+prices currency per unit-hour, times seconds.
+"""
+
+import dataclasses
+import decimal
+
+from opie_sched.market import bids as market_bids
+from opie_sched.market import budget
+from opie_sched.market import pricing
+
+#: Interruption behaviours (``[opie_market] preemption_action`` and the
+#: flavor extra spec :data:`.enforcement.BEHAVIOR_SPEC`).
+BEHAVIORS = ('delete', 'stop', 'shelve')
+
+#: ``[opie_market] charge_rule`` values. ``share_cost``: a server pays
+#: what its share costs at the clearing price (a uniform price, our
+#: deviation); ``bid``: it pays its bid (Merkat §2.3 "VMs are billed
+#: based on their bids"; Themis SLO-policies §2).
+CHARGE_SHARE_COST = 'share_cost'
+CHARGE_BID = 'bid'
+CHARGE_RULES = (CHARGE_SHARE_COST, CHARGE_BID)
+#: How each rule is labelled in the logs.
+CHARGE_RULE_TEXT = {
+    CHARGE_SHARE_COST: 'share cost at the clearing price (uniform price; '
+                       'our deviation from the papers, which bill the bid)',
+    CHARGE_BID: 'the bid (Merkat 2.3, Themis SLO-policies 2)'}
+
+
+class ConfigError(ValueError):
+    """The market configuration is not valid (the message says which)."""
+
+
+def _decimal(value, what, allow_none=False):
+    if value in (None, '') and allow_none:
+        return None
+    try:
+        result = decimal.Decimal(str(value).strip())
+    except (decimal.InvalidOperation, TypeError):
+        raise ConfigError('%s: not a number: %r' % (what, value))
+    if not result.is_finite() or result < 0:
+        raise ConfigError('%s: must be a finite number >= 0, got %r'
+                          % (what, value))
+    return result
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The market's knobs, validated (see :mod:`.opts` for meanings).
+
+    Money in currency, bids and refill rates currency per hour, reserve
+    prices currency per unit-hour, times seconds.
+    """
+    period_seconds: int = 300
+    reserve_prices: dict = dataclasses.field(default_factory=dict)
+    default_bid: decimal.Decimal = decimal.Decimal(0)
+    bid_cap: decimal.Decimal = None
+    notice_period: int = 300
+    preemption_action: str = 'delete'
+    out_of_credit_policy: str = 'lowest_bid'
+    pools: tuple = ()
+    initial_credit: decimal.Decimal = decimal.Decimal(0)
+    refill_rate: decimal.Decimal = decimal.Decimal(0)
+    credit_cap: decimal.Decimal = None
+    refused_demand_window: int = None
+    charge_rule: str = 'share_cost'
+
+    def __post_init__(self):
+        if self.charge_rule not in CHARGE_RULES:
+            raise ConfigError('charge_rule must be one of %s, got %r'
+                              % (', '.join(CHARGE_RULES), self.charge_rule))
+        if self.refused_demand_window is not None and \
+                self.refused_demand_window < 0:
+            raise ConfigError('refused_demand_window must be >= 0, got %r'
+                              % self.refused_demand_window)
+        if self.period_seconds <= 0:
+            raise ConfigError('period_seconds must be > 0, got %r'
+                              % self.period_seconds)
+        if self.notice_period < 0:
+            raise ConfigError('notice_period must be >= 0, got %r'
+                              % self.notice_period)
+        if self.preemption_action not in BEHAVIORS:
+            raise ConfigError('preemption_action must be one of %s, got %r'
+                              % (', '.join(BEHAVIORS),
+                                 self.preemption_action))
+        if self.out_of_credit_policy not in budget.POLICIES:
+            raise ConfigError('out_of_credit_policy must be one of %s, got '
+                              '%r' % (', '.join(sorted(budget.POLICIES)),
+                                      self.out_of_credit_policy))
+        unknown = set(self.reserve_prices) - set(pricing.RESOURCES)
+        if unknown:
+            raise ConfigError('reserve_prices: unknown resources %s (known: '
+                              '%s)' % (', '.join(sorted(unknown)),
+                                       ', '.join(pricing.RESOURCES)))
+        if self.default_bid is not None:
+            try:
+                market_bids.parse_bid(self.default_bid, self.bid_cap,
+                                      'default_bid')
+            except market_bids.BidError as exc:
+                raise ConfigError(str(exc))
+
+    @classmethod
+    def from_conf(cls, conf_group):
+        """Settings from the ``[opie_market]`` options.
+
+        :raises ConfigError: an option is not a valid number, etc.
+        """
+        g = conf_group
+        reserve = {r: _decimal(v, 'reserve_prices %s' % r)
+                   for r, v in (g.reserve_prices or {}).items()}
+        return cls(
+            period_seconds=g.period_seconds, reserve_prices=reserve,
+            default_bid=_decimal(g.default_bid, 'default_bid',
+                                 allow_none=True),
+            bid_cap=_decimal(g.bid_cap, 'bid_cap', allow_none=True),
+            notice_period=g.notice_period,
+            preemption_action=g.preemption_action,
+            out_of_credit_policy=g.out_of_credit_policy,
+            pools=tuple(g.pools or ()),
+            initial_credit=_decimal(g.initial_credit, 'initial_credit'),
+            refill_rate=_decimal(g.refill_rate, 'refill_rate'),
+            credit_cap=_decimal(g.credit_cap, 'credit_cap',
+                                allow_none=True),
+            refused_demand_window=g.refused_demand_window,
+            charge_rule=g.charge_rule)
+
+    @property
+    def refused_window(self):
+        """Seconds a refused boot counts as demand, from its creation.
+
+        Default ``2 * period_seconds + notice_period``: long enough for
+        the notice it causes to be enforced -- the boot is priced at the
+        next period start (up to one period later), the notice runs
+        ``notice_period``, and the case is checked again on the period in
+        force at the deadline (one more period). Deleting the refused
+        server (its owner gave up) ends its demand at once.
+        """
+        if self.refused_demand_window is None:
+            return 2 * self.period_seconds + self.notice_period
+        return self.refused_demand_window
