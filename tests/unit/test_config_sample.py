@@ -56,13 +56,14 @@ class ConfigSampleTest(testtools.TestCase):
                         '--wrap-width', '79', '--output-file', out])
         with open(out, encoding='utf-8') as f:
             generated = f.read()
-        own = generated[generated.index('[opie_market]'):]
+        own = generated[generated.index('\n[opie_market]\n'):]
         with open(MARKET_SAMPLE, encoding='utf-8') as f:
             committed = f.read()
         self.assertIn(
             own, committed,
             'etc/opie_sched/opie-market.conf.sample is stale: run '
             '`tox -e genconfig` and commit the result')
-        for group in ('[keystone_authtoken]', '[oslo_messaging_rabbit]',
+        for group in ('[database]', '[keystone_authtoken]',
+                      '[oslo_messaging_rabbit]',
                       '[oslo_policy]'):
             self.assertIn(group, committed)

@@ -324,6 +324,33 @@ class SqliteStoreTest(_StoreContract, testtools.TestCase):
         return sqlite_url(self)
 
 
+def server_database_url(test, env, default):
+    """A throw-away database on the local server of URL ``$env`` (else
+    ``default``), dropped at cleanup; skips ``test`` with the reason when
+    the server is not reachable.
+    """
+    base = sa.engine.make_url(os.environ.get(env, default))
+    try:
+        admin = sa.create_engine(base, isolation_level='AUTOCOMMIT')
+        with admin.connect() as conn:
+            conn.execute(sa.text('SELECT 1'))
+    except Exception as exc:
+        test.skipTest('%s not reachable (%s=%s): %s' % (
+            base.get_backend_name(), env,
+            base.render_as_string(hide_password=True),
+            str(exc).splitlines()[0]))
+    name = 'opie_market_%s' % uuid.uuid4().hex[:12]
+    with admin.connect() as conn:
+        conn.execute(sa.text('CREATE DATABASE %s' % name))
+
+    def drop():
+        with admin.connect() as conn:
+            conn.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
+        admin.dispose()
+    test.addCleanup(drop)
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
 class _ServerStoreTest(_StoreContract):
     """On a throw-away database of a local server (skipped if absent)."""
 
@@ -331,26 +358,7 @@ class _ServerStoreTest(_StoreContract):
     DEFAULT = None
 
     def make_url(self):
-        base = sa.engine.make_url(os.environ.get(self.ENV, self.DEFAULT))
-        try:
-            admin = sa.create_engine(base, isolation_level='AUTOCOMMIT')
-            with admin.connect() as conn:
-                conn.execute(sa.text('SELECT 1'))
-        except Exception as exc:
-            self.skipTest('%s not reachable (%s=%s): %s' % (
-                base.get_backend_name(), self.ENV,
-                base.render_as_string(hide_password=True),
-                str(exc).splitlines()[0]))
-        name = 'opie_market_%s' % uuid.uuid4().hex[:12]
-        with admin.connect() as conn:
-            conn.execute(sa.text('CREATE DATABASE %s' % name))
-
-        def drop():
-            with admin.connect() as conn:
-                conn.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
-            admin.dispose()
-        self.addCleanup(drop)
-        return base.set(database=name).render_as_string(hide_password=False)
+        return server_database_url(self, self.ENV, self.DEFAULT)
 
     def setUp(self):
         super().setUp()

@@ -9,20 +9,28 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Configuration of the opie-market service: group ``[opie_market]``.
+"""Configuration of the opie-market service: groups ``[opie_market]`` and
+``[database]``.
 
 ``register_opts(conf)`` registers the options on an oslo.config
 ``ConfigOpts``; ``list_opts()`` feeds ``oslo-config-generator`` (namespace
 entry point ``opie_sched.market = opie_sched.services.market.opts:list_opts``).
+The market database is oslo.db's ``[database]`` group (``connection``,
+``slave_connection``, pool and retry options); ``[opie_market]
+connection``, its former place, is a deprecated alias of ``[database]
+connection``.
 Units: money is currency, bids and refill rates currency per hour, reserve
 prices currency per unit-hour (vCPU-hour, MB-hour), times seconds.
 """
 
+import copy
 import os
 
 from oslo_config import cfg
+from oslo_db import options as db_options
 
 GROUP = 'opie_market'
+DATABASE_GROUP = 'database'
 
 DEFAULT_STATE_DIR = '/var/lib/opie-market'
 
@@ -31,11 +39,6 @@ OPTS = [
                help='Directory of the embedded defaults: the sqlite '
                     'database (market.sqlite) and the tooz file '
                     'coordination backend (coordination/).'),
-    cfg.StrOpt('connection', secret=True,
-               help='SQLAlchemy URL of the market database, e.g. '
-                    'mysql+pymysql://user:pw@host/opie_market or '
-                    'postgresql://user:pw@host/opie_market. Default: '
-                    'sqlite:///<state_dir>/market.sqlite (one machine).'),
     cfg.IntOpt('period_seconds', default=300, min=1,
                help='Length of a market period (seconds): prices are '
                     'recomputed and every running preemptible server is '
@@ -157,14 +160,50 @@ OPTS = [
 ]
 
 
+def _database_opts():
+    """oslo.db's ``[database]`` options, ``connection`` with the deprecated
+    alias ``[opie_market] connection`` and the market's default.
+    """
+    out = []
+    for opt in db_options.database_opts:
+        if opt.dest == 'connection':
+            opt = copy.deepcopy(opt)
+            opt.deprecated_opts = list(opt.deprecated_opts or ()) + [
+                cfg.DeprecatedOpt('connection', group=GROUP)]
+            opt.help = ('SQLAlchemy URL of the market database, e.g. '
+                        'mysql+pymysql://user:pw@host/opie_market or '
+                        'postgresql://user:pw@host/opie_market. Default: '
+                        'sqlite:///<[opie_market] state_dir>/market.sqlite '
+                        '(one machine). Formerly [opie_market] connection '
+                        '(still read, deprecated).')
+        out.append(opt)
+    return out
+
+
+#: The ``[database]`` options (oslo.db's).
+DATABASE_OPTS = _database_opts()
+
+#: ``[database]`` options handed to oslo.db's enginefacade (the others,
+#: ``db_max_retries`` & co., belong to oslo.db's ``api.DBAPI``, unused).
+_ENGINE_OPTS = ('slave_connection', 'sqlite_synchronous', 'mysql_sql_mode',
+                'mysql_wsrep_sync_wait', 'connection_recycle_time',
+                'connection_debug', 'max_pool_size', 'max_overflow',
+                'pool_timeout', 'connection_trace', 'max_retries',
+                'retry_interval', 'connection_parameters',
+                'synchronous_reader')
+
+
 def register_opts(conf):
-    """Register the ``[opie_market]`` options on ``conf``."""
+    """Register the ``[opie_market]`` and ``[database]`` options on
+    ``conf``.
+    """
     conf.register_opts(OPTS, group=GROUP)
+    conf.register_opts(DATABASE_OPTS, group=DATABASE_GROUP)
 
 
 def list_opts():
     """Options for oslo-config-generator: ``[(group, opts)]``."""
-    return [(GROUP, OPTS)]
+    return [(GROUP, OPTS), (DATABASE_GROUP, DATABASE_OPTS)]
 
 
 def group(conf):
@@ -177,12 +216,26 @@ def group(conf):
 
 
 def connection_url(conf):
-    """The database URL: ``connection`` or the sqlite file in state_dir.
+    """The database URL: ``[database] connection`` (or its deprecated
+    alias ``[opie_market] connection``), else the sqlite file in
+    ``state_dir``.
     """
     opts = group(conf)
-    if opts.connection:
-        return opts.connection
+    if conf[DATABASE_GROUP].connection:
+        return conf[DATABASE_GROUP].connection
     return 'sqlite:///' + os.path.join(opts.state_dir, 'market.sqlite')
+
+
+def engine_options(conf):
+    """``{option: value}`` of the ``[database]`` options oslo.db's
+    enginefacade takes (pool sizes, retries, ``slave_connection``...):
+    keyword arguments of :class:`opie_sched.services.market.db.api.
+    MarketStore`, as oslo.db reads them from ``[database]`` for the
+    services that use its global facade.
+    """
+    group(conf)
+    db = conf[DATABASE_GROUP]
+    return {name: db[name] for name in _ENGINE_OPTS}
 
 
 def coordination_url(conf):

@@ -63,7 +63,7 @@ def make_store(conf, sync=False):
         directory = os.path.dirname(url[len('sqlite:///'):])
         if directory:
             os.makedirs(directory, exist_ok=True)
-    store = db_api.MarketStore(url)
+    store = db_api.MarketStore(url, **opts.engine_options(conf))
     if sync:
         if sqlite:
             store.sync()
