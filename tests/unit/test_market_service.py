@@ -874,7 +874,8 @@ class EngineTest(testtools.TestCase):
         conf.set_override('reserve_prices', {'gpus': '1'}, 'opie_market')
         self.assertRaisesRegex(engine.ConfigError, 'unknown resources gpus',
                                engine.Settings.from_conf, conf.opie_market)
-        self.assertEqual([('opie_market', opts.OPTS)], opts.list_opts())
+        self.assertEqual([('opie_market', opts.OPTS),
+                          ('database', opts.DATABASE_OPTS)], opts.list_opts())
 
 
 class LeaderElectionTest(testtools.TestCase):
