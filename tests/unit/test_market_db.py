@@ -29,6 +29,7 @@ from oslo_db.sqlalchemy import test_migrations
 import sqlalchemy as sa
 import testtools
 
+from opie_sched.market import budget
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market.db import models
@@ -148,3 +149,89 @@ class MySQLModelsMigrationsSyncTest(_ServerSync, testtools.TestCase):
 class PostgreSQLModelsMigrationsSyncTest(_ServerSync, testtools.TestCase):
     ENV = market_tests.PostgreSQLStoreTest.ENV
     DEFAULT = market_tests.PostgreSQLStoreTest.DEFAULT
+
+
+class StorePagingTest(testtools.TestCase):
+    """Ledger and notice pages are cut by the database (``LIMIT``), not
+    by slicing a whole listing in memory.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.store = market_tests.new_store(market_tests.sqlite_url(self))
+        self.addCleanup(self.store.dispose)
+        credit = budget.CreditManager(self.store)
+        for project in ('pA', 'pB'):
+            credit.open_account(project, 0, 0, None)
+        for i in range(7):
+            credit.credit('pA', i + 1, 1000 + i, 'grant %d' % i)
+            credit.credit('pB', i + 1, 1000 + i, 'grant %d' % i)
+        for i, uuid in enumerate(('s4', 's1', 's3', 's2', 's5')):
+            # two notices share a noticed_at: the uuid breaks the tie
+            self.store.add_notice(uuid, 'pA', 'out_of_bid', 'r', 0,
+                                  100 + i // 2, 500)
+        self.store.add_notice('x9', 'pB', 'out_of_bid', 'r', 0, 50, 500)
+        self.statements = []
+        sa.event.listen(self.store.engine, 'before_cursor_execute',
+                        self._seen)
+        self.addCleanup(sa.event.remove, self.store.engine,
+                        'before_cursor_execute', self._seen)
+
+    def _seen(self, conn, cursor, statement, *args):
+        self.statements.append(' '.join(statement.split()))
+
+    def _selects(self, table):
+        return [s for s in self.statements
+                if s.startswith('SELECT') and 'FROM %s' % table in s
+                and 'WHERE %s.id =' % table not in s]
+
+    def _walk(self, page, key, limit):
+        pages, marker = [], None
+        while True:
+            rows, more = page(marker, limit)
+            pages.append(rows)
+            if not more:
+                return pages
+            marker = key(rows[-1])
+
+    def test_ledger_pages(self):
+        whole = self.store.entries_with_time('pA')
+        self.statements.clear()
+        pages = self._walk(
+            lambda marker, limit: self.store.entries_page(
+                'pA', marker=marker, limit=limit),
+            lambda row: (row[0].key.kind, row[0].key.server,
+                         db_api.key_text(row[0].key.period_start)), 3)
+        self.assertEqual([3, 3, 1], [len(p) for p in pages])
+        self.assertEqual(whole, sum(pages, []))
+        listing = [s for s in self._selects('market_ledger')
+                   if 'market_ledger.id >' in s or 'ORDER BY' in s]
+        self.assertEqual(3, len(listing))
+        self.assertTrue(all('LIMIT' in s for s in listing), listing)
+        self.assertRaises(db_api.MarkerNotFound, self.store.entries_page,
+                          'pB', marker=('credit', None, 'nope'), limit=2)
+        # another project's entry is no marker of pA's listing
+        other = self.store.entries_with_time('pB')[0][0].key
+        self.assertRaises(db_api.MarkerNotFound, self.store.entries_page,
+                          'pA', marker=(other.kind, other.server, 'x'),
+                          limit=2)
+
+    def test_notice_pages(self):
+        whole = self.store.notices(project='pA')
+        self.assertEqual(['s1', 's4', 's2', 's3', 's5'],
+                         [n['server_uuid'] for n in whole])
+        self.statements.clear()
+        pages = self._walk(
+            lambda marker, limit: self.store.notices_page(
+                project='pA', marker=marker, limit=limit),
+            lambda n: n['server_uuid'], 2)
+        self.assertEqual([2, 2, 1], [len(p) for p in pages])
+        self.assertEqual(whole, sum(pages, []))
+        listing = [s for s in self._selects('market_notices')
+                   if 'ORDER BY' in s]
+        self.assertEqual(3, len(listing))
+        self.assertTrue(all('LIMIT' in s for s in listing), listing)
+        self.assertRaises(db_api.MarkerNotFound, self.store.notices_page,
+                          project='pA', marker='x9', limit=2)
+        self.assertEqual(([], False), self.store.notices_page(
+            state='preempted', project='pA', limit=2))

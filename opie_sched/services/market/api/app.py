@@ -470,13 +470,10 @@ class MarketAPI:
             raise ApiError(403, 'policy %s does not allow this' % rule)
 
     @staticmethod
-    def _page(req, rows, key, name):
-        """``(rows, links)``: the page after ``?marker=`` of at most
-        ``?limit=`` rows (default :data:`MAX_LIMIT`); ``links`` holds a
-        ``next`` link when more rows follow.
+    def _limit(req):
+        """``?limit=`` (default :data:`MAX_LIMIT`).
 
-        :raises ApiError: 400 for a limit out of 1..MAX_LIMIT or an
-            unknown marker.
+        :raises ApiError: 400 for a limit out of 1..MAX_LIMIT.
         """
         limit = MAX_LIMIT
         if req.params.get('limit'):
@@ -485,22 +482,42 @@ class MarketAPI:
                 raise bad_request('limit: must be an integer from 1 to %d, '
                                   'got %r' % (MAX_LIMIT,
                                               req.params['limit']))
+        return limit
+
+    @staticmethod
+    def _links(req, page, more, key, limit):
+        """``[next link]`` when ``more`` rows follow ``page``, else []."""
+        if not (page and more):
+            return []
+        params = dict(req.GET.items(), marker=key(page[-1]),
+                      limit=str(limit))
+        return [{'rel': 'next', 'href': '%s?%s' % (
+            req.path_url, urlparse.urlencode(sorted(params.items())))}]
+
+    @staticmethod
+    def _no_marker(name, marker):
+        return bad_request('marker: no %s %r' % (name, marker),
+                           'spot-market.marker-not-found')
+
+    def _page(self, req, rows, key, name):
+        """``(rows, links)``: the page after ``?marker=`` of at most
+        ``?limit=`` rows of ``rows`` (a listing read whole);
+        ``links`` holds a ``next`` link when more rows follow.
+
+        :raises ApiError: 400 for a limit out of 1..MAX_LIMIT or an
+            unknown marker.
+        """
+        limit = self._limit(req)
         start = 0
         marker = req.params.get('marker')
         if marker:
             keys = [key(r) for r in rows]
             if marker not in keys:
-                raise bad_request('marker: no %s %r' % (name, marker),
-                                  'spot-market.marker-not-found')
+                raise self._no_marker(name, marker)
             start = keys.index(marker) + 1
         page = rows[start:start + limit]
-        links = []
-        if page and start + limit < len(rows):
-            params = dict(req.GET.items(), marker=key(page[-1]),
-                          limit=str(limit))
-            links.append({'rel': 'next', 'href': '%s?%s' % (
-                req.path_url, urlparse.urlencode(sorted(params.items())))})
-        return page, links
+        return page, self._links(req, page, start + limit < len(rows), key,
+                                 limit)
 
     # -- versions ----------------------------------------------------------
 
@@ -755,18 +772,23 @@ class MarketAPI:
         if params.get('since'):
             since = parse_time(params['since'], 'since')
         if paginated:
-            rows, links = self._page(
-                req, self.store.entries_with_time(project, since),
-                lambda row: _entry_id(row[0]), 'ledger entry')
+            limit = self._limit(req)
+            marker = req.params.get('marker')
+            key = None
+            if marker:
+                kind, server, ps = (marker.split(':', 2) + ['', ''])[:3]
+                key = (kind, server or None, ps)
+            try:
+                rows, more = self.store.entries_page(project, since, key,
+                                                     limit)
+            except db_api.MarkerNotFound:
+                raise self._no_marker('ledger entry', marker)
+            links = self._links(req, rows, more,
+                                lambda row: _entry_id(row[0]), limit)
             return 200, {'ledger': [_entry_json(e, t, True)
                                     for e, t in rows],
                          'ledger_links': links}
-        limit = None
-        if params.get('limit'):
-            limit = int(params['limit'])
-            if not 1 <= limit <= MAX_LIMIT:
-                raise bad_request('limit: must be an integer from 1 to %d, '
-                                  'got %r' % (MAX_LIMIT, params['limit']))
+        limit = self._limit(req) if params.get('limit') else None
         rows = self.store.entries_with_time(project, since, limit)
         return 200, {'ledger': [_entry_json(e, t) for e, t in rows]}
 
@@ -777,10 +799,15 @@ class MarketAPI:
         params = _query(req, schemas.NOTICES_QUERY, paginated=True)
         project = self._project(req, ctx)
         self.authorize(ctx, policy.NOTICES_LIST, {'project_id': project})
-        rows, links = self._page(
-            req, self.store.notices(state=params.get('state'),
-                                    project=project),
-            lambda n: n['server_uuid'], 'notice')
+        limit = self._limit(req)
+        marker = req.params.get('marker')
+        try:
+            rows, more = self.store.notices_page(
+                params.get('state'), project, marker or None, limit)
+        except db_api.MarkerNotFound:
+            raise self._no_marker('notice', marker)
+        links = self._links(req, rows, more, lambda n: n['server_uuid'],
+                            limit)
         return 200, {'notices': [_notice_json(n, True) for n in rows],
                      'notices_links': links}
 

@@ -41,6 +41,10 @@ from opie_sched.services.market.db import models
 LOG = logging.getLogger(__name__)
 
 
+class MarkerNotFound(LookupError):
+    """A page's marker names no row of the listing."""
+
+
 @enginefacade.transaction_context_provider
 class _Context:
     """The per-call context oslo.db attaches its session to."""
@@ -145,13 +149,6 @@ class MarketStore(budget.LedgerStore):
                 raise budget.UnknownAccount(project)
             return _account(row)
 
-    def list_accounts(self):
-        """Every account, by project."""
-        with self._reader() as session:
-            rows = session.scalars(sa.select(models.Account).order_by(
-                models.Account.project))
-            return [_account(r) for r in rows]
-
     def update_account(self, project, refill_rate=None, cap=None,
                        clear_cap=False):
         """Change an account's refill rate (currency per hour) or cap
@@ -240,6 +237,42 @@ class MarketStore(budget.LedgerStore):
         if limit is not None:
             rows.reverse()
         return rows
+
+    def entries_page(self, project=None, since=None, marker=None,
+                     limit=None):
+        """One page of :meth:`entries_with_time`, in posting order, read
+        with ``LIMIT`` in SQL.
+
+        :param marker: the key of the last entry of the previous page,
+            ``(kind, server or None, period_start text)`` (period_start as
+            :func:`key_text` writes it); None: the first page.
+        :param limit: at most this many entries (None: all after marker).
+        :returns: ``(rows, more)``: ``rows`` ``(entry, posted_at)`` pairs,
+            ``more`` True when entries follow the page.
+        :raises MarkerNotFound: ``marker`` is no entry of the listing.
+        """
+        e = models.LedgerEntry
+        where = []
+        if project is not None:
+            where.append(e.project == project)
+        if since is not None:
+            where.append(e.created_at >= since)
+        with self._reader() as session:
+            if marker is not None:
+                kind, server, period_start = marker
+                after = session.scalar(sa.select(e.id).where(
+                    e.kind == kind, e.server == (server or models.NO_SERVER),
+                    e.period_start == period_start, *where))
+                if after is None:
+                    raise MarkerNotFound(marker)
+                where.append(e.id > after)
+            query = sa.select(e).where(*where).order_by(e.id)
+            if limit is not None:
+                query = query.limit(limit + 1)
+            rows = [(_entry(r), r.created_at) for r in session.scalars(query)]
+        if limit is not None and len(rows) > limit:
+            return rows[:limit], True
+        return rows, False
 
     # -- periods -----------------------------------------------------------
 
@@ -421,6 +454,45 @@ class MarketStore(budget.LedgerStore):
             return [{c: getattr(r, c) for c in cols} for r in
                     session.scalars(query.order_by(n.noticed_at,
                                                    n.server_uuid))]
+
+    def notices_page(self, state=None, project=None, marker=None,
+                     limit=None):
+        """One page of :meth:`notices` (oldest first), read with ``LIMIT``
+        in SQL.
+
+        :param marker: the server uuid of the last notice of the previous
+            page; None: the first page.
+        :param limit: at most this many notices (None: all after marker).
+        :returns: ``(rows, more)``: ``rows`` as :meth:`notices`, ``more``
+            True when notices follow the page.
+        :raises MarkerNotFound: ``marker`` is no notice of the listing.
+        """
+        n = models.Notice
+        where = []
+        if state is not None:
+            where.append(n.state == state)
+        if project is not None:
+            where.append(n.project == project)
+        cols = [c.name for c in n.__table__.columns]
+        with self._reader() as session:
+            if marker is not None:
+                after = session.scalars(sa.select(n).where(
+                    n.server_uuid == marker, *where)).first()
+                if after is None:
+                    raise MarkerNotFound(marker)
+                where.append(sa.or_(
+                    n.noticed_at > after.noticed_at,
+                    sa.and_(n.noticed_at == after.noticed_at,
+                            n.server_uuid > after.server_uuid)))
+            query = sa.select(n).where(*where).order_by(n.noticed_at,
+                                                         n.server_uuid)
+            if limit is not None:
+                query = query.limit(limit + 1)
+            rows = [{c: getattr(r, c) for c in cols}
+                    for r in session.scalars(query)]
+        if limit is not None and len(rows) > limit:
+            return rows[:limit], True
+        return rows, False
 
     def set_notice_state(self, server_uuid, state, action=None,
                          expected=models.NOTICED):
