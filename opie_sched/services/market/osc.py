@@ -139,23 +139,49 @@ class _MarketCommand:
             raise exceptions.CommandError(str(exc))
 
 
-def _add_paging(parser):
-    parser.add_argument('--limit', metavar='<n>', type=int,
-                        help='at most this many rows (one page)')
-    parser.add_argument('--marker', metavar='<id>',
-                        help='rows after the one of this ID')
+class _PagedList(_MarketCommand, command.Lister):
+    """A listing: one page with ``--limit``/``--marker``; else every page
+    (at microversion 1.0, without pagination, the one answer).
 
-
-def _paged(client, method, parsed_args, **kwargs):
-    """One page (``--limit``/``--marker``), or every page; at
-    microversion 1.0 (no pagination) the one answer.
+    Subclasses set :attr:`method` (the client's), :attr:`filters` and
+    :attr:`columns`, add their filter options in :meth:`add_filters` and
+    turn one API row into a table row in :meth:`row`.
     """
-    if parsed_args.limit is not None or parsed_args.marker:
-        return getattr(client, method)(limit=parsed_args.limit,
-                                       marker=parsed_args.marker, **kwargs)
-    if client.api_version == '1.0':
-        return getattr(client, method)(**kwargs)
-    return client.all_pages(method, limit=PAGE, **kwargs)
+
+    #: Client method of the listing.
+    method = None
+    #: ``((API parameter, parsed_args attribute), ...)``.
+    filters = ()
+    #: Column titles.
+    columns = ()
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        self.add_filters(parser)
+        parser.add_argument('--limit', metavar='<n>', type=int,
+                            help='at most this many rows (one page)')
+        parser.add_argument('--marker', metavar='<id>',
+                            help='rows after the one of this ID')
+        return parser
+
+    def add_filters(self, parser):
+        """Add the listing's own options to ``parser``."""
+
+    def row(self, item):
+        """The table row of one API row."""
+        raise NotImplementedError
+
+    def market_action(self, client, parsed_args):
+        kwargs = {param: getattr(parsed_args, attr)
+                  for param, attr in self.filters}
+        if parsed_args.limit is not None or parsed_args.marker:
+            rows = getattr(client, self.method)(
+                limit=parsed_args.limit, marker=parsed_args.marker, **kwargs)
+        elif client.api_version == '1.0':
+            rows = getattr(client, self.method)(**kwargs)
+        else:
+            rows = client.all_pages(self.method, limit=PAGE, **kwargs)
+        return self.columns, [self.row(r) for r in rows]
 
 
 class PriceList(_MarketCommand, command.Lister):
@@ -221,11 +247,16 @@ class ShareList(_MarketCommand, command.Lister):
                   r['error']) for r in rows])
 
 
-class PriceHistory(_MarketCommand, command.Lister):
+class PriceHistory(_PagedList):
     """Spot prices of past periods."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+    method = 'price_history'
+    filters = (('start', 'start'), ('end', 'end'), ('pool', 'pool'),
+               ('resource', 'resource'))
+    columns = ('ID', 'Period start', 'Pool', 'Resource', 'Price',
+               'Capacity', 'Bids')
+
+    def add_filters(self, parser):
         parser.add_argument('--start', metavar='<time>',
                             help='from this time (ISO 8601 or epoch s)')
         parser.add_argument('--end', metavar='<time>',
@@ -233,17 +264,10 @@ class PriceHistory(_MarketCommand, command.Lister):
         parser.add_argument('--pool', metavar='<pool>')
         parser.add_argument('--resource', metavar='<resource>',
                             choices=['vcpus', 'memory_mb'])
-        _add_paging(parser)
-        return parser
 
-    def market_action(self, client, parsed_args):
-        rows = _paged(client, 'price_history', parsed_args,
-                      start=parsed_args.start, end=parsed_args.end,
-                      pool=parsed_args.pool, resource=parsed_args.resource)
-        return (('ID', 'Period start', 'Pool', 'Resource', 'Price',
-                 'Capacity', 'Bids'),
-                [(r.get('id'), r['period_start'], r['pool'], r['resource'],
-                  r['price'], r['capacity'], r['bids']) for r in rows])
+    def row(self, r):
+        return (r.get('id'), r['period_start'], r['pool'], r['resource'],
+                r['price'], r['capacity'], r['bids'])
 
 
 def _server_id(cmd, name_or_id):
@@ -344,51 +368,47 @@ class AccountCredit(_MarketCommand, command.ShowOne):
         return columns, tuple(entry.get(c) for c in columns)
 
 
-class LedgerList(_MarketCommand, command.Lister):
+def _add_project(parser):
+    parser.add_argument('--project', metavar='<project-id>',
+                        help='another project (admin only)')
+
+
+class LedgerList(_PagedList):
     """Your project's ledger: refills, charges and credits, oldest
     first (currency).
     """
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('--project', metavar='<project-id>',
-                            help='another project (admin only)')
+    method = 'ledger'
+    filters = (('project_id', 'project'), ('since', 'since'))
+    columns = ('ID', 'Kind', 'Server', 'Period start', 'Amount', 'Balance',
+               'Posted at', 'Note')
+
+    def add_filters(self, parser):
+        _add_project(parser)
         parser.add_argument('--since', metavar='<time>',
                             help='entries posted at or after this time')
-        _add_paging(parser)
-        return parser
 
-    def market_action(self, client, parsed_args):
-        rows = _paged(client, 'ledger', parsed_args,
-                      project_id=parsed_args.project,
-                      since=parsed_args.since)
-        return (('ID', 'Kind', 'Server', 'Period start', 'Amount',
-                 'Balance', 'Posted at', 'Note'),
-                [(e.get('id'), e['kind'], e['server_id'],
-                  e.get('period_start') or e.get('granted_at'), e['amount'],
-                  e['balance'], e['posted_at'], e['note']) for e in rows])
+    def row(self, e):
+        return (e.get('id'), e['kind'], e['server_id'],
+                e.get('period_start') or e.get('granted_at'), e['amount'],
+                e['balance'], e['posted_at'], e['note'])
 
 
-class NoticeList(_MarketCommand, command.Lister):
+class NoticeList(_PagedList):
     """Preemption notices of your project's servers (every state, or
     ``--state``), oldest first.
     """
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('--project', metavar='<project-id>',
-                            help='another project (admin only)')
+    method = 'notices'
+    filters = (('project_id', 'project'), ('state', 'state'))
+    columns = ('Server', 'Kind', 'State', 'Deadline', 'Action', 'Reason')
+
+    def add_filters(self, parser):
+        _add_project(parser)
         parser.add_argument('--state', metavar='<state>',
                             choices=['noticed', 'preempted', 'cancelled',
                                      'gone'])
-        _add_paging(parser)
-        return parser
 
-    def market_action(self, client, parsed_args):
-        rows = _paged(client, 'notices', parsed_args,
-                      project_id=parsed_args.project,
-                      state=parsed_args.state)
-        return (('Server', 'Kind', 'State', 'Deadline', 'Action',
-                 'Reason'),
-                [(n['server_id'], n['kind'], n['state'], n['deadline'],
-                  n.get('action'), n['reason']) for n in rows])
+    def row(self, n):
+        return (n['server_id'], n['kind'], n['state'], n['deadline'],
+                n.get('action'), n['reason'])
