@@ -33,17 +33,16 @@ import time
 
 from oslo_utils import timeutils
 from tempest import config
-from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 
 from opie_sched_tempest_plugin import base
-from opie_sched_tempest_plugin.tests.api import test_market
+from opie_sched_tempest_plugin.tests.scenario import market_base
 
 CONF = config.CONF
 
-BID_KEY = 'opie:bid'
-NOTICE_KEY = 'opie:preempt_notice'
-DEADLINE_KEY = 'opie:preempt_deadline'
+BID_KEY = market_base.BID_KEY
+NOTICE_KEY = market_base.NOTICE_KEY
+DEADLINE_KEY = market_base.DEADLINE_KEY
 #: Bids of the test, currency per hour.
 HIGH_BID = '10'
 LOW_BID = '0.01'
@@ -51,7 +50,7 @@ LOW_BID = '0.01'
 HEAVY_RAM_MB = 256
 
 
-class MarketNoticeTest(test_market.MarketBaseTest):
+class MarketNoticeTest(market_base.MarketScenarioTest):
     """High bidders fill the physical vCPUs of the cloud: no contention,
     no notice, the vCPU price stays where it was. One more server, bidding
     below the price, makes the pool contended: it alone gets a notice at
@@ -69,39 +68,10 @@ class MarketNoticeTest(test_market.MarketBaseTest):
                 'the market prices the Placement inventories), and a '
                 'work-conserving market gives no notice without contention')
 
-    @classmethod
-    def resource_setup(cls):
-        super().resource_setup()
-        status, _ = cls.market_admin.prices()
-        if status != 200:
-            raise AssertionError('market prices: HTTP %s' % status)
-
     # -- helpers ---------------------------------------------------------
 
     def _heavy_flavor(self, vcpus):
-        """A preemptible flavor of ``vcpus`` vCPU and 256 MB (admin), made
-        like the cloud's twin flavors: the twin's extra specs with the
-        preemptible amounts of this size.
-        """
-        _, body = self.call(self.admin, 'GET', '/flavors/%s/os-extra_specs'
-                            % self.preemptible.id)
-        specs = dict(body['extra_specs'])
-        size = {'VCPU': vcpus, 'MEMORY_MB': HEAVY_RAM_MB, 'DISK_GB': 1}
-        for rc, amount in size.items():
-            key = 'resources:%s' % base.PREEMPTIBLE[rc]
-            self.assertIn(key, specs, 'extra specs of the preemptible '
-                          'flavor %s' % self.preemptible.name)
-            specs[key] = str(amount)
-        _, body = self.call(self.admin, 'POST', '/flavors', json={
-            'flavor': {'name': data_utils.rand_name('opie-cpu-heavy'),
-                       'vcpus': vcpus, 'ram': HEAVY_RAM_MB, 'disk': 1,
-                       'os-flavor-access:is_public': True}})
-        flavor = body['flavor']
-        self.addCleanup(self.call, self.admin, 'DELETE',
-                        '/flavors/%s' % flavor['id'])
-        self.call(self.admin, 'POST', '/flavors/%s/os-extra_specs'
-                  % flavor['id'], json={'extra_specs': specs})
-        return base.Flavor(flavor['id'], flavor['name'], size)
+        return self.preemptible_flavor(vcpus, HEAVY_RAM_MB, 'opie-cpu-heavy')
 
     def _physical_vcpus(self):
         """``{host: vCPUs}`` of the hypervisors that are up (what the
@@ -113,29 +83,6 @@ class MarketNoticeTest(test_market.MarketBaseTest):
                 for h in body['hypervisors']
                 if h['state'] == 'up' and h['status'] == 'enabled'}
 
-    def _period(self, after):
-        """The prices body of the first settled period that starts at or
-        after ``after`` (seconds since the epoch).
-        """
-        deadline = time.monotonic() + CONF.opie.market_max_wait
-        while True:
-            _, body = self.market.prices()
-            start = body.get('period_start')
-            if start and timeutils.parse_isotime(
-                    start).timestamp() >= after:
-                return body
-            if time.monotonic() > deadline:
-                self.fail('the market settled no period starting after '
-                          '%s in %d s' % (time.ctime(after),
-                                          CONF.opie.market_max_wait))
-            time.sleep(1)
-
-    @staticmethod
-    def _vcpu_price(body):
-        prices = {row['pool']: decimal.Decimal(str(row['price']))
-                  for row in body['prices'] if row['resource'] == 'vcpus'}
-        return prices.get('default', max(prices.values(), default=None))
-
     def _notices(self, ids):
         return {i: self.market.get_bid(i)[1]['bid']['notice'] for i in ids}
 
@@ -144,7 +91,7 @@ class MarketNoticeTest(test_market.MarketBaseTest):
     @decorators.idempotent_id('6d7e8f9a-0b1c-4d2e-8f3a-4b5c6d7e8f12')
     def test_out_of_bid_server_noticed_then_terminated(self):
         _, body = self.market.prices()
-        period = body.get('period_seconds') or self._period(0)[
+        period = body.get('period_seconds') or self.settled_period(0)[
             'period_seconds']
         wait = 2 * period + CONF.opie.market_notice_period + 30
         if wait > CONF.opie.market_max_wait:
@@ -180,8 +127,8 @@ class MarketNoticeTest(test_market.MarketBaseTest):
         # 1. Demand within the capacity: nobody out of bid.
         high = self.boot(self.primary, heavy, highs,
                          metadata={BID_KEY: HIGH_BID})
-        calm = self._period(time.time() + 1)
-        calm_price = self._vcpu_price(calm)
+        calm = self.settled_period(time.time() + 1)
+        calm_price = self.vcpu_price(calm)
         self.assertEqual(dict.fromkeys(high), self._notices(high),
                          'notices while the demand fits the capacity')
         for server_id in high:
@@ -229,7 +176,7 @@ class MarketNoticeTest(test_market.MarketBaseTest):
         status, body = self.market.get_bid(low)
         if status == 200:
             self.assertEqual(notice, body['bid']['notice'])
-        contended = self._vcpu_price(self.market.prices()[1])
+        contended = self.vcpu_price(self.market.prices()[1])
         self.assertGreater(contended, calm_price,
                            'the vCPU price did not rise under contention')
 

@@ -29,17 +29,16 @@ import time
 
 from oslo_utils import timeutils
 from tempest import config
-from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
 
 from opie_sched_tempest_plugin import base
-from opie_sched_tempest_plugin.tests.api import test_market
+from opie_sched_tempest_plugin.tests.scenario import market_base
 
 CONF = config.CONF
 
-BID_KEY = 'opie:bid'
-NOTICE_KEY = 'opie:preempt_notice'
-DEADLINE_KEY = 'opie:preempt_deadline'
+BID_KEY = market_base.BID_KEY
+NOTICE_KEY = market_base.NOTICE_KEY
+DEADLINE_KEY = market_base.DEADLINE_KEY
 #: Bids, currency per hour. The big server (2V vCPU) bids more in total
 #: than the low one (V vCPU) but less per vCPU.
 BIG_BID = decimal.Decimal('1.5')
@@ -48,36 +47,11 @@ HIGH_BID = decimal.Decimal('10')
 RAM_MB = 256
 
 
-class MarketRealDemandTest(test_market.MarketBaseTest):
+class MarketRealDemandTest(market_base.MarketScenarioTest):
     """Refused demand prices the pool; the lowest bid per unit goes."""
 
-    @classmethod
-    def resource_setup(cls):
-        super().resource_setup()
-        status, _ = cls.market_admin.prices()
-        if status != 200:
-            raise AssertionError('market prices: HTTP %s' % status)
-
     def _flavor(self, vcpus):
-        """A preemptible flavor of ``vcpus`` vCPU and 256 MB (admin), the
-        twin's extra specs with the preemptible amounts of this size.
-        """
-        _, body = self.call(self.admin, 'GET', '/flavors/%s/os-extra_specs'
-                            % self.preemptible.id)
-        specs = dict(body['extra_specs'])
-        size = {'VCPU': vcpus, 'MEMORY_MB': RAM_MB, 'DISK_GB': 1}
-        for rc, amount in size.items():
-            specs['resources:%s' % base.PREEMPTIBLE[rc]] = str(amount)
-        _, body = self.call(self.admin, 'POST', '/flavors', json={
-            'flavor': {'name': data_utils.rand_name('opie-real'),
-                       'vcpus': vcpus, 'ram': RAM_MB, 'disk': 1,
-                       'os-flavor-access:is_public': True}})
-        flavor = body['flavor']
-        self.addCleanup(self.call, self.admin, 'DELETE',
-                        '/flavors/%s' % flavor['id'])
-        self.call(self.admin, 'POST', '/flavors/%s/os-extra_specs'
-                  % flavor['id'], json={'extra_specs': specs})
-        return base.Flavor(flavor['id'], flavor['name'], size)
+        return self.preemptible_flavor(vcpus, RAM_MB, 'opie-real')
 
     def _host_rooms(self, hosts):
         """Preemptible vCPUs each host admits now, and for one server
@@ -93,27 +67,6 @@ class MarketRealDemandTest(test_market.MarketBaseTest):
             max_unit = inv['inventories'][rc]['max_unit']
             rooms.append(min(pre, self.full_free(host)['VCPU'], max_unit))
         return rooms
-
-    def _period(self, after):
-        """Prices body of the first period settled at or after ``after``.
-        """
-        deadline = time.monotonic() + CONF.opie.market_max_wait
-        while True:
-            _, body = self.market.prices()
-            start = body.get('period_start')
-            if start and timeutils.parse_isotime(
-                    start).timestamp() >= after:
-                return body
-            if time.monotonic() > deadline:
-                self.fail('no period settled after %s in %d s'
-                          % (time.ctime(after), CONF.opie.market_max_wait))
-            time.sleep(1)
-
-    @staticmethod
-    def _vcpu_price(body):
-        prices = {row['pool']: decimal.Decimal(str(row['price']))
-                  for row in body['prices'] if row['resource'] == 'vcpus'}
-        return prices.get('default', max(prices.values(), default=None))
 
     def _boot_refused(self, flavor, bid):
         """Boot one server that Nova must refuse; its id (ERROR)."""
@@ -134,7 +87,7 @@ class MarketRealDemandTest(test_market.MarketBaseTest):
     @decorators.idempotent_id('2b9f6a51-7c3e-4f0a-9d8e-5a1b2c3d4e23')
     def test_refused_demand_prices_and_outbids_lowest_per_unit(self):
         _, body = self.market.prices()
-        period = body.get('period_seconds') or self._period(0)[
+        period = body.get('period_seconds') or self.settled_period(0)[
             'period_seconds']
         hosts = self.hosts()
         rooms = self._host_rooms(hosts)
@@ -155,8 +108,8 @@ class MarketRealDemandTest(test_market.MarketBaseTest):
         room = self.preemptible_room(small.size)
         highs = (self.boot(self.primary, small, room, metadata={
             BID_KEY: str(HIGH_BID)}) if room else [])
-        calm = self._period(time.time() + 1)
-        calm_price = self._vcpu_price(calm)
+        calm = self.settled_period(time.time() + 1)
+        calm_price = self.vcpu_price(calm)
         reserve = {row['pool']: row for row in calm['prices']}
         for sid in [big_id, low_id] + highs:
             self.assertIsNone(self.market.get_bid(sid)[1]['bid']['notice'])
@@ -187,8 +140,8 @@ class MarketRealDemandTest(test_market.MarketBaseTest):
         deadline = timeutils.parse_isotime(meta[DEADLINE_KEY]).timestamp()
         self.assertGreater(deadline, seen, 'notice with a past deadline')
         self.assertIn('contended', meta.get(NOTICE_KEY, ''))
-        contended = self._period(refused_at)
-        contended_price = self._vcpu_price(contended)
+        contended = self.settled_period(refused_at)
+        contended_price = self.vcpu_price(contended)
         self.assertGreater(contended_price, calm_price,
                            'refused demand did not raise the price '
                            '(reserve rows %s)' % reserve)
