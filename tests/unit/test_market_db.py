@@ -235,3 +235,29 @@ class StorePagingTest(testtools.TestCase):
                           project='pA', marker='x9', limit=2)
         self.assertEqual(([], False), self.store.notices_page(
             state='preempted', project='pA', limit=2))
+
+    def test_price_history_pages(self):
+        market = {'prices': {'vcpus': 1, 'memory_mb': 2},
+                  'capacity': {'vcpus': 8, 'memory_mb': 8000},
+                  'bids': {'vcpus': 0, 'memory_mb': 0}}
+        for ps in (3600, 7200):
+            self.store.create_period(ps, 3600, 'me', [],
+                                     {'default': market, 'az:1': market})
+        whole = self.store.price_history()
+        self.assertEqual(8, len(whole))
+        self.statements.clear()
+        pages = self._walk(
+            lambda marker, limit: self.store.price_history_page(
+                marker=marker, limit=limit),
+            lambda r: (r['period_start'], r['pool'], r['resource']), 3)
+        self.assertEqual([3, 3, 2], [len(p) for p in pages])
+        self.assertEqual(whole, sum(pages, []))
+        listing = [s for s in self._selects('market_price_history')
+                   if 'ORDER BY' in s]
+        self.assertEqual(3, len(listing))
+        self.assertTrue(all('LIMIT' in s for s in listing), listing)
+        self.assertEqual(2, len(self.store.price_history_page(
+            7200, marker=(7200, 'az:1', 'vcpus'), limit=5)[0]))
+        self.assertRaises(db_api.MarkerNotFound,
+                          self.store.price_history_page, 7200,
+                          marker=(3600, 'az:1', 'vcpus'), limit=5)

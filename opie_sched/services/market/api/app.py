@@ -499,26 +499,6 @@ class MarketAPI:
         return bad_request('marker: no %s %r' % (name, marker),
                            'spot-market.marker-not-found')
 
-    def _page(self, req, rows, key, name):
-        """``(rows, links)``: the page after ``?marker=`` of at most
-        ``?limit=`` rows of ``rows`` (a listing read whole);
-        ``links`` holds a ``next`` link when more rows follow.
-
-        :raises ApiError: 400 for a limit out of 1..MAX_LIMIT or an
-            unknown marker.
-        """
-        limit = self._limit(req)
-        start = 0
-        marker = req.params.get('marker')
-        if marker:
-            keys = [key(r) for r in rows]
-            if marker not in keys:
-                raise self._no_marker(name, marker)
-            start = keys.index(marker) + 1
-        page = rows[start:start + limit]
-        return page, self._links(req, page, start + limit < len(rows), key,
-                                 limit)
-
     # -- versions ----------------------------------------------------------
 
     def _version_doc(self, req):
@@ -578,12 +558,25 @@ class MarketAPI:
         paginated = req.version >= V1_1
         params = _query(req, schemas.HISTORY_QUERY, paginated)
         start, end = self._time_range(params)
-        rows = self.store.price_history(start, end, params.get('pool'),
-                                        params.get('resource'))
         links = None
         if paginated:
-            rows, links = self._page(req, rows, _history_id,
-                                     'price history row')
+            limit = self._limit(req)
+            marker = req.params.get('marker')
+            key = None
+            if marker:
+                ps, _, rest = marker.partition(':')
+                pool, _, resource = rest.rpartition(':')
+                key = (int(ps) if ps.isdigit() else -1, pool, resource)
+            try:
+                rows, more = self.store.price_history_page(
+                    start, end, params.get('pool'), params.get('resource'),
+                    key, limit)
+            except db_api.MarkerNotFound:
+                raise self._no_marker('price history row', marker)
+            links = self._links(req, rows, more, _history_id, limit)
+        else:
+            rows = self.store.price_history(start, end, params.get('pool'),
+                                            params.get('resource'))
         out = []
         for r in rows:
             row = {'period_start': market_cloud.iso(r['period_start']),

@@ -365,23 +365,53 @@ class MarketStore(budget.LedgerStore):
             "period_seconds", "price", "capacity", "bids"}`` by period,
             pool and resource.
         """
+        return self.price_history_page(start, end, pool, resource)[0]
+
+    def price_history_page(self, start=None, end=None, pool=None,
+                           resource=None, marker=None, limit=None):
+        """One page of :meth:`price_history`, read with ``LIMIT`` in SQL.
+
+        :param marker: ``(period_start, pool, resource)`` of the last row
+            of the previous page; None: the first page.
+        :param limit: at most this many rows (None: all after marker).
+        :returns: ``(rows, more)``, ``more`` True when rows follow.
+        :raises MarkerNotFound: ``marker`` is no row of the listing.
+        """
         h = models.PriceHistory
-        query = sa.select(h)
+        where = []
         if start is not None:
-            query = query.where(h.period_start >= start)
+            where.append(h.period_start >= start)
         if end is not None:
-            query = query.where(h.period_start < end)
+            where.append(h.period_start < end)
         if pool is not None:
-            query = query.where(h.pool == pool)
+            where.append(h.pool == pool)
         if resource is not None:
-            query = query.where(h.resource == resource)
-        query = query.order_by(h.period_start, h.pool, h.resource)
+            where.append(h.resource == resource)
         with self._reader() as session:
-            return [{'pool': r.pool, 'resource': r.resource,
+            if marker is not None:
+                m_start, m_pool, m_resource = marker
+                if session.scalar(sa.select(h.id).where(
+                        h.period_start == m_start, h.pool == m_pool,
+                        h.resource == m_resource, *where)) is None:
+                    raise MarkerNotFound(marker)
+                where.append(sa.or_(
+                    h.period_start > m_start,
+                    sa.and_(h.period_start == m_start, sa.or_(
+                        h.pool > m_pool,
+                        sa.and_(h.pool == m_pool,
+                                h.resource > m_resource)))))
+            query = sa.select(h).where(*where).order_by(
+                h.period_start, h.pool, h.resource)
+            if limit is not None:
+                query = query.limit(limit + 1)
+            rows = [{'pool': r.pool, 'resource': r.resource,
                      'period_start': r.period_start,
                      'period_seconds': r.period_seconds, 'price': r.price,
                      'capacity': r.capacity, 'bids': r.bids}
                     for r in session.scalars(query)]
+        if limit is not None and len(rows) > limit:
+            return rows[:limit], True
+        return rows, False
 
     # -- bids --------------------------------------------------------------
 
