@@ -83,18 +83,6 @@ def create_databases(settings, layout):
         conn.close()
 
 
-def existing_databases(settings, layout):
-    """The cloud's databases that exist on the server."""
-    conn = _mysql(settings)
-    try:
-        with conn.cursor() as cur:
-            cur.execute('SHOW DATABASES')
-            names = {row[0] for row in cur.fetchall()}
-    finally:
-        conn.close()
-    return [name for name in layout.databases() if name in names]
-
-
 def drop_databases(settings, layout):
     conn = _mysql(settings)
     try:

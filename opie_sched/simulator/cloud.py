@@ -260,10 +260,6 @@ class Cloud:
     def __contains__(self, uuid):
         return uuid in self._where
 
-    def host_of(self, uuid):
-        """Index of the host running ``uuid``."""
-        return int(self.hosts.host[self._where[uuid][0]])
-
     def instances(self, host):
         """The :class:`~opie_sched.preemption.model.InstanceInfo` on a host
         (by index), in arrival order.
