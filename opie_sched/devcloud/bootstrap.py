@@ -36,9 +36,6 @@ FLAVORS = (
     ('m1.large', 4, 8000, 80),
 )
 
-#: Name of the image uploaded by ``up`` (512 zero bytes, raw).
-IMAGE = 'devcloud-fake'
-
 
 def _mysql(settings):
     import pymysql
@@ -262,7 +259,7 @@ def image_and_flavors(settings, layout, env):
     """
     conn = admin_connection(settings)
     conn.image.create_image(
-        name=IMAGE, data=b'\0' * 512, disk_format='raw',
+        name=config.IMAGE, data=b'\0' * 512, disk_format='raw',
         container_format='bare', visibility='public',
         allow_duplicates=True)
     for name, vcpus, ram, disk in FLAVORS:

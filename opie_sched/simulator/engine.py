@@ -23,10 +23,10 @@ preempts them, before its servers start (the opie scheduler holds the
 request until its victims are gone, see :mod:`opie_sched.scheduler.manager`).
 
 Time, the instances' placement and the samples are the shared core's
-(:mod:`opie_sched.simulator.core`): the arrivals and the departure queue
-are merged by :func:`opie_sched.simulator.core.clock.merge`, the cloud's
-hosts are a :class:`opie_sched.simulator.core.hosts.Hosts` and the samples
-a :class:`opie_sched.simulator.core.metrics.Series`.
+(:mod:`opie_sched.simcore`): the arrivals and the departure queue
+are merged by :func:`opie_sched.simcore.clock.merge`, the cloud's
+hosts are a :class:`opie_sched.simcore.hosts.Hosts` and the samples
+a :class:`opie_sched.simcore.metrics.Series`.
 
 After every event the engine records a sample (one per distinct time) of
 vCPU in use by normal and preemptible instances, active hosts, and the
@@ -41,9 +41,9 @@ import time
 
 import numpy as np
 
+from opie_sched.simcore import clock
+from opie_sched.simcore import metrics
 from opie_sched.simulator import cloud as cloud_mod
-from opie_sched.simulator.core import clock
-from opie_sched.simulator.core import metrics
 from opie_sched.simulator import policies as policies_mod
 
 #: Columns of :attr:`SimResult.series`, in order, with their units.

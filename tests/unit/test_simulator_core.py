@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Tests of the simulator's shared core (opie_sched.simulator.core) and of
+"""Tests of the simulator's shared core (opie_sched.simcore) and of
 the scenarios' use of it.
 
 Run with ``stestr run tests.unit.test_simulator_core``.
@@ -24,9 +24,9 @@ import numpy as np
 import testtools
 
 from opie_sched.consolidation import p2p
-from opie_sched.simulator.core import clock
-from opie_sched.simulator.core import hosts as hosts_mod
-from opie_sched.simulator.core import metrics
+from opie_sched.simcore import clock
+from opie_sched.simcore import hosts as hosts_mod
+from opie_sched.simcore import metrics
 from opie_sched.simulator import engine
 from opie_sched.simulator import rpm_vs_ffd
 from opie_sched.workload import generator

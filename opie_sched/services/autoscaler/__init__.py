@@ -19,7 +19,6 @@ the planning itself is :mod:`opie_sched.repacking`.
 
 Modules:
 
-* :mod:`.opts` -- the ``[opie_autoscaler]`` oslo.config options.
 * :mod:`.app` -- application declarations (applications file, prices).
 * :mod:`.spot` -- prices of preemptible flavors from the opie-market spot
   market (Merkat eq. 1 prices per unit-hour -> ``p_i`` per hour).
@@ -27,4 +26,7 @@ Modules:
   ``opie_sched.autoscaler.demand``: ``static``, ``file``, ``http``).
 * :mod:`.executor` -- make-before-break execution through openstacksdk.
 * :mod:`.service` -- the periodic loop, one tooz lock per application.
+
+The ``[opie_autoscaler]`` oslo.config options are in
+:mod:`opie_sched.conf.autoscaler` (options live below the services).
 """

@@ -24,7 +24,7 @@ draining of underloaded hosts). This package wires it to a cloud:
   (openstacksdk) and the utilisation history;
 * :mod:`.executor` -- live migrations, one at a time;
 * :mod:`.service` -- the periodic loop under a tooz lock;
-* :mod:`.opts` -- the ``[opie_repacker]`` options.
+* the ``[opie_repacker]`` options are in :mod:`opie_sched.conf.repacker`.
 
 Not to be confused with :mod:`opie_sched.repacking` (thesis Paper V: the
 autoscaler's choice of a cheaper mix of flavors, no migration).
