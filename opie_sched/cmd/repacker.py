@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``opie-repacker``: the RPM repacking service (thesis Paper IV).
+"""``opie-repacker``: the RPM consolidation service (thesis Paper IV): live
+migrations of running servers onto fewer hosts.
 
 Reads its options from ``--config-file`` files (group ``[opie_repacker]``,
 see :mod:`opie_sched.conf.repacker`; the score's λ's in

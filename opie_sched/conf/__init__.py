@@ -20,7 +20,7 @@ Groups:
   plugins (:mod:`opie_sched.conf.rpm`).
 * ``[opie_autoscaler]`` — the repacking autoscaler
   (:mod:`opie_sched.conf.autoscaler`).
-* ``[opie_repacker]`` — the RPM repacking service
+* ``[opie_repacker]`` — the RPM consolidation service (live migration)
   (:mod:`opie_sched.conf.repacker`).
 
 ``list_opts`` is the ``oslo.config.opts`` entry point, so

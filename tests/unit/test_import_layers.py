@@ -51,7 +51,7 @@ import opie_sched
 ROOT = 'opie_sched'
 
 LAYERS = (
-    ('preemption', 'market', 'rpm', 'diehard', 'repacking',
+    ('preemption', 'market', 'rpm', 'diehard', 'flavormix',
      'consolidation', 'workload', 'simcore'),
     ('common', 'conf'),
     ('scheduler', 'services', 'simulator'),

@@ -12,7 +12,7 @@
 """The pure algorithm packages stay pure.
 
 The contributor guide promises that ``preemption``, ``market``, ``rpm``,
-``diehard``, ``repacking``, ``consolidation``, ``workload`` and the
+``diehard``, ``flavormix``, ``consolidation``, ``workload`` and the
 simulation core ``simcore`` import
 nothing from Nova nor openstacksdk, so that the scheduler, the services,
 the simulator and the CLI reuse them unchanged. Each package's modules are
@@ -29,7 +29,7 @@ import testtools
 
 import opie_sched
 
-PURE = ('preemption', 'market', 'rpm', 'diehard', 'repacking',
+PURE = ('preemption', 'market', 'rpm', 'diehard', 'flavormix',
         'consolidation', 'workload', 'simcore')
 FORBIDDEN = ('nova', 'openstack', 'placement')
 

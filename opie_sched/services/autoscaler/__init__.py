@@ -15,7 +15,7 @@ Source: thesis Paper V (M. Sedaghat, F. Hernandez-Rodriguez, E. Elmroth,
 *A Virtual Machine Re-packing Approach to the Horizontal vs. Vertical
 Elasticity Trade-off for Cloud Autoscaling*, CAC'13) for the planner and the
 make-before-break transitions, and Merkat's Algorithm 3 for the budget cap;
-the planning itself is :mod:`opie_sched.repacking`.
+the planning itself is :mod:`opie_sched.flavormix`.
 
 Modules:
 

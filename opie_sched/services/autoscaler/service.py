@@ -28,7 +28,7 @@ Each round, for every application of the applications file
 3. list the running set (ACTIVE servers of the declared flavors);
 4. plan. Scale-in first: when the running set over-provisions, its
    cheapest subset still covering ``C_req`` (free, only stops). Then
-   :func:`opie_sched.repacking.plan` -- thesis Paper V, Algorithm 1: scale
+   :func:`opie_sched.flavormix.plan` -- thesis Paper V, Algorithm 1: scale
    out with the optimal set for the shortfall (S_delta), and switch to the
    optimal set for ``C_req`` when ``P_hat < P`` and ``1 - (P_hat*d +
    R)/(P*d) > K`` with ``R = C_extra * repack_time`` -- capped at the
@@ -48,9 +48,9 @@ import time
 import uuid
 
 from opie_sched.common import coordination
+from opie_sched import flavormix
 from opie_sched.market import pricing
 from opie_sched.market import slo
-from opie_sched import repacking
 from opie_sched.services.autoscaler import app as app_mod
 from opie_sched.services.autoscaler import demand as demand_mod
 from opie_sched.services.autoscaler import executor as executor_mod
@@ -257,7 +257,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
                     market_url=market_url,
                     market_pool=self._param(application, 'market_pool'))
                 source = application.demand_source()
-        except (app_mod.AppError, repacking.RepackingError,
+        except (app_mod.AppError, flavormix.RepackingError,
                 demand_mod.DemandError) as exc:
             problem = str(exc)
         except spot.MarketError as exc:
@@ -288,7 +288,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
                 app_mod.check_health_url(health_url, 'health_url')
             result, target, floor = self.plan(application, resolved.types,
                                               required, inv.counts)
-        except (app_mod.AppError, repacking.RepackingError) as exc:
+        except (app_mod.AppError, flavormix.RepackingError) as exc:
             problem = str(exc)
         if problem is not None:
             return self._kept(application, problem)
@@ -312,8 +312,8 @@ class AutoscalerService(coordination.CoordinatedRounds):
         out.plan = result.as_dict()
         if out.action in ('reconfigured', 'dry-run'):
             out.saving_per_hour = (
-                repacking.set_price(resolved.types, inv.counts)
-                - repacking.set_price(resolved.types, target))
+                flavormix.set_price(resolved.types, inv.counts)
+                - flavormix.set_price(resolved.types, target))
         return out
 
     def plan(self, application, types, required, current):
@@ -322,21 +322,21 @@ class AutoscalerService(coordination.CoordinatedRounds):
         :param types: VM types (prices currency/hour).
         :param required: ``C_req`` >= 0.
         :param current: running ``{flavor: count}``.
-        :returns: the :class:`opie_sched.repacking.RepackPlan` (made on the
+        :returns: the :class:`opie_sched.flavormix.RepackPlan` (made on the
             scaled-in set), the target ``{flavor: count}`` and the floor
             capacity the transition must not go below (``C_req``, or the
             target's capacity when the budget caps it).
-        :raises opie_sched.repacking.RepackingError: bad parameters.
+        :raises opie_sched.flavormix.RepackingError: bad parameters.
         """
         method = self.opts.method
         base = dict(current)
-        if repacking.set_capacity(types, base) > required:
+        if flavormix.set_capacity(types, base) > required:
             # Scale-in (Paper V, 4: the shared rule): the cheapest subset of
             # the running set still covering the demand. Only stops: free.
             upper = {t.name: base.get(t.name, 0) for t in types}
-            base = repacking.optimal_set(types, required, current=base,
+            base = flavormix.optimal_set(types, required, current=base,
                                          upper=upper, method=method)
-        result = repacking.plan(
+        result = flavormix.plan(
             types, required, current=base,
             d=self._param(application, 'stability_interval'),
             K=self._param(application, 'gain_threshold'),
@@ -345,7 +345,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
             budget=application.budget,
             budget_period=application.budget_period, method=method)
         target = dict(result.target)
-        floor = min(float(required), repacking.set_capacity(types, target))
+        floor = min(float(required), flavormix.set_capacity(types, target))
         return result, target, floor
 
 
@@ -364,15 +364,15 @@ def describe(types, required, current, target, result, source=''):
     net saving over the stability interval ``d``, ``(P - P_hat) * d - R``
     (Paper V, 3.4).
     """
-    p_cur = repacking.set_price(types, current)
-    p_new = repacking.set_price(types, target)
+    p_cur = flavormix.set_price(types, current)
+    p_new = flavormix.set_price(types, target)
     kind = ('repacking' if result.repack else 'scale-out' if p_new > p_cur
             else 'scale-in' if p_new < p_cur else 'no change')
     text = ('%s for demand %g (%s): capacity %g -> %g, price %.4g/h -> '
             '%.4g/h, predicted saving %.4g/h' % (
                 kind, required, source,
-                repacking.set_capacity(types, current),
-                repacking.set_capacity(types, target), p_cur, p_new,
+                flavormix.set_capacity(types, current),
+                flavormix.set_capacity(types, target), p_cur, p_new,
                 p_cur - p_new))
     if result.repack:
         net = ((result.baseline_price - result.optimal_price) * result.d

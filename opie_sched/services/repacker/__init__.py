@@ -26,6 +26,6 @@ draining of underloaded hosts). This package wires it to a cloud:
 * :mod:`.service` -- the periodic loop under a tooz lock;
 * the ``[opie_repacker]`` options are in :mod:`opie_sched.conf.repacker`.
 
-Not to be confused with :mod:`opie_sched.repacking` (thesis Paper V: the
+Not to be confused with :mod:`opie_sched.flavormix` (thesis Paper V: the
 autoscaler's choice of a cheaper mix of flavors, no migration).
 """
