@@ -39,8 +39,6 @@ import dataclasses
 import math
 import time
 
-import numpy as np
-
 from opie_sched.simcore import clock
 from opie_sched.simcore import metrics
 from opie_sched.simulator import cloud as cloud_mod
@@ -132,6 +130,13 @@ class SimResult:
         """``(start, end)`` of the default utilisation window: first sample
         to :attr:`horizon` (to the last sample if the horizon is not
         later than the start).
+
+        The horizon is the last arrival: after it the cloud only drains,
+        and a window running to the last departure would report the
+        drain's emptying cloud as the policy's utilisation. The demo's
+        replay, which measures a whole run against a baseline, integrates
+        the same step function (:func:`opie_sched.simcore.metrics.
+        step_integral`) from the first request to the last server's end.
         """
         t = self.series.get('t')
         if t is None or not len(t):
@@ -141,11 +146,8 @@ class SimResult:
         return start, end
 
     def _integral(self, column, start, end):
-        t = self.series['t']
-        v = self.series[column]
-        lo = np.clip(t, start, end)
-        hi = np.clip(np.append(t[1:], end), start, end)
-        return float(np.sum(v * (hi - lo)))
+        return metrics.step_integral(self.series['t'], self.series[column],
+                                     start, end)
 
     def utilisation(self, kinds=('normal', 'preemptible'), start=None,
                     end=None):
