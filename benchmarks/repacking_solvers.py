@@ -15,7 +15,7 @@ Usage::
 
     python benchmarks/repacking_solvers.py [--samples N] [--seed S]
 
-Mean seconds per :func:`opie_sched.repacking.optimal_set` call of each
+Mean seconds per :func:`opie_sched.flavormix.optimal_set` call of each
 method (``'bnb'``, the exact branch and bound, and ``'milp'``,
 :func:`scipy.optimize.milp`) on ``N`` random required capacities (seeded):
 the thesis Table 2 types of applications A and B (6 flavors, ``C_req`` in
@@ -27,27 +27,27 @@ import argparse
 import random
 import time
 
-from opie_sched import repacking
-from opie_sched.repacking import vmtypes
+from opie_sched import flavormix
+from opie_sched.flavormix import vmtypes
 
 
 def measure(samples=500, seed=1):
     """Mean seconds per optimal_set solve, {(label, method): seconds}."""
     rng = random.Random(seed)
-    cases = {'table2-A': (repacking.thesis_types('A'), 2_000_000),
-             'table2-B': (repacking.thesis_types('B'), 2_000_000),
-             'random-12': (repacking.vm_types(
-                 repacking.VMType('t%02d' % i, round(rng.uniform(0.05, 5), 3),
+    cases = {'table2-A': (flavormix.thesis_types('A'), 2_000_000),
+             'table2-B': (flavormix.thesis_types('B'), 2_000_000),
+             'random-12': (flavormix.vm_types(
+                 flavormix.VMType('t%02d' % i, round(rng.uniform(0.05, 5), 3),
                                   rng.randint(100, 50000))
                  for i in range(12)), 1_000_000)}
     out = {}
     for label, (types, top) in cases.items():
         cat = vmtypes._Catalog(types)
         needs = [rng.randint(1, top) for _ in range(samples)]
-        for method in repacking.METHODS:
+        for method in flavormix.METHODS:
             t0 = time.perf_counter()
             for need in needs:
-                repacking.optimal_set(cat, need, method=method)
+                flavormix.optimal_set(cat, need, method=method)
             out[label, method] = (time.perf_counter() - t0) / samples
     return out
 

@@ -12,7 +12,7 @@
 """``opie-autoscaler``: the repacking autoscaler service (thesis Paper V).
 
 Reads its options from ``--config-file`` files (group ``[opie_autoscaler]``,
-see :mod:`opie_sched.services.autoscaler.opts`) and the cloud credentials from
+see :mod:`opie_sched.conf.autoscaler`) and the cloud credentials from
 clouds.yaml (``[opie_autoscaler] cloud``) or ``OS_*`` variables. Logging is
 oslo.log's (``--debug``, ``--log-file``, ...).
 
@@ -31,7 +31,7 @@ from oslo_log import log as logging
 
 from opie_sched.cmd import service_config
 from opie_sched.common import coordination
-from opie_sched.services.autoscaler import opts
+from opie_sched.conf import autoscaler as opts
 
 LOG = logging.getLogger(__name__)
 

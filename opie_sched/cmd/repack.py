@@ -13,7 +13,7 @@
 
 ``opie-sched repack plan APP.json [-f table|json|...]`` shows the
 current set, the optimal set for the demand, their prices and the
-repacking decision of :func:`opie_sched.repacking.plan`.
+repacking decision of :func:`opie_sched.flavormix.plan`.
 
 ``opie-sched repack simulate --workload increase|seasonal --strategy NAME``
 runs one of the thesis' strategies (``S_base``, ``S_base_Repacked``,
@@ -66,7 +66,7 @@ import sys
 
 from opie_sched.cmd import cli
 from opie_sched.cmd import columns
-from opie_sched import repacking
+from opie_sched import flavormix
 
 #: Keys of APP.json and the plan() parameters they fill.
 _KEYS = {'types': None, 'demand': 'required', 'current': 'current',
@@ -78,38 +78,38 @@ _KEYS = {'types': None, 'demand': 'required', 'current': 'current',
 def load_app(path):
     """APP.json as ``(types, plan keyword arguments)``.
 
-    :raises opie_sched.repacking.RepackingError: unreadable file, bad JSON,
+    :raises opie_sched.flavormix.RepackingError: unreadable file, bad JSON,
         missing or unknown keys, bad values.
     """
     try:
         with open(path) as f:
             doc = json.load(f)
     except OSError as exc:
-        raise repacking.RepackingError('cannot read %s: %s'
+        raise flavormix.RepackingError('cannot read %s: %s'
                                        % (path, exc.strerror or exc))
     except ValueError as exc:
-        raise repacking.RepackingError('%s is not valid JSON: %s'
+        raise flavormix.RepackingError('%s is not valid JSON: %s'
                                        % (path, exc))
     if not isinstance(doc, dict):
-        raise repacking.RepackingError('%s must hold a JSON object' % path)
+        raise flavormix.RepackingError('%s must hold a JSON object' % path)
     unknown = sorted(set(doc) - set(_KEYS))
     if unknown:
-        raise repacking.RepackingError('%s: unknown key(s) %s (known: %s)' % (
+        raise flavormix.RepackingError('%s: unknown key(s) %s (known: %s)' % (
             path, ', '.join(unknown), ', '.join(_KEYS)))
     missing = [k for k in ('types', 'demand') if k not in doc]
     if missing:
-        raise repacking.RepackingError('%s: missing key(s) %s'
+        raise flavormix.RepackingError('%s: missing key(s) %s'
                                        % (path, ', '.join(missing)))
     spec = doc['types']
     if isinstance(spec, str):
         app = spec.split(':', 1)[1] if spec.startswith('table2:') else None
         if app not in ('A', 'B'):
-            raise repacking.RepackingError(
+            raise flavormix.RepackingError(
                 '%s: types must be a list, an object, "table2:A" or '
                 '"table2:B", got %r' % (path, spec))
-        types = repacking.thesis_types(app)
+        types = flavormix.thesis_types(app)
     else:
-        types = repacking.vm_types(spec)
+        types = flavormix.vm_types(spec)
     kwargs = {_KEYS[k]: v for k, v in doc.items() if _KEYS[k]}
     kwargs.setdefault('d', 1000 / 60)
     return types, kwargs
@@ -133,21 +133,21 @@ class Plan(cli.ShowOne):
     (repack, reason); target is the set to run.
     """
 
-    errors = (repacking.RepackingError,)
+    errors = (flavormix.RepackingError,)
 
     def get_parser(self, prog_name):
         pl = super().get_parser(prog_name)
         pl.add_argument('app', metavar='APP.json')
-        pl.add_argument('--method', choices=list(repacking.METHODS),
+        pl.add_argument('--method', choices=list(flavormix.METHODS),
                         help='optimal-set solver (default: APP.json\'s, '
-                             'else %s)' % repacking.DEFAULT_METHOD)
+                             'else %s)' % flavormix.DEFAULT_METHOD)
         return pl
 
     def take_action(self, args):
         types, kwargs = load_app(args.app)
         if args.method:
             kwargs['method'] = args.method
-        result = repacking.plan(types, **kwargs).as_dict()
+        result = flavormix.plan(types, **kwargs).as_dict()
         shown = []
         for key, value in sorted(result.items()):
             if isinstance(value, dict):
@@ -171,14 +171,14 @@ class Simulate(cli.Lister):
     standard error.
     """
 
-    errors = (repacking.RepackingError,)
+    errors = (flavormix.RepackingError,)
 
     def get_parser(self, prog_name):
         # the strategies run on the simulator's core (opie_sched[sim])
         from opie_sched.simulator import repacking_strategies
         sim = super().get_parser(prog_name)
         sim.add_argument('--workload', required=True,
-                         choices=sorted(repacking.WORKLOADS))
+                         choices=sorted(flavormix.WORKLOADS))
         sim.add_argument('--strategy', required=True,
                          choices=list(repacking_strategies.STRATEGIES)
                          + ['all'])
@@ -198,8 +198,8 @@ class Simulate(cli.Lister):
 
     def take_action(self, args):
         from opie_sched.simulator import repacking_strategies
-        types = repacking.thesis_types(args.app)
-        demand, step = repacking.workload(args.workload, seed=args.seed)
+        types = flavormix.thesis_types(args.app)
+        demand, step = flavormix.workload(args.workload, seed=args.seed)
         names = (list(repacking_strategies.STRATEGIES)
                  if args.strategy == 'all' else [args.strategy])
         sys.stderr.write('workload %s (seed %d, %d steps of %g min), app '

@@ -9,10 +9,11 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``opie-repacker``: the RPM repacking service (thesis Paper IV).
+"""``opie-repacker``: the RPM consolidation service (thesis Paper IV): live
+migrations of running servers onto fewer hosts.
 
 Reads its options from ``--config-file`` files (group ``[opie_repacker]``,
-see :mod:`opie_sched.services.repacker.opts`; the score's λ's in
+see :mod:`opie_sched.conf.repacker`; the score's λ's in
 ``[opie_rpm]``) and
 the cloud credentials from clouds.yaml (``[opie_repacker] cloud``) or
 ``OS_*`` variables. Logging is oslo.log's (``--debug``, ``--log-file``).
@@ -34,7 +35,7 @@ from oslo_log import log as logging
 
 from opie_sched.cmd import service_config
 from opie_sched.common import coordination
-from opie_sched.services.repacker import opts
+from opie_sched.conf import repacker as opts
 
 LOG = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ Groups:
 * ``[opie_rpm]``, ``[opie_reliability]`` — RPM and Die-Hard scheduler
   plugins (:mod:`opie_sched.conf.rpm`).
 * ``[opie_autoscaler]`` — the repacking autoscaler
-  (:mod:`opie_sched.services.autoscaler.opts`).
-* ``[opie_repacker]`` — the RPM repacking service
-  (:mod:`opie_sched.services.repacker.opts`).
+  (:mod:`opie_sched.conf.autoscaler`).
+* ``[opie_repacker]`` — the RPM consolidation service (live migration)
+  (:mod:`opie_sched.conf.repacker`).
 
 ``list_opts`` is the ``oslo.config.opts`` entry point, so
 ``oslo-config-generator --namespace opie_sched`` documents every option.
@@ -29,9 +29,9 @@ Groups:
 
 from oslo_config import cfg
 
+from opie_sched.conf import autoscaler as autoscaler_opts
+from opie_sched.conf import repacker as repacker_opts
 from opie_sched.conf import rpm as rpm_opts
-from opie_sched.services.autoscaler import opts as autoscaler_opts
-from opie_sched.services.repacker import opts as repacker_opts
 
 preemption_group = cfg.OptGroup(
     'opie_preemption',

@@ -42,7 +42,7 @@ import dataclasses
 
 import numpy as np
 
-from opie_sched.simulator.core import hosts as hosts_mod
+from opie_sched.simcore import hosts as hosts_mod
 
 #: Paper II §4: hops-to-live of a request.
 HTL = 20
@@ -77,7 +77,7 @@ class Cluster(hosts_mod.Hosts):
     """The servers' state: used capacity and the VMs of each node.
 
     The simulator's shared host model
-    (:class:`opie_sched.simulator.core.hosts.Hosts`, one dimension:
+    (:class:`opie_sched.simcore.hosts.Hosts`, one dimension:
     compute units) with the paper's names: ``used[i]`` is node i's
     allocated capacity; ``vms[i]`` maps vm id -> demand; ``where`` maps vm
     id -> node. Only :meth:`place`, :meth:`remove` and :meth:`migrate`

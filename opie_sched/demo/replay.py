@@ -25,6 +25,7 @@ import heapq
 import time
 
 from opie_sched.demo import targets
+from opie_sched.simcore import metrics
 
 
 @dataclasses.dataclass
@@ -108,26 +109,31 @@ class ReplayResult:
     normal_outcomes: list = dataclasses.field(default_factory=list)
 
     def utilisation(self, kinds=('normal', 'preemptible'), window=None):
-        """Time-weighted vCPU utilisation (0..1).
+        """Time-weighted vCPU utilisation (0..1): the integral of the vCPU
+        in use (:func:`opie_sched.simcore.metrics.step_integral`, the
+        simulator's too) over ``(end - start) * capacity_vcpus``.
 
         :param kinds: which classes count (``'normal'``, ``'preemptible'``).
         :param window: ``(start, end)`` in virtual seconds; default the
             replay's own first to last sample. Comparing two replays needs
-            one window: after the last sample nothing runs.
+            one window (:func:`opie_sched.demo.report.common_window`).
+
+        The default window differs from the simulator's on purpose: a
+        replay runs every server to its end (its last sample is an empty
+        cloud, at the last server's end), so first request to last end is
+        the whole run; the simulator stops its default window at the last
+        arrival (:meth:`opie_sched.simulator.engine.SimResult.window`).
         """
         if len(self.samples) < 2 or self.capacity_vcpus <= 0:
             return 0.0
         start, end = window or (self.samples[0].t, self.samples[-1].t)
-        area = 0.0
-        for a, b in zip(self.samples, self.samples[1:]):
-            lo, hi = max(a.t, start), min(b.t, end)
-            if hi <= lo:
-                continue
-            used = ((a.normal_vcpus if 'normal' in kinds else 0)
-                    + (a.preemptible_vcpus if 'preemptible' in kinds else 0))
-            area += used * (hi - lo)
-        span = end - start
-        return area / (span * self.capacity_vcpus) if span > 0 else 0.0
+        if end <= start:
+            return 0.0
+        t = [s.t for s in self.samples]
+        area = sum(metrics.step_integral(
+            t, [getattr(s, '%s_vcpus' % kind) for s in self.samples],
+            start, end) for kind in kinds)
+        return area / ((end - start) * self.capacity_vcpus)
 
 
 class Replayer:

@@ -36,9 +36,6 @@ FLAVORS = (
     ('m1.large', 4, 8000, 80),
 )
 
-#: Name of the image uploaded by ``up`` (512 zero bytes, raw).
-IMAGE = 'devcloud-fake'
-
 
 def _mysql(settings):
     import pymysql
@@ -81,18 +78,6 @@ def create_databases(settings, layout):
                             % name)
     finally:
         conn.close()
-
-
-def existing_databases(settings, layout):
-    """The cloud's databases that exist on the server."""
-    conn = _mysql(settings)
-    try:
-        with conn.cursor() as cur:
-            cur.execute('SHOW DATABASES')
-            names = {row[0] for row in cur.fetchall()}
-    finally:
-        conn.close()
-    return [name for name in layout.databases() if name in names]
 
 
 def drop_databases(settings, layout):
@@ -274,7 +259,7 @@ def image_and_flavors(settings, layout, env):
     """
     conn = admin_connection(settings)
     conn.image.create_image(
-        name=IMAGE, data=b'\0' * 512, disk_format='raw',
+        name=config.IMAGE, data=b'\0' * 512, disk_format='raw',
         container_format='bare', visibility='public',
         allow_duplicates=True)
     for name, vcpus, ram, disk in FLAVORS:

@@ -378,7 +378,7 @@ class Cloud:
                      if settings.scheduler_hosts > 1 else ''))
         bootstrap.image_and_flavors(settings, layout, env)
         self.say('image %s, flavors and preemptible twins created'
-                 % bootstrap.IMAGE)
+                 % config.IMAGE)
         if settings.with_autoscaler:
             bootstrap.autoscaler_flavors(settings)
         self._start('market-api', http['market-api'][0],

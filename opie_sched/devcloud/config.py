@@ -59,6 +59,9 @@ CAPACITY_SOURCES = ('placement', 'hypervisors')
 #: Region of every catalog entry.
 REGION = 'RegionOne'
 
+#: Name of the image uploaded by ``up`` (512 zero bytes, raw).
+IMAGE = 'devcloud-fake'
+
 #: Users created by ``up``: cloud name -> (user, project, role).
 CLOUD_USERS = {
     'devcloud-admin': ('admin', 'admin', 'admin'),
@@ -611,11 +614,10 @@ def autoscaler_applications(layout):
     :data:`AUTOSCALER_TAG`, booted from the devcloud's image without a
     network, its demand read from :func:`autoscaler_demand_file`.
     """
-    from opie_sched.devcloud import bootstrap
     return {'applications': [{
         'name': AUTOSCALER_APP,
         'tag': AUTOSCALER_TAG,
-        'image': bootstrap.IMAGE,
+        'image': IMAGE,
         'networks': 'none',
         'flavors': {name: {'capacity': capacity, 'price': price}
                     for name, _v, _r, _d, capacity, price

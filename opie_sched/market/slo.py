@@ -36,7 +36,7 @@ Sources:
   Application and Resource Management in the Cloud*, INRIA RR-8343,
   2013: §3.2 Algorithm 1 (vertical scaling, CPU and memory), Algorithm 2
   (horizontal scaling), Algorithm 3 (VM upper bound, implemented once in
-  :func:`opie_sched.repacking.merkat_vm_upper_bound` and used here).
+  :func:`opie_sched.flavormix.merkat_vm_upper_bound` and used here).
 
 Units: a bid is currency per period of the caller's choosing (the market
 API's bids are currency per hour; the simulator's, credits per scheduling
@@ -50,7 +50,7 @@ bid_max``; otherwise ``bid_max``: what the budget allows wins).
 import math
 import numbers
 
-from opie_sched import repacking
+from opie_sched import flavormix
 
 #: Themis Table I defaults.
 T_DIFF = 0.05
@@ -250,7 +250,7 @@ def can_start(bids, bid_max):
     and resource), is within ``bid_max``.
 
     The paper writes ``<``; paying exactly the budget is allowed here (as
-    :func:`opie_sched.repacking.merkat_vm_upper_bound` does).
+    :func:`opie_sched.flavormix.merkat_vm_upper_bound` does).
     """
     total = sum(_num(b, 'bid', minimum=0) for b in bids)
     return total <= _num(bid_max, 'bid_max', minimum=0) + 1e-12
@@ -530,7 +530,7 @@ class MerkatHorizontal(object):
     above ``v_high`` one VM is added, below ``v_low`` one released
     (lines 1-10). Then the most VMs whose maximum allocation the budget
     buys at the current prices, Algorithm 3
-    (:func:`opie_sched.repacking.merkat_vm_upper_bound`), caps the number
+    (:func:`opie_sched.flavormix.merkat_vm_upper_bound`), caps the number
     (lines 11-15). Never fewer than ``nvms_min``.
     """
 
@@ -559,10 +559,10 @@ class MerkatHorizontal(object):
             nvms -= 1
         nvms = max(self.nvms_min, min(nvms, nvms_max))
         try:
-            bound, total = repacking.merkat_vm_upper_bound(
+            bound, total = flavormix.merkat_vm_upper_bound(
                 _num(bid_max, 'bid_max', minimum=0), prices, alloc_max,
                 capacity, nvms_max)
-        except repacking.RepackingError as exc:
+        except flavormix.RepackingError as exc:
             raise SLOError(str(exc))
         nvms = max(self.nvms_min, min(nvms, bound))
         n = max(bound, 1)

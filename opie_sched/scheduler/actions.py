@@ -86,10 +86,6 @@ def compute_api():
     return _compute_api
 
 
-class PreemptionError(Exception):
-    """A victim could not be terminated."""
-
-
 def _add_fault(cctxt, instance, message, details):
     """An instance fault: ``message`` for everyone who sees the server,
     ``details`` for admins only (code 500).
@@ -235,7 +231,7 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
                  '%s (request %s); leaving it alone', inst.uuid,
                  state and state.state, step, preempted_by, request_id)
         return False
-    deleting = inst.task_state in hosts._LEAVING_TASK_STATES
+    deleting = inst.task_state in hosts.LEAVING_TASK_STATES
     first = state.state != victim_state.TERMINATING
     behavior = state.behavior or victim_state.interruption_behavior(
         getattr(inst.flavor, 'extra_specs', None), action)

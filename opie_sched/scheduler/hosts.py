@@ -61,11 +61,13 @@ PREEMPTED_AT_KEY = 'opie:preempted_at'
 #: Server tag set on a victim (informational, like the metadata).
 PREEMPTED_TAG = 'opie-preempted'
 
-#: A soft-deleted (or soft-deleting) server keeps its allocation until it
-#: is reclaimed or restored: it is not leaving, and when preemptible it is
-#: a candidate victim like any other (its owner cannot steer preemption onto
-#: other projects by soft-deleting their cheapest server).
-_LEAVING_TASK_STATES = frozenset([task_states.DELETING])
+#: Task states of a server on its way out (Nova's ``task_state``): only
+#: ``deleting``. A soft-deleted (or soft-deleting) server keeps its
+#: allocation until it is reclaimed or restored: it is not leaving, and when
+#: preemptible it is a candidate victim like any other (its owner cannot
+#: steer preemption onto other projects by soft-deleting their cheapest
+#: server).
+LEAVING_TASK_STATES = frozenset([task_states.DELETING])
 _GONE_VM_STATES = frozenset([vm_states.DELETED])
 
 #: What a scheduling request is for (:func:`request_operation`).
@@ -207,7 +209,7 @@ def instance_is_leaving(instance, extra_leaving=(), now=None):
     and tags play no part.
     """
     if (instance.uuid in extra_leaving
-            or instance.task_state in _LEAVING_TASK_STATES
+            or instance.task_state in LEAVING_TASK_STATES
             or instance.vm_state in _GONE_VM_STATES):
         return True
     state = victim_state(instance)

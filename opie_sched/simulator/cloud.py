@@ -33,7 +33,7 @@ scheduler's own pure code:
 
 Hosts are kept in name order, so "first host" and "smallest name" agree.
 The hosts, the instances on them and the per-host sums are the simulator's
-shared host model (:class:`opie_sched.simulator.core.hosts.Hosts`, two
+shared host model (:class:`opie_sched.simcore.hosts.Hosts`, two
 measures: ``used``, every instance's resources, and ``preemptible``, the
 preemptible instances' only); per-host amounts live in numpy arrays of
 shape ``(n_hosts, 3)`` (vCPU, MB, GB, the order of
@@ -56,7 +56,7 @@ import numpy as np
 from opie_sched.preemption import costs
 from opie_sched.preemption import model
 from opie_sched.preemption import planner
-from opie_sched.simulator.core import hosts as hosts_mod
+from opie_sched.simcore import hosts as hosts_mod
 
 #: Simulated time 0, as the datetime cost modules see.
 EPOCH = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
@@ -181,7 +181,7 @@ class Cloud:
     ``cap`` capacity; ``used`` full-state usage; ``pre`` held by preemptible
     instances; ``free_full = cap - used``; ``free_normal = free_full + pre``.
     ``hosts`` is the shared core's
-    :class:`~opie_sched.simulator.core.hosts.Hosts` holding the instances
+    :class:`~opie_sched.simcore.hosts.Hosts` holding the instances
     (``used`` and ``pre`` are its sums); an instance's core id is its slot
     in the vectorised lower bounds of :meth:`best_plan`.
     """
@@ -259,10 +259,6 @@ class Cloud:
 
     def __contains__(self, uuid):
         return uuid in self._where
-
-    def host_of(self, uuid):
-        """Index of the host running ``uuid``."""
-        return int(self.hosts.host[self._where[uuid][0]])
 
     def instances(self, host):
         """The :class:`~opie_sched.preemption.model.InstanceInfo` on a host

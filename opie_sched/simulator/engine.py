@@ -23,10 +23,10 @@ preempts them, before its servers start (the opie scheduler holds the
 request until its victims are gone, see :mod:`opie_sched.scheduler.manager`).
 
 Time, the instances' placement and the samples are the shared core's
-(:mod:`opie_sched.simulator.core`): the arrivals and the departure queue
-are merged by :func:`opie_sched.simulator.core.clock.merge`, the cloud's
-hosts are a :class:`opie_sched.simulator.core.hosts.Hosts` and the samples
-a :class:`opie_sched.simulator.core.metrics.Series`.
+(:mod:`opie_sched.simcore`): the arrivals and the departure queue
+are merged by :func:`opie_sched.simcore.clock.merge`, the cloud's
+hosts are a :class:`opie_sched.simcore.hosts.Hosts` and the samples
+a :class:`opie_sched.simcore.metrics.Series`.
 
 After every event the engine records a sample (one per distinct time) of
 vCPU in use by normal and preemptible instances, active hosts, and the
@@ -39,11 +39,9 @@ import dataclasses
 import math
 import time
 
-import numpy as np
-
+from opie_sched.simcore import clock
+from opie_sched.simcore import metrics
 from opie_sched.simulator import cloud as cloud_mod
-from opie_sched.simulator.core import clock
-from opie_sched.simulator.core import metrics
 from opie_sched.simulator import policies as policies_mod
 
 #: Columns of :attr:`SimResult.series`, in order, with their units.
@@ -132,6 +130,13 @@ class SimResult:
         """``(start, end)`` of the default utilisation window: first sample
         to :attr:`horizon` (to the last sample if the horizon is not
         later than the start).
+
+        The horizon is the last arrival: after it the cloud only drains,
+        and a window running to the last departure would report the
+        drain's emptying cloud as the policy's utilisation. The demo's
+        replay, which measures a whole run against a baseline, integrates
+        the same step function (:func:`opie_sched.simcore.metrics.
+        step_integral`) from the first request to the last server's end.
         """
         t = self.series.get('t')
         if t is None or not len(t):
@@ -141,11 +146,8 @@ class SimResult:
         return start, end
 
     def _integral(self, column, start, end):
-        t = self.series['t']
-        v = self.series[column]
-        lo = np.clip(t, start, end)
-        hi = np.clip(np.append(t[1:], end), start, end)
-        return float(np.sum(v * (hi - lo)))
+        return metrics.step_integral(self.series['t'], self.series[column],
+                                     start, end)
 
     def utilisation(self, kinds=('normal', 'preemptible'), start=None,
                     end=None):

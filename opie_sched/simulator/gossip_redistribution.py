@@ -62,8 +62,8 @@ times heavier load.
 
 The data centre (PMs of capacity 1 in CPU and memory, the VMs' placement
 and migrations) is the shared core's
-:class:`~opie_sched.simulator.core.hosts.Hosts` and the monitoring epochs
-its :class:`~opie_sched.simulator.core.clock.StepClock`; the protocol
+:class:`~opie_sched.simcore.hosts.Hosts` and the monitoring epochs
+its :class:`~opie_sched.simcore.clock.StepClock`; the protocol
 (:class:`opie_sched.consolidation.gossip.Gossip`) decides on its own
 virtual mapping, whose plan the scenario then migrates.
 """
@@ -72,8 +72,8 @@ import numpy as np
 
 from opie_sched.consolidation import gossip
 from opie_sched.consolidation import overlay as overlay_mod
-from opie_sched.simulator.core import clock
-from opie_sched.simulator.core import hosts as hosts_mod
+from opie_sched.simcore import clock
+from opie_sched.simcore import hosts as hosts_mod
 
 #: Paper III Table 1: name -> (vCPU % of a PM, memory % of a PM, GB).
 VM_TYPES = {
@@ -178,7 +178,7 @@ class Workload:
 def _place(vms, dc, cpu, mem, pms, sampling, rng, strategy, initial,
            placement=PLACE_ACTIVE):
     """Place ``vms`` (ids) one by one on ``dc`` (the core's
-    :class:`~opie_sched.simulator.core.hosts.Hosts`, sums up to date);
+    :class:`~opie_sched.simcore.hosts.Hosts`, sums up to date);
     the number rejected. ``placement``: :data:`PLACE_ACTIVE` or
     :data:`PLACE_WAKE` (the initial placement is random over all PMs).
     """

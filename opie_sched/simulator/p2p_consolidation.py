@@ -55,7 +55,7 @@ import numpy as np
 
 from opie_sched.consolidation import overlay as overlay_mod
 from opie_sched.consolidation import p2p
-from opie_sched.simulator.core import clock
+from opie_sched.simcore import clock
 
 #: Paper II Table 2: nodes hibernated by re-consolidation.
 PAPER_TABLE2 = {'Central-FF': 35, 'Central-Max': 202, 'Central-Min': 2693,

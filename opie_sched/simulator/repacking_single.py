@@ -31,7 +31,7 @@ S_base (the same strategy without repacking), and print "low" against both
 repack-to-optimal strategies; "not competitive" against both as well.
 """
 
-from opie_sched import repacking
+from opie_sched import flavormix
 from opie_sched.simulator import repacking_strategies
 from opie_sched.simulator import repacking_tables
 from opie_sched.simulator import tables
@@ -81,7 +81,7 @@ def judge(runs):
 def repacking_single_type(reduced=False, seed=0):
     """Paper V §6.2's one-type repack on the Table 3 setting.
 
-    Workloads: :func:`~opie_sched.repacking.thesis_series` (seeded with
+    Workloads: :func:`~opie_sched.flavormix.thesis_series` (seeded with
     ``seed``), 5-minute steps; reduced: 24 h of each, 15-minute steps.
     S_base's base instance (and the one-type repack's first one) is the
     type of median capacity, med2, as in ``repacking-tables``.
@@ -95,9 +95,9 @@ def repacking_single_type(reduced=False, seed=0):
               'rows': [], 'verdicts': []}
     rows, verdict_rows = [], []
     for wl in repacking_tables.SERIES:
-        demand, step = repacking.thesis_series(wl, seed=seed, **kwargs)
+        demand, step = flavormix.thesis_series(wl, seed=seed, **kwargs)
         for app in ('A', 'B'):
-            types = repacking.thesis_types(app)
+            types = flavormix.thesis_types(app)
             for rc, minutes in repacking_tables.REPACK_MINUTES.items():
                 runs = {}
                 for name in STRATEGIES:

@@ -15,10 +15,10 @@ Sedaghat, Hernandez-Rodriguez, Elmroth, *A Virtual Machine Re-packing
 Approach to the Horizontal vs. Vertical Elasticity Trade-off for Cloud
 Autoscaling*, CAC'13 (thesis Paper V): S_base, S_delta, S_Full,
 S_base_Repacked and S_delta_Repacked run over a demand series, one step of
-the simulator's shared clock (:mod:`opie_sched.simulator.core`) per value,
+the simulator's shared clock (:mod:`opie_sched.simcore`) per value,
 their per-step sets, prices, reconfiguration costs and unmet demand
-recorded in a :class:`~opie_sched.simulator.core.metrics.Series`. The
-decisions are the planner's (:mod:`opie_sched.repacking`: the exact
+recorded in a :class:`~opie_sched.simcore.metrics.Series`. The
+decisions are the planner's (:mod:`opie_sched.flavormix`: the exact
 optimal set, the gain test, the Merkat budget cap), in exact arithmetic;
 costs are currency, times hours. Used by the ``repacking-tables`` and
 ``repacking-tables45`` scenarios and ``opie-sched repack simulate``.
@@ -29,16 +29,16 @@ import dataclasses
 import fractions
 import math
 
-from opie_sched.repacking.gain import _decide
-from opie_sched.repacking.solver import _cover
-from opie_sched.repacking.solver import _max_capacity
-from opie_sched.repacking.solver import DEFAULT_METHOD
-from opie_sched.repacking.solver import METHODS
-from opie_sched.repacking.vmtypes import _Catalog
-from opie_sched.repacking.vmtypes import _exact
-from opie_sched.repacking.vmtypes import RepackingError
-from opie_sched.simulator.core import clock as clock_mod
-from opie_sched.simulator.core import metrics
+from opie_sched.flavormix.gain import _decide
+from opie_sched.flavormix.solver import _cover
+from opie_sched.flavormix.solver import _max_capacity
+from opie_sched.flavormix.solver import DEFAULT_METHOD
+from opie_sched.flavormix.solver import METHODS
+from opie_sched.flavormix.vmtypes import _Catalog
+from opie_sched.flavormix.vmtypes import _exact
+from opie_sched.flavormix.vmtypes import RepackingError
+from opie_sched.simcore import clock as clock_mod
+from opie_sched.simcore import metrics
 
 Fraction = fractions.Fraction
 
@@ -182,9 +182,9 @@ class Strategy(metaclass=abc.ABCMeta):
 
     def run(self, demand, step_hours=1.0):
         """Simulate over ``demand`` (sequence of numbers >= 0), one step of
-        the shared core's :class:`~opie_sched.simulator.core.clock.StepClock`
+        the shared core's :class:`~opie_sched.simcore.clock.StepClock`
         per value, the per-step numbers recorded in a
-        :class:`~opie_sched.simulator.core.metrics.Series`.
+        :class:`~opie_sched.simcore.metrics.Series`.
 
         :param step_hours: length of one step, hours, > 0.
         :returns: :class:`Simulation`.

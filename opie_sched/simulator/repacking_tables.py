@@ -13,12 +13,12 @@
 
 S_base, S_delta, S_Full and the repacked variants
 (:mod:`opie_sched.simulator.repacking_strategies`, on the shared core) on
-the Increase and Seasonal workloads (:mod:`opie_sched.repacking.workloads`),
+the Increase and Seasonal workloads (:mod:`opie_sched.flavormix.workloads`),
 applications A and B, cheap (4 min) and expensive (20 min)
 reconfigurations, d = 1000 min, K = 1 %.
 """
 
-from opie_sched import repacking
+from opie_sched import flavormix
 from opie_sched.simulator import repacking_strategies
 from opie_sched.simulator import tables
 
@@ -67,14 +67,14 @@ REPACK_K = 0.01
 _STRATEGY_ORDER = ('S_base', 'S_base_Repacked', 'S_delta',
                    'S_delta_Repacked', 'S_Full')
 #: The thesis' four series, each ours from
-#: :data:`opie_sched.repacking.workloads.THESIS_SERIES`.
+#: :data:`opie_sched.flavormix.workloads.THESIS_SERIES`.
 SERIES = ('Increase1', 'Increase2', 'Seasonal1', 'Seasonal2')
 
 
 def repacking_tables(reduced=False, seed=0, noise=None):
     """Paper V Tables 3 and 6 on our four series.
 
-    Workloads: :func:`~opie_sched.repacking.thesis_series` (Increase1
+    Workloads: :func:`~opie_sched.flavormix.thesis_series` (Increase1
     168 h, Increase2 215 h, Seasonal1 182 h, Seasonal2 338 h; smooth
     shapes, ``noise`` per step if given), 5-minute steps, seeded with
     ``seed``; the thesis' four series are not published, so absolute
@@ -94,10 +94,10 @@ def repacking_tables(reduced=False, seed=0, noise=None):
               'paper_table6': REPACKING_TABLE6}
     cost_rows, save_rows = [], []
     for wl in SERIES:
-        demand, step = repacking.thesis_series(wl, seed=seed, **kwargs)
+        demand, step = flavormix.thesis_series(wl, seed=seed, **kwargs)
         runs = {}
         for app in ('A', 'B'):
-            types = repacking.thesis_types(app)
+            types = flavormix.thesis_types(app)
             for rc, minutes in REPACK_MINUTES.items():
                 for name in _STRATEGY_ORDER:
                     sim = repacking_strategies.make_strategy(

@@ -35,8 +35,8 @@ import collections
 
 import numpy as np
 
-from opie_sched import repacking
-from opie_sched.repacking import vmtypes
+from opie_sched import flavormix
+from opie_sched.flavormix import vmtypes
 from opie_sched.simulator import repacking_strategies
 from opie_sched.simulator import tables
 
@@ -61,9 +61,9 @@ TABLES45 = collections.OrderedDict([
                          ('expensive', 'long'): (49, 824.12)})),
 ])
 #: Our workload generator for each thesis workload (each its own series,
-#: :data:`opie_sched.repacking.workloads.THESIS_SERIES`).
+#: :data:`opie_sched.flavormix.workloads.THESIS_SERIES`).
 WORKLOADS = {name: kind for name, (kind, _) in
-             repacking.THESIS_SERIES.items()}
+             flavormix.THESIS_SERIES.items()}
 LONG_D = 1000.0
 REPACK_MINUTES = {'cheap': 4.0, 'expensive': 20.0}
 K = 0.01
@@ -99,7 +99,7 @@ def realised_intervals(sim, strategy):
 
 def repacking_tables45(reduced=False, seed=0, noise=None):
     """Tables 4 and 5 of Paper V on our four series
-    (:func:`opie_sched.repacking.thesis_series`: Increase1 168 h,
+    (:func:`opie_sched.flavormix.thesis_series`: Increase1 168 h,
     Seasonal1 182 h, Increase2 215 h, Seasonal2 338 h; smooth shapes).
 
     Full: the series' lengths, 5-minute steps. Reduced: 24 h, 15-minute
@@ -111,14 +111,14 @@ def repacking_tables45(reduced=False, seed=0, noise=None):
     kwargs = {'hours': 24, 'step_minutes': 15} if reduced else {}
     if noise is not None:
         kwargs['noise'] = noise
-    types = repacking.thesis_types('B')
+    types = flavormix.thesis_types('B')
     result = {'scenario': 'repacking-tables45', 'reduced': reduced,
               'seed': seed, 'K': K, 'rows': []}
     rows = []
     series = {}
     for paper_wl, (short, paper) in TABLES45.items():
         wl = WORKLOADS[paper_wl]
-        series[paper_wl] = repacking.thesis_series(paper_wl, seed=seed,
+        series[paper_wl] = flavormix.thesis_series(paper_wl, seed=seed,
                                                    **kwargs)
         demand, step = series[paper_wl]
         for rc in ('cheap', 'expensive'):

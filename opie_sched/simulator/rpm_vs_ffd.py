@@ -54,10 +54,10 @@ Units: ECU and GB for sizes, MB for data transfer inside the model (GB in
 the results), minutes for the time step.
 
 The hosts, the VMs' placement and its accounting are the simulator's
-shared core (:class:`opie_sched.simulator.core.hosts.Hosts`, measures
+shared core (:class:`opie_sched.simcore.hosts.Hosts`, measures
 ``reserved`` and ``used``, each (ECU, GB)); time is its
-:class:`~opie_sched.simulator.core.clock.StepClock` (one-minute steps) and
-the arrivals its :class:`~opie_sched.simulator.core.clock.Arrivals`.
+:class:`~opie_sched.simcore.clock.StepClock` (one-minute steps) and
+the arrivals its :class:`~opie_sched.simcore.clock.Arrivals`.
 """
 
 import collections
@@ -67,8 +67,8 @@ import random
 import numpy as np
 
 from opie_sched.rpm import model as rpm
-from opie_sched.simulator.core import clock
-from opie_sched.simulator.core import hosts as hosts_mod
+from opie_sched.simcore import clock
+from opie_sched.simcore import hosts as hosts_mod
 from opie_sched.simulator import tables
 from opie_sched.workload import generator
 
@@ -253,7 +253,7 @@ class DataCentre(object):
     """Hosts, VMs and counters of one run (one-minute steps).
 
     VM ``i`` of ``vms`` is id ``i`` of the core's
-    :class:`~opie_sched.simulator.core.hosts.Hosts` (:attr:`hosts`);
+    :class:`~opie_sched.simcore.hosts.Hosts` (:attr:`hosts`);
     ``host``, ``cpu``/``mem`` (reservations), ``use_cpu``/``use_mem``
     (current use) and the per-host sums ``rc``/``rm``/``uc``/``um`` and
     ``count`` are views of its arrays.

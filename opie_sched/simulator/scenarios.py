@@ -19,7 +19,7 @@ figures, with their table reference, next to ours. ``reduced=True`` is a
 small version of the same experiment that runs in a few seconds (the unit
 tests, ``opie-sched simulate --scenario NAME --reduced``). Each lives in
 its own module of :mod:`opie_sched.simulator` and runs on the shared core
-(:mod:`opie_sched.simulator.core`) where it simulates.
+(:mod:`opie_sched.simcore`) where it simulates.
 
 Scenarios (:data:`SCENARIOS`, in the order of issue 6):
 

@@ -54,12 +54,12 @@ cap binds, the market core's rule), EDF is not clairvoyant (it orders by
 deadline, starts what fits, and stops a job at its deadline; it never
 uses the run time), FCFS runs in arrival order to completion.
 
-Time is the shared core's (:mod:`opie_sched.simulator.core`): a
-:class:`~opie_sched.simulator.core.clock.StepClock` of one scheduling
+Time is the shared core's (:mod:`opie_sched.simcore`): a
+:class:`~opie_sched.simcore.clock.StepClock` of one scheduling
 period, the trace's jobs as
-:class:`~opie_sched.simulator.core.clock.Arrivals`; the batch schedulers'
+:class:`~opie_sched.simcore.clock.Arrivals`; the batch schedulers'
 pool (cores, memory GB) is one host of
-:class:`~opie_sched.simulator.core.hosts.Hosts` on which a started job's
+:class:`~opie_sched.simcore.hosts.Hosts` on which a started job's
 tasks are placed and from which they are removed when it stops.
 """
 
@@ -70,8 +70,8 @@ import random
 
 from opie_sched.market import pricing
 from opie_sched.market import slo
-from opie_sched.simulator.core import clock as clock_mod
-from opie_sched.simulator.core import hosts as hosts_mod
+from opie_sched.simcore import clock as clock_mod
+from opie_sched.simcore import hosts as hosts_mod
 from opie_sched.simulator import tables
 
 TRACE = 'HPC2N-2002-2.2-cln.swf.gz'

@@ -38,9 +38,9 @@ from wsgi_intercept import interceptor
 from nova import exception as nova_exc
 from nova.virt import fake as nova_fake
 
+from opie_sched.conf import autoscaler as opts
 from opie_sched.demo import clients
 from opie_sched.services.autoscaler import app as app_mod
-from opie_sched.services.autoscaler import opts
 from opie_sched.services.autoscaler import service as service_mod
 from opie_sched.services.market.api import app as market_api
 from opie_sched.services.market.api import policy as market_policy

@@ -34,9 +34,9 @@ import openstack
 from oslo_config import cfg
 
 from opie_sched.cmd import repacker as cmd
+from opie_sched.conf import repacker as opts
 from opie_sched.demo import clients
 from opie_sched.services.repacker import executor as ex
-from opie_sched.services.repacker import opts
 from opie_sched.services.repacker import service as svc
 from tests.functional import base
 

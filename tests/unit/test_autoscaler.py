@@ -33,10 +33,10 @@ import testtools
 
 from opie_sched.cmd import autoscaler as cmd
 from opie_sched.common import flavors as flavors_mod
+from opie_sched.conf import autoscaler as opts
 from opie_sched.services.autoscaler import app as app_mod
 from opie_sched.services.autoscaler import demand
 from opie_sched.services.autoscaler import executor as ex
-from opie_sched.services.autoscaler import opts
 from opie_sched.services.autoscaler import service as svc
 from opie_sched.services.autoscaler import spot
 

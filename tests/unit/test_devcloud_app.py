@@ -23,7 +23,7 @@ import testtools
 
 from opie_sched.devcloud import config
 from opie_sched.devcloud import layout as layout_mod
-from opie_sched import repacking
+from opie_sched import flavormix
 from opie_sched.services.autoscaler import app as app_mod
 
 
@@ -35,8 +35,8 @@ class DevcloudApplicationTest(testtools.TestCase):
         self.layout = layout_mod.Layout(state)
         [self.app] = app_mod.parse_applications(
             config.autoscaler_applications(self.layout))
-        self.types = repacking.vm_types(
-            [repacking.VMType(f.name, f.price, f.capacity)
+        self.types = flavormix.vm_types(
+            [flavormix.VMType(f.name, f.price, f.capacity)
              for f in self.app.flavors])
 
     def test_declaration_is_valid_for_the_autoscaler(self):
@@ -51,13 +51,13 @@ class DevcloudApplicationTest(testtools.TestCase):
 
     def test_optimal_mix_moves_with_the_demand(self):
         self.assertEqual({'app.small': 2},
-                         repacking.optimal_set(self.types, 2))
+                         flavormix.optimal_set(self.types, 2))
         self.assertEqual({'app.large': 2},
-                         repacking.optimal_set(self.types, 8))
+                         flavormix.optimal_set(self.types, 8))
         self.assertEqual({'app.small': 3},
-                         repacking.optimal_set(self.types, 3))
+                         flavormix.optimal_set(self.types, 3))
 
     def test_repack_from_small_to_large_passes_the_gain_test(self):
-        decision = repacking.plan(self.types, 8,
+        decision = flavormix.plan(self.types, 8,
                                   current={'app.small': 2})
         self.assertEqual({'app.large': 2}, decision.target)

@@ -31,11 +31,11 @@ from oslo_config import cfg
 import testtools
 
 from opie_sched.cmd import repacker as cmd
+from opie_sched.conf import repacker as opts
 from opie_sched.rpm import model as rpm
 from opie_sched.rpm import planner as pl
 from opie_sched.services.repacker import collector as col
 from opie_sched.services.repacker import executor as ex
-from opie_sched.services.repacker import opts
 from opie_sched.services.repacker import service as svc
 
 #: The paper's host (8 vCPU, 16000 MB) and flavors (vCPU, MB).

@@ -264,7 +264,7 @@ class TabuStrategyLoadTest(testtools.TestCase):
     """The tabu strategy through the repacker's loader, bids given."""
 
     def test_loaded_by_name_and_plans_with_the_bids(self):
-        from opie_sched.services.repacker import opts as repacker_opts
+        from opie_sched.conf import repacker as repacker_opts
         from oslo_config import cfg
         conf = cfg.ConfigOpts()
         repacker_opts.register_opts(conf)

@@ -24,7 +24,7 @@ import testtools
 
 from opie_sched.cmd import cli
 from opie_sched.cmd import simulate
-from opie_sched import repacking
+from opie_sched import flavormix
 from opie_sched.rpm import model as rpm_model
 from opie_sched.simulator import diehard_table2 as dt2
 from opie_sched.simulator import preemption_latency as latency
@@ -232,7 +232,7 @@ class RepackingSingleTypeTest(testtools.TestCase):
         # t3 load 50: add one b (the new base, 6/h); five a (5/h), R = 5,
         # gain 1 - 55 / 60 > K: switch. Total 1 + 3 + 3 + 3 + 5 + 5.
         sim = repacking_strategies.make_strategy(
-            'S_base_Repacked_single', repacking.vm_types(self.TYPES),
+            'S_base_Repacked_single', flavormix.vm_types(self.TYPES),
             d=10, K=0.01, repack_time=1, base='a').run([10, 40, 40, 50], 1)
         self.assertEqual([{'a': 1}, {'b': 1}, {'b': 1}, {'a': 5}],
                          sim.sets)
@@ -355,10 +355,10 @@ class RepackingTables45Test(testtools.TestCase):
         self.assertIn('no per-step noise', text)
 
     def test_four_series(self):
-        from opie_sched import repacking
+        from opie_sched import flavormix
         lengths = {}
         for name in ('Increase1', 'Seasonal1', 'Increase2', 'Seasonal2'):
-            demand, step = repacking.thesis_series(name, seed=3)
+            demand, step = flavormix.thesis_series(name, seed=3)
             lengths[name] = round(len(demand) * step)
             # smooth: no step changes the load by more than 2 % of the
             # series' peak (2 % noise on every step alone would)
@@ -367,16 +367,16 @@ class RepackingTables45Test(testtools.TestCase):
             self.assertLess(max(jumps), 0.02, name)
         self.assertEqual({'Increase1': 168, 'Seasonal1': 182,
                           'Increase2': 215, 'Seasonal2': 338}, lengths)
-        self.assertRaises(repacking.RepackingError,
-                          repacking.thesis_series, 'Stable3')
+        self.assertRaises(flavormix.RepackingError,
+                          flavormix.thesis_series, 'Stable3')
 
     def test_realised_intervals(self):
-        from opie_sched import repacking
+        from opie_sched import flavormix
         from opie_sched.simulator import repacking_strategies
         from opie_sched.simulator import repacking_tables45 as rt
         demand = [1000, 1000, 3000, 3000, 3000, 9000, 9000, 9000]
         strategy = repacking_strategies.make_strategy(
-            'S_delta_Repacked', repacking.thesis_types('B'), d=10.0,
+            'S_delta_Repacked', flavormix.thesis_types('B'), d=10.0,
             K=0.0, repack_time=0.0)
         sim = strategy.run(demand, 1.0)
         got = rt.realised_intervals(sim, strategy)

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Tests of the simulator's shared core (opie_sched.simulator.core) and of
+"""Tests of the simulator's shared core (opie_sched.simcore) and of
 the scenarios' use of it.
 
 Run with ``stestr run tests.unit.test_simulator_core``.
@@ -24,9 +24,9 @@ import numpy as np
 import testtools
 
 from opie_sched.consolidation import p2p
-from opie_sched.simulator.core import clock
-from opie_sched.simulator.core import hosts as hosts_mod
-from opie_sched.simulator.core import metrics
+from opie_sched.simcore import clock
+from opie_sched.simcore import hosts as hosts_mod
+from opie_sched.simcore import metrics
 from opie_sched.simulator import engine
 from opie_sched.simulator import rpm_vs_ffd
 from opie_sched.workload import generator
@@ -195,6 +195,44 @@ class SeriesTest(testtools.TestCase):
         empty = metrics.Series(('t',))
         self.assertIsNone(empty.last('t'))
         self.assertEqual(0, empty.arrays()['t'].size)
+
+
+class StepIntegralTest(testtools.TestCase):
+    """One integral for the simulator's and the demo's utilisation."""
+
+    def test_each_sample_holds_until_the_next_the_last_until_end(self):
+        t, v = [10.0, 20.0, 30.0], [4.0, 2.0, 1.0]
+        # 4 x 10 + 2 x 10 + 1 x 5
+        self.assertEqual(65.0, metrics.step_integral(t, v, 10.0, 35.0))
+        # zero before the first sample; clipped to the window
+        self.assertEqual(65.0, metrics.step_integral(t, v, 0.0, 35.0))
+        self.assertEqual(4.0 * 5 + 2.0 * 3,
+                         metrics.step_integral(t, v, 15.0, 23.0))
+        self.assertEqual(0.0, metrics.step_integral(t, v, 35.0, 35.0))
+        self.assertEqual(0.0, metrics.step_integral([], [], 0.0, 9.0))
+        self.assertRaises(ValueError, metrics.step_integral, t, v[:2],
+                          0.0, 1.0)
+
+    def test_demo_and_simulator_agree(self):
+        from opie_sched.demo import replay
+        samples = [(0.0, 3.0, 1.0), (7.0, 5.0, 4.0), (12.0, 1.0, 0.0),
+                   (20.0, 0.0, 0.0)]
+        demo = replay.ReplayResult('demo', capacity_vcpus=8)
+        demo.samples = [replay.Sample(*s) for s in samples]
+        sim = engine.SimResult('sim', 'p', n_hosts=1, capacity_vcpus=8,
+                               horizon=20.0)
+        sim.series = {
+            't': np.array([s[0] for s in samples]),
+            'normal_vcpus': np.array([s[1] for s in samples]),
+            'preemptible_vcpus': np.array([s[2] for s in samples])}
+        # (3 + 1) x 7 + (5 + 4) x 5 + 1 x 8 = 81 vCPU-s over 20 s x 8 vCPU
+        self.assertEqual(81.0 / 160.0, demo.utilisation())
+        for kinds in (('normal', 'preemptible'), ('normal',),
+                      ('preemptible',)):
+            for window in ((0.0, 20.0), (5.0, 15.0)):
+                self.assertAlmostEqual(
+                    sim.utilisation(kinds, *window),
+                    demo.utilisation(kinds, window=window), places=12)
 
 
 class HostsTest(testtools.TestCase):

@@ -19,8 +19,8 @@ import math
 
 import testtools
 
+from opie_sched import flavormix
 from opie_sched.market import slo
-from opie_sched import repacking
 
 
 class BidMaxTest(testtools.TestCase):
@@ -322,7 +322,7 @@ class MerkatHorizontalTest(testtools.TestCase):
 
     def test_budget_bound_is_algorithm_3(self):
         budget = 5.0
-        bound, total = repacking.merkat_vm_upper_bound(
+        bound, total = flavormix.merkat_vm_upper_bound(
             budget, self.prices, self.alloc, self.cap, 50)
         n, bids = slo.MerkatHorizontal()(10, 1, 5, 40, self.prices,
                                          self.alloc, self.cap, budget, 50)

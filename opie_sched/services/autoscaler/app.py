@@ -70,7 +70,7 @@ import math
 import numbers
 import re
 
-from opie_sched import repacking
+from opie_sched import flavormix
 from opie_sched.services.autoscaler import demand as demand_mod
 
 _NAME_RE = re.compile(r'^[A-Za-z0-9._-]+$')
@@ -361,7 +361,7 @@ def parse_price(value, what):
 class Resolved:
     """An application resolved against the cloud for one round.
 
-    :param types: tuple of :class:`opie_sched.repacking.VMType` (prices in
+    :param types: tuple of :class:`opie_sched.flavormix.VMType` (prices in
         currency per hour).
     :param flavor_ids: ``{flavor name: flavor id}``.
     :param image_id: image id for new servers.
@@ -458,7 +458,7 @@ def resolve(app, conn, price_extra_spec='opie:price', market=None,
                                 '%s: extra spec %s of flavor %s' % (
                                     here, price_extra_spec, spec.name))
             source = 'extra spec %s' % price_extra_spec
-        types.append(repacking.VMType(spec.name, price, spec.capacity))
+        types.append(flavormix.VMType(spec.name, price, spec.capacity))
         ids[spec.name] = flavor.id
         sources[spec.name] = source
     try:
@@ -480,6 +480,6 @@ def resolve(app, conn, price_extra_spec='opie:price', market=None,
             raise AppError('%s: server group name %s is ambiguous, give its '
                            'id' % (here, app.server_group))
         group_id = group.id
-    return Resolved(types=repacking.vm_types(types), flavor_ids=ids,
+    return Resolved(types=flavormix.vm_types(types), flavor_ids=ids,
                     image_id=image.id, group_id=group_id,
                     price_sources=sources)

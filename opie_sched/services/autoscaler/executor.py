@@ -16,7 +16,7 @@ first starts the servers the target adds -- while the old set keeps
 serving --, waits until every one of them is ACTIVE (and, optionally,
 answers a health URL), and only then stops the surplus. Running servers are
 reused wherever the target keeps servers of their flavor
-(:func:`opie_sched.repacking.transition`).
+(:func:`opie_sched.flavormix.transition`).
 
 Guarantees of :meth:`Executor.execute`:
 
@@ -39,7 +39,7 @@ import logging
 import time
 import uuid
 
-from opie_sched import repacking
+from opie_sched import flavormix
 
 LOG = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ class Executor:
             ``{name}``) each new server must answer with 2xx.
         :returns: :class:`Outcome`.
         """
-        keep, start, stop = repacking.transition(inv.counts, target)
+        keep, start, stop = flavormix.transition(inv.counts, target)
         types = resolved.types
         steps = 'start %s; stop %s; keep %s' % (
             set_text(start), set_text(stop), set_text(keep))
@@ -252,7 +252,7 @@ class Executor:
         for v in victims:
             after[flavor_name(v)] -= 1
         after = {k: n for k, n in after.items() if n}
-        remaining = repacking.set_capacity(types, after)
+        remaining = flavormix.set_capacity(types, after)
         if remaining < floor:
             out.action = 'surplus-kept'
             out.reason = ('deleting %s would leave capacity %g < %g (the '

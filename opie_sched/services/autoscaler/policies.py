@@ -86,15 +86,12 @@ the vertical SLO policies buy here").
 import dataclasses
 import datetime
 import decimal
-import json
 import math
-import time
 
 from stevedore import driver
 
 from opie_sched.market import pricing
 from opie_sched.market import slo
-from opie_sched.services.autoscaler import executor as executor_mod
 from opie_sched.services.autoscaler import spot
 from opie_sched.services.market import client as market_client
 
@@ -502,142 +499,3 @@ class MarketClient(object):
 
 
 # -- one round ----------------------------------------------------------------
-
-def step(service, application, clock=time.time):
-    """One round of an SLO application: decide, then set bids and scale.
-
-    :param service: the :class:`~opie_sched.services.autoscaler.service.
-        AutoscalerService` (its connection, executor, market prices,
-        options and per-application state).
-    :returns: :class:`~opie_sched.services.autoscaler.executor.Outcome`; a
-        problem
-        keeps everything as it is (action ``'kept'``, reason logged).
-    """
-    from opie_sched.services.autoscaler import app as app_mod
-    from opie_sched.services.autoscaler import demand as demand_mod
-    here = 'application %s' % application.name
-    market_url = service._param(application, 'market_url')
-    pool = service._param(application, 'market_pool')
-    state = service.slo_state.setdefault(application.name, {})
-    try:
-        if not market_url:
-            raise PolicyError('an slo needs market_url (here or in '
-                              '[opie_autoscaler])')
-        if application.budget is None:
-            raise PolicyError('an slo needs a budget')
-        if len(application.flavors) != 1:
-            raise PolicyError('an slo application declares exactly one '
-                              'flavor')
-        spec_key = json.dumps(application.slo, sort_keys=True, default=str)
-        if state.get('spec') != spec_key:
-            state.clear()
-            state['spec'] = spec_key
-            state['policy'] = load_policy(application.slo,
-                                          '%s: slo' % here)
-        policy = state['policy']
-        resolved = app_mod.resolve(
-            application, service.conn, service.opts.price_extra_spec,
-            market=service.market, market_url=market_url, market_pool=pool)
-        metric = application.demand_source().read()
-        quote = service.market.quote(market_url)
-        if pool not in quote.prices:
-            raise spot.MarketError('market %s has no pool %r'
-                                   % (market_url, pool))
-        prices = quote.prices[pool]
-        client = service.slo_client
-        capacity = None
-        try:
-            capacity = client.capacity(market_url, pool, quote.period_start)
-        except spot.MarketError as exc:
-            state.setdefault('warned', False)
-            if not state['warned']:
-                service_log().warning('%s: no pool capacity: %s', here, exc)
-                state['warned'] = True
-    except (PolicyError, app_mod.AppError, demand_mod.DemandError,
-            spot.MarketError, slo.SLOError) as exc:
-        return service._kept(application, '%s: %s' % (here, exc))
-    fspec = application.flavors[0]
-    inv = service.executor.inventory(application, resolved)
-    servers = list(inv.servers.get(fspec.name, ()))
-    flavor = service.conn.compute.find_flavor(
-        fspec.name, ignore_missing=False, get_extra_specs=True)
-    amounts = {pricing.VCPUS: float(flavor.vcpus),
-               pricing.MEMORY_MB: float(flavor.ram)}
-    now = clock()
-    try:
-        balance = client.balance(market_url)
-        bids = [client.get_bid(market_url, s.id) for s in servers]
-        known = [float(b) for b in bids if b is not None]
-        bid_now = ((sum(known) / len(known)) if known
-                   else (state.get('bid') or 0.0))
-        shares = None
-        try:
-            known_shares = client.shares(market_url)
-        except spot.MarketError:
-            known_shares = {}   # not admin, or not published
-        mine = [known_shares[s.id] for s in servers if s.id in known_shares]
-        if mine:
-            shares = {r: sum(m.get(r, 0.0) for m in mine) / len(mine)
-                      for r in amounts}
-        ctx = Context(now=now, metric=float(metric), nvms=len(servers),
-                      flavor=amounts,
-                      prices={r: prices.get(r, decimal.Decimal(0))
-                              for r in amounts},
-                      capacity=capacity, bid=bid_now,
-                      bid_max=slo.bid_max(
-                          min(float(balance), application.budget),
-                          application.budget_period),
-                      max_servers=service._param(application,
-                                                 'max_servers'),
-                      shares=shares)
-        decision = policy.decide(ctx)
-    except (PolicyError, spot.MarketError, slo.SLOError) as exc:
-        return service._kept(application, '%s: %s' % (here, exc))
-    plan = {'policy': application.slo.get('policy'), 'bid': decision.bid,
-            'nvms': decision.nvms, 'reason': decision.reason,
-            'bid_max': ctx.bid_max, 'metric': ctx.metric,
-            'balance': balance}
-    target_n = len(servers) if decision.nvms is None else decision.nvms
-    out = executor_mod.Outcome(app=application.name, action='none',
-                               before=dict(inv.counts),
-                               target={fspec.name: target_n})
-    if target_n != len(servers):
-        out = service.executor.execute(
-            application, resolved, inv, {fspec.name: target_n}, 0.0,
-            'SLO %s: %s' % (plan['policy'], decision.reason),
-            dry_run=service.opts.dry_run,
-            health_url=service._param(application, 'health_url'),
-            boot_timeout=service._param(application, 'boot_timeout'))
-    out.plan = plan
-    if service.opts.dry_run:
-        service_log().info('Application %s [dry-run]: would bid %.6g/h per '
-                           'server (%s)', application.name, decision.bid,
-                           decision.reason)
-        return out
-    live = [s.id for s in servers if s.id not in out.stopped] + list(
-        out.started)
-    failed = []
-    for sid in live:
-        try:
-            client.set_bid(market_url, sid, decision.bid)
-        except spot.MarketError as exc:
-            failed.append('%s: %s' % (sid, exc))
-    state['bid'] = decision.bid
-    if failed:
-        out.reason = ('%s; bid not set on %s' % (out.reason, '; '.join(
-            failed))).lstrip('; ')
-        service_log().error('Application %s: %s', application.name,
-                            out.reason)
-    if out.action == 'none':
-        out.action = 'bid-set' if live and not failed else out.action
-        out.reason = out.reason or 'bid %.6g/h on %d server(s): %s' % (
-            decision.bid, len(live), decision.reason)
-    service_log().info('Application %s: SLO %s: bid %.6g/h, %d server(s); '
-                       '%s', application.name, plan['policy'], decision.bid,
-                       target_n, decision.reason)
-    return out
-
-
-def service_log():
-    import logging
-    return logging.getLogger('opie_sched.services.autoscaler.service')

@@ -28,7 +28,7 @@ Each round, for every application of the applications file
 3. list the running set (ACTIVE servers of the declared flavors);
 4. plan. Scale-in first: when the running set over-provisions, its
    cheapest subset still covering ``C_req`` (free, only stops). Then
-   :func:`opie_sched.repacking.plan` -- thesis Paper V, Algorithm 1: scale
+   :func:`opie_sched.flavormix.plan` -- thesis Paper V, Algorithm 1: scale
    out with the optimal set for the shortfall (S_delta), and switch to the
    optimal set for ``C_req`` when ``P_hat < P`` and ``1 - (P_hat*d +
    R)/(P*d) > K`` with ``R = C_extra * repack_time`` -- capped at the
@@ -39,13 +39,18 @@ Each round, for every application of the applications file
    predicted saving.
 """
 
+import decimal
+import json
 import logging
 import os
 import socket
+import time
 import uuid
 
 from opie_sched.common import coordination
-from opie_sched import repacking
+from opie_sched import flavormix
+from opie_sched.market import pricing
+from opie_sched.market import slo
 from opie_sched.services.autoscaler import app as app_mod
 from opie_sched.services.autoscaler import demand as demand_mod
 from opie_sched.services.autoscaler import executor as executor_mod
@@ -71,7 +76,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
 
     :param conf: a ``cfg.ConfigOpts`` with the ``[opie_autoscaler]``
         options registered
-        (:func:`opie_sched.services.autoscaler.opts.register_opts`).
+        (:func:`opie_sched.conf.autoscaler.register_opts`).
     :param conn: an ``openstack.connection.Connection``; default one made
         from ``[opie_autoscaler] cloud`` / ``OS_*`` at first use.
     :param applications: optional list of
@@ -98,7 +103,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
         self._observer = observer
         self._market = market
         #: Per-application state of the SLO policies (opie_sched.
-        #: autoscaler.policies.step), kept across rounds.
+        #: slo_step), kept across rounds.
         self.slo_state = {}
         self._slo_client = None
         self._init_coordination(coordinator)
@@ -235,7 +240,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
     def _step(self, application):
         if application.slo is not None:
             # A market SLO controller sizes and bids for it (issue 13).
-            return policies.step(self, application)
+            return slo_step(self, application)
         problem = None
         market_url = self._param(application, 'market_url')
         if not market_url and 'market_pool' in application.overrides:
@@ -252,7 +257,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
                     market_url=market_url,
                     market_pool=self._param(application, 'market_pool'))
                 source = application.demand_source()
-        except (app_mod.AppError, repacking.RepackingError,
+        except (app_mod.AppError, flavormix.RepackingError,
                 demand_mod.DemandError) as exc:
             problem = str(exc)
         except spot.MarketError as exc:
@@ -283,7 +288,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
                 app_mod.check_health_url(health_url, 'health_url')
             result, target, floor = self.plan(application, resolved.types,
                                               required, inv.counts)
-        except (app_mod.AppError, repacking.RepackingError) as exc:
+        except (app_mod.AppError, flavormix.RepackingError) as exc:
             problem = str(exc)
         if problem is not None:
             return self._kept(application, problem)
@@ -307,8 +312,8 @@ class AutoscalerService(coordination.CoordinatedRounds):
         out.plan = result.as_dict()
         if out.action in ('reconfigured', 'dry-run'):
             out.saving_per_hour = (
-                repacking.set_price(resolved.types, inv.counts)
-                - repacking.set_price(resolved.types, target))
+                flavormix.set_price(resolved.types, inv.counts)
+                - flavormix.set_price(resolved.types, target))
         return out
 
     def plan(self, application, types, required, current):
@@ -317,21 +322,21 @@ class AutoscalerService(coordination.CoordinatedRounds):
         :param types: VM types (prices currency/hour).
         :param required: ``C_req`` >= 0.
         :param current: running ``{flavor: count}``.
-        :returns: the :class:`opie_sched.repacking.RepackPlan` (made on the
+        :returns: the :class:`opie_sched.flavormix.RepackPlan` (made on the
             scaled-in set), the target ``{flavor: count}`` and the floor
             capacity the transition must not go below (``C_req``, or the
             target's capacity when the budget caps it).
-        :raises opie_sched.repacking.RepackingError: bad parameters.
+        :raises opie_sched.flavormix.RepackingError: bad parameters.
         """
         method = self.opts.method
         base = dict(current)
-        if repacking.set_capacity(types, base) > required:
+        if flavormix.set_capacity(types, base) > required:
             # Scale-in (Paper V, 4: the shared rule): the cheapest subset of
             # the running set still covering the demand. Only stops: free.
             upper = {t.name: base.get(t.name, 0) for t in types}
-            base = repacking.optimal_set(types, required, current=base,
+            base = flavormix.optimal_set(types, required, current=base,
                                          upper=upper, method=method)
-        result = repacking.plan(
+        result = flavormix.plan(
             types, required, current=base,
             d=self._param(application, 'stability_interval'),
             K=self._param(application, 'gain_threshold'),
@@ -340,7 +345,7 @@ class AutoscalerService(coordination.CoordinatedRounds):
             budget=application.budget,
             budget_period=application.budget_period, method=method)
         target = dict(result.target)
-        floor = min(float(required), repacking.set_capacity(types, target))
+        floor = min(float(required), flavormix.set_capacity(types, target))
         return result, target, floor
 
 
@@ -359,15 +364,15 @@ def describe(types, required, current, target, result, source=''):
     net saving over the stability interval ``d``, ``(P - P_hat) * d - R``
     (Paper V, 3.4).
     """
-    p_cur = repacking.set_price(types, current)
-    p_new = repacking.set_price(types, target)
+    p_cur = flavormix.set_price(types, current)
+    p_new = flavormix.set_price(types, target)
     kind = ('repacking' if result.repack else 'scale-out' if p_new > p_cur
             else 'scale-in' if p_new < p_cur else 'no change')
     text = ('%s for demand %g (%s): capacity %g -> %g, price %.4g/h -> '
             '%.4g/h, predicted saving %.4g/h' % (
                 kind, required, source,
-                repacking.set_capacity(types, current),
-                repacking.set_capacity(types, target), p_cur, p_new,
+                flavormix.set_capacity(types, current),
+                flavormix.set_capacity(types, target), p_cur, p_new,
                 p_cur - p_new))
     if result.repack:
         net = ((result.baseline_price - result.optimal_price) * result.d
@@ -379,3 +384,134 @@ def describe(types, required, current, target, result, source=''):
                      result.baseline_price - result.optimal_price, net,
                      result.d, result.reconfig_cost))
     return text + '; gain test: ' + result.reason
+
+
+def slo_step(service, application, clock=time.time):
+    """One round of an SLO application: decide, then set bids and scale.
+
+    :param service: the :class:`~opie_sched.services.autoscaler.service.
+        AutoscalerService` (its connection, executor, market prices,
+        options and per-application state).
+    :returns: :class:`~opie_sched.services.autoscaler.executor.Outcome`; a
+        problem
+        keeps everything as it is (action ``'kept'``, reason logged).
+    """
+    here = 'application %s' % application.name
+    market_url = service._param(application, 'market_url')
+    pool = service._param(application, 'market_pool')
+    state = service.slo_state.setdefault(application.name, {})
+    try:
+        if not market_url:
+            raise policies.PolicyError(
+                'an slo needs market_url (here or in [opie_autoscaler])')
+        if application.budget is None:
+            raise policies.PolicyError('an slo needs a budget')
+        if len(application.flavors) != 1:
+            raise policies.PolicyError(
+                'an slo application declares exactly one flavor')
+        spec_key = json.dumps(application.slo, sort_keys=True, default=str)
+        if state.get('spec') != spec_key:
+            state.clear()
+            state['spec'] = spec_key
+            state['policy'] = policies.load_policy(application.slo,
+                                          '%s: slo' % here)
+        policy = state['policy']
+        resolved = app_mod.resolve(
+            application, service.conn, service.opts.price_extra_spec,
+            market=service.market, market_url=market_url, market_pool=pool)
+        metric = application.demand_source().read()
+        quote = service.market.quote(market_url)
+        if pool not in quote.prices:
+            raise spot.MarketError('market %s has no pool %r'
+                                   % (market_url, pool))
+        prices = quote.prices[pool]
+        client = service.slo_client
+        capacity = None
+        try:
+            capacity = client.capacity(market_url, pool, quote.period_start)
+        except spot.MarketError as exc:
+            state.setdefault('warned', False)
+            if not state['warned']:
+                LOG.warning('%s: no pool capacity: %s', here, exc)
+                state['warned'] = True
+    except (policies.PolicyError, app_mod.AppError, demand_mod.DemandError,
+            spot.MarketError, slo.SLOError) as exc:
+        return service._kept(application, '%s: %s' % (here, exc))
+    fspec = application.flavors[0]
+    inv = service.executor.inventory(application, resolved)
+    servers = list(inv.servers.get(fspec.name, ()))
+    flavor = service.conn.compute.find_flavor(
+        fspec.name, ignore_missing=False, get_extra_specs=True)
+    amounts = {pricing.VCPUS: float(flavor.vcpus),
+               pricing.MEMORY_MB: float(flavor.ram)}
+    now = clock()
+    try:
+        balance = client.balance(market_url)
+        bids = [client.get_bid(market_url, s.id) for s in servers]
+        known = [float(b) for b in bids if b is not None]
+        bid_now = ((sum(known) / len(known)) if known
+                   else (state.get('bid') or 0.0))
+        shares = None
+        try:
+            known_shares = client.shares(market_url)
+        except spot.MarketError:
+            known_shares = {}   # not admin, or not published
+        mine = [known_shares[s.id] for s in servers if s.id in known_shares]
+        if mine:
+            shares = {r: sum(m.get(r, 0.0) for m in mine) / len(mine)
+                      for r in amounts}
+        ctx = policies.Context(
+            now=now, metric=float(metric), nvms=len(servers),
+            flavor=amounts,
+            prices={r: prices.get(r, decimal.Decimal(0)) for r in amounts},
+            capacity=capacity, bid=bid_now,
+            bid_max=slo.bid_max(min(float(balance), application.budget),
+                                application.budget_period),
+            max_servers=service._param(application, 'max_servers'),
+            shares=shares)
+        decision = policy.decide(ctx)
+    except (policies.PolicyError, spot.MarketError, slo.SLOError) as exc:
+        return service._kept(application, '%s: %s' % (here, exc))
+    plan = {'policy': application.slo.get('policy'), 'bid': decision.bid,
+            'nvms': decision.nvms, 'reason': decision.reason,
+            'bid_max': ctx.bid_max, 'metric': ctx.metric,
+            'balance': balance}
+    target_n = len(servers) if decision.nvms is None else decision.nvms
+    out = executor_mod.Outcome(app=application.name, action='none',
+                               before=dict(inv.counts),
+                               target={fspec.name: target_n})
+    if target_n != len(servers):
+        out = service.executor.execute(
+            application, resolved, inv, {fspec.name: target_n}, 0.0,
+            'SLO %s: %s' % (plan['policy'], decision.reason),
+            dry_run=service.opts.dry_run,
+            health_url=service._param(application, 'health_url'),
+            boot_timeout=service._param(application, 'boot_timeout'))
+    out.plan = plan
+    if service.opts.dry_run:
+        LOG.info('Application %s [dry-run]: would bid %.6g/h per '
+                           'server (%s)', application.name, decision.bid,
+                           decision.reason)
+        return out
+    live = [s.id for s in servers if s.id not in out.stopped] + list(
+        out.started)
+    failed = []
+    for sid in live:
+        try:
+            client.set_bid(market_url, sid, decision.bid)
+        except spot.MarketError as exc:
+            failed.append('%s: %s' % (sid, exc))
+    state['bid'] = decision.bid
+    if failed:
+        out.reason = ('%s; bid not set on %s' % (out.reason, '; '.join(
+            failed))).lstrip('; ')
+        LOG.error('Application %s: %s', application.name,
+                            out.reason)
+    if out.action == 'none':
+        out.action = 'bid-set' if live and not failed else out.action
+        out.reason = out.reason or 'bid %.6g/h on %d server(s): %s' % (
+            decision.bid, len(live), decision.reason)
+    LOG.info('Application %s: SLO %s: bid %.6g/h, %d server(s); '
+                       '%s', application.name, plan['policy'], decision.bid,
+                       target_n, decision.reason)
+    return out

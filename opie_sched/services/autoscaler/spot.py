@@ -54,10 +54,6 @@ import threading
 from opie_sched.market import pricing
 from opie_sched.services.market import client as market_client
 
-#: Resources a flavor has an amount of: market resource -> flavor attribute
-#: (``vcpus`` in vCPU, ``ram`` in MB).
-FLAVOR_AMOUNTS = {pricing.VCPUS: 'vcpus', pricing.MEMORY_MB: 'ram'}
-
 #: The market's pool of hosts in no configured aggregate.
 DEFAULT_POOL = pricing.DEFAULT_POOL
 

@@ -11,13 +11,21 @@
 # under the License.
 """opie-repacker: RPM reconsolidation of running servers (thesis Paper IV).
 
-* :mod:`.planner` -- pure: triggers (§5.3), priorities (Table 1), the RPM
-  score of each move (§4.3.1, :mod:`opie_sched.rpm.model`), the migration
-  budget
-  and preemptible-first draining of underloaded hosts;
+The planning itself is pure and lives outside this package:
+:mod:`opie_sched.rpm.planner` (triggers of Paper IV §5.3, priorities of
+Table 1, the RPM score of each move of §4.3.1 from
+:mod:`opie_sched.rpm.model`, the migration budget and preemptible-first
+draining of underloaded hosts). This package wires it to a cloud:
+
+* :mod:`.strategies` -- the ``[opie_repacker] strategy`` plugins (``rpm``,
+  ``p2p``, ``gossip``, ``tabu``), each turning hosts into a plan;
+* :mod:`.tabu` -- the tabu-search rebalancing strategy (spot market);
 * :mod:`.collector` -- the planner's input from Nova and Placement
   (openstacksdk) and the utilisation history;
 * :mod:`.executor` -- live migrations, one at a time;
 * :mod:`.service` -- the periodic loop under a tooz lock;
-* :mod:`.opts` -- the ``[opie_repacker]`` options.
+* the ``[opie_repacker]`` options are in :mod:`opie_sched.conf.repacker`.
+
+Not to be confused with :mod:`opie_sched.flavormix` (thesis Paper V: the
+autoscaler's choice of a cheaper mix of flavors, no migration).
 """

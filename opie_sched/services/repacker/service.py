@@ -40,10 +40,10 @@ import time
 import uuid
 
 from opie_sched.common import coordination
+from opie_sched.conf import repacker as opts_mod
 from opie_sched.rpm import planner
 from opie_sched.services.repacker import collector as collector_mod
 from opie_sched.services.repacker import executor as executor_mod
-from opie_sched.services.repacker import opts as opts_mod
 from opie_sched.services.repacker import strategies as strategies_mod
 
 LOG = logging.getLogger(__name__)

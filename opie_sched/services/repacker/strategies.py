@@ -53,12 +53,12 @@ import numpy as np
 from stevedore import driver
 from stevedore import exception as sv_exc
 
+from opie_sched.conf import repacker as opts_mod
 from opie_sched.consolidation import gossip
 from opie_sched.consolidation import overlay as overlay_mod
 from opie_sched.consolidation import p2p
 from opie_sched.rpm import model as rpm
 from opie_sched.rpm import planner
-from opie_sched.services.repacker import opts as opts_mod
 
 LOG = logging.getLogger(__name__)
 

@@ -12,11 +12,13 @@
 """Tabu-search rebalancing of the spot market as an opie-repacker strategy.
 
 :class:`TabuRebalanceStrategy` turns what the repacker's collector
-gathers (:mod:`.collector`: a list of :class:`.planner.Host` with their
-:class:`.planner.Instance` -- flavor vCPU and MB, preemptible or not,
-movable or not, the host's limits and whether it accepts servers) and the
-market's bids into a repacker :class:`.planner.Plan` whose
-:class:`.planner.Move` s reduce the preemptible servers' allocation error
+gathers (:mod:`.collector`: a list of :class:`opie_sched.rpm.planner.Host`
+with their :class:`opie_sched.rpm.planner.Instance` -- flavor vCPU and MB,
+preemptible or not, movable or not, the host's limits and whether it
+accepts servers) and the market's bids into a repacker
+:class:`opie_sched.rpm.planner.Plan` whose
+:class:`opie_sched.rpm.planner.Move` s reduce the preemptible servers'
+allocation error
 (Merkat §3.1; the search is :func:`opie_sched.market.rebalance.
 rebalance`, Themis HPCC'12 Fig. 2 with the Themis SLO-policies paper's
 100 non-improving iterations). The repacker executes the plan as usual
@@ -109,14 +111,15 @@ class TabuRebalanceStrategy:
     :param tabu_size: tabu list length (20: Themis HPCC'12).
     :param threshold: stop once the placement error is at most this.
     :param seed: tie-breaking seed (same input, same plan).
-    :param policy: :class:`.planner.Policy` for the data-transfer estimate
-        of each move (default: the planner's defaults).
+    :param policy: :class:`opie_sched.rpm.planner.Policy` for the
+        data-transfer estimate of each move (default: the planner's defaults).
     :param conf: optional ``cfg.ConfigOpts`` with the repacker options:
         ``max_migrations`` is read from ``[opie_repacker]`` when given.
 
     ``plan(snapshot)`` takes the collector's list of
-    :class:`.planner.Host` (or an object with a ``hosts`` attribute and,
-    optionally, ``bids``) and returns a :class:`.planner.Plan`;
+    :class:`opie_sched.rpm.planner.Host` (or an object with a ``hosts``
+    attribute and, optionally, ``bids``) and returns a
+    :class:`opie_sched.rpm.planner.Plan`;
     :attr:`last_result` keeps the search's
     :class:`opie_sched.market.rebalance.Result` (errors before/after).
     """
@@ -159,7 +162,8 @@ class TabuRebalanceStrategy:
                 for k, v in dict(source).items()}
 
     def plan(self, snapshot):
-        """A :class:`.planner.Plan` of live migrations (see the class).
+        """A :class:`opie_sched.rpm.planner.Plan` of live migrations (see
+        the class).
 
         :raises StrategyError: the bids could not be read or the input is
             inconsistent.

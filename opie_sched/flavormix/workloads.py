@@ -21,8 +21,8 @@ step of ``step_minutes``.
 import math
 import random
 
-from opie_sched.repacking.vmtypes import _exact
-from opie_sched.repacking.vmtypes import RepackingError
+from opie_sched.flavormix.vmtypes import _exact
+from opie_sched.flavormix.vmtypes import RepackingError
 
 
 def _steps(hours, step_minutes):

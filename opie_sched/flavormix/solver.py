@@ -54,10 +54,10 @@ vector in ascending flavor-name order that is lexicographically smallest.
 import fractions
 import math
 
-from opie_sched.repacking.vmtypes import _Catalog
-from opie_sched.repacking.vmtypes import _exact
-from opie_sched.repacking.vmtypes import _lcm_den
-from opie_sched.repacking.vmtypes import RepackingError
+from opie_sched.flavormix.vmtypes import _Catalog
+from opie_sched.flavormix.vmtypes import _exact
+from opie_sched.flavormix.vmtypes import _lcm_den
+from opie_sched.flavormix.vmtypes import RepackingError
 
 Fraction = fractions.Fraction
 

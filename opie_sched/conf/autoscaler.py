@@ -70,7 +70,7 @@ autoscaler_opts = [
              'Default: the price of the servers started.'),
     cfg.StrOpt(
         'method', default='bnb', choices=['bnb', 'milp'],
-        help='Optimal-set solver of opie_sched.repacking.'),
+        help='Optimal-set solver of opie_sched.flavormix.'),
     cfg.BoolOpt(
         'dry_run', default=False,
         help='Only log the plan of each application; boot and delete '

@@ -16,9 +16,39 @@ A :class:`Series` keeps named columns of equal length. :meth:`Series.append`
 adds a row; :meth:`Series.record` adds a row at time ``t`` unless the last
 row is at the same ``t``, which it overwrites (one sample per distinct
 time, each holding until the next one's time: a step function).
+:func:`step_integral` integrates such a step function over a window; the
+simulator's and the demo's utilisations are both computed with it.
 """
 
 import numpy as np
+
+
+def step_integral(t, values, start, end):
+    """The integral over ``[start, end]`` of the step function whose value
+    is ``values[i]`` from ``t[i]`` until ``t[i + 1]`` (the last one until
+    ``end``), zero before ``t[0]``.
+
+    Used for time-weighted utilisation: the integral of vCPU in use (vCPU
+    seconds) divided by ``(end - start) * capacity``.
+
+    :param t: sample times, seconds, ascending (a sequence or an array of
+        shape ``(n,)``).
+    :param values: the samples' values, same length (any unit ``u``).
+    :param start: window start, seconds.
+    :param end: window end, seconds.
+    :returns: float, ``u`` x seconds; 0.0 for no sample or ``end <=
+        start``.
+    :raises ValueError: ``t`` and ``values`` differ in length.
+    """
+    t = np.asarray(t, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if t.shape != v.shape:
+        raise ValueError('%d times for %d values' % (len(t), len(v)))
+    if not len(t) or end <= start:
+        return 0.0
+    lo = np.clip(t, start, end)
+    hi = np.clip(np.append(t[1:], end), start, end)
+    return float(np.sum(v * (hi - lo)))
 
 
 class Series:

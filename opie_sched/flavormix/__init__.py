@@ -9,7 +9,16 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Repacking autoscaler: the planner of thesis Paper V, plus Merkat budgets.
+"""Flavor mixes: the repacking planner of thesis Paper V, Merkat budgets.
+
+Which mix of flavors (VM types) should an application run on, and when is
+it worth switching to a cheaper mix? This is the planner of the repacking
+autoscaler (``opie-autoscaler``, ``opie-sched repack``): it starts and
+stops servers, it never migrates one. Live-migration consolidation of
+running servers (thesis Paper IV) is another thing, ``opie-repacker``
+(:mod:`opie_sched.services.repacker`, planner :mod:`opie_sched.rpm`).
+This package was ``opie_sched.repacking`` before; it was renamed so that
+the two are not confused.
 
 Source: M. Sedaghat, F. Hernandez-Rodriguez, E. Elmroth, *A Virtual
 Machine Re-packing Approach to the Horizontal vs. Vertical Elasticity
@@ -65,34 +74,34 @@ repacked variants) run on the simulator's shared core:
 Nova or the simulator.
 """
 
-from opie_sched.repacking.budget import affordable_servers
-from opie_sched.repacking.budget import budget_capped_set
-from opie_sched.repacking.budget import cap_to_budget
-from opie_sched.repacking.budget import merkat_vm_upper_bound
-from opie_sched.repacking.gain import decide
-from opie_sched.repacking.gain import gain
-from opie_sched.repacking.gain import reconfiguration_cost
-from opie_sched.repacking.gain import transition
-from opie_sched.repacking.planner import plan
-from opie_sched.repacking.planner import RepackPlan
-from opie_sched.repacking.solver import DEFAULT_METHOD
-from opie_sched.repacking.solver import max_capacity_set
-from opie_sched.repacking.solver import METHODS
-from opie_sched.repacking.solver import optimal_set
-from opie_sched.repacking.vmtypes import RepackingError
-from opie_sched.repacking.vmtypes import set_capacity
-from opie_sched.repacking.vmtypes import set_price
-from opie_sched.repacking.vmtypes import thesis_types
-from opie_sched.repacking.vmtypes import vm_types
-from opie_sched.repacking.vmtypes import VMType
-from opie_sched.repacking.workloads import increase
-from opie_sched.repacking.workloads import on_off
-from opie_sched.repacking.workloads import seasonal
-from opie_sched.repacking.workloads import stable
-from opie_sched.repacking.workloads import THESIS_SERIES
-from opie_sched.repacking.workloads import thesis_series
-from opie_sched.repacking.workloads import workload
-from opie_sched.repacking.workloads import WORKLOADS
+from opie_sched.flavormix.budget import affordable_servers
+from opie_sched.flavormix.budget import budget_capped_set
+from opie_sched.flavormix.budget import cap_to_budget
+from opie_sched.flavormix.budget import merkat_vm_upper_bound
+from opie_sched.flavormix.gain import decide
+from opie_sched.flavormix.gain import gain
+from opie_sched.flavormix.gain import reconfiguration_cost
+from opie_sched.flavormix.gain import transition
+from opie_sched.flavormix.planner import plan
+from opie_sched.flavormix.planner import RepackPlan
+from opie_sched.flavormix.solver import DEFAULT_METHOD
+from opie_sched.flavormix.solver import max_capacity_set
+from opie_sched.flavormix.solver import METHODS
+from opie_sched.flavormix.solver import optimal_set
+from opie_sched.flavormix.vmtypes import RepackingError
+from opie_sched.flavormix.vmtypes import set_capacity
+from opie_sched.flavormix.vmtypes import set_price
+from opie_sched.flavormix.vmtypes import thesis_types
+from opie_sched.flavormix.vmtypes import vm_types
+from opie_sched.flavormix.vmtypes import VMType
+from opie_sched.flavormix.workloads import increase
+from opie_sched.flavormix.workloads import on_off
+from opie_sched.flavormix.workloads import seasonal
+from opie_sched.flavormix.workloads import stable
+from opie_sched.flavormix.workloads import THESIS_SERIES
+from opie_sched.flavormix.workloads import thesis_series
+from opie_sched.flavormix.workloads import workload
+from opie_sched.flavormix.workloads import WORKLOADS
 
 __all__ = [
     'RepackingError', 'VMType', 'vm_types', 'thesis_types',

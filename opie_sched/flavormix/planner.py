@@ -13,24 +13,24 @@
 
 :func:`plan` combines the horizontal step (the running set plus the
 optimal set for its shortfall), the optimal set for the total load
-(:mod:`~opie_sched.repacking.solver`), an optional budget cap
-(:mod:`~opie_sched.repacking.budget`, Merkat Alg. 2-3), the
+(:mod:`~opie_sched.flavormix.solver`), an optional budget cap
+(:mod:`~opie_sched.flavormix.budget`, Merkat Alg. 2-3), the
 make-before-break transition and the gain test
-(:mod:`~opie_sched.repacking.gain`).
+(:mod:`~opie_sched.flavormix.gain`).
 """
 
 import dataclasses
 import fractions
 
-from opie_sched.repacking.gain import _decide
-from opie_sched.repacking.gain import _reconfig
-from opie_sched.repacking.gain import transition
-from opie_sched.repacking.solver import _cover
-from opie_sched.repacking.solver import _max_capacity
-from opie_sched.repacking.solver import DEFAULT_METHOD
-from opie_sched.repacking.vmtypes import _Catalog
-from opie_sched.repacking.vmtypes import _exact
-from opie_sched.repacking.vmtypes import RepackingError
+from opie_sched.flavormix.gain import _decide
+from opie_sched.flavormix.gain import _reconfig
+from opie_sched.flavormix.gain import transition
+from opie_sched.flavormix.solver import _cover
+from opie_sched.flavormix.solver import _max_capacity
+from opie_sched.flavormix.solver import DEFAULT_METHOD
+from opie_sched.flavormix.vmtypes import _Catalog
+from opie_sched.flavormix.vmtypes import _exact
+from opie_sched.flavormix.vmtypes import RepackingError
 
 Fraction = fractions.Fraction
 

@@ -23,12 +23,12 @@ import fractions
 import math
 import numbers
 
-from opie_sched.repacking.solver import _max_capacity
-from opie_sched.repacking.solver import DEFAULT_METHOD
-from opie_sched.repacking.solver import optimal_set
-from opie_sched.repacking.vmtypes import _Catalog
-from opie_sched.repacking.vmtypes import _exact
-from opie_sched.repacking.vmtypes import RepackingError
+from opie_sched.flavormix.solver import _max_capacity
+from opie_sched.flavormix.solver import DEFAULT_METHOD
+from opie_sched.flavormix.solver import optimal_set
+from opie_sched.flavormix.vmtypes import _Catalog
+from opie_sched.flavormix.vmtypes import _exact
+from opie_sched.flavormix.vmtypes import RepackingError
 
 Fraction = fractions.Fraction
 

@@ -22,8 +22,8 @@ repacking time`` the reconfiguration cost (currency; Paper V, 3.3) and
 make-before-break (Paper V, 3.2).
 """
 
-from opie_sched.repacking.vmtypes import _Catalog
-from opie_sched.repacking.vmtypes import _exact
+from opie_sched.flavormix.vmtypes import _Catalog
+from opie_sched.flavormix.vmtypes import _exact
 
 
 def transition(current, target):

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Tests of the repacking planner (opie_sched.repacking, thesis Paper V).
+"""Tests of the repacking planner (opie_sched.flavormix, thesis Paper V).
 
 Run with ``stestr run tests.unit.test_repacking``.
 """
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import testtools
 
 from opie_sched.cmd import cli
-from opie_sched import repacking as rp
+from opie_sched import flavormix as rp
 from opie_sched.simulator import repacking_strategies as rs
 
 F = fractions.Fraction
