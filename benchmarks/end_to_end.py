@@ -69,9 +69,11 @@ No design polls a full server listing: the failure comes from the
 notifications, ACTIVE from a GET of the one server every 50 ms (the same
 for the three columns), the victims' release from ``GET
 /allocations/{victim}``. Between repetitions the clouds are topped up,
-not refilled. Prints per design the median, 90th percentile and count of
-create to ACTIVE, a breakdown, the ratios opie/(a) (target <= 1.5) and
-(b)/opie (target >= 2). ``--json PATH`` also writes the samples and the
+not refilled; with a stock cloud the three designs take turns in each
+repetition (the machine's load weighs alike on them). Prints per design
+the median, 90th percentile and count of create to ACTIVE, a breakdown,
+the ratios opie/(a) (target <= 1.5) and (b)/opie (target >= 2). ``--json
+PATH`` also writes the samples and the
 medians that :class:`opie_sched.simulator.preemption_latency.RetryStepCosts`
 reads (``model_steps``: ``boot``, ``delete``, ``fail`` in seconds).
 """
@@ -666,18 +668,28 @@ def main(argv=None):
         sys.stderr.flush()
 
     try:
-        # (a) on an empty cloud, then the designs that fill it
-        other.clean()
-        for rep in range(args.repeat):
-            samples['free'].append(run_free(other, rep))
-            say('free', rep, samples['free'][-1])
-        for design, func, cloud in (('opie', run_opie, opie),
-                                    ('retry', run_retry, other)):
-            cloud.clean()
+        opie.clean()
+        if stock:
+            # the three designs in turn, so that the machine's load (other
+            # tenants) weighs alike on them; (a) takes the room the
+            # retry's server left on the stock cloud
+            stock.clean()
             for rep in range(args.repeat):
-                samples[design].append(func(cloud, rep))
-                say(design, rep, samples[design][-1])
-            cloud.clean()
+                for design, func, cloud in (('free', run_free, stock),
+                                            ('opie', run_opie, opie),
+                                            ('retry', run_retry, stock)):
+                    samples[design].append(func(cloud, rep))
+                    say(design, rep, samples[design][-1])
+        else:
+            # (a) on the empty cloud, then the designs that fill it
+            for rep in range(args.repeat):
+                samples['free'].append(run_free(opie, rep))
+                say('free', rep, samples['free'][-1])
+            for design, func in (('opie', run_opie), ('retry', run_retry)):
+                opie.clean()
+                for rep in range(args.repeat):
+                    samples[design].append(func(opie, rep))
+                    say(design, rep, samples[design][-1])
     finally:
         for cloud in {id(c): c for c in (opie, other)}.values():
             cloud.clean()
