@@ -14,91 +14,261 @@
 
 Usage::
 
-    python benchmarks/end_to_end.py --os-cloud devcloud-admin
-        [--stock-cloud NAME] [--flavor m1.medium] [--image NAME]
-        [--repeat 3] [--timeout 300] [--retry-mode rebuild|recreate]
-        [--json PATH]
+    python benchmarks/end_to_end.py --devcloud STATE_DIR
+        [--stock-devcloud STATE_DIR] [--flavor m1.medium] [--image NAME]
+        [--repeat 10] [--timeout 300] [--json PATH]
+    python benchmarks/end_to_end.py --os-cloud NAME --transport-url URL
+        [--stock-cloud NAME [--stock-clouds-yaml PATH]
+         --stock-transport-url URL] ...
 
-Times ``server create`` to ACTIVE of one normal server (openstacksdk,
-through the public APIs only; the cloud needs admin rights to list every
-server and read Placement) in three designs:
+Times ``server create`` to ACTIVE of a normal server (openstacksdk,
+through the public APIs; admin, to list every server and read Placement)
+in three designs. ``--devcloud`` reads a devcloud's clouds.yaml (cloud
+``devcloud-admin``) and its notification transport (the devcloud must run
+with ``--notifications``); ``--stock-devcloud`` the same of a devcloud
+``up --stock-scheduler --notifications`` (stock nova-scheduler).
 
 opie
-    The cloud (``--os-cloud``, running opie-scheduler) is filled with
-    preemptible servers (the preemptible twin of ``--flavor``, see
-    ``opie-sched flavor create-preemptible``) until no more fit; the normal
-    server is created and opie preempts inside the scheduling pass.
+    The opie cloud is filled with preemptible servers (the preemptible
+    twin of ``--flavor``) until no more fit; the normal server is created
+    and opie-scheduler preempts inside the scheduling pass.
 (a) room free
-    The same create where the room is free: on ``--stock-cloud`` (a cloud
-    running stock nova-scheduler) when given, else on the ``--os-cloud``
-    cloud emptied first, i.e. opie-scheduler without preemption, NOT stock
-    Nova (opie's pass is then within a few per cent of stock Nova's, see
-    ``benchmarks/scheduling_latency.py``). The output names the cloud of
-    every column.
-(b) retry design, same cloud (aardvark-style; see below for what is
-    not aardvark's)
-    The cloud is filled with servers of the *normal* flavor that this
-    script treats as the preemptible project's (named ``e2e-pre-*``; Nova
-    counts them as normal, as a cloud without opie does), so the create
-    fails with NoValidHost; the reaper (this script, through the public
-    APIs) reads each host's free room from Placement and chooses victims
-    with a simple greedy rule over the preemptible project's servers, in
-    the spirit of aardvark's strategies (our own rule, not aardvark's code)
-    and not opie's exact selection: on each host the preemptible servers
-    largest first until the request fits, on the host needing the fewest;
-    it deletes them, waits until
-    their Placement allocations are gone, and rebuilds the same failed
-    server (``--retry-mode rebuild``, as aardvark; ``recreate`` deletes it
-    and creates a new one), until ACTIVE.
+    The same create where the room is free: on the stock cloud (stock
+    nova-scheduler) when given, else on the opie cloud emptied first
+    (opie-scheduler without preemption, NOT stock Nova). The output names
+    the cloud of every column.
+(b) aardvark-style retry
+    On the stock cloud when given (aardvark runs beside a stock Nova),
+    else on the opie cloud. The cloud is filled with servers of the
+    *normal* flavor that this script treats as the preemptible project's
+    (named ``e2e-pre-*``; Nova counts them as normal), so the create fails
+    with NoValidHost. The reaper (this script) learns of the failure as
+    aardvark does, from nova's versioned notifications read with an
+    oslo.messaging notification listener on the cloud's transport: the
+    ``instance.update`` of the server from ``building`` to ``error`` and
+    the ``compute_task.build_instances.error`` whose reason is
+    ``NoValidHost`` (nova 34's name of the scheduling error aardvark's
+    patched Nova sent as ``scheduler.select_destinations.error``). It
+    then reads each host's free room from Placement and the preemptible
+    servers once, chooses victims with a greedy rule in the spirit of
+    aardvark's strategies (our own rule, not aardvark's code, and not
+    opie's exact selection): on each host the preemptible servers largest
+    first until the request fits, on the host needing the fewest; deletes
+    them, waits until their Placement allocations are gone (as aardvark
+    does), and asks Nova to rebuild the same server (aardvark's retry).
 
-    Not as aardvark: the failure is seen by polling the server every 50 ms
-    (aardvark listens to the ``select_destinations.error`` /
-    ``instance.update`` notifications; the devcloud's Nova sends none: its
-    nova.conf sets no ``[oslo_messaging_notifications] driver``), and (a)
-    on a stock Nova needs a second cloud (``--stock-cloud``; ``opie-sched
-    devcloud up`` always runs opie-scheduler).
+    Not as aardvark: stock Nova refuses to rebuild a server whose build
+    failed in scheduling (409 "invalid state for 'rebuild'": such a server
+    was never scheduled and lives in cell0; aardvark relied on CERN's
+    patched Nova and its PENDING state). When the rebuild is refused the
+    reaper does what a stock Nova allows: deletes the failed server and
+    creates the same request again (same name, flavor, image), which adds
+    a build request and a quota check; the output says which one ran.
 
-Every repetition refills the cloud. Prints per design the median create to
-ACTIVE and a breakdown (API answer, scheduled/failed, victims gone,
-ACTIVE), the ratios opie/(a) (target <= 1.5) and (b)/opie (target >= 2),
-and what dominates. ``--json PATH`` also writes the samples and the
-medians that
-:class:`opie_sched.simulator.preemption_latency.RetryStepCosts` reads
-(``model_steps``: ``boot``, ``delete``, ``fail`` in seconds).
+No design polls a full server listing: the failure comes from the
+notifications, ACTIVE from a GET of the one server every 50 ms (the same
+for the three columns), the victims' release from ``GET
+/allocations/{victim}``. Between repetitions the clouds are topped up,
+not refilled; with a stock cloud the three designs take turns in each
+repetition (the machine's load weighs alike on them). Prints per design
+the median, 90th percentile and count of create to ACTIVE, a breakdown,
+the ratios opie/(a) (target <= 1.5) and (b)/opie (target >= 2). ``--json
+PATH`` also writes the samples and the
+medians that :class:`opie_sched.simulator.preemption_latency.RetryStepCosts`
+reads (``model_steps``: ``boot``, ``delete``, ``fail`` in seconds).
 """
 
 import argparse
+import configparser
 import json
+import os
 import statistics
 import sys
+import threading
 import time
+import uuid
 
 POLL = 0.05
 PREFIX = 'e2e-'
+
+#: nova's versioned notifications (nova's default topic and its
+#: control exchange).
+NOTIFICATION_TOPIC = 'versioned_notifications'
+NOTIFICATION_EXCHANGE = 'nova'
+#: The versioned notification of a build that found no host (nova 34).
+BUILD_ERROR = 'compute_task.build_instances.error'
 
 
 def _now():
     return time.monotonic()
 
 
-class Cloud:
-    """One openstacksdk connection and the helpers the designs share."""
+def _data(payload):
+    """The fields of a versioned notification payload (or ``{}``)."""
+    return (payload or {}).get('nova_object.data') or {}
 
-    def __init__(self, name, flavor, image, timeout):
+
+class BuildFailures:
+    """Which servers failed to build for want of a host, from nova's
+    versioned notifications: an oslo.messaging notification listener on
+    ``transport_url``, topic :data:`NOTIFICATION_TOPIC`, in a pool of its
+    own (it takes a copy of every notification, other consumers keep
+    theirs).
+
+    A server counts as failed for want of a host once both its
+    ``instance.update`` from ``building`` to ``error`` and a
+    :data:`BUILD_ERROR` whose reason's exception is ``NoValidHost`` (or
+    ``NoValidHost_Remote``, as raised through RPC) came
+    (nova sends the update first). Times are :func:`time.monotonic` at
+    reception.
+    """
+
+    def __init__(self, transport_url):
+        from oslo_config import cfg
+        import oslo_messaging
+        self._cond = threading.Condition()
+        self._update = {}      # server id -> time of building -> error
+        self._novalidhost = {}  # server id -> time of BUILD_ERROR
+        transport = oslo_messaging.get_notification_transport(
+            cfg.ConfigOpts(), url=transport_url)
+        self._listener = oslo_messaging.get_notification_listener(
+            transport, [oslo_messaging.Target(
+                topic=NOTIFICATION_TOPIC, exchange=NOTIFICATION_EXCHANGE)],
+            [self], executor='threading',
+            pool='e2e-reaper-%s' % uuid.uuid4().hex[:8])
+        self._listener.start()
+
+    def stop(self):
+        self._listener.stop()
+        self._listener.wait()
+
+    # -- oslo.messaging endpoint ------------------------------------------
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        self.handle(event_type, payload)
+
+    def error(self, ctxt, publisher_id, event_type, payload, metadata):
+        self.handle(event_type, payload)
+
+    def handle(self, event_type, payload, at=None):
+        """Record one notification (``payload``: its versioned payload)."""
+        at = _now() if at is None else at
+        data = _data(payload)
+        with self._cond:
+            if event_type == 'instance.update':
+                update = _data(data.get('state_update'))
+                if (update.get('old_state') == 'building'
+                        and update.get('state') == 'error'
+                        and data.get('uuid')):
+                    self._update.setdefault(data['uuid'], at)
+            elif event_type == BUILD_ERROR:
+                reason = _data(data.get('reason'))
+                # the conductor names the scheduler's remote exception
+                # NoValidHost_Remote
+                if (str(reason.get('exception')).split('_Remote')[0]
+                        == 'NoValidHost'
+                        and data.get('instance_uuid')):
+                    self._novalidhost.setdefault(data['instance_uuid'], at)
+            else:
+                return
+            self._cond.notify_all()
+
+    def failed_at(self, server_id):
+        """Time both notifications of ``server_id`` were in, or None."""
+        with self._cond:
+            if (server_id in self._update
+                    and server_id in self._novalidhost):
+                return max(self._update[server_id],
+                           self._novalidhost[server_id])
+        return None
+
+    def wait_failed(self, server_id, timeout):
+        """Block until :meth:`failed_at` of ``server_id`` is known.
+
+        :returns: that time (seconds, monotonic).
+        :raises RuntimeError: not within ``timeout`` seconds.
+        """
+        deadline = _now() + timeout
+        with self._cond:
+            while True:
+                at = self.failed_at(server_id)
+                if at is not None:
+                    return at
+                left = deadline - _now()
+                if left <= 0:
+                    raise RuntimeError(
+                        'no NoValidHost notification for server %s within '
+                        '%d s (does the cloud send notifications?)'
+                        % (server_id, timeout))
+                self._cond.wait(left)
+
+
+def devcloud_endpoints(state_dir):
+    """``(clouds.yaml path, notification transport URL)`` of a devcloud.
+
+    :raises SystemExit: no devcloud there, or it sends no notifications
+        (``opie-sched devcloud up --notifications``).
+    """
+    clouds = os.path.join(state_dir, 'clouds.yaml')
+    nova = os.path.join(state_dir, 'etc', 'nova', 'nova.conf')
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    if not parser.read(nova) or not os.path.exists(clouds):
+        raise SystemExit('no devcloud in %s' % state_dir)
+    if not parser.has_option('oslo_messaging_notifications', 'driver'):
+        raise SystemExit('the devcloud of %s sends no notifications: start '
+                         'it with "opie-sched devcloud up --notifications"'
+                         % state_dir)
+    return clouds, parser['DEFAULT']['transport_url']
+
+
+class Cloud:
+    """One openstacksdk connection and the helpers the designs share.
+
+    :param clouds_yaml: the clouds.yaml holding ``name`` (None: the
+        usual openstacksdk search, ``OS_CLIENT_CONFIG_FILE`` first).
+    :param transport_url: nova's notification transport (None: no
+        notifications, the retry design cannot run here).
+    """
+
+    def __init__(self, name, flavor, image, timeout, clouds_yaml=None,
+                 transport_url=None, label=None):
         import openstack
+        from openstack import config as os_config
         self.name = name
-        self.conn = openstack.connect(cloud=name)
+        self.label = label or name
+        if clouds_yaml:
+            region = os_config.OpenStackConfig(
+                config_files=[clouds_yaml]).get_one(cloud=name)
+            self.conn = openstack.connection.Connection(config=region)
+        else:
+            self.conn = openstack.connect(cloud=name)
         self.timeout = timeout
+        self.transport_url = transport_url
+        self._failures = None
         self.flavor = self.conn.compute.find_flavor(flavor,
                                                     ignore_missing=False)
         self.image = self._image(image)
+
+    def failures(self):
+        """The cloud's :class:`BuildFailures` listener (started once)."""
+        if self._failures is None:
+            if not self.transport_url:
+                raise SystemExit('cloud %s: the retry design needs nova\'s '
+                                 'notifications (--transport-url or '
+                                 '--devcloud)' % self.label)
+            self._failures = BuildFailures(self.transport_url)
+        return self._failures
+
+    def close(self):
+        if self._failures is not None:
+            self._failures.stop()
 
     def _image(self, name):
         if name:
             return self.conn.image.find_image(name, ignore_missing=False)
         for image in self.conn.image.images():
             return image
-        raise SystemExit('cloud %s has no image; pass --image' % self.name)
+        raise SystemExit('cloud %s has no image; pass --image' % self.label)
 
     def twin(self):
         from opie_sched.common import flavors
@@ -117,9 +287,9 @@ class Cloud:
                 if (s.name or '').startswith(PREFIX)]
 
     def watch(self, server, until=('ACTIVE',), marks=None, error_ok=False):
-        """Poll ``server`` until its status is in ``until`` (or ERROR,
-        unless ``error_ok``); ``marks`` (dict) gets the first time each
-        state was seen.
+        """Poll ``server`` (GET of that server) until its status is in
+        ``until`` (or ERROR, unless ``error_ok``); ``marks`` (dict) gets
+        the first time each state was seen.
 
         :returns: the final server.
         :raises RuntimeError: on timeout.
@@ -140,19 +310,6 @@ class Cloud:
                     s.id, s.status, self.timeout))
             time.sleep(POLL)
 
-    def wait_gone(self, ids):
-        deadline = _now() + self.timeout
-        ids = set(ids)
-        while ids:
-            alive = {s.id for s in self.conn.compute.servers(
-                all_projects=True)}
-            ids &= alive
-            if not ids:
-                break
-            if _now() > deadline:
-                raise RuntimeError('servers not deleted: %s' % sorted(ids))
-            time.sleep(POLL)
-
     def wait_allocations_gone(self, ids):
         """Wait until Placement holds no allocation of these consumers
         (the victims released their host, as aardvark waits).
@@ -169,11 +326,26 @@ class Cloud:
                                    % sorted(ids))
             time.sleep(POLL)
 
+    def delete(self, ids):
+        """Delete servers and wait for their allocations to go."""
+        for i in ids:
+            self.conn.compute.delete_server(i, ignore_missing=True)
+        self.wait_allocations_gone(ids)
+
+    def wait_gone(self, ids):
+        """Wait until the servers are gone (GET of each)."""
+        deadline = _now() + self.timeout
+        for i in ids:
+            while self.conn.compute.find_server(
+                    i, ignore_missing=True, all_projects=True):
+                if _now() > deadline:
+                    raise RuntimeError('server %s not deleted' % i)
+                time.sleep(POLL)
+
     def clean(self):
-        ours = self.ours()
-        for s in ours:
-            self.conn.compute.delete_server(s.id, ignore_missing=True)
-        self.wait_gone([s.id for s in ours])
+        ours = [s.id for s in self.ours()]
+        self.delete(ours)
+        self.wait_gone(ours)
 
     # -- placement -------------------------------------------------------
 
@@ -218,7 +390,8 @@ class Cloud:
 
     def fill(self, flavor, label, capacity_of):
         """Boot servers of ``flavor`` until a create fails: the cloud is
-        full. ``capacity_of``: hosts -> how many to boot at once.
+        full (tops up a cloud filled before). ``capacity_of``: hosts ->
+        how many to boot at once.
         """
         created = 0
         for _ in range(4):
@@ -226,19 +399,17 @@ class Cloud:
             batch = [self.create('%s%s-%d' % (PREFIX, label, created + i),
                                  flavor) for i in range(count)]
             created += count
-            errors = 0
+            errors = []
             for s in batch:
                 if self.watch(s).status == 'ERROR':
-                    errors += 1
-                    self.conn.compute.delete_server(s.id)
-            probe = self.create('%sprobe' % PREFIX, flavor)
+                    errors.append(s.id)
+            self.delete(errors)
+            probe = self.create('%sprobe-%s' % (PREFIX, label), flavor)
             full = self.watch(probe).status == 'ERROR'
-            self.conn.compute.delete_server(probe.id)
-            self.wait_gone([probe.id])
+            self.delete([probe.id])
             if full:
-                return created - errors
-            created += 1
-        raise RuntimeError('cloud %s did not fill up' % self.name)
+                return created - len(errors)
+        raise RuntimeError('cloud %s did not fill up' % self.label)
 
 
 def create_timed(cloud, name, flavor):
@@ -254,25 +425,22 @@ def run_opie(cloud, rep):
     twin = cloud.twin()
     cloud.fill(twin, 'pre%d' % rep,
                lambda hosts: max(1, cloud.room(twin, hosts)))
-    before = {s.id for s in cloud.ours() if '-pre' in s.name}
     server, marks = create_timed(cloud, '%snormal-%d' % (PREFIX, rep),
                                  cloud.flavor)
     if server.status != 'ACTIVE':
         raise RuntimeError('opie: the normal server ended %s: %s'
                            % (server.status, server.fault))
-    after = {s.id for s in cloud.ours()}
-    victims = before - after
     t0 = marks['start']
     sample = {'total': marks['status:ACTIVE'] - t0,
               'api': marks['api'] - t0,
               'scheduled': marks.get('scheduled', marks['status:ACTIVE'])
-              - t0, 'victims': len(victims)}
-    cloud.clean()
+              - t0}
+    # top up for the next repetition: the preempted servers' room stays
+    cloud.delete([server.id])
     return sample
 
 
 def run_free(cloud, rep):
-    cloud.clean()
     server, marks = create_timed(cloud, '%sfree-%d' % (PREFIX, rep),
                                  cloud.flavor)
     if server.status != 'ACTIVE':
@@ -284,7 +452,7 @@ def run_free(cloud, rep):
               'scheduled': marks.get('scheduled', marks['status:ACTIVE'])
               - t0}
     t1 = _now()
-    cloud.conn.compute.delete_server(server.id)
+    cloud.delete([server.id])
     cloud.wait_gone([server.id])
     sample['delete'] = _now() - t1
     return sample
@@ -299,12 +467,42 @@ def _flavor_field(flavor, key):
     return value or 0
 
 
+def greedy_victims(hosts, preemptible, need):
+    """An aardvark-style choice (our rule, not aardvark's code nor opie's
+    exact selection): on each host, the preemptible servers largest first
+    until the request fits the freed room; the host needing the fewest
+    victims wins (ties: least room freed beyond the request, then name).
+
+    :param hosts: ``{host: (capacity, used)}``, each a sequence (vCPU, MB,
+        GB).
+    :param preemptible: ``{host: [((vCPU, MB, GB), server id)]}``.
+    :param need: the request, (vCPU, MB, GB).
+    :returns: ``(host, [server id])``.
+    :raises RuntimeError: no host can be freed enough.
+    """
+    best = None
+    for name in sorted(hosts):
+        cap, used = hosts[name]
+        free = [c - u for c, u in zip(cap, used)]
+        chosen = []
+        for size, sid in sorted(preemptible.get(name, []), reverse=True):
+            if all(f >= n for f, n in zip(free, need)):
+                break
+            chosen.append(sid)
+            free = [f + x for f, x in zip(free, size)]
+        if not all(f >= n for f, n in zip(free, need)):
+            continue
+        key = (len(chosen), sum(f - n for f, n in zip(free, need)), name)
+        if best is None or key < best[0]:
+            best = (key, name, chosen)
+    if best is None:
+        raise RuntimeError('reaper: no host can be freed')
+    return best[1], best[2]
+
+
 def aardvark_victims(cloud, request):
-    """An aardvark-style choice (not opie's exact selection): on each
-    host, the preemptible servers (``e2e-pre*``, the preemptible
-    project's) largest first until the request fits the freed room; the
-    host needing the fewest victims wins (ties: least freed beyond the
-    request). :returns: ``(host, [server id])``.
+    """:func:`greedy_victims` over the cloud's Placement usage and its
+    preemptible project's servers (``e2e-pre*``, ACTIVE; one listing).
     """
     hosts = cloud.hosts()
     by_host = {}
@@ -316,78 +514,69 @@ def aardvark_victims(cloud, request):
                 _flavor_field(s.flavor, 'disk')
                 + _flavor_field(s.flavor, 'ephemeral'))
         by_host.setdefault(s.hypervisor_hostname, []).append((size, s.id))
-    best = None
-    need = (request.vcpus, request.memory_mb, request.disk_gb)
-    for name, (cap, used) in hosts.items():
-        free = [c - u for c, u in zip(cap, used)]
-        chosen = []
-        for size, sid in sorted(by_host.get(name, []), reverse=True):
-            if all(f >= n for f, n in zip(free, need)):
-                break
-            chosen.append(sid)
-            free = [f + x for f, x in zip(free, size)]
-        if not all(f >= n for f, n in zip(free, need)):
-            continue
-        key = (len(chosen), sum(f - n for f, n in zip(free, need)))
-        if best is None or key < best[0]:
-            best = (key, name, chosen)
-    if best is None:
-        raise RuntimeError('reaper: no host can be freed')
-    return best[1], best[2]
+    return greedy_victims(hosts, by_host, (request.vcpus, request.memory_mb,
+                                           request.disk_gb))
 
 
-def run_retry(cloud, rep, mode='rebuild'):
-    """The retry design: boot fails, the reaper frees a host, the same
-    server is rebuilt (``mode`` rebuild, as aardvark) or deleted and
-    created again (``recreate``).
+def _rebuild_refused(exc):
+    from openstack import exceptions
+    return (isinstance(exc, exceptions.ConflictException)
+            and 'rebuild' in str(exc))
+
+
+def run_retry(cloud, rep, attempts=3):
+    """The aardvark-style retry: the build fails (NoValidHost, learnt from
+    the notifications), the reaper frees a host, the same server is
+    rebuilt, or deleted and created again when Nova refuses the rebuild.
     """
     from opie_sched.preemption import model
     f = cloud.flavor
+    failures = cloud.failures()
     cloud.fill(f, 'pre%d' % rep,
                lambda hosts: max(1, cloud.room(f, hosts)))
     request = model.Resources(f.vcpus, f.ram, f.disk)
+    name = '%snormal-%d' % (PREFIX, rep)
     t0 = _now()
-    server = cloud.create('%snormal-%d' % (PREFIX, rep), f)
+    server = cloud.create(name, f)
     t_api = _now()
-    server = cloud.watch(server)
-    t_fail = _now()
-    if server.status != 'ERROR':
-        raise RuntimeError('retry: the first build did not fail (%s): the '
-                           'cloud was not full' % server.status)
-    host, victims = aardvark_victims(cloud, request)
-    t_chosen = _now()
-    for v in victims:
-        cloud.conn.compute.delete_server(v)
-    cloud.wait_allocations_gone(victims)
-    t_gone = _now()
-    if mode == 'rebuild':
+    sample = {'api': t_api - t0, 'victims': 0, 'rounds': 0}
+    for attempt in range(attempts):
+        t_fail = failures.wait_failed(server.id, cloud.timeout)
+        if attempt == 0:
+            sample['failed'] = t_fail - t0
+        host, victims = aardvark_victims(cloud, request)
+        t_chosen = _now()
+        cloud.delete(victims)
+        t_gone = _now()
+        sample['rounds'] += 1
+        sample['victims'] += len(victims)
+        sample.setdefault('reaper', t_chosen - t_fail)
+        sample.setdefault('victims_gone', t_gone - t_chosen)
+        sample['host'] = host
+        try:
+            cloud.conn.compute.rebuild_server(server, image=cloud.image.id)
+            sample['retry'] = 'rebuild'
+        except Exception as exc:
+            if not _rebuild_refused(exc):
+                raise
+            sample['retry'] = 'delete+create (rebuild refused: 409)'
+            cloud.conn.compute.delete_server(server.id)
+            server = cloud.create(name, f)
         marks = {}
-        cloud.conn.compute.rebuild_server(server, cloud.image.id)
-        # the rebuild starts from ERROR: wait for it to leave ERROR first
-        cloud.watch(server, until=('REBUILD', 'ACTIVE'), marks=marks,
-                    error_ok=True)
         again = cloud.watch(server, marks=marks)
-        if again.status != 'ACTIVE' or not again.compute_host:
-            raise RuntimeError(
-                'retry: rebuilding the failed server %s ended %s on host '
-                '%s (fault %s); this Nova may not rebuild a server that '
-                'was never scheduled: use --retry-mode recreate'
-                % (server.id, again.status, again.compute_host,
-                   again.fault))
+        if again.status == 'ACTIVE':
+            break
+        if 'No valid host' not in str((again.fault or {}).get('message')):
+            raise RuntimeError('retry: server %s ended %s: %s'
+                               % (server.id, again.status, again.fault))
+        # lost the room to another build: the next round starts from its
+        # notifications, as the first did
     else:
-        cloud.conn.compute.delete_server(server.id)
-        again, marks = create_timed(
-            cloud, '%snormal-%d-again' % (PREFIX, rep), f)
-        if again.status != 'ACTIVE':
-            raise RuntimeError('retry: the re-created server ended %s: %s'
-                               % (again.status, again.fault))
+        raise RuntimeError('retry: no ACTIVE server after %d rounds'
+                           % attempts)
     t_active = marks['status:ACTIVE']
-    sample = {'total': t_active - t0, 'api': t_api - t0,
-              'failed': t_fail - t0, 'reaper': t_chosen - t_fail,
-              'victims_gone': t_gone - t_chosen,
-              'recreate': t_active - t_gone, 'victims': len(victims),
-              'host': host}
-    cloud.clean()
+    sample.update(total=t_active - t0, recreate=t_active - t_gone)
+    cloud.delete([server.id])
     return sample
 
 
@@ -396,13 +585,35 @@ def med(samples, key):
     return statistics.median(values) if values else float('nan')
 
 
+def p90(samples, key):
+    """90th percentile (linear between closest ranks) of ``key``."""
+    values = sorted(s[key] for s in samples if key in s)
+    if not values:
+        return float('nan')
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=10, method='inclusive')[8]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--os-cloud', required=True,
+    p.add_argument('--devcloud', metavar='STATE_DIR',
+                   help='a devcloud (opie-scheduler, --notifications): its '
+                        'clouds.yaml, cloud devcloud-admin, and transport')
+    p.add_argument('--stock-devcloud', metavar='STATE_DIR',
+                   help='a devcloud up with --stock-scheduler '
+                        '--notifications, for (a) and (b)')
+    p.add_argument('--os-cloud',
                    help='cloud (clouds.yaml) running opie-scheduler, admin')
+    p.add_argument('--transport-url',
+                   help="nova's notification transport of --os-cloud")
     p.add_argument('--stock-cloud',
-                   help='cloud running stock Nova for (a) (default: '
-                        '--os-cloud with the room free)')
+                   help='cloud running stock Nova for (a) and (b) (default: '
+                        '--os-cloud, (a) with the room free)')
+    p.add_argument('--stock-clouds-yaml', metavar='PATH',
+                   help='the clouds.yaml of --stock-cloud')
+    p.add_argument('--stock-transport-url',
+                   help="nova's notification transport of --stock-cloud")
     p.add_argument('--flavor', default='m1.medium',
                    help='normal flavor; its preemptible twin fills the '
                         'cloud (default: %(default)s)')
@@ -410,59 +621,92 @@ def main(argv=None):
     p.add_argument('--repeat', type=int, default=3)
     p.add_argument('--timeout', type=float, default=300.0,
                    help='seconds to wait for any one server')
-    p.add_argument('--retry-mode', choices=('rebuild', 'recreate'),
-                   default='rebuild',
-                   help='how the retry design retries the failed server: '
-                        'rebuild it (as aardvark) or delete it and create '
-                        'a new one (default: %(default)s)')
     p.add_argument('--json', metavar='PATH')
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error('--repeat must be >= 1')
-    opie = Cloud(args.os_cloud, args.flavor, args.image, args.timeout)
-    stock = (Cloud(args.stock_cloud, args.flavor, args.image, args.timeout)
-             if args.stock_cloud else opie)
-    free_on = ('%s (stock nova-scheduler, --stock-cloud)' % stock.name
-               if args.stock_cloud else
-               '%s emptied first (opie-scheduler, NOT stock Nova: no '
-               '--stock-cloud given)' % opie.name)
+    if not (args.devcloud or args.os_cloud):
+        p.error('give --devcloud or --os-cloud')
+    clouds_yaml, transport = None, args.transport_url
+    if args.devcloud:
+        clouds_yaml, transport = devcloud_endpoints(args.devcloud)
+    opie = Cloud(args.os_cloud or 'devcloud-admin', args.flavor, args.image,
+                 args.timeout, clouds_yaml, transport,
+                 label=args.devcloud or args.os_cloud)
+    stock = None
+    if args.stock_devcloud:
+        yaml_path, url = devcloud_endpoints(args.stock_devcloud)
+        stock = Cloud(args.stock_cloud or 'devcloud-admin', args.flavor,
+                      args.image, args.timeout, yaml_path, url,
+                      label=args.stock_devcloud)
+    elif args.stock_cloud:
+        stock = Cloud(args.stock_cloud, args.flavor, args.image,
+                      args.timeout, args.stock_clouds_yaml,
+                      args.stock_transport_url, label=args.stock_cloud)
+    other = stock or opie
+    free_on = ('%s (stock nova-scheduler)' % stock.label if stock else
+               '%s emptied first (opie-scheduler, NOT stock Nova: no stock '
+               'cloud given)' % opie.label)
+    retry_on = ('%s (stock nova-scheduler)' % stock.label if stock else
+                '%s (opie-scheduler; its fill is normal servers, so opie '
+                'never preempts there)' % opie.label)
     print('end to end: flavor %s (%d vCPU / %d MB / %d GB), image %s, %d '
           'repetitions' % (opie.flavor.name, opie.flavor.vcpus,
                            opie.flavor.ram, opie.flavor.disk,
                            opie.image.name, args.repeat))
     print('  (a) room free ran on: %s' % free_on)
-    print('  opie ran on: %s (opie-scheduler)' % opie.name)
-    print('  (b) retry design ran on: %s (its fill is normal servers, so '
-          'opie never preempts there)' % opie.name)
+    print('  opie ran on: %s (opie-scheduler)' % opie.label)
+    print('  (b) retry ran on: %s' % retry_on)
     samples = {'opie': [], 'free': [], 'retry': []}
-    opie.clean()
+
+    def say(design, rep, s):
+        print('  rep %d %-5s %.2f s  %s' % (
+            rep + 1, design, s['total'], ', '.join(
+                '%s %s' % (k, ('%.2f' % v) if isinstance(v, float) else v)
+                for k, v in sorted(s.items()) if k != 'total')),
+            file=sys.stderr)
+        sys.stderr.flush()
+
     try:
-        for rep in range(args.repeat):
-            for design, func, cloud in (('free', run_free, stock),
-                                        ('opie', run_opie, opie),
-                                        ('retry', run_retry, opie)):
-                s = (func(cloud, rep, args.retry_mode) if design == 'retry'
-                     else func(cloud, rep))
-                samples[design].append(s)
-                print('  rep %d %-5s %.2f s  %s' % (
-                    rep + 1, design, s['total'], ', '.join(
-                        '%s %s' % (k, ('%.2f' % v) if isinstance(
-                            v, float) else v)
-                        for k, v in sorted(s.items()) if k != 'total')),
-                      file=sys.stderr)
-                sys.stderr.flush()
-    finally:
         opie.clean()
-        if stock is not opie:
+        if stock:
+            # the three designs in turn, so that the machine's load (other
+            # tenants) weighs alike on them; (a) takes the room the
+            # retry's server left on the stock cloud
             stock.clean()
+            for rep in range(args.repeat):
+                for design, func, cloud in (('free', run_free, stock),
+                                            ('opie', run_opie, opie),
+                                            ('retry', run_retry, stock)):
+                    samples[design].append(func(cloud, rep))
+                    say(design, rep, samples[design][-1])
+        else:
+            # (a) on the empty cloud, then the designs that fill it
+            for rep in range(args.repeat):
+                samples['free'].append(run_free(opie, rep))
+                say('free', rep, samples['free'][-1])
+            for design, func in (('opie', run_opie), ('retry', run_retry)):
+                opie.clean()
+                for rep in range(args.repeat):
+                    samples[design].append(func(opie, rep))
+                    say(design, rep, samples[design][-1])
+    finally:
+        for cloud in {id(c): c for c in (opie, other)}.values():
+            cloud.clean()
+            cloud.close()
     free, op, retry = (med(samples[k], 'total') for k in
                        ('free', 'opie', 'retry'))
     print()
-    print('%-34s %8s  %s' % ('median create -> ACTIVE', 's', 'cloud'))
-    print('%-34s %8.2f  %s' % ('(a) room free', free, free_on))
-    print('%-34s %8.2f  %s' % ('opie, preemptible-full', op, opie.name))
-    print('%-34s %8.2f  %s' % ('(b) retry (%s)' % args.retry_mode, retry,
-                               opie.name))
+    print('%-30s %7s %7s %3s  %s' % ('create -> ACTIVE (s)', 'median',
+                                     'p90', 'n', 'cloud'))
+    for key, label, on in (('free', '(a) room free', free_on),
+                           ('opie', 'opie, preemptible-full',
+                            '%s (opie-scheduler)' % opie.label),
+                           ('retry', '(b) aardvark-style retry',
+                            retry_on)):
+        print('%-30s %7.2f %7.2f %3d  %s' % (
+            label, med(samples[key], 'total'), p90(samples[key], 'total'),
+            len(samples[key]), on))
     print()
     print('ratio opie/(a): %.2f (target <= 1.5)' % (op / free))
     print('ratio (b)/opie: %.2f (target >= 2)' % (retry / op))
@@ -472,27 +716,24 @@ def main(argv=None):
           ' %.2f, ACTIVE %.2f' % (med(samples['opie'], 'api'),
                                   med(samples['opie'], 'scheduled'), op))
     parts = [('API answer', med(samples['retry'], 'api')),
-             ('build failed (NoValidHost)',
-              med(samples['retry'], 'failed')),
+             ('NoValidHost notified', med(samples['retry'], 'failed')),
              ('reaper choice', med(samples['retry'], 'reaper')),
-             ('victims gone', med(samples['retry'], 'victims_gone')),
-             ('%s to ACTIVE' % args.retry_mode,
-              med(samples['retry'], 'recreate'))]
+             ('victims\' allocations gone',
+              med(samples['retry'], 'victims_gone')),
+             ('retry to ACTIVE', med(samples['retry'], 'recreate'))]
     print('  retry: ' + ', '.join('%s %.2f' % kv for kv in parts))
-    steps = [kv for kv in parts[1:]]
-    top = max(steps, key=lambda kv: kv[1])
+    print('  retry ran as: %s' % ', '.join(sorted(
+        {s.get('retry', '?') for s in samples['retry']})))
+    top = max(parts[1:], key=lambda kv: kv[1])
     print('  retry is dominated by: %s (%.0f%% of its total)' % (
         top[0], 100.0 * top[1] / retry))
-    print('  opie: scheduling incl. preemption %.0f%% of its total, boot '
-          'after it %.0f%%' % (
-              100.0 * med(samples['opie'], 'scheduled') / op,
-              100.0 * (op - med(samples['opie'], 'scheduled')) / op))
     if args.json:
-        doc = {'cloud': opie.name, 'free_room_cloud': free_on,
-               'retry_mode': args.retry_mode,
-               'stock_cloud': args.stock_cloud,
+        doc = {'cloud': opie.label, 'free_room_cloud': free_on,
+               'retry_cloud': retry_on,
+               'stock_cloud': stock.label if stock else None,
                'flavor': opie.flavor.name, 'samples': samples,
                'medians': {'free': free, 'opie': op, 'retry': retry},
+               'p90': {k: p90(samples[k], 'total') for k in samples},
                'ratios': {'opie_vs_free': op / free,
                           'retry_vs_opie': retry / op},
                # what RetryStepCosts reads (seconds)

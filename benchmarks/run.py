@@ -34,9 +34,12 @@ fixtures change process-wide state):
 ``sim``
     ``simulator_throughput.py``: the simulator's events per second, and
     (full run) the thesis scale of 65,536 hosts and 230,000 requests.
-``e2e`` (only with ``--os-cloud``)
+``e2e`` (only with ``--devcloud`` or ``--os-cloud``)
     ``end_to_end.py``: create to ACTIVE on a running cloud, opie vs stock
-    on free room vs the aardvark-style retry (see that script).
+    on free room vs the aardvark-style retry (see that script); the
+    devclouds: ``opie-sched devcloud up --notifications`` and, for the
+    stock columns, ``up --stock-scheduler --notifications`` with another
+    ``--state-dir``.
 
 The scheduling part runs at 1000 and 5000 nodes by default (``--huge``
 adds 10,000) and prints the growth exponent of each series: the slope of
@@ -134,15 +137,21 @@ def parts_for(args):
              30, 600),
         Part('e2e', 'end_to_end.py',
              'create to ACTIVE on cloud %s: opie, stock on free room, '
-             'aardvark-style retry' % (args.os_cloud,),
+             'aardvark-style retry' % (args.devcloud or args.os_cloud,),
              _e2e_args(args, 1), _e2e_args(args, args.e2e_repeat),
              900, 300 + 300 * args.e2e_repeat),
     ]
 
 
 def _e2e_args(args, repeat):
-    out = ['--os-cloud', str(args.os_cloud), '--repeat', str(repeat)]
-    if args.stock_cloud:
+    if args.devcloud:
+        out = ['--devcloud', args.devcloud]
+    else:
+        out = ['--os-cloud', str(args.os_cloud)]
+    out += ['--repeat', str(repeat)]
+    if args.stock_devcloud:
+        out += ['--stock-devcloud', args.stock_devcloud]
+    elif args.stock_cloud:
         out += ['--stock-cloud', args.stock_cloud]
     return out
 
@@ -390,6 +399,13 @@ def main(argv=None):
     p.add_argument('--stock-cloud', metavar='NAME',
                    help='with --os-cloud: a stock-Nova cloud for the free-'
                         'room column of the end-to-end part')
+    p.add_argument('--devcloud', metavar='STATE_DIR',
+                   help='a devcloud up with --notifications: adds the '
+                        'end-to-end part')
+    p.add_argument('--stock-devcloud', metavar='STATE_DIR',
+                   help='with --devcloud: a devcloud up with '
+                        '--stock-scheduler --notifications for the stock '
+                        'and retry columns of the end-to-end part')
     p.add_argument('--e2e-repeat', type=int, default=3,
                    help='repetitions of the end-to-end part (default: '
                         '%(default)s)')
@@ -409,9 +425,9 @@ def main(argv=None):
     if args.huge and '10000' not in args.nodes.split(','):
         args.nodes += ',10000'
     wanted = [x.strip() for x in args.only.split(',') if x.strip()]
-    if not args.os_cloud and 'e2e' in wanted:
+    if not (args.os_cloud or args.devcloud) and 'e2e' in wanted:
         if args.only != p.get_default('only'):
-            p.error('--only e2e needs --os-cloud')
+            p.error('--only e2e needs --os-cloud or --devcloud')
         wanted.remove('e2e')
     parts = parts_for(args)
     unknown = set(wanted) - {pt.key for pt in parts}

@@ -204,6 +204,16 @@ class Up(_OnStateDir, cli.ShowOne):
                         help="enable Die-Hard's FailureDomainFilter and "
                              'ReliabilityWeigher in opie-scheduler (failure '
                              'domains from host aggregate metadata)')
+        up.add_argument('--notifications', action='store_true',
+                        help="nova sends its versioned notifications "
+                             "(oslo.messaging messagingv2, instance.update on "
+                             "every vm_state change) on the cloud's RabbitMQ "
+                             'vhost, topic %s; off by default: nothing in the '
+                             'cloud reads them' % config.NOTIFICATION_TOPIC)
+        up.add_argument('--stock-scheduler', action='store_true',
+                        help='run stock nova-scheduler (nova\'s default '
+                             'filters and weighers) instead of '
+                             'opie-scheduler: a cloud to compare with')
         up.add_argument('--with-autoscaler', action='store_true',
                         help='also run opie-autoscaler (as the demo user, '
                              'every %g s) with one application: flavors %s, '
@@ -252,7 +262,9 @@ class Up(_OnStateDir, cli.ShowOne):
                 market_notice=args.market_notice,
                 market_tick=args.market_tick,
                 market_capacity_source=args.market_capacity_source,
-                reliability=args.reliability)
+                reliability=args.reliability,
+                notifications=args.notifications,
+                stock_scheduler=args.stock_scheduler)
         except ValueError as exc:
             raise cli.UsageError('devcloud up: %s' % exc)
         cloud = cloud_mod.Cloud(args.state_dir, say=_say)

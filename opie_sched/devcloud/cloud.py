@@ -101,9 +101,11 @@ def write_configs(settings, layout):
                                          'api-paste.ini')),
                 os.path.join(etc, 'nova', 'api-paste.ini'))
     _write(os.path.join(etc, 'nova', 'scheduler.conf'),
-           config.render(config.scheduler_conf(
-               settings.scheduler_workers,
-               reliability=settings.reliability)))
+           config.render(
+               config.stock_scheduler_conf(settings.scheduler_workers)
+               if settings.stock_scheduler else config.scheduler_conf(
+                   settings.scheduler_workers,
+                   reliability=settings.reliability)))
     for index in range(1, settings.scheduler_hosts + 1):
         _write(os.path.join(etc, 'nova', 'scheduler-host-%d.conf' % index),
                config.render(config.scheduler_host_conf(settings, layout,
@@ -210,10 +212,13 @@ def http_services(settings, layout):
     return out
 
 
-def scheduler_name(index):
+def scheduler_name(index, stock=False):
     """Service name of scheduler host ``index`` (1-based):
-    ``opie-scheduler``, ``opie-scheduler-2``, ...
+    ``opie-scheduler``, ``opie-scheduler-2``, ...; ``nova-scheduler``
+    when ``stock`` (a ``stock_scheduler`` cloud has one).
     """
+    if stock:
+        return 'nova-scheduler'
     return 'opie-scheduler' if index == 1 else 'opie-scheduler-%d' % index
 
 
@@ -225,8 +230,9 @@ def daemons(settings, layout):
         'nova-conductor': ([bootstrap._bin('nova-conductor')] + nova, env),
     }
     for index in range(1, settings.scheduler_hosts + 1):
-        out[scheduler_name(index)] = (
-            [bootstrap._bin('opie-scheduler')] + nova + [
+        out[scheduler_name(index, settings.stock_scheduler)] = (
+            [bootstrap._bin('nova-scheduler' if settings.stock_scheduler
+                            else 'opie-scheduler')] + nova + [
                 '--config-file', os.path.join(layout.etc, 'nova',
                                               'scheduler.conf'),
                 '--config-file', os.path.join(
@@ -369,13 +375,17 @@ class Cloud:
         self._wait_computes(settings)
         bootstrap.discover_hosts(layout, env)
         self._wait_hypervisors(settings)
-        self.say('nova up: %d computes, opie-scheduler on %d host(s) with '
-                 '%d workers each%s' % (
-                     settings.computes, settings.scheduler_hosts,
+        self.say('nova up: %d computes, %s on %d host(s) with '
+                 '%d workers each%s%s' % (
+                     settings.computes, 'stock nova-scheduler'
+                     if settings.stock_scheduler else 'opie-scheduler',
+                     settings.scheduler_hosts,
                      settings.scheduler_workers,
                      ', locks on %s' % config.coordination_url(
                          settings, layout)
-                     if settings.scheduler_hosts > 1 else ''))
+                     if settings.scheduler_hosts > 1 else '',
+                     ', notifications on topic %s' % config.NOTIFICATION_TOPIC
+                     if settings.notifications else ''))
         bootstrap.image_and_flavors(settings, layout, env)
         self.say('image %s, flavors and preemptible twins created'
                  % config.IMAGE)
@@ -485,6 +495,14 @@ class Cloud:
                 1, settings.scheduler_hosts + 1)],
             'coordination_url': config.coordination_url(settings,
                                                         self.layout),
+            'scheduler': ('nova-scheduler (stock)' if settings.stock_scheduler
+                          else 'opie-scheduler'),
+            # where a listener reads nova's notifications (oslo.messaging
+            # transport URL and topic), None when the cloud sends none
+            'notifications': ({
+                'transport_url': settings.transport_url(self.layout.vhost),
+                'topic': config.NOTIFICATION_TOPIC}
+                if settings.notifications else None),
             'endpoints': {name: settings.url(name)
                           for name in settings.ports},
             'services': {name: {'pid': svc['pid'], 'log': svc['log']}
@@ -566,8 +584,9 @@ class Cloud:
                 info['health'] = 'answers' if ok else 'no answer'
             elif name == 'nova-conductor':
                 info['health'] = nova.get('nova-conductor', '?')
-            elif name.startswith('opie-scheduler'):
-                index = 1 if name == 'opie-scheduler' else int(
+            elif name.startswith(('opie-scheduler', 'nova-scheduler')):
+                index = 1 if name in ('opie-scheduler',
+                                      'nova-scheduler') else int(
                     name.rsplit('-', 1)[1])
                 info['health'] = nova.get('nova-scheduler@%s' % (
                     settings.scheduler_host(index)), '?')

@@ -143,8 +143,19 @@ class Settings:
         of :data:`CAPACITY_SOURCES`; ``None``: the market's default.
     :param reliability: enable Die-Hard's FailureDomainFilter and
         ReliabilityWeigher in opie-scheduler (:func:`scheduler_conf`).
+    :param notifications: nova sends its versioned notifications
+        (:func:`notification_conf`) on the cloud's RabbitMQ vhost, topic
+        :data:`NOTIFICATION_TOPIC`. Off by default: nothing in the cloud
+        consumes them, so they would pile up in RabbitMQ for the cloud's
+        life and cost a publish per state change in nova-api,
+        nova-conductor and every compute.
+    :param stock_scheduler: run stock ``nova-scheduler`` with nova's
+        default filters and weighers instead of opie-scheduler (a cloud
+        without opie_sched's scheduling, to compare with); opie-market
+        and the preemptible flavors stay.
     :raises ValueError: a count or size below 1, a ratio <= 0, a market
-        time out of range, an unknown capacity source.
+        time out of range, an unknown capacity source, stock_scheduler
+        with reliability or several scheduler hosts.
     """
 
     FIELDS = ('ports', 'computes', 'scheduler_workers', 'compute_vcpus',
@@ -153,7 +164,7 @@ class Settings:
               'with_autoscaler', 'with_repacker', 'neutron',
               'preemptible_cpu_ratio', 'market_period', 'market_notice',
               'market_tick', 'market_capacity_source', 'reliability',
-              'scheduler_hosts')
+              'scheduler_hosts', 'notifications', 'stock_scheduler')
 
     def __init__(self, ports, computes=2, scheduler_workers=2,
                  compute_vcpus=8, compute_ram_mb=16000, compute_disk_gb=200,
@@ -164,7 +175,8 @@ class Settings:
                  neutron='server', preemptible_cpu_ratio=None,
                  market_period=None, market_notice=None, market_tick=None,
                  market_capacity_source=None, reliability=False,
-                 scheduler_hosts=1):
+                 scheduler_hosts=1, notifications=False,
+                 stock_scheduler=False):
         for name, value in (('computes', computes),
                             ('scheduler_workers', scheduler_workers),
                             ('scheduler_hosts', scheduler_hosts),
@@ -207,6 +219,10 @@ class Settings:
                 market_notice):
             raise ValueError('market_notice must be whole seconds, got %r'
                              % market_notice)
+        if stock_scheduler and (reliability or scheduler_hosts > 1):
+            raise ValueError('stock_scheduler runs one stock nova-scheduler '
+                             'host without opie_sched: reliability and '
+                             'scheduler_hosts > 1 need opie-scheduler')
         if market_capacity_source not in (None,) + CAPACITY_SOURCES:
             raise ValueError('market_capacity_source must be one of %s, got '
                              '%r' % (', '.join(CAPACITY_SOURCES),
@@ -238,6 +254,8 @@ class Settings:
                             else float(market_tick))
         self.market_capacity_source = market_capacity_source
         self.reliability = bool(reliability)
+        self.notifications = bool(notifications)
+        self.stock_scheduler = bool(stock_scheduler)
 
     @property
     def cpu_allocation_ratio(self):
@@ -412,6 +430,32 @@ def neutron_conf(settings, layout):
     }
 
 
+#: The topic of nova's versioned notifications (nova's default
+#: ``[notifications] versioned_notifications_topics``).
+NOTIFICATION_TOPIC = 'versioned_notifications'
+
+
+def notification_conf(settings):
+    """The notification options of nova.conf: ``{}`` unless
+    ``settings.notifications``; else oslo.messaging's ``messagingv2``
+    driver on the cloud's own transport (``[DEFAULT] transport_url``,
+    its RabbitMQ vhost), nova's versioned format only (the legacy one
+    would double every message), on :data:`NOTIFICATION_TOPIC`, and
+    ``instance.update`` on every ``vm_state`` change (nova sends none
+    by default), e.g. BUILDING -> ERROR when a build finds no valid host.
+    """
+    if not settings.notifications:
+        return {}
+    return {
+        'oslo_messaging_notifications': {'driver': 'messagingv2'},
+        'notifications': {
+            'notification_format': 'versioned',
+            'versioned_notifications_topics': NOTIFICATION_TOPIC,
+            'notify_on_state_change': 'vm_state',
+        },
+    }
+
+
 def nova_conf(settings, layout):
     """nova.conf shared by nova-api, nova-conductor, opie-scheduler and the
     computes (each compute adds :func:`compute_conf`).
@@ -446,6 +490,7 @@ def nova_conf(settings, layout):
         'oslo_concurrency': {'lock_path': layout.path('nova', 'locks')},
         'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': 0},
         'compute': {'provider_config_location': None},
+        **notification_conf(settings),
     }
 
 
@@ -520,6 +565,23 @@ def provider_config_command(settings, output):
             '--ram-allocation-ratio', ratio,
             '--disk-allocation-ratio', ratio,
             '--output', output]
+
+
+def stock_scheduler_conf(workers=None):
+    """The scheduler file of a ``stock_scheduler`` cloud: nova's own
+    filters and weighers (nova's defaults, written out so the file says
+    what runs) and ``[scheduler] workers``.
+    """
+    conf = {
+        'filter_scheduler': {
+            'available_filters': 'nova.scheduler.filters.all_filters',
+            'enabled_filters': ','.join(NOVA_DEFAULT_FILTERS),
+            'weight_classes': 'nova.scheduler.weights.all_weighers',
+        },
+    }
+    if workers is not None:
+        conf['scheduler'] = {'workers': workers}
+    return conf
 
 
 def scheduler_conf(workers=None, base_filters=None, reliability=False):

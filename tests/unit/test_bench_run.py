@@ -141,6 +141,19 @@ class ScaleAndBurstRowsTest(testtools.TestCase):
         self.assertAlmostEqual(0.7, rows['burst.50.throughput']['value'])
         self.assertTrue(rows['burst.50.throughput']['ok'])
 
+    def test_end_to_end_args_for_devclouds(self):
+        import argparse
+        args = argparse.Namespace(devcloud='/tmp/o', stock_devcloud='/tmp/s',
+                                  os_cloud=None, stock_cloud=None)
+        self.assertEqual(['--devcloud', '/tmp/o', '--repeat', '10',
+                          '--stock-devcloud', '/tmp/s'],
+                         self.run._e2e_args(args, 10))
+        args = argparse.Namespace(devcloud=None, stock_devcloud=None,
+                                  os_cloud='c', stock_cloud='s')
+        self.assertEqual(['--os-cloud', 'c', '--repeat', '1',
+                          '--stock-cloud', 's'],
+                         self.run._e2e_args(args, 1))
+
     def test_end_to_end_rows(self):
         rows = {r['key']: r for r in self.run.ratio_rows(
             {'e2e': {'medians': {'free': 2.0, 'opie': 3.0, 'retry': 9.0}}})}

@@ -203,6 +203,84 @@ class TestRender(testtools.TestCase):
         self.assertEqual('placement', parsed['placement']['username'])
         self.assertEqual('1.0', parsed['DEFAULT']['cpu_allocation_ratio'])
 
+    def _oslo_parse(self, text):
+        """Parse ``text`` with nova's and oslo.messaging's own option
+        definitions (wrong names, groups or choices raise).
+        """
+        from nova.conf import notifications as nova_notifications
+        from oslo_config import cfg
+        import oslo_messaging
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        conf = cfg.ConfigOpts()
+        nova_notifications.register_opts(conf)
+        for group, opts in oslo_messaging.opts.list_opts():
+            if group == 'oslo_messaging_notifications':
+                conf.register_opts(opts, group=group)
+        conf(['--config-file', path], project='nova')
+        return conf
+
+    def test_notifications_off_by_default(self):
+        layout = layout_mod.Layout('/tmp/x')
+        conf = self._oslo_parse(config.render(config.nova_conf(
+            _settings(), layout)))
+        # nothing sends: no driver, and nova sends no instance.update
+        self.assertEqual([], conf.oslo_messaging_notifications.driver)
+        self.assertIsNone(conf.notifications.notify_on_state_change)
+
+    def test_notifications_on_the_cloud_transport(self):
+        layout = layout_mod.Layout('/tmp/x')
+        settings = _settings(notifications=True)
+        text = config.render(config.nova_conf(settings, layout))
+        conf = self._oslo_parse(text)
+        self.assertEqual(['messagingv2'],
+                         conf.oslo_messaging_notifications.driver)
+        # no transport_url of their own: the cloud's vhost (DEFAULT)
+        self.assertIsNone(conf.oslo_messaging_notifications.transport_url)
+        self.assertEqual(settings.transport_url(layout.vhost),
+                         _parse(text)['DEFAULT']['transport_url'])
+        self.assertEqual('versioned',
+                         conf.notifications.notification_format)
+        self.assertEqual([config.NOTIFICATION_TOPIC],
+                         conf.notifications.versioned_notifications_topics)
+        # BUILDING -> ERROR (no valid host) sends instance.update
+        self.assertEqual('vm_state',
+                         conf.notifications.notify_on_state_change)
+        self.assertTrue(config.Settings.from_dict(
+            settings.to_dict()).notifications)
+
+    def test_stock_scheduler_runs_nova_scheduler_without_opie(self):
+        layout = layout_mod.Layout('/tmp/x')
+        daemons = cloud_mod.daemons(_settings(stock_scheduler=True), layout)
+        self.assertNotIn('opie-scheduler', daemons)
+        argv = daemons['nova-scheduler'][0]
+        self.assertEqual('nova-scheduler', os.path.basename(argv[0]))
+        fs = config.stock_scheduler_conf(2)['filter_scheduler']
+        text = config.render(config.stock_scheduler_conf(2))
+        self.assertNotIn('opie_sched', text)
+        self.assertEqual(','.join(config.NOVA_DEFAULT_FILTERS),
+                         fs['enabled_filters'])
+        opie = cloud_mod.daemons(_settings(), layout)
+        self.assertEqual('opie-scheduler', os.path.basename(
+            opie['opie-scheduler'][0][0]))
+        self.assertNotIn('nova-scheduler', opie)
+
+    def test_stock_scheduler_conf_written(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        layout = layout_mod.Layout(root)
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.cloud._paste_file',
+            return_value=__file__))
+        for stock in (True, False):
+            cloud_mod.write_configs(_settings(stock_scheduler=stock),
+                                    layout)
+            with open(os.path.join(layout.etc, 'nova',
+                                   'scheduler.conf')) as f:
+                text = f.read()
+            self.assertEqual(not stock, 'PreemptibleFullStateFilter' in text)
+
     def test_standin_kept_out_of_catalog(self):
         conf = config.nova_conf(_settings(neutron='standin'),
                                 layout_mod.Layout('/tmp/x'))
@@ -331,7 +409,9 @@ class TestRender(testtools.TestCase):
                    {'market_period': 0}, {'market_period': 1.5},
                    {'market_notice': -1}, {'market_tick': 0.01},
                    {'market_tick': 'soon'},
-                   {'market_capacity_source': 'nova'}):
+                   {'market_capacity_source': 'nova'},
+                   {'stock_scheduler': True, 'reliability': True},
+                   {'stock_scheduler': True, 'scheduler_hosts': 2}):
             self.assertRaises(ValueError, _settings, **kw)
 
     def test_old_state_file_without_new_settings(self):
@@ -512,10 +592,16 @@ class TestCLI(testtools.TestCase):
             'devcloud', 'up', '--state-dir', root,
             '--preemptible-cpu-ratio', '2', '--market-period', '20',
             '--market-notice', '20', '--market-tick', '2',
-            '--market-capacity-source', 'hypervisors', '--reliability'])
+            '--market-capacity-source', 'hypervisors', '--reliability',
+            '--notifications'])
         self.assertEqual(1, code)
         self.assertIn('stop here', err)
         settings = up.call_args[0][0]
+        self.assertEqual((True, False), (settings.notifications,
+                                         settings.stock_scheduler))
+        code, _out, err = self._run([
+            'devcloud', 'up', '--state-dir', root, '--stock-scheduler'])
+        self.assertEqual((1, True), (code, up.call_args[0][0].stock_scheduler))
         self.assertEqual((2.0, 20, 20, 2.0, 'hypervisors', True), (
             settings.preemptible_cpu_ratio, settings.market_period,
             settings.market_notice, settings.market_tick,
