@@ -30,6 +30,12 @@ another project's data:
 * a versioned notification ``opie.instance.preempt`` (operators) naming the
   preemptor's request, the host, each victim and its cost.
 
+Before the first stop, shelve or delete, the guest gets the market's notice
+contract (:func:`give_notice`): server metadata ``opie:preempt_notice``
+and ``opie:preempt_deadline``, served in the metadata service's
+``meta_data.json``, ``[opie_preemption] notice_seconds`` before the action
+(default 0: at the action).
+
 Victims are terminated through Nova's compute API (the same code path as
 ``openstack server delete``/``stop``), with an admin context. Every
 destructive call (the first stop or delete, the later delete of a stopped
@@ -138,6 +144,80 @@ def mark_victim(cctxt, instance, cause, details):
                                          want_result=False)
 
 
+def _iso(when):
+    return when.strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def notice_seconds():
+    """The notice the guest gets, seconds: ``[opie_preemption]
+    notice_seconds`` bounded by ``release_timeout``.
+    """
+    opts = CONF.opie_preemption
+    return max(0.0, min(opts.notice_seconds, opts.release_timeout))
+
+
+def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
+                seconds):
+    """Write the guest-visible preemption notice on the victims this
+    request may terminate (record ``reserved`` by ``preempted_by`` and
+    ``request_id``, flavor still preemptible, not already leaving).
+
+    Server metadata (the market's contract, served to the guest in
+    ``meta_data.json`` "meta"): ``opie:preempt_deadline`` = ``now`` +
+    ``seconds`` in ISO 8601 UTC, truncated to the second (so never later
+    than the action, which comes ``seconds`` after ``now``), and
+    ``opie:preempt_notice`` = ``preemption at <deadline>
+    (<delete|stop|shelve>): preempted by the <cause>`` (the cause word
+    only: never another project's data). Written key by key (the owner's
+    own keys are kept). Informational: the service never reads them back.
+
+    :param rows: uuid -> Instance (with flavor and system metadata).
+    :param now: aware datetime of the notice.
+    :param seconds: notice length in seconds (>= 0).
+    :returns: uuids that got the notice.
+    """
+    deadline = _iso(now + datetime.timedelta(seconds=seconds))
+    noticed = []
+    for uuid in uuids:
+        inst = rows.get(uuid)
+        if inst is None or inst.task_state in hosts._LEAVING_TASK_STATES:
+            continue
+        state = hosts.victim_state(inst)
+        if (not hosts.flavor_is_preemptible(inst.flavor)
+                or not victim_state.may_act(state, 'terminate',
+                                            preempted_by, request_id, now)):
+            continue
+        behavior = state.behavior or victim_state.interruption_behavior(
+            getattr(inst.flavor, 'extra_specs', None), action)
+        if (behavior == victim_state.SHELVE
+                and inst.vm_state == vm_states.SHELVED_OFFLOADED):
+            continue
+        text = 'preemption at %s (%s): %s' % (
+            deadline, behavior,
+            owner_message(state.preemptor).replace('Preempted', 'preempted'))
+        try:
+            main_db.instance_metadata_update(
+                cctxt, uuid, {hosts.NOTICE_KEY: text[:255],
+                              hosts.DEADLINE_KEY: deadline}, False)
+            noticed.append(uuid)
+        except exception.InstanceNotFound:
+            continue
+        except Exception:
+            # no notice is no reason to keep the host from its owner
+            LOG.exception('Could not write the preemption notice on %s',
+                          uuid)
+    return noticed
+
+
+def withdraw_notice(cctxt, uuid):
+    """Remove the notice keys of a victim that is spared."""
+    for key in (hosts.NOTICE_KEY, hosts.DEADLINE_KEY):
+        try:
+            main_db.instance_metadata_delete(cctxt, uuid, key)
+        except Exception:
+            LOG.debug('No notice key %s to remove on %s', key, uuid)
+
+
 def is_marked(cctxt, instance):
     """True when the instance already has the ``preempt`` instance action
     (:func:`mark_victim` ran for it).
@@ -185,8 +265,24 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
         rows = reservations.load_by_uuid(cctxt, uuids)
     except Exception:
         LOG.exception('Could not load victims %s', uuids)
-    done = []
     step = 'retry' if retry else 'terminate'
+    noticed = set()
+    if not retry:
+        # the guest's notice first; its victims are read again after it
+        seconds = notice_seconds()
+        noticed = set(give_notice(
+            cctxt, rows, uuids, preempted_by, ctx.request_id, action,
+            timeutils.utcnow(with_timezone=True), seconds))
+        if noticed and seconds > 0:
+            LOG.info('Victims %s got %.1f s of notice; request %s waits '
+                     'for it', sorted(noticed), seconds, ctx.request_id)
+            time.sleep(seconds)
+            try:
+                rows = reservations.load_by_uuid(cctxt, uuids)
+            except Exception:
+                LOG.exception('Could not load victims %s', uuids)
+                rows = {}
+    done = []
     # one request id of their own for the victims of this call (one
     # decision): never the preemptor's
     decision = oslo_context.generate_request_id()
@@ -199,6 +295,10 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
             if _terminate_one(cctxt, inst, step, preempted_by,
                               ctx.request_id, action, decision):
                 done.append(uuid)
+            elif uuid in noticed and not hosts.flavor_is_preemptible(
+                    inst.flavor):
+                # spared (resized to a normal flavor during the notice)
+                withdraw_notice(cctxt, uuid)
         except Exception:
             # e.g. the database went away while the record was written:
             # the other victims are still handled; a victim left
