@@ -150,10 +150,45 @@ def _iso(when):
 
 def notice_seconds():
     """The notice the guest gets, seconds: ``[opie_preemption]
-    notice_seconds`` bounded by ``release_timeout``.
+    notice_seconds`` bounded by ``release_timeout`` and by a third of
+    ``reservation_timeout`` (the victims' reservations, renewed before the
+    notice, must outlive it).
     """
     opts = CONF.opie_preemption
-    return max(0.0, min(opts.notice_seconds, opts.release_timeout))
+    return max(0.0, min(opts.notice_seconds, opts.release_timeout,
+                        opts.reservation_timeout / 3.0))
+
+
+def notify_guests(ctx, batches, action=None):
+    """Give the guest-visible notice (:func:`give_notice`) to the victims
+    of several decisions at once, then wait :func:`notice_seconds` once
+    (not once per decision: a multi-create's hosts share one wait).
+
+    :param ctx: admin RequestContext; its ``request_id`` reserved them.
+    :param batches: iterable of ``(cell_uuid, uuids, preempted_by)``.
+    :param action: the default interruption behaviour (default
+        ``[opie_preemption] action``).
+    :returns: the set of uuids noticed.
+    """
+    action = action or CONF.opie_preemption.action
+    seconds = notice_seconds()
+    now = timeutils.utcnow(with_timezone=True)
+    noticed = []
+    for cell_uuid, uuids, preempted_by in batches:
+        cctxt = reservations.cell_context(ctx, cell_uuid)
+        try:
+            rows = reservations.load_by_uuid(cctxt, uuids)
+        except Exception:
+            LOG.exception('Could not load victims %s to give them notice',
+                          uuids)
+            continue
+        noticed.extend(give_notice(cctxt, rows, uuids, preempted_by,
+                                   ctx.request_id, action, now, seconds))
+    if noticed and seconds > 0:
+        LOG.info('Victims %s got %.1f s of notice; request %s waits for it',
+                 sorted(noticed), seconds, ctx.request_id)
+        time.sleep(seconds)
+    return set(noticed)
 
 
 def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
@@ -228,7 +263,7 @@ def is_marked(cctxt, instance):
 
 
 def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
-              retry=False):
+              retry=False, notice=True):
     """Terminate victims, recording each attempt in their service-owned
     state so that a failed or interrupted termination is retried by the
     reconciler (:mod:`opie_sched.preemption.victim_state`).
@@ -256,9 +291,14 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
     :param retry: the reconciler's retry of terminations that did not
         complete (any actor's record, once its ``next_attempt`` passed;
         a victim stuck in task state ``deleting`` included).
+    :param notice: give the guests their notice first and wait for it
+        (:func:`notify_guests`; never on a retry). False: the caller did.
     :returns: list of uuids whose termination was requested now.
     """
     action = action or CONF.opie_preemption.action
+    if notice and not retry:
+        # the guest's notice first; its victims are read after it
+        notify_guests(ctx, [(cell_uuid, uuids, preempted_by)], action)
     cctxt = reservations.cell_context(ctx, cell_uuid)
     rows = {}
     try:
@@ -266,22 +306,6 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
     except Exception:
         LOG.exception('Could not load victims %s', uuids)
     step = 'retry' if retry else 'terminate'
-    noticed = set()
-    if not retry:
-        # the guest's notice first; its victims are read again after it
-        seconds = notice_seconds()
-        noticed = set(give_notice(
-            cctxt, rows, uuids, preempted_by, ctx.request_id, action,
-            timeutils.utcnow(with_timezone=True), seconds))
-        if noticed and seconds > 0:
-            LOG.info('Victims %s got %.1f s of notice; request %s waits '
-                     'for it', sorted(noticed), seconds, ctx.request_id)
-            time.sleep(seconds)
-            try:
-                rows = reservations.load_by_uuid(cctxt, uuids)
-            except Exception:
-                LOG.exception('Could not load victims %s', uuids)
-                rows = {}
     done = []
     # one request id of their own for the victims of this call (one
     # decision): never the preemptor's
@@ -295,10 +319,6 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
             if _terminate_one(cctxt, inst, step, preempted_by,
                               ctx.request_id, action, decision):
                 done.append(uuid)
-            elif uuid in noticed and not hosts.flavor_is_preemptible(
-                    inst.flavor):
-                # spared (resized to a normal flavor during the notice)
-                withdraw_notice(cctxt, uuid)
         except Exception:
             # e.g. the database went away while the record was written:
             # the other victims are still handled; a victim left
@@ -315,6 +335,8 @@ def _spare(cctxt, inst, state):
     """
     LOG.warning('Victim %s is no longer preemptible (resized); not '
                 'terminating it', inst.uuid)
+    # a notice (ours or the market's) no longer stands
+    withdraw_notice(cctxt, inst.uuid)
     if state is not None:
         try:
             reservations.clear_state(inst, expected=state, cctxt=cctxt)
