@@ -3,7 +3,8 @@
 # DevStack plugin of opie_sched: preemptible instances for Nova.
 #
 # Phases:
-#   stack install      pip install opie_sched (develop mode) next to nova
+#   stack install      pip install opie_sched[scheduler] (develop mode; and
+#                      market, repacker when enabled) next to nova
 #   stack post-config  the scheduler options (opie-sched devcloud
 #                      scheduler-conf), provider config location; write this
 #                      compute host's provider config (opie-sched
@@ -35,7 +36,16 @@ set -o xtrace
 # ---------
 
 function install_opie_sched {
-    setup_develop "$OPIE_SCHED_DIR"
+    # nova is in the scheduler extra (a client-only install has none);
+    # DevStack's own nova, from git, satisfies it.
+    local extras=scheduler
+    if is_service_enabled opie-market opie-market-api; then
+        extras+=,market
+    fi
+    if is_service_enabled opie-repacker; then
+        extras+=,repacker
+    fi
+    setup_develop "$OPIE_SCHED_DIR" "$extras"
     if [[ "$OPIE_SCHED_COORDINATION_URL" == etcd3* ]]; then
         # tooz's etcd3gw driver
         pip_install_gr etcd3gw

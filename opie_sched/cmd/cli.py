@@ -60,6 +60,8 @@ EXTRA_OF_MODULE = {
     'placement': 'demo', 'fixtures': 'demo', 'testtools': 'demo',
     'testscenarios': 'demo', 'testresources': 'demo', 'oslotest': 'demo',
     'wsgi_intercept': 'demo', 'openstackclient': 'demo',
+    # a client-only install (opie_sched[client]) has no nova
+    'nova': 'scheduler', 'oslo_upgradecheck': 'scheduler',
 }
 
 #: Commands whose extra is not the one of the missing module (the demos

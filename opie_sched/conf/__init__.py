@@ -102,6 +102,25 @@ preemption_opts = [
              'victims release the host (as Kubernetes holds a preemptor on '
              'its nominated node). After the timeout the request proceeds '
              'and the reconciler finishes the job.'),
+    cfg.FloatOpt(
+        'notice_seconds', default=0.0, min=0,
+        help='Seconds of notice the guest of a victim gets before its '
+             'stop, shelve or delete: the scheduler first writes the '
+             'server metadata ``opie:preempt_notice`` and '
+             '``opie:preempt_deadline`` (served to the guest in the '
+             'metadata service\'s meta_data.json, the market\'s contract), '
+             'then waits this long. Bounded by ``release_timeout`` and a '
+             'third of ``reservation_timeout``. The '
+             'waiting normal request is held this much longer (once '
+             'for all its hosts; the reconciler\'s round too), so the '
+             'default 0 writes the notice at the moment of the action: '
+             'a stop or shelve is a '
+             'clean shutdown (nova\'s ``shutdown_timeout``, 60 s by '
+             'default), in which the guest can read it. Possible values: '
+             '0 (default) - notice at the action, deadline = now; N > 0 - '
+             'the notice appears N seconds (within one second: the '
+             'deadline is written in whole seconds) before the action, '
+             'and every preempting request waits N seconds more.'),
     cfg.IntOpt(
         'max_release_waits', default=8, min=0,
         help='Most requests one scheduler worker holds at once while their '

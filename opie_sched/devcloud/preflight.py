@@ -38,7 +38,8 @@ PROGRAMS = ('keystone-manage', 'glance-manage', 'placement-manage',
             'opie-sched', 'gunicorn')
 
 INSTALL_HINT = ("install them with: pip install -c "
-                "tools/devcloud-constraints.txt -e '.[devcloud]' "
+                "tools/devcloud-constraints.txt "
+                "-e '.[devcloud,market,repacker]' "
                 "(or use: tox -e devcloud -- up)")
 
 

@@ -30,6 +30,12 @@ another project's data:
 * a versioned notification ``opie.instance.preempt`` (operators) naming the
   preemptor's request, the host, each victim and its cost.
 
+Before the first stop, shelve or delete, the guest gets the market's notice
+contract (:func:`give_notice`): server metadata ``opie:preempt_notice``
+and ``opie:preempt_deadline``, served in the metadata service's
+``meta_data.json``, ``[opie_preemption] notice_seconds`` before the action
+(default 0: at the action).
+
 Victims are terminated through Nova's compute API (the same code path as
 ``openstack server delete``/``stop``), with an admin context. Every
 destructive call (the first stop or delete, the later delete of a stopped
@@ -134,6 +140,115 @@ def mark_victim(cctxt, instance, cause, details):
                                          want_result=False)
 
 
+def _iso(when):
+    return when.strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def notice_seconds():
+    """The notice the guest gets, seconds: ``[opie_preemption]
+    notice_seconds`` bounded by ``release_timeout`` and by a third of
+    ``reservation_timeout`` (the victims' reservations, renewed before the
+    notice, must outlive it).
+    """
+    opts = CONF.opie_preemption
+    return max(0.0, min(opts.notice_seconds, opts.release_timeout,
+                        opts.reservation_timeout / 3.0))
+
+
+def notify_guests(ctx, batches, action=None):
+    """Give the guest-visible notice (:func:`give_notice`) to the victims
+    of several decisions at once, then wait :func:`notice_seconds` once
+    (not once per decision: a multi-create's hosts share one wait).
+
+    :param ctx: admin RequestContext; its ``request_id`` reserved them.
+    :param batches: iterable of ``(cell_uuid, uuids, preempted_by)``.
+    :param action: the default interruption behaviour (default
+        ``[opie_preemption] action``).
+    :returns: the set of uuids noticed.
+    """
+    action = action or CONF.opie_preemption.action
+    seconds = notice_seconds()
+    now = timeutils.utcnow(with_timezone=True)
+    noticed = []
+    for cell_uuid, uuids, preempted_by in batches:
+        cctxt = reservations.cell_context(ctx, cell_uuid)
+        try:
+            rows = reservations.load_by_uuid(cctxt, uuids)
+        except Exception:
+            LOG.exception('Could not load victims %s to give them notice',
+                          uuids)
+            continue
+        noticed.extend(give_notice(cctxt, rows, uuids, preempted_by,
+                                   ctx.request_id, action, now, seconds))
+    if noticed and seconds > 0:
+        LOG.info('Victims %s got %.1f s of notice; request %s waits for it',
+                 sorted(noticed), seconds, ctx.request_id)
+        time.sleep(seconds)
+    return set(noticed)
+
+
+def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
+                seconds):
+    """Write the guest-visible preemption notice on the victims this
+    request may terminate (record ``reserved`` by ``preempted_by`` and
+    ``request_id``, flavor still preemptible, not already leaving).
+
+    Server metadata (the market's contract, served to the guest in
+    ``meta_data.json`` "meta"): ``opie:preempt_deadline`` = ``now`` +
+    ``seconds`` in ISO 8601 UTC, truncated to the second (so never later
+    than the action, which comes ``seconds`` after ``now``), and
+    ``opie:preempt_notice`` = ``preemption at <deadline>
+    (<delete|stop|shelve>): preempted by the <cause>`` (the cause word
+    only: never another project's data). Written key by key (the owner's
+    own keys are kept). Informational: the service never reads them back.
+
+    :param rows: uuid -> Instance (with flavor and system metadata).
+    :param now: aware datetime of the notice.
+    :param seconds: notice length in seconds (>= 0).
+    :returns: uuids that got the notice.
+    """
+    deadline = _iso(now + datetime.timedelta(seconds=seconds))
+    noticed = []
+    for uuid in uuids:
+        inst = rows.get(uuid)
+        if inst is None or inst.task_state in hosts._LEAVING_TASK_STATES:
+            continue
+        state = hosts.victim_state(inst)
+        if (not hosts.flavor_is_preemptible(inst.flavor)
+                or not victim_state.may_act(state, 'terminate',
+                                            preempted_by, request_id, now)):
+            continue
+        behavior = state.behavior or victim_state.interruption_behavior(
+            getattr(inst.flavor, 'extra_specs', None), action)
+        if (behavior == victim_state.SHELVE
+                and inst.vm_state == vm_states.SHELVED_OFFLOADED):
+            continue
+        text = 'preemption at %s (%s): %s' % (
+            deadline, behavior,
+            owner_message(state.preemptor).replace('Preempted', 'preempted'))
+        try:
+            main_db.instance_metadata_update(
+                cctxt, uuid, {hosts.NOTICE_KEY: text[:255],
+                              hosts.DEADLINE_KEY: deadline}, False)
+            noticed.append(uuid)
+        except exception.InstanceNotFound:
+            continue
+        except Exception:
+            # no notice is no reason to keep the host from its owner
+            LOG.exception('Could not write the preemption notice on %s',
+                          uuid)
+    return noticed
+
+
+def withdraw_notice(cctxt, uuid):
+    """Remove the notice keys of a victim that is spared."""
+    for key in (hosts.NOTICE_KEY, hosts.DEADLINE_KEY):
+        try:
+            main_db.instance_metadata_delete(cctxt, uuid, key)
+        except Exception:
+            LOG.debug('No notice key %s to remove on %s', key, uuid)
+
+
 def is_marked(cctxt, instance):
     """True when the instance already has the ``preempt`` instance action
     (:func:`mark_victim` ran for it).
@@ -144,7 +259,7 @@ def is_marked(cctxt, instance):
 
 
 def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
-              retry=False):
+              retry=False, notice=True):
     """Terminate victims, recording each attempt in their service-owned
     state so that a failed or interrupted termination is retried by the
     reconciler (:mod:`opie_sched.preemption.victim_state`).
@@ -172,17 +287,22 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
     :param retry: the reconciler's retry of terminations that did not
         complete (any actor's record, once its ``next_attempt`` passed;
         a victim stuck in task state ``deleting`` included).
+    :param notice: give the guests their notice first and wait for it
+        (:func:`notify_guests`; never on a retry). False: the caller did.
     :returns: list of uuids whose termination was requested now.
     """
     action = action or CONF.opie_preemption.action
+    if notice and not retry:
+        # the guest's notice first; its victims are read after it
+        notify_guests(ctx, [(cell_uuid, uuids, preempted_by)], action)
     cctxt = reservations.cell_context(ctx, cell_uuid)
     rows = {}
     try:
         rows = reservations.load_by_uuid(cctxt, uuids)
     except Exception:
         LOG.exception('Could not load victims %s', uuids)
-    done = []
     step = 'retry' if retry else 'terminate'
+    done = []
     # one request id of their own for the victims of this call (one
     # decision): never the preemptor's
     decision = oslo_context.generate_request_id()
@@ -211,6 +331,8 @@ def _spare(cctxt, inst, state):
     """
     LOG.warning('Victim %s is no longer preemptible (resized); not '
                 'terminating it', inst.uuid)
+    # a notice (ours or the market's) no longer stands
+    withdraw_notice(cctxt, inst.uuid)
     if state is not None:
         try:
             reservations.clear_state(inst, expected=state, cctxt=cctxt)

@@ -433,10 +433,15 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         ctx = nova_context.get_admin_context()
         ctx.request_id = context.request_id
         by_cell = collections.defaultdict(list)
+        # the guests' notice: every host of the request at once, one wait
+        actions.notify_guests(ctx, [
+            (item.cell_uuid, [inst.uuid for inst, _ in item.plan.victims],
+             item.preemptor_uuid) for item in pending])
         for item in pending:
             victims = [inst.uuid for inst, _ in item.plan.victims]
             done = actions.terminate(ctx, item.cell_uuid, victims,
-                                     item.preemptor_uuid, item.reasons)
+                                     item.preemptor_uuid, item.reasons,
+                                     notice=False)
             actions.notify(ctx, item.plan, item.preemptor_uuid,
                            context.request_id, CONF.opie_preemption.action,
                            terminated=done)

@@ -11,6 +11,8 @@
 # under the License.
 """Functional test base: the demo's Nova configuration, one per test."""
 
+import json
+
 import fixtures
 
 from nova.tests.functional import integrated_helpers
@@ -97,3 +99,23 @@ class OpieNovaTestCase(integrated_helpers._IntegratedTestBase):
     def usages(self, host):
         return self._get_provider_usages(
             self._get_provider_uuid_by_host(host))
+
+    def guest_metadata(self, uuid):
+        """``meta_data.json`` as nova's metadata service serves it to the
+        guest (``/openstack/latest/meta_data.json``), a dict.
+        """
+        from nova.api.metadata import base as md_base
+        from nova import context as nova_context
+        from nova import objects
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            instance = objects.Instance.get_by_uuid(
+                cctxt, uuid, expected_attrs=['metadata', 'system_metadata',
+                                             'flavor', 'ec2_ids',
+                                             'device_metadata', 'keypairs',
+                                             'info_cache',
+                                             'security_groups'])
+            md = md_base.InstanceMetadata(instance)
+            return json.loads(md.lookup(
+                '/openstack/latest/meta_data.json'))

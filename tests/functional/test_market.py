@@ -26,7 +26,6 @@ the pool contended. RAM is not overcommitted and stays at the reserve.
 
 import dataclasses
 from decimal import Decimal
-import json
 import os
 import time
 import types
@@ -416,26 +415,6 @@ class PlacementMarketTest(_MarketBase):
                                               failures=['ACTIVE'], wait=60,
                                               interval=0.05)
         return server
-
-    def guest_metadata(self, uuid):
-        """``meta_data.json`` as nova's metadata service serves it to the
-        guest (``/openstack/latest/meta_data.json``), a dict.
-        """
-        from nova.api.metadata import base as md_base
-        from nova import context as nova_context
-        from nova import objects
-        ctxt = nova_context.get_admin_context()
-        mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
-        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
-            instance = objects.Instance.get_by_uuid(
-                cctxt, uuid, expected_attrs=['metadata', 'system_metadata',
-                                             'flavor', 'ec2_ids',
-                                             'device_metadata', 'keypairs',
-                                             'info_cache',
-                                             'security_groups'])
-            md = md_base.InstanceMetadata(instance)
-            return json.loads(md.lookup(
-                '/openstack/latest/meta_data.json'))
 
     def test_refused_demand_prices_the_placement_pool(self):
         cloud = self.placement_cloud()

@@ -12,14 +12,21 @@
 """Preemptible instances on a real in-process Nova (the opie scheduler)."""
 
 import datetime
+import time
+
+import fixtures
 
 from oslo_utils import timeutils
+import sqlalchemy as sa
 
+from nova.compute import api as compute_api
 from nova import context as nova_context
 from nova.db.main import api as main_db
+from nova.db.main import models
 from nova import objects
 
 from opie_sched.scheduler import actions
+from opie_sched.scheduler import hosts
 from opie_sched.scheduler import reconciler
 from tests.functional import base
 
@@ -192,6 +199,77 @@ class GracefulPreemptionTest(base.OpieNovaTestCase, _Helpers):
         started = self.db_instance(normal['id']).launched_at
         self.assertGreaterEqual(started, victim.deleted_at)
         self.assertIn(p[1]['id'], self.live_uuids())
+
+
+class NoticeTest(base.OpieNovaTestCase, _Helpers):
+    """The guest of a scheduler victim reads the preemption notice and its
+    deadline in meta_data.json (nova's metadata code) before it stops.
+    """
+    HOSTS = ('host1',)
+    NOTICE = 2
+    EXTRA_FLAGS = {'opie_preemption': {'action': 'stop',
+                                       'notice_seconds': NOTICE,
+                                       'stop_grace_period': 1,
+                                       'poll_interval': 0.1}}
+
+    def test_guest_reads_notice_before_its_stop(self):
+        p = self.fill_with_preemptibles('host1', 'large', [1000, 2000])
+        seen = {}
+        real_stop = compute_api.API.stop
+
+        def stop(api, ctxt, instance, *args, **kwargs):
+            # what the guest reads when its shutdown begins
+            seen[instance.uuid] = (time.time(), instance.vm_state,
+                                   self.guest_metadata(instance.uuid))
+            return real_stop(api, ctxt, instance, *args, **kwargs)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.compute.api.API.stop', stop))
+        start = time.time()
+        normal = self.api.post_server({'server': self._build_server(
+            name='normal', flavor_id=self.flavor_ids['large'],
+            networks='none')})
+        # notice, stop, grace, delete, then the build
+        normal = self._wait_for_state_change(normal, 'ACTIVE',
+                                             max_retries=120)
+        took = time.time() - start
+        self.assertEqual([p[0]['id']], list(seen))
+        stopped_at, vm_state, meta = seen[p[0]['id']]
+        self.assertEqual('active', vm_state)
+        meta = meta['meta']
+        deadline = datetime.datetime.strptime(
+            meta[hosts.DEADLINE_KEY], '%Y-%m-%dT%H:%M:%SZ').replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+        self.assertEqual(
+            'preemption at %s (stop): preempted by the scheduler'
+            % meta[hosts.DEADLINE_KEY], meta[hosts.NOTICE_KEY])
+        # never stopped before its deadline, which was NOTICE s after the
+        # notice appeared (to the second)
+        self.assertGreaterEqual(stopped_at, deadline)
+        noticed_at = self.notice_time(p[0]['id'])
+        self.assertGreater(deadline - noticed_at, self.NOTICE - 1)
+        self.assertGreaterEqual(stopped_at - noticed_at, self.NOTICE)
+        self.assertEqual('host1', self.server_host(normal))
+        self.assertNotIn(p[0]['id'], self.live_uuids())
+        # the other preemptible server got no notice
+        self.assertNotIn(hosts.NOTICE_KEY,
+                         self.guest_metadata(p[1]['id']).get('meta', {}))
+        # the request waited for the notice (what it costs)
+        self.assertGreaterEqual(took, self.NOTICE)
+
+    def notice_time(self, uuid):
+        """When the notice row was written (epoch seconds)."""
+        ctx = nova_context.get_admin_context(read_deleted='yes')
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            with main_db.get_context_manager(cctxt).reader.using(
+                    cctxt) as session:
+                row = session.execute(sa.select(models.InstanceMetadata).where(
+                    models.InstanceMetadata.instance_uuid == uuid,
+                    models.InstanceMetadata.key == hosts.NOTICE_KEY)
+                ).scalars().first()
+            return row.created_at.replace(
+                tzinfo=datetime.timezone.utc).timestamp()
 
 
 class ReconcilerTest(base.OpieNovaTestCase, _Helpers):

@@ -9,11 +9,12 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The base install is what a scheduler host needs (issue 15).
+"""A scheduler host installs ``opie_sched[scheduler]`` (issue 15; nova
+left the base requirements in issue 23: tests/unit/test_client_install.py).
 
 The scheduler plugin's modules, the reconciler, the extra-spec validators
-and the operator commands of the base install import without the packages
-that only an extra (setup.cfg ``[extras]``) installs; ``opie-sched``
+and the operator commands of a scheduler host import without the packages
+that only another extra (setup.cfg ``[extras]``) installs; ``opie-sched``
 starts without them and names the extra a command needs. Each check runs
 in a subprocess whose import system refuses the extras' modules, as on a
 host that never installed them.
@@ -173,10 +174,13 @@ class BaseInstallTest(testtools.TestCase):
 class DeclarationTest(testtools.TestCase):
 
     def test_requirements_hold_only_the_base(self):
-        with open(os.path.join(ROOT, 'requirements.txt')) as f:
-            base = requirement_names(f)
-        self.assertIn('nova', base)
         extras = read_setup_cfg()['extras']
+        with open(os.path.join(ROOT, 'requirements.txt')) as f:
+            light = requirement_names(f)
+        self.assertNotIn('nova', light)
+        # a scheduler host: the base and the scheduler extra
+        base = light | requirement_names(extras['scheduler'].splitlines())
+        self.assertIn('nova', base)
         only_extras = set()
         for name in ('market', 'sim', 'demo'):
             only_extras |= requirement_names(extras[name].splitlines())
@@ -191,8 +195,8 @@ class DeclarationTest(testtools.TestCase):
 
     def test_the_cli_names_declared_extras(self):
         declared = set(read_setup_cfg()['extras'])
-        self.assertTrue({'market', 'repacker', 'sim', 'demo',
-                         'devcloud'} <= declared, declared)
+        self.assertTrue({'scheduler', 'market', 'repacker', 'sim', 'demo',
+                         'devcloud', 'client'} <= declared, declared)
         named = (set(cli.EXTRA_OF_MODULE.values())
                  | set(cli.EXTRA_OF_COMMAND.values()))
         self.assertEqual(set(), named - declared)
@@ -201,4 +205,5 @@ class DeclarationTest(testtools.TestCase):
         tox = configparser.ConfigParser(interpolation=None)
         tox.read(os.path.join(ROOT, 'tox.ini'))
         extras = set(tox['testenv']['extras'].split())
-        self.assertEqual({'market', 'repacker', 'sim', 'demo'}, extras)
+        self.assertEqual({'scheduler', 'market', 'repacker', 'sim', 'demo'},
+                         extras)

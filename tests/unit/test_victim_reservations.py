@@ -285,6 +285,26 @@ class TerminateTest(testtools.TestCase):
         self.useFixture(fixtures.MockPatchObject(
             actions, 'is_marked', return_value=True))
         self.ctx = mock.Mock(request_id='req-1')
+        # the guest's notice (server metadata); in the journal when
+        # journal_notices
+        self.notices = {}
+        self.journal_notices = False
+
+        def write(cctxt, uuid, metadata, delete):
+            self.assertFalse(delete)
+            if self.journal_notices:
+                self.calls.append(('notice', uuid))
+            self.notices.setdefault(uuid, {}).update(metadata)
+
+        def remove(cctxt, uuid, key):
+            self.notices.get(uuid, {}).pop(key, None)
+
+        self.useFixture(fixtures.MockPatchObject(
+            actions.main_db, 'instance_metadata_update', side_effect=write))
+        self.useFixture(fixtures.MockPatchObject(
+            actions.main_db, 'instance_metadata_delete', side_effect=remove))
+        self.sleep = self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.actions.time.sleep')).mock
 
     def reserved(self, uuid, flv=None, request_id='req-1', **kwargs):
         state = vs.reserve(uuids.p, NOW, request_id, 'details')
@@ -294,10 +314,60 @@ class TerminateTest(testtools.TestCase):
 
     def test_a_victim_resized_to_a_normal_flavor_is_spared(self):
         state = self.reserved(uuids.a, flavor(2, 4000, 40, False))
+        # a notice written before (the market's, or ours before a resize)
+        self.notices[uuids.a] = {hosts.NOTICE_KEY: 'x',
+                                 hosts.DEADLINE_KEY: 'y', 'mine': 'z'}
         self.assertEqual([], self.actions.terminate(
             self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
         # its record is cleared (compare-and-set), nothing else happens
         self.assertEqual([('swap', uuids.a, state, None)], self.calls)
+        # and the notice is withdrawn, the owner's keys kept
+        self.assertEqual({'mine': 'z'}, self.notices[uuids.a])
+
+    def test_the_guest_is_noticed_before_the_action(self):
+        self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF.opie_preemption, 'notice_seconds', 7.5))
+        self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF.opie_preemption, 'reservation_timeout', 300))
+        self.journal_notices = True
+        self.reserved(uuids.a)
+        self.reserved(uuids.b, request_id='req-other')
+        self.assertEqual([uuids.a], self.actions.terminate(
+            self.ctx, None, [uuids.a, uuids.b], uuids.p, 'why',
+            action='stop'))
+        self.assertEqual(['notice', 'swap', 'mark', 'stop'],
+                         [c[0] for c in self.calls])
+        # only the victim this request may act on; the cause word only
+        self.assertEqual([uuids.a], list(self.notices))
+        notice = self.notices[uuids.a]
+        deadline = notice[hosts.DEADLINE_KEY]
+        self.assertEqual('preemption at %s (stop): preempted by the '
+                         'scheduler' % deadline, notice[hosts.NOTICE_KEY])
+        self.sleep.assert_called_once_with(7.5)
+
+    def test_notice_waits_once_for_all_hosts_and_is_bounded(self):
+        self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF.opie_preemption, 'notice_seconds', 500))
+        self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF.opie_preemption, 'release_timeout', 120))
+        self.useFixture(fixtures.MockPatchObject(
+            hosts.CONF.opie_preemption, 'reservation_timeout', 300))
+        self.reserved(uuids.a)
+        self.reserved(uuids.b)
+        noticed = self.actions.notify_guests(
+            self.ctx, [('cell1', [uuids.a], uuids.p),
+                       ('cell2', [uuids.b], uuids.p)], 'delete')
+        self.assertEqual({uuids.a, uuids.b}, noticed)
+        # one wait, bounded by release_timeout and reservation_timeout / 3
+        self.sleep.assert_called_once_with(100.0)
+        # a retry gives no new notice and does not wait
+        self.sleep.reset_mock()
+        self.journal_notices = True
+        self.calls.clear()
+        self.actions.terminate(self.ctx, None, [uuids.a], 'reconciler',
+                               'why', action='delete', retry=True)
+        self.assertNotIn('notice', [c[0] for c in self.calls])
+        self.sleep.assert_not_called()
 
     def test_record_written_before_the_delete_and_failure_is_kept(self):
         state = self.reserved(uuids.a)
