@@ -211,7 +211,7 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
     noticed = []
     for uuid in uuids:
         inst = rows.get(uuid)
-        if inst is None or inst.task_state in hosts._LEAVING_TASK_STATES:
+        if inst is None or inst.task_state in hosts.LEAVING_TASK_STATES:
             continue
         state = hosts.victim_state(inst)
         if (not hosts.flavor_is_preemptible(inst.flavor)
