@@ -330,6 +330,22 @@ class ThemisValueTest(testtools.TestCase):
         self.assertGreater(high['edf']['value'], high['fcfs']['value'])
         self.assertIn('market/FCFS', text)
         self.assertIn('Merkat', text)
+        # Fig. 5(c) / SLO Fig. 3: our counters, every verdict printed
+        for row in result['rows']:
+            st, op = row['market_stats'], row['vm_operations']
+            self.assertAlmostEqual(st.get('suspended_vms', 0) / st['periods'],
+                                   op['vms_per_period'])
+            self.assertEqual(st.get('suspends', 0) + st.get('resumes', 0),
+                             op['job_ops'])
+            self.assertLessEqual(op['jobs_suspended'], st.get('suspends', 0))
+            self.assertLessEqual(op['max_jobs_period'],
+                                 op['max_vms_period'])
+        ops = result['vm_operation_verdicts']
+        self.assertIn('Paper vs ours (%d of %d hold)' % (
+            sum(v['holds'] for v in ops), len(ops)), text)
+        self.assertIn('%.2f (factor 0.1)' % max(
+            r['vm_operations']['vms_per_period'] for r in result['rows']),
+            text)
 
 
 class RepackingTables45Test(testtools.TestCase):
