@@ -87,9 +87,12 @@ SCENARIOS = [
     ('themis-value',
      'Themis\' proportional-share market (the SLO controllers, '
      'work-conserving shares) vs FCFS, EDF and EDF* on the first HPC2N '
-     'jobs, value per task and per job, every factor judged; Merkat Alg. 1 '
-     'vs FCFS + backfilling over a curve of loads.',
-     '[Themis2012]_ Fig. 5, [ThemisSLO2013]_ Fig. 2, [Merkat2013]_ §5.4.3'),
+     'jobs, value per task and per job, every factor judged; the '
+     'market\'s suspend/resume operations under every reading of the '
+     'papers\' counts (VMs or jobs, per period or most in one); Merkat '
+     'Alg. 1 vs FCFS + backfilling over a curve of loads.',
+     '[Themis2012]_ Fig. 5, [ThemisSLO2013]_ Figs. 2 and 3, [Merkat2013]_ '
+     '§5.4.3'),
     ('rpm-vs-ffd',
      'RPM vs FFD-sum with the local discovery of Alg. 1 on two readings of '
      'the thesis\' load (all requests\' sum, Table 4\'s concurrent '
@@ -121,17 +124,21 @@ SCENARIOS = [
     ('rpm-weights',
      'RPM with one factor of eq. 3 weighted 0.0 and 0.8 (the other four '
      'sharing the rest), Table 4\'s concurrent load; the direction of '
-     'every metric row judged.', '[PaperIV]_ Tables 6-10 and Fig. 4'),
+     'every metric row judged. The full run averages the thesis\' 10 '
+     'runs (``--seed-count N`` for fewer).',
+     '[PaperIV]_ Tables 6-10 and Fig. 4'),
     ('rpm-fig3',
      'FFD-sum vs RPM over the simulated day (utilisation of the active '
      'hosts, migrations, service and batch data per window) on both load '
-     'readings; the text\'s findings judged on every run.',
+     'readings; the text\'s findings judged on every run (the thesis\' '
+     '10 runs by default, ``--seed-count N``).',
      '[PaperIV]_ Fig. 3'),
     ('gossip-fig5',
      'Merge+Imb from a random placement under a static load on the '
      'paper\'s 50,000 PMs and 100,000 VMs, local views k = 10, 20, 30, '
      '50, wall time and peak memory measured; two readings of '
-     '"converge".', '[PaperIII]_ Fig. 5'),
+     '"converge"; eq. 13\'s bandwidth at 50,000 PMs from the measured '
+     'cycles.', '[PaperIII]_ Fig. 5 and eq. 13'),
 ]
 
 SIMULATOR_INTRO = '''\

@@ -25,6 +25,13 @@ measured. "Converge" is read two ways, both printed: the cycle at which
 the protocol stops (no pair changes), and the first cycle at which the
 mean CPU utilisation of the active PMs is within 1 % of its final value.
 Each claim is judged on every adjacent pair of k.
+
+Eq. 13 (§5.1.2: PMs x convergence cycles x 2 messages x 120 bytes, "the
+maximum bandwidth consumption ... for a consolidation decision") is
+computed at these 50,000 PMs from each k's measured cycles under both
+readings of "converge", beside the paper's formula with its 7 cycles
+(84 MB at 50,000 PMs; the paper's 160 MB is at 100,000 PMs, where its
+own product is 168 MB).
 """
 
 import resource
@@ -90,12 +97,23 @@ def gossip_fig5(reduced=False, seed=0, pms=None):
                      'seconds': time.monotonic() - start,
                      'peak_rss_mb': resource.getrusage(
                          resource.RUSAGE_SELF).ru_maxrss / 1024.0})
+    for r in rows:
+        r['eq13_mb'] = {key: gr.eq13_bandwidth(n, r[key]) / 1e6
+                        for key in ('cycles', 'settle')}
+    eq13_paper = {'pms': gr.PAPER_EQ13['pms'],
+                  'cycles': gr.PAPER_EQ13['cycles'],
+                  'megabytes': gr.PAPER_EQ13['megabytes'],
+                  'formula_mb': gr.eq13_bandwidth(
+                      gr.PAPER_EQ13['pms'], gr.PAPER_EQ13['cycles']) / 1e6,
+                  'formula_mb_here': gr.eq13_bandwidth(
+                      n, gr.PAPER_EQ13['cycles']) / 1e6}
     verdicts = [{'claim': c, 'pair': p, 'holds': h}
                 for c, p, h in judge(rows)]
     n_ok = sum(v['holds'] for v in verdicts)
     result = {'scenario': 'gossip-fig5', 'reduced': reduced, 'seed': seed,
               'pms': n, 'vms': int(params['vms_per_pm'] * n),
-              'max_cycles': MAX_CYCLES, 'rows': rows, 'verdicts': verdicts}
+              'max_cycles': MAX_CYCLES, 'rows': rows, 'verdicts': verdicts,
+              'eq13_paper': eq13_paper}
     text = '\n'.join([
         'gossip-fig5: thesis Paper III Fig. 5, Merge+Imb from a random '
         'placement under a static load, %d PMs, %d VMs (paper: 50,000 PMs, '
@@ -117,6 +135,19 @@ def gossip_fig5(reduced=False, seed=0, pms=None):
               '%.0f' % r['peak_rss_mb'],
               ' '.join('%.0f' % (100 * c) for c in r['cpu'])]
              for r in rows]),
+        '',
+        'Paper III eq. 13 (PMs x convergence cycles x %d messages x %d '
+        'bytes) at %d PMs from the cycles measured above; paper: %.0f MB '
+        'at %d PMs and %d cycles (its product: %.0f MB; the same formula '
+        'with 7 cycles at %d PMs: %.0f MB)' % (
+            gr.EQ13_MESSAGES, gr.EQ13_BYTES, n, eq13_paper['megabytes'],
+            eq13_paper['pms'], eq13_paper['cycles'],
+            eq13_paper['formula_mb'], n, eq13_paper['formula_mb_here']),
+        tables.text_table(
+            ['k', 'MB (stop cycle)', 'MB (settle cycle)'],
+            [[r['k'], '%.1f%s' % (r['eq13_mb']['cycles'],
+                                  ' (cap)' if r['capped'] else ''),
+              '%.1f' % r['eq13_mb']['settle']] for r in rows]),
         '',
         'The paper\'s claims vs ours, on every pair of k (%d of %d hold):'
         % (n_ok, len(verdicts)),

@@ -25,6 +25,7 @@ the active hosts (the text ties it to fewer active PMs).
 """
 
 from opie_sched.simulator import rpm_vs_ffd
+from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import tables
 
 #: The text's findings on Fig. 3: (key, label, metric, RPM's direction).
@@ -50,17 +51,22 @@ def judge(ffd, rpm):
     return out
 
 
-def rpm_fig3(reduced=False, seed=0, discovery='local', seeds=None):
+def rpm_fig3(reduced=False, seed=0, discovery='local', seeds=None,
+             count=None):
     """Paper IV Fig. 3: FFD-sum vs RPM over time, both load readings.
 
-    Full: 256 hosts (groups of 64), 24 h, 3 seeds, 2-hour windows;
-    reduced: 64 hosts (groups of 32), 6 h, 1 seed, 1-hour windows.
+    Full: 256 hosts (groups of 64), 24 h, ``count`` seeds (default the
+    thesis' 10 runs, :data:`~opie_sched.simulator.rpm_weights.
+    THESIS_RUNS`), 2-hour windows; reduced: 64 hosts (groups of 32), 6 h,
+    1 seed, 1-hour windows. ``seeds`` (a list) overrides ``seed`` and
+    ``count``.
     """
     if reduced:
-        n_hosts, hours, count, group_size, every = 64, 6.0, 1, 32, 60
+        n_hosts, hours, default, group_size, every = 64, 6.0, 1, 32, 60
     else:
-        n_hosts, hours, count, group_size, every = (
-            256, 24.0, 3, rpm_vs_ffd.GROUP_SIZE, 120)
+        n_hosts, hours, default, group_size, every = (
+            256, 24.0, rpm_weights.THESIS_RUNS, rpm_vs_ffd.GROUP_SIZE, 120)
+    count = default if count is None else count
     seeds = list(seeds or range(seed, seed + count))
     result = {'scenario': 'rpm-fig3', 'reduced': reduced, 'seeds': seeds,
               'hosts': n_hosts, 'hours': hours, 'group_size': group_size,

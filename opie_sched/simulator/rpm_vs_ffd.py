@@ -223,9 +223,12 @@ def thesis_load(n_hosts, hours, seed, load='total', sb_ratio=SB_RATIO):
         return generator.thesis_vm_workload(
             seed=seed, hours=hours, services=services,
             batch_rate_per_min=rate)
+    # "total": the window's share of the day's 230k requests per 65,536
+    # hosts, split by the SB ratio. (Services used to be a whole day's
+    # share whatever the window, which in a 6-h run outnumbered all the
+    # window's requests and left 0 batch jobs; 24-h runs are unchanged.)
     per_host = REQUESTS_PER_HOST_DAY * hours / 24.0
-    services = int(round(n_hosts * REQUESTS_PER_HOST_DAY * sb_ratio
-                         / (1 + sb_ratio)))
+    services = int(round(n_hosts * per_host * sb_ratio / (1 + sb_ratio)))
     batch = per_host * n_hosts - services
     rate = max(batch, 0.0) / (hours * 60.0)
     return generator.thesis_vm_workload(

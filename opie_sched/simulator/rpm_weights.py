@@ -36,6 +36,8 @@ from opie_sched.simulator import tables
 #: eq. 3's terms in :class:`opie_sched.rpm.model.Terms` order.
 FACTORS = ('risk', 'distance', 'efficiency', 'data_transfer', 'imbalance')
 WEIGHTS = (0.0, 0.8)
+#: Thesis Paper IV §5: every experiment is the mean of 10 runs.
+THESIS_RUNS = 10
 #: Thesis Paper IV Tables 6-10: (table, factor, [(our metric key, label,
 #: value at 0.0, value at 0.8)]); metric None: not measured by us.
 TABLES = (
@@ -104,18 +106,21 @@ def _metrics(run):
     return out
 
 
-def rpm_weights(reduced=False, seed=0, discovery='local', seeds=None):
+def rpm_weights(reduced=False, seed=0, discovery='local', seeds=None,
+                count=None):
     """Paper IV Tables 6-10 (and Fig. 4) on our RPM data centre.
 
-    Full: 256 hosts (groups of 64), 24 h, 3 seeds; reduced: 64 hosts
-    (groups of 32), 6 h, 1 seed. Load: ``rpm-vs-ffd``'s ``table4``
-    reading, SB ratio 0.4.
+    Full: 256 hosts (groups of 64), 24 h, ``count`` seeds (default
+    :data:`THESIS_RUNS`, the thesis' 10); reduced: 64 hosts (groups of
+    32), 6 h, 1 seed. ``seeds`` (a list) overrides ``seed`` and
+    ``count``. Load: ``rpm-vs-ffd``'s ``table4`` reading, SB ratio 0.4.
     """
     if reduced:
-        n_hosts, hours, count, group_size = 64, 6.0, 1, 32
+        n_hosts, hours, default, group_size = 64, 6.0, 1, 32
     else:
-        n_hosts, hours, count, group_size = 256, 24.0, 3, \
+        n_hosts, hours, default, group_size = 256, 24.0, THESIS_RUNS, \
             rpm_vs_ffd.GROUP_SIZE
+    count = default if count is None else count
     seeds = list(seeds or range(seed, seed + count))
     loads = {s: rpm_vs_ffd.thesis_load(n_hosts, hours, s, 'table4')
              for s in seeds}
@@ -172,8 +177,9 @@ def rpm_weights(reduced=False, seed=0, discovery='local', seeds=None):
                          ' (reduced)' if reduced else ''),
         'Reading: eq. 4 (sum of lambdas = 1) -> the other four factors '
         'share the rest equally (0.25 each at 0.0, 0.05 each at 0.8); the '
-        'thesis does not say. Thesis: 65,536 hosts, 10 runs; absolute '
-        'values are not comparable, the sign of each change is judged.',
+        'thesis does not say. Thesis: 65,536 hosts, %d runs (ours: %d); '
+        'absolute values are not comparable, the sign of each change of '
+        'the mean over our runs is judged.' % (THESIS_RUNS, len(seeds)),
         'Fig. 4: the migrations per distance of Table 10\'s Dist rows (the '
         'figure\'s values are not in the text).',
         '',

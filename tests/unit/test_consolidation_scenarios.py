@@ -270,3 +270,11 @@ class GossipFig5Test(testtools.TestCase):
         n = sum(v['holds'] for v in result['verdicts'])
         self.assertIn('(%d of %d hold)' % (n, len(result['verdicts'])),
                       text)
+        # eq. 13 at this run's PMs from each k's measured cycles
+        for r in result['rows']:
+            self.assertAlmostEqual(120 * r['cycles'] * 2 * 120 / 1e6,
+                                   r['eq13_mb']['cycles'])
+            self.assertAlmostEqual(120 * r['settle'] * 2 * 120 / 1e6,
+                                   r['eq13_mb']['settle'])
+        self.assertAlmostEqual(168.0, result['eq13_paper']['formula_mb'])
+        self.assertIn('eq. 13', text)

@@ -330,6 +330,22 @@ class ThemisValueTest(testtools.TestCase):
         self.assertGreater(high['edf']['value'], high['fcfs']['value'])
         self.assertIn('market/FCFS', text)
         self.assertIn('Merkat', text)
+        # Fig. 5(c) / SLO Fig. 3: our counters, every verdict printed
+        for row in result['rows']:
+            st, op = row['market_stats'], row['vm_operations']
+            self.assertAlmostEqual(st.get('suspended_vms', 0) / st['periods'],
+                                   op['vms_per_period'])
+            self.assertEqual(st.get('suspends', 0) + st.get('resumes', 0),
+                             op['job_ops'])
+            self.assertLessEqual(op['jobs_suspended'], st.get('suspends', 0))
+            self.assertLessEqual(op['max_jobs_period'],
+                                 op['max_vms_period'])
+        ops = result['vm_operation_verdicts']
+        self.assertIn('Paper vs ours (%d of %d hold)' % (
+            sum(v['holds'] for v in ops), len(ops)), text)
+        self.assertIn('%.2f (factor 0.1)' % max(
+            r['vm_operations']['vms_per_period'] for r in result['rows']),
+            text)
 
 
 class RepackingTables45Test(testtools.TestCase):
@@ -478,6 +494,19 @@ class RPMvsFFDTest(testtools.TestCase):
         self.assertIn('Table 4', text)
         self.assertIn('-26 %', text)
         self.assertIn('-41 %', text)
+
+    def test_total_load_has_batch_jobs_in_a_short_window(self):
+        # "total": the window's share of the day's requests, split by the
+        # SB ratio (a whole day's services once left a 6-h run with none)
+        for hours, n in ((6.0, 64), (24.0, 256)):
+            vms = rvf.thesis_load(n, hours, 0, 'total')
+            batch = sum(1 for v in vms if v['kind'] == 'batch')
+            services = len(vms) - batch
+            want = n * rvf.REQUESTS_PER_HOST_DAY * hours / 24.0
+            self.assertAlmostEqual(
+                rvf.SB_RATIO / (1 + rvf.SB_RATIO) * want, services,
+                delta=1)
+            self.assertGreater(batch, 0.5 * (want - services))
 
     def test_same_seed_same_result(self):
         a, _ = rvf.rpm_vs_ffd(reduced=True, seeds=[3])
@@ -637,6 +666,65 @@ class RPMWeightsTest(testtools.TestCase):
 
 class RPMFig3Test(testtools.TestCase):
     """Paper IV Fig. 3 (``rpm-fig3``)."""
+
+    def test_seed_count(self):
+        # full runs default to the thesis' 10 runs; --seed-count picks
+        # how many, from --seed on
+        captured = []
+
+        def fake(name):
+            def f(reduced=False, seed=0, count=None, **kw):
+                captured.append((name, reduced, seed, count))
+                return {'scenario': name}, 'ok'
+            return f
+        self.assertEqual(10, rpm_weights.THESIS_RUNS)
+        for name in simulate.SEED_COUNT_SCENARIOS:
+            self.useFixture(fixtures.MonkeyPatch(
+                'opie_sched.simulator.scenarios.SCENARIOS',
+                dict(scenarios.SCENARIOS, **{name: fake(name)})))
+            out = self.useFixture(fixtures.MonkeyPatch(
+                'sys.stdout', io.StringIO())).new_value
+            self.assertEqual(0, cli.main(['simulate', '--scenario', name,
+                                          '--seed', '4', '--seed-count',
+                                          '2', '-f', 'json']))
+            self.assertEqual('ok', json.loads(out.getvalue())['report'])
+        self.assertEqual([('rpm-weights', False, 4, 2),
+                          ('rpm-fig3', False, 4, 2)], captured)
+        err = self.useFixture(fixtures.MonkeyPatch(
+            'sys.stderr', io.StringIO())).new_value
+        self.assertEqual(2, cli.main(['simulate', '--scenario',
+                                      'diehard-table2', '--reduced',
+                                      '--seed-count', '3']))
+        self.assertIn('--seed-count is for --scenario rpm-weights',
+                      err.getvalue())
+
+    def test_full_run_defaults_to_the_thesis_runs(self):
+        loaded = []
+        keys = {m[0] for t in rpm_weights.TABLES for m in t[2] if m[0]}
+        keys |= {c[2] for c in rpm_fig3.CLAIMS} | {'avg_cpu', 'avg_mem'}
+
+        def load(n_hosts, hours, seed, load='total', **kw):
+            loaded.append(seed)
+            return []
+
+        def run(policy, n_hosts, vms, hours, *args, **kw):
+            out = {k: 1.0 for k in keys}
+            every = kw.get('series_every')
+            if every:
+                window = dict(out, cpu=0.5, mem=0.5, batch_data_gb=0.0)
+                out['series'] = [window] * int(hours * 60 // every)
+            return out
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.simulator.rpm_vs_ffd.thesis_load', load))
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.simulator.rpm_vs_ffd.run_policy', run))
+        for f in (rpm_weights.rpm_weights, rpm_fig3.rpm_fig3):
+            result, text = f(seed=3)
+            self.assertEqual(list(range(3, 13)), result['seeds'])
+            self.assertEqual(list(range(3, 13)), sorted(set(loaded)))
+            del loaded[:]
+            self.assertEqual([7], f(seed=7, count=1)[0]['seeds'])
+            self.assertEqual([5], f(reduced=True, seed=5)[0]['seeds'])
 
     def test_series_add_up_to_the_run(self):
         vms = rvf.thesis_load(32, 3.0, 4, 'table4')

@@ -193,6 +193,67 @@ class MarketTest(testtools.TestCase):
         self.assertGreaterEqual(stats['max_suspended_vms_period'], 4)
         self.assertLessEqual(stats['max_suspended_vms_period'],
                              stats['suspended_vms'])
+        # jobs per period: a 4-task job is 4 suspended VMs
+        self.assertEqual(4 * stats['max_suspends_period'],
+                         stats['max_suspended_vms_period'])
+        self.assertEqual(4 * stats['max_resumes_period'],
+                         stats['max_resumed_vms_period'])
+        self.assertGreaterEqual(stats['max_resumes_period'], 1)
+
+    def test_vm_operations_readings_and_verdicts(self):
+        def row(factor, resources, suspends, resumes, vms, max_vms,
+                max_jobs, ever, periods=120):
+            return {'factor': factor, 'resources': resources,
+                    'users': 'deadline-strict', 'market_stats': {
+                        'periods': periods, 'suspends': suspends,
+                        'resumes': resumes, 'suspended_vms': vms,
+                        'resumed_vms': vms // 2,
+                        'max_suspended_vms_period': max_vms,
+                        'max_suspends_period': max_jobs,
+                        'jobs_suspended': ever}}
+        rows = [row(0.1, 'cpu', 12, 6, 600, 300, 5, 4),
+                row(0.5, 'cpu', 24, 12, 1200, 70, 9, 8),
+                row(0.1, 'cpu+memory', 30, 15, 900, 40, 4, 3),
+                row(0.5, 'cpu+memory', 6, 3, 300, 20, 2, 2)]
+        ops, verdicts = themis.vm_operations(rows)
+        first = ops[0]
+        self.assertAlmostEqual(600 / 120.0, first['vms_per_period'])
+        self.assertAlmostEqual(12 / 120.0, first['jobs_per_period'])
+        self.assertAlmostEqual((600 + 300) / 10.0, first['vm_ops_per_hour'])
+        self.assertEqual(18, first['job_ops'])
+        self.assertEqual(4, first['jobs_suspended'])
+        self.assertIs(first, rows[0]['vm_operations'])
+        got = {(v['figure'], v['reading'], v['claim']): v['holds']
+               for v in verdicts}
+        fig5c = "HPCC'12 5(c)"
+        # the figure's reading: 10 VMs per period at factor 0.5 <= 61,
+        # but 0.5 is not a high load
+        self.assertTrue(got[fig5c, 'VMs, mean per period (the figure)',
+                            'at most 61'])
+        self.assertFalse(got[fig5c, 'VMs, mean per period (the figure)',
+                             'largest when highly loaded'])
+        # the most in one period: 300 VMs at factor 0.1
+        self.assertFalse(got[fig5c, 'VMs, most in one period',
+                             'at most 61'])
+        self.assertTrue(got[fig5c, 'VMs, most in one period',
+                            'largest when highly loaded'])
+        self.assertTrue(got[fig5c, 'jobs, most in one period',
+                            'at most 61'])
+        # (i): CPU only falls at the most loaded factor, CPU+memory not
+        self.assertTrue(got['SLO 3(b) VM ops / h', 'cpu',
+                            '(i) fewer when highly loaded'])
+        self.assertFalse(got['SLO 3(b) VM ops / h', 'cpu+memory',
+                             '(i) fewer when highly loaded'])
+        # (ii) per factor: cpu+memory above cpu only at 0.1, not at 0.5
+        self.assertTrue(got['SLO 3(b) VM ops / h', 'factor 0.1',
+                            '(ii) cpu+memory > cpu only'])
+        self.assertFalse(got['SLO 3(b) VM ops / h', 'factor 0.5',
+                             '(ii) cpu+memory > cpu only'])
+        self.assertTrue(got['SLO 3(c) job susp.+res.', 'factor 0.1',
+                            '(ii) cpu+memory > cpu only'])
+        self.assertFalse(got['SLO 3(c) jobs suspended', 'factor 0.1',
+                             '(ii) cpu+memory > cpu only'])
+        self.assertEqual(8 + 3 * (2 + 2), len(verdicts))
 
     def test_budget_is_charged_and_renewed(self):
         done = jobs([(0.0, 1, 3000.0, 2.0)])
