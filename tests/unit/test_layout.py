@@ -12,7 +12,8 @@
 """The pure algorithm packages stay pure.
 
 The contributor guide promises that ``preemption``, ``market``, ``rpm``,
-``diehard``, ``repacking``, ``consolidation`` and ``workload`` import
+``diehard``, ``repacking``, ``consolidation``, ``workload`` (and
+``notifications``, shared by the scheduler and the market) import
 nothing from Nova nor openstacksdk, so that the scheduler, the services,
 the simulator and the CLI reuse them unchanged. Each package's modules are
 imported in a fresh interpreter and the modules it loaded are checked.
@@ -29,7 +30,7 @@ import testtools
 import opie_sched
 
 PURE = ('preemption', 'market', 'rpm', 'diehard', 'repacking',
-        'consolidation', 'workload')
+        'consolidation', 'workload', 'notifications')
 FORBIDDEN = ('nova', 'openstack', 'placement')
 
 _PROBE = '''

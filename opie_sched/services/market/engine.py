@@ -1385,10 +1385,17 @@ class MarketEngine:
     # -- notifications -----------------------------------------------------
 
     def _notify(self, event_type, payload):
+        """Emit ``event_type`` as its versioned notification
+        (:func:`opie_sched.notifications.market.market_notification`,
+        publisher ``opie-market:<host name>``); errors are logged.
+        """
         if self.notifier is None:
             return
         try:
-            self.notifier.info({}, event_type, payload)
+            from opie_sched.notifications import market as notes
+            notes.market_notification(
+                event_type, payload, socket.gethostname()).emit(
+                    self.notifier)
         except Exception:
             LOG.exception('could not emit %s', event_type)
 
