@@ -22,6 +22,8 @@ import os
 
 from oslo_config import cfg
 
+from opie_sched.common import credentials
+
 GROUP = 'opie_market'
 
 DEFAULT_STATE_DIR = '/var/lib/opie-market'
@@ -132,7 +134,8 @@ OPTS = [
                     'and process id).'),
     cfg.StrOpt('cloud',
                help='openstacksdk cloud (clouds.yaml entry) with admin '
-                    'rights on Nova; default: OS_* environment variables.'),
+                    'rights on Nova, used when [service_credentials] has '
+                    'no auth_type; default: OS_* environment variables.'),
     cfg.BoolOpt('listen_notifications', default=False,
                 help='Learn demand from Nova versioned notifications '
                      '(oslo.messaging, [oslo_messaging_notifications] '
@@ -158,13 +161,18 @@ OPTS = [
 
 
 def register_opts(conf):
-    """Register the ``[opie_market]`` options on ``conf``."""
+    """Register the ``[opie_market]`` options (and
+    ``[service_credentials]``) on ``conf``.
+    """
     conf.register_opts(OPTS, group=GROUP)
+    credentials.register_opts(conf)
 
 
 def list_opts():
-    """Options for oslo-config-generator: ``[(group, opts)]``."""
-    return [(GROUP, OPTS)]
+    """Options for oslo-config-generator: ``[(group, opts)]`` (with the
+    companion services' ``[service_credentials]``).
+    """
+    return [(GROUP, OPTS)] + credentials.list_opts()
 
 
 def group(conf):

@@ -29,6 +29,7 @@ import socket
 from oslo_log import log as logging
 
 from opie_sched.common import coordination
+from opie_sched.common import credentials
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market import engine as market_engine
@@ -72,10 +73,12 @@ def make_store(conf, sync=False):
 
 
 def make_connection(conf):
-    """An openstacksdk connection (``[opie_market] cloud`` or ``OS_*``)."""
-    import openstack
-    cloud = opts.group(conf).cloud
-    return openstack.connect(cloud=cloud) if cloud else openstack.connect()
+    """The openstacksdk connection of the market: ``[service_credentials]``
+    when its ``auth_type`` is set, else ``[opie_market] cloud`` (clouds.yaml)
+    or ``OS_*`` (:func:`opie_sched.common.credentials.connect`).
+    """
+    return credentials.connect(conf, cloud=opts.group(conf).cloud,
+                               app_name=PUBLISHER)
 
 
 def _notification_transport(conf):
