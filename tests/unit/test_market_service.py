@@ -876,7 +876,10 @@ class EngineTest(testtools.TestCase):
         conf.set_override('reserve_prices', {'gpus': '1'}, 'opie_market')
         self.assertRaisesRegex(engine.ConfigError, 'unknown resources gpus',
                                engine.Settings.from_conf, conf.opie_market)
-        self.assertEqual([('opie_market', opts.OPTS)], opts.list_opts())
+        self.assertEqual([('opie_market', opts.OPTS)],
+                         opts.list_opts()[:1])
+        self.assertEqual('service_credentials',
+                         opts.list_opts()[1][0].name)
 
 
 class LeaderElectionTest(testtools.TestCase):
