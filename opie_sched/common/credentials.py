@@ -67,7 +67,8 @@ ADAPTER_OPTS = ('valid_interfaces', 'region_name', 'connect_retries',
 #: What keystoneauth's help of these options leaves unsaid.
 _MORE_HELP = {
     'valid_interfaces': ' Possible values: public, internal, admin (the '
-                        'catalog endpoints of the services reached). '
+                        'catalog endpoints of Nova and Placement; the '
+                        'market API\'s is still looked up as public). '
                         'Unset: public.',
     'region_name': ' Unset: the catalog\'s endpoints of any region.',
 }
