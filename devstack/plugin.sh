@@ -191,13 +191,32 @@ function create_opie_sched_flavors {
     done
 }
 
-# The companion services' configuration file: Nova through clouds.yaml,
-# state (sqlite market, locks) in $OPIE_SCHED_STATE_DIR.
+# The companion services' OpenStack identity: [service_credentials]
+# (keystoneauth options, as DevStack writes a service's [placement]), the
+# service user $OPIE_SCHED_SERVICE_USER with the admin role (created in
+# start_opie_sched_services: the market reads every project's servers,
+# the repacker live-migrates).
+function configure_opie_sched_service_credentials {
+    local conf=$1
+    iniset "$conf" service_credentials auth_type password
+    iniset "$conf" service_credentials auth_url "$KEYSTONE_SERVICE_URI"
+    iniset "$conf" service_credentials username "$OPIE_SCHED_SERVICE_USER"
+    iniset "$conf" service_credentials password "$SERVICE_PASSWORD"
+    iniset "$conf" service_credentials user_domain_name "$SERVICE_DOMAIN_NAME"
+    iniset "$conf" service_credentials project_name "$SERVICE_PROJECT_NAME"
+    iniset "$conf" service_credentials project_domain_name "$SERVICE_DOMAIN_NAME"
+    iniset "$conf" service_credentials region_name "$REGION_NAME"
+}
+
+# The companion services' configuration file: Nova as the service user of
+# [service_credentials], state (sqlite market, locks) in
+# $OPIE_SCHED_STATE_DIR.
 function configure_opie_sched_services {
     sudo install -d -o "$STACK_USER" "$OPIE_SCHED_CONF_DIR" "$OPIE_SCHED_STATE_DIR"
     iniset "$OPIE_SCHED_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
     # The companion services' notifications and RPC on DevStack's broker.
     iniset_rpc_backend opie_sched "$OPIE_SCHED_CONF"
+    configure_opie_sched_service_credentials "$OPIE_SCHED_CONF"
     if is_service_enabled opie-market opie-market-api; then
         iniset "$OPIE_SCHED_CONF" opie_market state_dir "$OPIE_SCHED_STATE_DIR/market"
         # The market's database on the cloud's database server, leader
@@ -206,7 +225,6 @@ function configure_opie_sched_services {
             "$(database_connection_url opie_market)"
         iniset "$OPIE_SCHED_CONF" opie_market coordination_url \
             "${OPIE_SCHED_COORDINATION_URL:-file://$OPIE_SCHED_STATE_DIR/locks}"
-        iniset "$OPIE_SCHED_CONF" opie_market cloud "$OPIE_SCHED_CLOUD"
         iniset "$OPIE_SCHED_CONF" opie_market api_port "$OPIE_SCHED_MARKET_PORT"
         iniset "$OPIE_SCHED_CONF" opie_market api_auth_strategy keystone
         configure_keystone_authtoken_middleware "$OPIE_SCHED_CONF" opie-market
@@ -215,7 +233,6 @@ function configure_opie_sched_services {
         configure_opie_sched_market_api
     fi
     if is_service_enabled opie-autoscaler; then
-        iniset "$OPIE_SCHED_CONF" opie_autoscaler cloud "$OPIE_SCHED_CLOUD"
         iniset "$OPIE_SCHED_CONF" opie_autoscaler coordination_url \
             "${OPIE_SCHED_COORDINATION_URL:-file://$OPIE_SCHED_STATE_DIR/locks}"
         if [[ -n "$OPIE_SCHED_AUTOSCALER_APPS" ]]; then
@@ -228,7 +245,6 @@ function configure_opie_sched_services {
         fi
     fi
     if is_service_enabled opie-repacker; then
-        iniset "$OPIE_SCHED_CONF" opie_repacker cloud "$OPIE_SCHED_CLOUD"
         iniset "$OPIE_SCHED_CONF" opie_repacker state_dir "$OPIE_SCHED_STATE_DIR/repacker"
         if [[ -n "$OPIE_SCHED_COORDINATION_URL" ]]; then
             iniset "$OPIE_SCHED_CONF" opie_repacker coordination_url \
@@ -268,6 +284,10 @@ function create_opie_sched_market_endpoints {
 
 function start_opie_sched_services {
     local conf="--config-file $OPIE_SCHED_CONF"
+    if is_service_enabled opie-market opie-market-api opie-autoscaler \
+            opie-repacker; then
+        create_service_user "$OPIE_SCHED_SERVICE_USER" admin
+    fi
     if is_service_enabled opie-market opie-market-api; then
         recreate_database opie_market
         "$OPIE_SCHED_BIN_DIR/opie-market" $conf db sync \

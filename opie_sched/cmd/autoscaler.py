@@ -13,8 +13,10 @@
 
 Reads its options from ``--config-file`` files (group ``[opie_autoscaler]``,
 see :mod:`opie_sched.conf.autoscaler`) and the cloud credentials from
-clouds.yaml (``[opie_autoscaler] cloud``) or ``OS_*`` variables. Logging is
-oslo.log's (``--debug``, ``--log-file``, ...).
+``[service_credentials]`` (keystoneauth options), else clouds.yaml
+(``[opie_autoscaler] cloud``) or ``OS_*`` variables
+(:func:`opie_sched.common.credentials.connect`). Logging is oslo.log's
+(``--debug``, ``--log-file``, ...).
 
 ``--once`` runs one round over every application and exits (0 when no
 application failed, 1 otherwise); otherwise the service runs a round

@@ -15,8 +15,10 @@ migrations of running servers onto fewer hosts.
 Reads its options from ``--config-file`` files (group ``[opie_repacker]``,
 see :mod:`opie_sched.conf.repacker`; the score's λ's in
 ``[opie_rpm]``) and
-the cloud credentials from clouds.yaml (``[opie_repacker] cloud``) or
-``OS_*`` variables. Logging is oslo.log's (``--debug``, ``--log-file``).
+the cloud credentials from ``[service_credentials]`` (keystoneauth
+options), else clouds.yaml (``[opie_repacker] cloud``) or ``OS_*``
+variables (:func:`opie_sched.common.credentials.connect`). Logging is
+oslo.log's (``--debug``, ``--log-file``).
 
 ``--once`` runs one period and exits: 0 when it ran (even with failed
 migrations, which are logged), 1 when it could not (cloud unreadable,

@@ -300,21 +300,24 @@ class CoordinatedRounds(metaclass=abc.ABCMeta):
     """Coordinator lifecycle of a periodic companion service's rounds.
 
     Subclasses set ``self.member_id`` (str), ``self._conn`` (an
-    openstacksdk Connection or None) and ``self.opts`` (their option group,
-    with a ``cloud`` option), call :meth:`_init_coordination`, and
-    implement :meth:`_coordination_url`, :meth:`run_round` and
-    :meth:`round_interval`. :meth:`service` runs the rounds as an
-    oslo.service service.
+    openstacksdk Connection or None), ``self.conf`` (their ``ConfigOpts``)
+    and ``self.opts`` (their option group, with a ``cloud`` option), call
+    :meth:`_init_coordination`, and implement :meth:`_coordination_url`,
+    :meth:`run_round` and :meth:`round_interval`. :meth:`service` runs the
+    rounds as an oslo.service service.
     """
 
     @property
     def conn(self):
-        """The openstacksdk Connection (clouds.yaml entry ``opts.cloud``,
-        or the ``OS_*`` variables), made on first use.
+        """The openstacksdk Connection, made on first use:
+        ``[service_credentials]`` of ``self.conf`` when its ``auth_type``
+        is set, else the clouds.yaml entry ``opts.cloud`` or the ``OS_*``
+        variables (:func:`opie_sched.common.credentials.connect`).
         """
         if self._conn is None:
-            import openstack
-            self._conn = openstack.connect(cloud=self.opts.cloud)
+            from opie_sched.common import credentials
+            self._conn = credentials.connect(self.conf,
+                                             cloud=self.opts.cloud)
         return self._conn
 
     def _init_coordination(self, coordinator):

@@ -29,6 +29,7 @@ Groups:
 
 from oslo_config import cfg
 
+from opie_sched.common import credentials
 from opie_sched.conf import autoscaler as autoscaler_opts
 from opie_sched.conf import repacker as repacker_opts
 from opie_sched.conf import rpm as rpm_opts
@@ -288,4 +289,5 @@ def register_opts(conf):
 def list_opts():
     return [(preemption_group, preemption_opts),
             (reconciler_group, reconciler_opts)] + rpm_opts.list_opts() \
-        + autoscaler_opts.list_opts() + repacker_opts.list_opts()
+        + autoscaler_opts.list_opts() + repacker_opts.list_opts() \
+        + credentials.list_opts()

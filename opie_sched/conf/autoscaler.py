@@ -25,6 +25,8 @@ import tempfile
 
 from oslo_config import cfg
 
+from opie_sched.common import credentials
+
 GROUP = 'opie_autoscaler'
 
 #: The embedded coordination backend: tooz's file driver in a directory of
@@ -143,19 +145,23 @@ autoscaler_opts = [
              'preemptible flavors. An application may set its own.'),
     cfg.StrOpt(
         'cloud',
-        help='clouds.yaml cloud to connect to (default: OS_CLOUD and the '
-             'other OS_* environment variables).'),
+        help='clouds.yaml cloud to connect to when [service_credentials] '
+             'has no auth_type (default: OS_CLOUD and the other OS_* '
+             'environment variables).'),
 ]
 
 
 def register_opts(conf):
-    """Register the ``[opie_autoscaler]`` options on ``conf``."""
+    """Register the ``[opie_autoscaler]`` options (and
+    ``[service_credentials]``) on ``conf``.
+    """
     # A group object of its own per ConfigOpts: oslo.config keeps option
     # overrides in the group's (shallow-copied) option table, so a shared
     # OptGroup would leak set_override() between ConfigOpts instances.
     conf.register_group(cfg.OptGroup(
         GROUP, title=autoscaler_group.title, help=autoscaler_group.help))
     conf.register_opts(autoscaler_opts, group=GROUP)
+    credentials.register_opts(conf)
 
 
 def list_opts():

@@ -27,6 +27,7 @@ import tempfile
 
 from oslo_config import cfg
 
+from opie_sched.common import credentials
 from opie_sched.conf import rpm as rpm_opts
 from opie_sched.rpm import model as rpm
 
@@ -125,8 +126,9 @@ repacker_opts = [
              'accumulate the trigger window.'),
     cfg.StrOpt(
         'cloud',
-        help='clouds.yaml entry of the service\'s credentials (default: '
-             'OS_* environment variables).'),
+        help='clouds.yaml entry of the service\'s credentials when '
+             '[service_credentials] has no auth_type (default: OS_* '
+             'environment variables).'),
     cfg.StrOpt(
         'strategy', default='rpm',
         help='Consolidation strategy, a plugin of the stevedore namespace '
@@ -174,7 +176,8 @@ repacker_opts = [
 
 
 def register_opts(conf):
-    """Register ``[opie_repacker]`` (and ``[opie_rpm]``) on ``conf``.
+    """Register ``[opie_repacker]`` (and ``[opie_rpm]``,
+    ``[service_credentials]``) on ``conf``.
 
     The group is a fresh copy per ``conf``: an ``OptGroup`` keeps the
     overrides of its options, so a shared one would leak
@@ -185,6 +188,7 @@ def register_opts(conf):
     conf.register_group(group)
     conf.register_opts(repacker_opts, group=group)
     rpm_opts.register_opts(conf)
+    credentials.register_opts(conf)
 
 
 def list_opts():

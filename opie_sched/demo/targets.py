@@ -31,6 +31,8 @@ import collections
 import datetime
 import uuid
 
+from opie_sched.notifications import base as notifications
+
 #: Instance action recorded on every victim (see opie_sched's preemption
 #: actions); duplicated here so that a replay on a remote cloud does not
 #: import nova.
@@ -435,8 +437,8 @@ class EmbeddedTarget(OpenStackTarget):
         for note in notes[self._notes_seen:]:
             if note['event_type'] != PREEMPT_EVENT:
                 continue
-            data = note['payload']['nova_object.data']
-            out.append(Preemption([v['uuid'] for v in data['victims']],
-                                  data['total_cost']))
+            data = notifications.from_primitive(note['payload'])
+            out.append(Preemption([v.uuid for v in data.victims],
+                                  data.total_cost))
         self._notes_seen = len(notes)
         return out

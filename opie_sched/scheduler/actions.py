@@ -64,6 +64,7 @@ from nova import exception
 from nova import objects
 from nova import rpc
 
+from opie_sched.notifications import preemption as preempt_notes
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import reservations
@@ -71,7 +72,7 @@ from opie_sched.scheduler import reservations
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
-EVENT_TYPE = 'opie.instance.preempt'
+EVENT_TYPE = preempt_notes.EVENT_TYPE
 #: Instance action recorded on every victim (``openstack server event list``).
 PREEMPT_ACTION = 'preempt'
 #: Code of opie's instance faults: Nova's API shows a fault's ``details``
@@ -625,40 +626,28 @@ def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
 def notify(ctx, plan, preempted_by, request_id, action, terminated=None):
     """Emit the ``opie.instance.preempt`` versioned notification.
 
-    The payload has the shape of a Nova versioned notification
-    (``nova_object.name``/``namespace``/``version``/``data``) but is not a
-    registered Nova object: Nova's ``EventType`` only accepts the actions
-    of its own ``NotificationAction`` enum, which has no ``preempt``, and
-    Nova's object registry belongs to Nova. Consumers (opie-market,
-    searchlight-like listeners) read it as a versioned notification of
-    namespace ``opie_sched``, version 1.0.
+    A :class:`opie_sched.notifications.preemption.PreemptionNotification`
+    (payload ``PreemptionPayload`` 1.0, namespace ``opie_sched``), sent
+    through Nova's versioned notifier (its transport and
+    ``[notifications] versioned_notifications_topics``) when
+    ``[notifications] notification_format`` is ``both`` or
+    ``versioned``; publisher ``opie-scheduler:<host>``. Errors are
+    logged, never raised.
 
     :param terminated: uuids actually terminated (default: every planned
         victim); only those are listed.
     """
     if CONF.notifications.notification_format not in ('both', 'versioned'):
         return
-    victims = [(inst, cost) for inst, cost in plan.victims
+    victims = [(inst.uuid, inst.project_id, inst.name, cost)
+               for inst, cost in plan.victims
                if terminated is None or inst.uuid in terminated]
     if not victims:
         return
-    payload = {
-        'nova_object.name': 'PreemptionPayload',
-        'nova_object.namespace': 'opie_sched',
-        'nova_object.version': '1.0',
-        'nova_object.data': {
-            'host': plan.host,
-            'preemptor_uuid': preempted_by,
-            'request_id': request_id,
-            'action': action,
-            'total_cost': sum(cost for _, cost in victims),
-            'victims': [{'uuid': inst.uuid, 'project_id': inst.project_id,
-                         'name': inst.name, 'cost': cost}
-                        for inst, cost in victims],
-        },
-    }
     try:
-        rpc.get_versioned_notifier(
-            'opie-scheduler:%s' % CONF.host).info(ctx, EVENT_TYPE, payload)
+        note = preempt_notes.preempt_notification(
+            plan.host, preempted_by, request_id, action, victims, CONF.host)
+        note.emit(rpc.get_versioned_notifier(note.publisher.publisher_id),
+                  ctx)
     except Exception:
         LOG.exception('Could not emit %s', EVENT_TYPE)

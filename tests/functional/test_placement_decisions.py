@@ -34,6 +34,7 @@ from nova.tests.functional.api import client as api_client
 from opie_sched.common import flavors
 from opie_sched.common import provider_config
 from opie_sched.demo import fake_driver
+from opie_sched.notifications import base as notes
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import reconciler
 from tests.functional import test_preemption_holds
@@ -144,7 +145,7 @@ class MoveTest(_Base):
         dead = {p['id'] for p in pre} - self.live_uuids()
         self.assertEqual(2, len(dead))
         self.assertEqual({'host2', 'host3'},
-                         {n['payload']['nova_object.data']['host']
+                         {notes.from_primitive(n['payload']).host
                           for n in self.preempt_notifications()})
 
     def test_resize_preempts_by_default(self):
@@ -161,7 +162,7 @@ class MoveTest(_Base):
         self.assertIn(dest, ('host2', 'host3'))
         self.assertEqual(1, len({p['id'] for p in pre} - self.live_uuids()))
         self.assertEqual([dest], [
-            n['payload']['nova_object.data']['host']
+            notes.from_primitive(n['payload']).host
             for n in self.preempt_notifications()])
 
     def test_resize_preempts_nobody_with_none(self):
@@ -323,8 +324,7 @@ class SoftDeletedVictimTest(_Base):
                          self.all_live_uuids())
         [note] = self.preempt_notifications()
         self.assertEqual([mine['id']], [
-            v['uuid'] for v in note['payload']['nova_object.data']
-            ['victims']])
+            v.uuid for v in notes.from_primitive(note['payload']).victims])
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
 
 

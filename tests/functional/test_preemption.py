@@ -25,6 +25,7 @@ from nova.db.main import api as main_db
 from nova.db.main import models
 from nova import objects
 
+from opie_sched.notifications import base as notes
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import reconciler
@@ -118,11 +119,11 @@ class PreemptionTest(base.OpieNovaTestCase, _Helpers):
         self.assertEqual(80, usages['CUSTOM_PREEMPTIBLE_DISK_GB'])
 
         [note] = self.preempt_notifications()
-        data = note['payload']['nova_object.data']
-        self.assertEqual(normal['id'], data['preemptor_uuid'])
+        data = notes.from_primitive(note['payload'])
+        self.assertEqual(normal['id'], data.preemptor_uuid)
         self.assertEqual({p[1]['id'], p[3]['id']},
-                         {v['uuid'] for v in data['victims']})
-        self.assertAlmostEqual(1400, data['total_cost'], delta=30)
+                         {v.uuid for v in data.victims})
+        self.assertAlmostEqual(1400, data.total_cost, delta=30)
 
     def test_unsatisfiable_normal_request_fails_and_kills_nothing(self):
         self.flavor_ids['xlarge'] = self._create_flavor(

@@ -27,6 +27,7 @@ from nova.scheduler import manager as nova_manager
 from nova.tests import fixtures as nova_fixtures
 
 from opie_sched.common import flavors
+from opie_sched.notifications import base as notes
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import hosts
@@ -174,9 +175,9 @@ class MaxLifetimeTest(_Base):
                       [a['action'] for a in
                        self.api.get_instance_actions(p[0]['id'])])
         [note] = self.preempt_notifications()
-        data = note['payload']['nova_object.data']
-        self.assertEqual(reconciler.LIFETIME, data['preemptor_uuid'])
-        self.assertEqual([p[0]['id']], [v['uuid'] for v in data['victims']])
+        data = notes.from_primitive(note['payload'])
+        self.assertEqual(reconciler.LIFETIME, data.preemptor_uuid)
+        self.assertEqual([p[0]['id']], [v.uuid for v in data.victims])
 
 
 class AlternatesTest(_Base):

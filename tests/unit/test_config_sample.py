@@ -59,10 +59,17 @@ class ConfigSampleTest(testtools.TestCase):
         own = generated[generated.index('\n[opie_market]\n'):]
         with open(MARKET_SAMPLE, encoding='utf-8') as f:
             committed = f.read()
-        self.assertIn(
-            own, committed,
-            'etc/opie_sched/opie-market.conf.sample is stale: run '
-            '`tox -e genconfig` and commit the result')
+        # each of its groups ([opie_market], [service_credentials]) is
+        # in the sample, between the libraries' groups
+        groups = own.split('\n\n\n[')
+        self.assertEqual(['[opie_market]', '[service_credentials]'],
+                         [('' if i == 0 else '[') + g.split('\n')[0]
+                          for i, g in enumerate(groups)])
+        for i, text in enumerate(groups):
+            self.assertIn(
+                ('' if i == 0 else '[') + text, committed,
+                'etc/opie_sched/opie-market.conf.sample is stale: run '
+                '`tox -e genconfig` and commit the result')
         for group in ('[database]', '[keystone_authtoken]',
                       '[oslo_messaging_rabbit]',
                       '[oslo_policy]'):

@@ -31,7 +31,11 @@ import subprocess
 import sys
 
 import fixtures
+from oslo_config import cfg
 import testtools
+
+from opie_sched.common import credentials
+from opie_sched.conf import repacker as repacker_opts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -339,6 +343,36 @@ class DevStackPluginTest(testtools.TestCase):
         conf = read_ini(self.opie_conf)
         self.assertTrue(conf.get('DEFAULT', 'transport_url')
                         .startswith('rabbit://'))
+
+    def test_companion_services_as_the_service_user(self):
+        # issue 22: [service_credentials] (keystoneauth), not clouds.yaml
+        self.stack(['opie-repacker'], {
+            'KEYSTONE_SERVICE_URI': 'http://192.0.2.10/identity',
+            'SERVICE_PASSWORD': 'svcpw', 'SERVICE_DOMAIN_NAME': 'Default',
+            'SERVICE_PROJECT_NAME': 'service'},
+            phases=('post-config', 'extra'))
+        conf = read_ini(self.opie_conf)
+        section = {k: conf.get('service_credentials', k)
+                   for k in conf.options('service_credentials')
+                   if k not in conf.defaults()}
+        self.assertEqual(
+            {'auth_type': 'password',
+             'auth_url': 'http://192.0.2.10/identity',
+             'username': 'opie', 'password': 'svcpw',
+             'user_domain_name': 'Default', 'project_name': 'service',
+             'project_domain_name': 'Default', 'region_name': 'RegionOne'},
+            section)
+        self.assertFalse(conf.has_option('opie_repacker', 'cloud'))
+        self.assertEqual([['opie', 'admin']],
+                         self.calls_of('create_service_user'))
+        # and the services load exactly that section
+        cfg_conf = cfg.ConfigOpts()
+        repacker_opts.register_opts(cfg_conf)
+        cfg_conf(['--config-file', self.opie_conf], project='opie_sched')
+        self.assertTrue(credentials.configured(cfg_conf))
+        auth = credentials.session(cfg_conf).auth
+        self.assertEqual(('http://192.0.2.10/identity', 'opie'),
+                         (auth.auth_url, auth._username))
 
     def test_reliability_reaches_the_scheduler_options(self):
         self.stack(['tempest'], {'OPIE_SCHED_RELIABILITY': 'True'},

@@ -30,8 +30,9 @@ and the layers below, never a layer above):
 0. the pure algorithms, which import nothing from Nova nor openstacksdk
    (``tests/unit/test_layout.py`` checks that), and the shared simulation
    core;
-1. what the plugin, the services and the tools share: ``common`` and the
-   options (``conf``);
+1. what the plugin, the services and the tools share: ``common``, the
+   options (``conf``) and the versioned notifications
+   (``notifications``);
 2. the Nova scheduler plugin, the companion services, the simulator;
 3. the development and test clouds (``demo``, ``devcloud``);
 4. the entry points (``cmd``, ``wsgi``).
@@ -53,7 +54,7 @@ ROOT = 'opie_sched'
 LAYERS = (
     ('preemption', 'market', 'rpm', 'diehard', 'flavormix',
      'consolidation', 'workload', 'simcore'),
-    ('common', 'conf'),
+    ('common', 'conf', 'notifications'),
     ('scheduler', 'services', 'simulator'),
     ('demo', 'devcloud'),
     ('cmd', 'wsgi'),

@@ -12,8 +12,9 @@
 """The pure algorithm packages stay pure.
 
 The contributor guide promises that ``preemption``, ``market``, ``rpm``,
-``diehard``, ``flavormix``, ``consolidation``, ``workload`` and the
-simulation core ``simcore`` import
+``diehard``, ``flavormix``, ``consolidation``, ``workload``, the
+simulation core ``simcore`` (and ``notifications``, shared by the
+scheduler and the market) import
 nothing from Nova nor openstacksdk, so that the scheduler, the services,
 the simulator and the CLI reuse them unchanged. Each package's modules are
 imported in a fresh interpreter and the modules it loaded are checked.
@@ -30,7 +31,7 @@ import testtools
 import opie_sched
 
 PURE = ('preemption', 'market', 'rpm', 'diehard', 'flavormix',
-        'consolidation', 'workload', 'simcore')
+        'consolidation', 'workload', 'simcore', 'notifications')
 FORBIDDEN = ('nova', 'openstack', 'placement')
 
 _PROBE = '''

@@ -131,8 +131,17 @@ SMALL = {'h1': {'vcpus': 4, 'memory_mb': 8000},
 
 
 class RecordingNotifier:
+    """An oslo.messaging Notifier's interface, recording
+    ``(event_type, payload primitive)``.
+    """
+
     def __init__(self):
         self.sent = []
+        self.publisher_ids = []
+
+    def prepare(self, publisher_id=None):
+        self.publisher_ids.append(publisher_id)
+        return self
 
     def info(self, ctxt, event_type, payload):
         self.sent.append((event_type, payload))
@@ -711,7 +720,8 @@ class EngineTest(testtools.TestCase):
         self.assertEqual(['s0'], eng.tick(T0).notices)
         self.assertIn('(shelve)', self.cloud.by_uuid['s0'].metadata[
             engine.NOTICE_KEY])
-        self.assertEqual('shelve', self.notifier.sent[-1][1]['action'])
+        self.assertEqual('shelve', self.notifier.sent[-1][1][
+            'opie_object.data']['action'])
         report = eng.tick(T0 + 600)
         self.assertEqual(['s0'], report.preempted)
         self.assertEqual([('s0', 'shelve')], self.cloud.terminated)
@@ -875,7 +885,10 @@ class EngineTest(testtools.TestCase):
         self.assertRaisesRegex(engine.ConfigError, 'unknown resources gpus',
                                engine.Settings.from_conf, conf.opie_market)
         self.assertEqual([('opie_market', opts.OPTS),
-                          ('database', opts.DATABASE_OPTS)], opts.list_opts())
+                          ('database', opts.DATABASE_OPTS)],
+                         opts.list_opts()[:2])
+        self.assertEqual('service_credentials',
+                         opts.list_opts()[2][0].name)
 
 
 class LeaderElectionTest(testtools.TestCase):

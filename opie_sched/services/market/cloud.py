@@ -292,10 +292,11 @@ class Cloud:
 
 def connect(conf):
     """An openstacksdk connection with admin rights on Nova:
-    ``[opie_market] cloud`` (a clouds.yaml entry), else the ``OS_*``
-    environment variables. The one place the service's credentials are
-    read.
+    ``[service_credentials]`` when its ``auth_type`` is set, else
+    ``[opie_market] cloud`` (a clouds.yaml entry) or the ``OS_*``
+    environment variables (:func:`opie_sched.common.credentials.connect`).
+    The one place the service's credentials are read.
     """
-    import openstack
-    cloud = opts.group(conf).cloud
-    return openstack.connect(cloud=cloud) if cloud else openstack.connect()
+    from opie_sched.common import credentials
+    return credentials.connect(conf, cloud=opts.group(conf).cloud,
+                               app_name='opie-market')

@@ -62,15 +62,22 @@ def make_notifier(conf):
 
 
 def emit(notifier, event_type, payload):
-    """Send one INFO notification; never raises (a failure is logged).
+    """Send ``event_type`` as its versioned notification
+    (:func:`opie_sched.notifications.market.market_notification`,
+    publisher ``opie-market:<host name>``); never raises (a failure is
+    logged).
 
     :param notifier: an ``oslo_messaging.Notifier`` (or anything with
         ``info(ctxt, event_type, payload)``), or None (nothing is sent).
+    :param payload: the event's fields (a dict), turned into the event's
+        payload object.
     """
     if notifier is None:
         return
     try:
-        notifier.info({}, event_type, payload)
+        from opie_sched.notifications import market as notes
+        notes.market_notification(
+            event_type, payload, socket.gethostname()).emit(notifier)
     except Exception:
         LOG.exception('could not emit %s', event_type)
 

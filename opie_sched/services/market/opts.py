@@ -29,6 +29,8 @@ import os
 from oslo_config import cfg
 from oslo_db import options as db_options
 
+from opie_sched.common import credentials
+
 GROUP = 'opie_market'
 DATABASE_GROUP = 'database'
 
@@ -135,7 +137,8 @@ OPTS = [
                     'and process id).'),
     cfg.StrOpt('cloud',
                help='openstacksdk cloud (clouds.yaml entry) with admin '
-                    'rights on Nova; default: OS_* environment variables.'),
+                    'rights on Nova, used when [service_credentials] has '
+                    'no auth_type; default: OS_* environment variables.'),
     cfg.BoolOpt('listen_notifications', default=False,
                 help='Learn demand from Nova versioned notifications '
                      '(oslo.messaging, [oslo_messaging_notifications] '
@@ -194,16 +197,20 @@ _ENGINE_OPTS = ('slave_connection', 'sqlite_synchronous', 'mysql_sql_mode',
 
 
 def register_opts(conf):
-    """Register the ``[opie_market]`` and ``[database]`` options on
-    ``conf``.
+    """Register the ``[opie_market]``, ``[database]`` and
+    ``[service_credentials]`` options on ``conf``.
     """
     conf.register_opts(OPTS, group=GROUP)
     conf.register_opts(DATABASE_OPTS, group=DATABASE_GROUP)
+    credentials.register_opts(conf)
 
 
 def list_opts():
-    """Options for oslo-config-generator: ``[(group, opts)]``."""
-    return [(GROUP, OPTS), (DATABASE_GROUP, DATABASE_OPTS)]
+    """Options for oslo-config-generator: ``[(group, opts)]`` (with oslo.db's
+    ``[database]`` and the companion services' ``[service_credentials]``).
+    """
+    return ([(GROUP, OPTS), (DATABASE_GROUP, DATABASE_OPTS)]
+            + credentials.list_opts())
 
 
 def group(conf):

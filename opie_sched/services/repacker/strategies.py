@@ -390,9 +390,9 @@ class TabuStrategy(Strategy):
 
     def _market_bids(self):
         if self._bids is None:
-            import openstack
+            from opie_sched.common import credentials
             from opie_sched.services.repacker import tabu
-            conn = openstack.connect(cloud=self.opts.cloud)
+            conn = credentials.connect(self.conf, cloud=self.opts.cloud)
             # the catalog's spot-market endpoint, looked up by the client
             self._bids = tabu.MarketBids(conn.session)
         return self._bids
