@@ -56,7 +56,7 @@ class ConfigSampleTest(testtools.TestCase):
                         '--wrap-width', '79', '--output-file', out])
         with open(out, encoding='utf-8') as f:
             generated = f.read()
-        own = generated[generated.index('\n[opie_market]\n'):]
+        own = generated[generated.index('\n[opie_market]\n') + 1:]
         with open(MARKET_SAMPLE, encoding='utf-8') as f:
             committed = f.read()
         # each of its groups ([opie_market], [service_credentials]) is
