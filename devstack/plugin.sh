@@ -221,7 +221,7 @@ function configure_opie_sched_services {
         iniset "$OPIE_SCHED_CONF" opie_market state_dir "$OPIE_SCHED_STATE_DIR/market"
         # The market's database on the cloud's database server, leader
         # election on DevStack's etcd3 (file locks without it).
-        iniset "$OPIE_SCHED_CONF" opie_market connection \
+        iniset "$OPIE_SCHED_CONF" database connection \
             "$(database_connection_url opie_market)"
         iniset "$OPIE_SCHED_CONF" opie_market coordination_url \
             "${OPIE_SCHED_COORDINATION_URL:-file://$OPIE_SCHED_STATE_DIR/locks}"

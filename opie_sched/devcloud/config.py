@@ -626,9 +626,11 @@ def market_conf(settings, layout):
     """opie_sched.conf of opie-market, its API and the companions."""
     return {
         'DEFAULT': {'debug': settings.debug},
+        'database': {
+            'connection': settings.db_url(layout.database('market')),
+        },
         'opie_market': {
             'state_dir': layout.path('market'),
-            'connection': settings.db_url(layout.database('market')),
             'cloud': 'devcloud-admin',
             'api_auth_strategy': 'keystone',
             'api_host': settings.host,

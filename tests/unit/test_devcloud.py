@@ -378,7 +378,7 @@ class TestRender(testtools.TestCase):
         self.assertEqual('opie-market',
                          conf['keystone_authtoken']['username'])
         self.assertIn(layout.db_prefix + 'market',
-                      conf['opie_market']['connection'])
+                      conf['database']['connection'])
 
     def test_clouds_yaml(self):
         clouds = config.clouds_yaml(_settings())['clouds']
