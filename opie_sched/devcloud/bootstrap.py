@@ -14,7 +14,7 @@ RabbitMQ vhost, schemas, Keystone's users/projects/catalog, nova's cells,
 the image, the flavors.
 
 The operator commands of opie_sched run as subprocesses, exactly as the
-README tells operators to run them (``opie-sched provider-config``,
+install guide tells operators to run them (``opie-sched provider-config``,
 ``opie-sched --os-cloud devcloud-admin flavor create-preemptible``).
 """
 

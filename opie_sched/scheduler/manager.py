@@ -47,7 +47,8 @@ This is the one module that touches private SchedulerManager methods:
   requests of the worker at once) until they have released the host, so
   the normal server does not start on an overcommitted host.
 
-Guarantees and limits are in the README ("What is guaranteed").
+Guarantees and limits: the administrator guide, "What is guaranteed, and
+its limits" (doc/source/admin/guarantees.rst).
 """
 
 import collections

@@ -11,9 +11,12 @@
 # under the License.
 """Functional test base: the demo's Nova configuration, one per test."""
 
+import io
 import json
+import logging
 
 import fixtures
+from testtools import content
 
 from nova.tests.functional import integrated_helpers
 
@@ -26,6 +29,30 @@ HOST = cloud.HOST
 PAPER_FLAVORS = cloud.PAPER_FLAVORS
 OPIE_MANAGER = cloud.OPIE_MANAGER
 NOVA_MANAGER = cloud.NOVA_MANAGER
+
+
+class TeardownLogCapture(fixtures.Fixture):
+    """What is logged after nova's own log capture has ended, kept as the
+    test's ``teardown-log`` detail instead of printed on standard output.
+
+    nova's ``IsolatedExecutorFixture`` shuts the test's thread pools down
+    (INFO "The thread pool ... is shutting down") in a cleanup that runs
+    after its ``StandardLogging`` capture is gone, when the root logger has
+    the standard-output handler that ``nova.test`` installs at import
+    (``oslo_log.log.setup``). Set up before nova's fixtures, this one's
+    cleanup runs after theirs; during the test, ``StandardLogging``
+    captures as before.
+    """
+
+    def _setUp(self):
+        stream = io.StringIO()
+        handler = logging.StreamHandler(stream)
+        handler.setLevel(logging.INFO)
+        handler.setFormatter(logging.Formatter(
+            '%(asctime)s %(levelname)s [%(name)s] %(message)s'))
+        self.useFixture(fixtures.LogHandler(handler, nuke_handlers=True))
+        self.addDetail('teardown-log', content.Content(
+            content.UTF8_TEXT, lambda: [stream.getvalue().encode('utf-8')]))
 
 
 class OpieNovaTestCase(integrated_helpers._IntegratedTestBase):
@@ -51,6 +78,7 @@ class OpieNovaTestCase(integrated_helpers._IntegratedTestBase):
     EXTRA_FLAGS = {}
 
     def setUp(self):
+        self.useFixture(TeardownLogCapture())
         pc_dir = self.useFixture(fixtures.TempDir()).path
         self.useFixture(fake_driver.SizedFakeHosts(
             HOST['vcpus'], HOST['memory_mb'], HOST['disk_gb']))

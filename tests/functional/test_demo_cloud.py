@@ -19,6 +19,7 @@ through openstacksdk and a clouds.yaml, as it would a DevStack.
 import contextlib
 import csv
 import io
+import logging
 import os
 
 import fixtures
@@ -46,6 +47,9 @@ class DemoOnCloudTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
+        # Nova's logging (and its thread pools' shutdown at the cloud's
+        # cleanup) is kept as the test's detail, never printed on stdout.
+        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         # one host of 8 vCPU; the runtime is a fixture like any other
         self.cloud = self.useFixture(cloud_mod.EmbeddedCloud(hosts=1))
         self.conn = self.cloud.connection()

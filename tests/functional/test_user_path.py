@@ -13,7 +13,7 @@
 
 python-openstackclient and the ``opie-sched`` CLI (openstacksdk) talk to the
 in-process Nova running the opie scheduler, exactly as an operator types
-the commands (see the README's walk-through).
+the commands (see the install guide's walk-through).
 """
 
 import fixtures
