@@ -108,6 +108,11 @@ class OpieNovaTestCase(integrated_helpers._IntegratedTestBase):
 
     # -- helpers -------------------------------------------------------
 
+    #: Polls (0.5 s apart) before a boot counts as stuck: 30 s, not nova's
+    #: 5 s, as a preempting boot waits for its victims (a shelve-offload, a
+    #: stop) and a loaded 2-core machine can take longer than 5 s for that.
+    BOOT_POLLS = 60
+
     def boot(self, flavor, host=None, name=None, expected='ACTIVE',
              **kwargs):
         """Boot a server of a paper flavor, optionally on a given host."""
@@ -115,7 +120,8 @@ class OpieNovaTestCase(integrated_helpers._IntegratedTestBase):
             name=name, flavor_id=self.flavor_ids[flavor],
             networks='none', host=host, **kwargs)
         server = self.api.post_server({'server': server})
-        return self._wait_for_state_change(server, expected)
+        return self._wait_for_state_change(server, expected,
+                                           max_retries=self.BOOT_POLLS)
 
     def server_host(self, server):
         return self.api.get_server(server['id'])[
