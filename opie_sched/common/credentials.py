@@ -67,10 +67,10 @@ ADAPTER_OPTS = ('valid_interfaces', 'region_name', 'connect_retries',
 #: What keystoneauth's help of these options leaves unsaid.
 _MORE_HELP = {
     'valid_interfaces': ' Possible values: public, internal, admin (the '
-                        'catalog endpoints of Nova and Placement; the '
-                        'market API\'s is still looked up as public). '
-                        'Unset: public.',
-    'region_name': ' Unset: the catalog\'s endpoints of any region.',
+                        'catalog endpoints of Nova, Placement and the '
+                        'market API, spot-market). Unset: public.',
+    'region_name': ' Unset: the catalog\'s endpoints of any region '
+                   '(Nova, Placement and the market API alike).',
 }
 
 

@@ -22,7 +22,9 @@ keystoneauth and openstacksdk code (HTTP answered by requests-mock):
   ``OS_*`` variables.
 
 And each service (market, autoscaler, repacker) gets its connection from
-that one function.
+that one function; the autoscaler's and the repacker's clients of the
+market API look the ``spot-market`` endpoint up at the section's
+interface and region too.
 """
 
 import os
@@ -46,6 +48,10 @@ from opie_sched.services.repacker import strategies
 AUTH_URL = 'http://keystone.test:5000/v3'
 NOVA = {'public': 'http://nova-public.test:8774/v2.1',
         'internal': 'http://nova-internal.test:8774/v2.1'}
+#: The market API's endpoints, per (interface, region).
+MARKET = {(interface, region): 'http://market-%s-%s.test:8788/v1' % (
+    interface, region.lower()) for interface in ('public', 'internal')
+    for region in ('RegionOne', 'RegionTwo')}
 
 SECTION = textwrap.dedent('''
     [service_credentials]
@@ -120,6 +126,20 @@ class ServiceCredentialsTest(_Base):
             svc.add_endpoint(interface, url, region='RegionTwo')
         svc.add_endpoint('internal', 'http://nova-other-region.test/v2.1',
                          region='RegionOne')
+        market = token.add_service('spot-market')
+        for (interface, region), url in sorted(MARKET.items()):
+            market.add_endpoint(interface, url, region=region)
+            self.http.get(url + '/prices', json={
+                'period_start': '2026-01-01T00:00:00Z', 'prices': [
+                    {'pool': 'default', 'resource': 'vcpus',
+                     'price': '0.5', 'unit': 'vcpu-hour'},
+                    {'pool': 'default', 'resource': 'memory_mb',
+                     'price': '0.001', 'unit': 'mb-hour'}]})
+            self.http.get(url + '/account', json={'account': {
+                'project_id': 'service', 'balance': '7'}})
+            self.http.get(url + '/shares', json={'shares': [
+                {'server_id': 'srv-a', 'bids': {'vcpus': '1.5',
+                                                'memory_mb': '0.5'}}]})
         self.http.get(AUTH_URL, json=ks_fixture.V3Discovery(AUTH_URL))
         self.http.post(AUTH_URL + '/auth/tokens', json=token,
                        headers={'X-Subject-Token': 'tok'})
@@ -174,6 +194,36 @@ class ServiceCredentialsTest(_Base):
         tabu = strategies.TabuStrategy(conf)
         self.assertEqual(AUTH_URL,
                          tabu._market_bids().client.session.auth.auth_url)
+
+    def market_calls(self):
+        return [r.url.split('/v1/')[0] + '/v1'
+                for r in self.http.request_history if '/v1/' in r.url]
+
+    def test_autoscaler_market_client_uses_its_interface_and_region(self):
+        conf = self.conf(SECTION, register=[autoscaler_opts.register_opts])
+        service = autoscaler_service.AutoscalerService(conf)
+        quote = service.market.quote('catalog')
+        self.assertEqual('0.5', str(quote.prices['default']['vcpus']))
+        self.assertEqual('7', str(service.slo_client.balance('catalog')))
+        self.assertEqual([MARKET['internal', 'RegionTwo']] * 2,
+                         self.market_calls())
+
+    def test_repacker_market_client_uses_its_interface_and_region(self):
+        conf = self.conf(SECTION, register=[repacker_opts.register_opts])
+        bids = strategies.TabuStrategy(conf)._market_bids()()
+        self.assertEqual({'srv-a': 2}, bids)
+        self.assertEqual([MARKET['internal', 'RegionTwo']],
+                         self.market_calls())
+
+    def test_market_client_public_when_nothing_is_configured(self):
+        section = '\n'.join(
+            line for line in SECTION.splitlines()
+            if not line.startswith(('valid_interfaces', 'region_name')))
+        conf = self.conf(section, register=[repacker_opts.register_opts])
+        strategies.TabuStrategy(conf)._market_bids()()
+        [called] = self.market_calls()
+        self.assertIn(called, (MARKET['public', 'RegionOne'],
+                               MARKET['public', 'RegionTwo']))
 
 
 class FallbackTest(_Base):

@@ -418,11 +418,14 @@ class MarketClient(object):
 
     :param session: as :class:`opie_sched.services.autoscaler.spot.SpotPrices`.
     :param timeout: seconds one request may take.
+    :param catalog: as :func:`opie_sched.services.autoscaler.spot.api_client`
+        (None: the public endpoint).
     """
 
-    def __init__(self, session=None, timeout=5.0):
+    def __init__(self, session=None, timeout=5.0, catalog=None):
         self._session = session
         self.timeout = timeout
+        self._catalog = catalog
 
     def _call(self, market_url, call):
         """``call(client)`` with the market API's one client of
@@ -430,7 +433,7 @@ class MarketClient(object):
         """
         try:
             return call(spot.api_client(self._session, market_url,
-                                        self.timeout))
+                                        self.timeout, self._catalog))
         except market_client.MarketError as exc:
             raise spot.MarketError(spot.why(exc))
 

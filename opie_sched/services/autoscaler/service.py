@@ -56,6 +56,7 @@ from opie_sched.services.autoscaler import demand as demand_mod
 from opie_sched.services.autoscaler import executor as executor_mod
 from opie_sched.services.autoscaler import policies
 from opie_sched.services.autoscaler import spot
+from opie_sched.services.market import client as market_client
 
 LOG = logging.getLogger(__name__)
 
@@ -129,7 +130,8 @@ class AutoscalerService(coordination.CoordinatedRounds):
         if self._market is None:
             self._market = spot.SpotPrices(
                 session=self._market_session,
-                timeout=self.opts.health_request_timeout)
+                timeout=self.opts.health_request_timeout,
+                catalog=self._market_catalog)
         return self._market
 
     @property
@@ -138,7 +140,8 @@ class AutoscalerService(coordination.CoordinatedRounds):
         if self._slo_client is None:
             self._slo_client = policies.MarketClient(
                 session=self._market_session,
-                timeout=self.opts.health_request_timeout)
+                timeout=self.opts.health_request_timeout,
+                catalog=self._market_catalog)
         return self._slo_client
 
     def _market_session(self):
@@ -149,6 +152,13 @@ class AutoscalerService(coordination.CoordinatedRounds):
         if session is None or getattr(session, 'auth', None) is None:
             return None
         return session
+
+    def _market_catalog(self):
+        """Where the connection finds the market in its catalog:
+        ``{"interface", "region_name"}`` of its configuration
+        (``[service_credentials] valid_interfaces``, ``region_name``).
+        """
+        return market_client.connection_catalog(self.conn)
 
     def _coordination_url(self):
         return self.opts.coordination_url

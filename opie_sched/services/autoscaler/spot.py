@@ -38,7 +38,9 @@ connection's keystoneauth session when it has an auth plugin (its token is
 sent as ``X-Auth-Token``), else over plain ``requests`` -- and prices
 flavors from the answer. ``market_url`` is the market's endpoint (with or
 without ``/v1``) or ``catalog`` (:data:`CATALOG`): the ``spot-market``
-entry of the connection's Keystone catalog. Any problem (market
+entry of the connection's Keystone catalog, at the connection's
+interface(s) and region (``[service_credentials] valid_interfaces`` and
+``region_name``; public and any region when unset). Any problem (market
 unreachable, an error answer, a body that is not the prices document, an
 unknown pool, a missing resource, a price of 0) raises
 :class:`MarketError` saying why; the service then keeps the application's
@@ -66,23 +68,30 @@ class MarketError(Exception):
     """The market's prices are unavailable or unusable; says why."""
 
 
-def api_client(session, market_url, timeout=None):
+def api_client(session, market_url, timeout=None, catalog=None):
     """The :class:`~opie_sched.services.market.client.MarketClient` of
     ``market_url`` (:data:`CATALOG`: the catalog's ``spot-market``).
 
     :param session: a keystoneauth1 session, a callable returning one or
         None, or None (plain ``requests``, no token).
+    :param catalog: where in the catalog the market is looked up:
+        ``{"interface": ..., "region_name": ...}``
+        (:func:`opie_sched.services.market.client.connection_catalog`), a
+        callable returning it, or None (the public endpoint, any region).
     :raises MarketError: ``catalog`` without an authenticated session.
     """
     if callable(session) and not hasattr(session, 'request'):
         session = session()
     endpoint = market_url
+    where = {}
     if market_url == CATALOG:
         if session is None:
             raise MarketError('market_url %s needs an authenticated cloud '
                               'connection (its Keystone catalog)' % CATALOG)
         endpoint = None
-    return market_client.MarketClient(session, endpoint, timeout=timeout)
+        where = (catalog() if callable(catalog) else catalog) or {}
+    return market_client.MarketClient(session, endpoint, timeout=timeout,
+                                      **where)
 
 
 def why(exc, hint=''):
@@ -223,11 +232,14 @@ class SpotPrices:
         first fetch: the service passes its connection's session lazily),
         or None: plain ``requests`` without authentication.
     :param timeout: seconds one request may take.
+    :param catalog: the catalog interface(s) and region of ``market_url``
+        ``catalog``, as :func:`api_client` takes it (None: public).
     """
 
-    def __init__(self, session=None, timeout=5.0):
+    def __init__(self, session=None, timeout=5.0, catalog=None):
         self._session = session
         self.timeout = timeout
+        self._catalog = catalog
         self._quotes = {}
         self._lock = threading.Lock()
 
@@ -276,7 +288,8 @@ class SpotPrices:
     def _fetch(self, market_url):
         url = self.prices_url(market_url)
         try:
-            api = api_client(self._session, market_url, self.timeout)
+            api = api_client(self._session, market_url, self.timeout,
+                             self._catalog)
             url = api.endpoint + '/v1/prices'
             doc = api.prices()
         except market_client.MarketError as exc:

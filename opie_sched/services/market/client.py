@@ -25,7 +25,9 @@ enough for it, the OSC plugin and the Tempest plugin.
 Endpoint: an explicit URL (``--os-spot-endpoint``, ``[opie] market_endpoint``
 of Tempest, the autoscaler's ``market_url``), else the ``spot-market``
 entry of the Keystone catalog through the session
-(:func:`catalog_endpoint`). Either may end in ``/v1`` or not.
+(:func:`catalog_endpoint`), at the interface(s) and region of the caller's
+connection (:func:`connection_catalog`; the public endpoint of any region
+when nothing is configured). Either may end in ``/v1`` or not.
 
 Microversion: ``api_version`` (``'1.1'``, ``'latest'``, or None for the
 server's minimum, 1.0) is sent as ``OpenStack-API-Version: spot-market
@@ -138,6 +140,34 @@ def catalog_endpoint(session, interface='public', region_name=None,
     return url
 
 
+def connection_catalog(conn):
+    """The catalog options of the market API in an openstacksdk
+    Connection's configuration: ``{"interface": ..., "region_name": ...}``
+    for :class:`MarketClient`.
+
+    ``interface`` is ``conn.config.get_interface('spot-market')`` (a name
+    or a list of names in order of preference, e.g. ``['internal']`` from
+    ``[service_credentials] valid_interfaces``), ``'public'`` when unset;
+    ``region_name`` is ``conn.config.get_region_name('spot-market')``
+    (``[service_credentials] region_name``, a clouds.yaml entry's
+    ``region_name``), None (any region) when unset.
+
+    :param conn: ``openstack.connection.Connection`` or None (the
+        defaults).
+    """
+    config = getattr(conn, 'config', None)
+    interface = region = None
+    if config is not None:
+        interface = config.get_interface(SERVICE_TYPE)
+        region = config.get_region_name(SERVICE_TYPE)
+    if not (isinstance(interface, str) or (
+            isinstance(interface, list) and interface)):
+        interface = 'public'
+    return {'interface': interface,
+            'region_name': region if isinstance(region, str) and region
+            else None}
+
+
 def root_url(endpoint):
     """The API root of an endpoint URL (without a trailing ``/v1``)."""
     url = endpoint.rstrip('/')
@@ -155,8 +185,9 @@ class MarketClient:
     :param endpoint: the market URL; None: the catalog's ``spot-market``.
     :param api_version: microversion to send (``'1.0'``, ``'1.1'``,
         ``'latest'``) or None (the server's minimum).
-    :param interface: catalog interface (``public``, ``internal``...).
-    :param region_name: catalog region.
+    :param interface: catalog interface (``public``, ``internal``...) or a
+        list of them in order of preference; None: ``public``.
+    :param region_name: catalog region; None: any.
     :param timeout: seconds per request, or None.
     """
 
@@ -165,7 +196,7 @@ class MarketClient:
         self.session = session
         self._endpoint = endpoint
         self.api_version = api_version
-        self.interface = interface
+        self.interface = interface or 'public'
         self.region_name = region_name
         self.timeout = timeout
 

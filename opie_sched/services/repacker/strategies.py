@@ -378,8 +378,9 @@ class TabuStrategy(Strategy):
     preemptible
     servers migrate to reduce the spot market's allocation error. The bids
     come from the market API (``GET /v1/shares``, service type
-    ``spot-market`` in the catalog of the service's cloud, ``[opie_repacker]
-    cloud``).
+    ``spot-market`` in the catalog of the service's connection, at its
+    interface(s) and region: ``[service_credentials]``, else
+    ``[opie_repacker] cloud``).
     """
 
     name = 'tabu'
@@ -391,10 +392,13 @@ class TabuStrategy(Strategy):
     def _market_bids(self):
         if self._bids is None:
             from opie_sched.common import credentials
+            from opie_sched.services.market import client as market_client
             from opie_sched.services.repacker import tabu
             conn = credentials.connect(self.conf, cloud=self.opts.cloud)
-            # the catalog's spot-market endpoint, looked up by the client
-            self._bids = tabu.MarketBids(conn.session)
+            # the catalog's spot-market endpoint at the connection's
+            # interface(s) and region, looked up by the client
+            self._bids = tabu.MarketBids(
+                conn.session, **market_client.connection_catalog(conn))
         return self._bids
 
     def plan(self, hosts):

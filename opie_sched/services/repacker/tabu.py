@@ -78,11 +78,15 @@ class MarketBids:
     :param session: a keystoneauth1 session (admin or service user).
     :param endpoint: the market API's URL (with or without ``/v1``); None:
         the ``spot-market`` entry of the session's catalog.
+    :param interface: catalog interface or list of them (None: public).
+    :param region_name: catalog region (None: any).
     :raises StrategyError: (when called) the market cannot be asked.
     """
 
-    def __init__(self, session, endpoint=None):
-        self.client = market_client.MarketClient(session, endpoint)
+    def __init__(self, session, endpoint=None, interface=None,
+                 region_name=None):
+        self.client = market_client.MarketClient(
+            session, endpoint, interface=interface, region_name=region_name)
 
     def __call__(self):
         try:
