@@ -679,6 +679,11 @@ class RequestView:
         # key -> [InstanceInfo], valid for the leaving set _infos_gone
         self._infos = {}
         self._infos_gone = None
+        # key -> ((capacity, used, with instances), HostView), valid for
+        # the leaving set _infos_gone and the instances loaded so far
+        self._views = {}
+        # rp uuid -> summary_state() of its summary (fixed per request)
+        self._summary_states = {}
         self.planned_victims = set()
         self._lock = threading.Lock()
         #: ``{rp uuid: provider summary}`` nova fetched for the request
@@ -722,7 +727,11 @@ class RequestView:
         this request claimed on it since (see :func:`summary_state`), or
         None without a usable summary.
         """
-        state = summary_state(self.summaries.get(rp_uuid))
+        try:
+            state = self._summary_states[rp_uuid]
+        except KeyError:
+            state = summary_state(self.summaries.get(rp_uuid))
+            self._summary_states[rp_uuid] = state
         if state is None:
             return None
         capacity, used = state
@@ -750,6 +759,7 @@ class RequestView:
             for hosts in missing.values():
                 self._loaded_hosts.update(hosts)
             self._infos = {}
+            self._views = {}
 
     def loaded_instances(self, host_states):
         """``{(host, node): [InstanceRow]}`` for the given HostStates (bulk
@@ -772,14 +782,22 @@ class RequestView:
             instances: nothing there needs to be preempted), which spares
             the bulk load on a cloud with free room.
 
-        The instances' :class:`~opie_sched.preemption.model.InstanceInfo`
-        are built once per host and leaving set, so the weighers of one
-        request share them.
+        The views are built once per request and shared by every filter
+        and weigher that asks (they must not be modified): a host's view
+        is built again only when what it is made of changed since, i.e.
+        its full state (a claim of this request on the host,
+        :meth:`note_claim`, or nova's ``consume_from_request`` on its
+        HostState), whether its instances are needed, the leaving set
+        (victims planned by this request, ``leaving``) or the instances
+        loaded. Each host's
+        :class:`~opie_sched.preemption.model.InstanceInfo` are likewise
+        built once per leaving set.
         """
         states = []
         needy = []
+        view = self.view_of
         for hs in host_states:
-            capacity, used = full_state(hs)
+            capacity, used = full_state(hs, self)
             fits = request is not None and (
                 request[0] <= capacity[0] - used[0]
                 and request[1] <= capacity[1] - used[1]
@@ -795,21 +813,35 @@ class RequestView:
         with self._lock:
             if gone != self._infos_gone:
                 self._infos = {}
+                self._views = {}
                 self._infos_gone = gone
             cache = self._infos
-        views = {}
-        for key, hs, capacity, used, need in states:
-            infos = ()
-            if need:
-                infos = cache.get(key)
-                if infos is None:
-                    infos = [instance_info(i, gone, now)
-                             for i in self._instances.get(key, [])]
-                    cache[key] = infos
-            views[key] = model.HostView(
-                name=hs.nodename or hs.host, capacity=capacity, used=used,
-                instances=list(infos))
-        return views
+            built = self._views
+        return {key: view(key, hs, capacity, used, need, cache, built,
+                          gone, now)
+                for key, hs, capacity, used, need in states}
+
+    def view_of(self, key, hs, capacity, used, need, cache, built, gone,
+                now):
+        """One host's :class:`~opie_sched.preemption.model.HostView`,
+        from ``built`` when it was made of the same full state and
+        instances (see :meth:`host_views`), else built and kept there.
+        """
+        stamp = (capacity, used, need)
+        entry = built.get(key)
+        if entry is not None and entry[0] == stamp:
+            return entry[1]
+        infos = ()
+        if need:
+            infos = cache.get(key)
+            if infos is None:
+                infos = [instance_info(i, gone, now)
+                         for i in self._instances.get(key, [])]
+                cache[key] = infos
+        hv = model.HostView(name=hs.nodename or hs.host, capacity=capacity,
+                            used=used, instances=list(infos))
+        built[key] = (stamp, hv)
+        return hv
 
     def instance(self, host, node, uuid):
         """The loaded row with that uuid on (host, node), or None."""
