@@ -481,7 +481,7 @@ def _cell_mapping(ctx, cell_uuid):
     return cell
 
 
-def load_instances(ctx, hosts_by_cell, light=True):
+def load_instances(ctx, hosts_by_cell, light=True, nodes_by_cell=None):
     """Instances on the given hosts, in one query per cell.
 
     :param ctx: a nova RequestContext (admin rights are needed to read all
@@ -494,6 +494,11 @@ def load_instances(ctx, hosts_by_cell, light=True):
         of whole ``Instance`` objects (building an Instance with its flavor
         was most of a preemption decision's time at 100 and 1000 nodes);
         False: ``Instance`` objects with their flavor and metadata.
+    :param nodes_by_cell: ``{cell_uuid: set(node names)}`` or None: with
+        ``light``, only the instances of these nodes are read (a compute
+        service managing many nodes, e.g. ironic's, has the instances of
+        every node under its host name; a request's candidates may be a
+        few of them).
     :returns: ``{(host, node): [InstanceRow or Instance, ...]}`` of
         instances that are not deleted (soft-deleted ones included: they
         hold their allocation until reclaimed).
@@ -502,23 +507,25 @@ def load_instances(ctx, hosts_by_cell, light=True):
     for cell_uuid, hosts in hosts_by_cell.items():
         if not hosts:
             continue
+        nodes = (nodes_by_cell or {}).get(cell_uuid)
+        nodes = sorted(nodes) if nodes and None not in nodes else None
         if cell_uuid is None:
-            insts = _query_instances(ctx, sorted(hosts), light)
+            insts = _query_instances(ctx, sorted(hosts), light, nodes)
         else:
             with nova_context.target_cell(
                     ctx, _cell_mapping(ctx, cell_uuid)) as cctxt:
-                insts = _query_instances(cctxt, sorted(hosts), light)
+                insts = _query_instances(cctxt, sorted(hosts), light, nodes)
         for inst in insts:
             found.setdefault((inst.host, inst.node), []).append(inst)
     return found
 
 
-def _query_instances(ctx, hosts, light):
+def _query_instances(ctx, hosts, light, nodes=None):
     if not light:
         return objects.InstanceList.get_by_filters(
             ctx, {'host': hosts, 'deleted': False, 'soft_deleted': True},
             expected_attrs=['flavor', 'metadata', 'system_metadata'])
-    return _instance_rows(ctx, hosts)
+    return _instance_rows(ctx, hosts, nodes)
 
 
 #: System metadata keys loaded with :class:`InstanceRow`: opie's victim
@@ -587,8 +594,9 @@ def _row_flavor(text):
 
 
 @main_db.pick_context_manager_reader
-def _instance_rows(context, hosts):
-    """``[InstanceRow]`` on ``hosts`` (not deleted; soft-deleted ones
+def _instance_rows(context, hosts, nodes=None):
+    """``[InstanceRow]`` on ``hosts`` (and ``nodes``, unless None; not
+    deleted; soft-deleted ones
     included, they hold their allocation until reclaimed): one
     query for the columns and the flavor, one for opie's system metadata
     keys and one for its server metadata keys.
@@ -599,6 +607,8 @@ def _instance_rows(context, hosts):
     user_meta = main_models.InstanceMetadata.__table__
     # Soft-deleted instances included: they keep their allocation.
     alive = sa.and_(inst.c.host.in_(hosts), inst.c.deleted == 0)
+    if nodes is not None:
+        alive = sa.and_(alive, inst.c.node.in_(nodes))
     query = sa.select(
         inst.c.uuid, inst.c.host, inst.c.node, inst.c.vm_state,
         inst.c.task_state, inst.c.launched_at, inst.c.display_name,
@@ -675,7 +685,8 @@ class RequestView:
     def __init__(self, ctx, summaries=None):
         self.ctx = ctx
         self._instances = {}
-        self._loaded_hosts = set()
+        # (host, node) whose instances were loaded
+        self._loaded = set()
         # key -> [InstanceInfo], valid for the leaving set _infos_gone
         self._infos = {}
         self._infos_gone = None
@@ -747,17 +758,22 @@ class RequestView:
 
     def _ensure_loaded(self, host_states):
         missing = {}
+        nodes = {}
+        keys = set()
         for hs in host_states:
-            if hs.host not in self._loaded_hosts:
-                missing.setdefault(getattr(hs, 'cell_uuid', None),
-                                   set()).add(hs.host)
+            key = (hs.host, hs.nodename)
+            if key not in self._loaded:
+                cell = getattr(hs, 'cell_uuid', None)
+                missing.setdefault(cell, set()).add(hs.host)
+                nodes.setdefault(cell, set()).add(hs.nodename)
+                keys.add(key)
         if not missing:
             return
-        loaded = load_instances(self.ctx, missing)
+        loaded = load_instances(self.ctx, missing, nodes_by_cell=nodes)
         with self._lock:
-            self._instances.update(loaded)
-            for hosts in missing.values():
-                self._loaded_hosts.update(hosts)
+            for key in keys:
+                self._instances[key] = loaded.get(key, [])
+            self._loaded.update(keys)
             self._infos = {}
             self._views = {}
 

@@ -86,7 +86,7 @@ class _PluginTest(testtools.TestCase):
         for hs in host_states:
             view._instances[(hs.host, hs.nodename)] = list(
                 hs.instances.values())
-            view._loaded_hosts.add(hs.host)
+            view._loaded.add((hs.host, hs.nodename))
         hosts.set_current_view(view)
         return list(host_states)
 
@@ -388,7 +388,8 @@ class BulkLoadTest(_PluginTest):
         hosts.set_current_view(hosts.RequestView(ctx=None))
         got = dict(self.weigh(weights.all_weighers(), roomy + [full],
                               request(LARGE, False)))
-        load.mock.assert_called_once_with(None, {None: {'full'}})
+        load.mock.assert_called_once_with(None, {None: {'full'}},
+                                          nodes_by_cell={None: {'full'}})
         self.assertEqual('full', min(got, key=got.get))
 
     def test_nothing_loaded_when_every_host_fits(self):
