@@ -187,9 +187,9 @@ def build_cloud_class():
     logging.getLogger('oslo_service.periodic_task').setLevel(logging.WARNING)
     from nova import conf as nova_conf
     # nova's concurrency mode (eventlet here: importing nova's fixtures
-    # patches) before opie's scheduler modules: their per-request state is
-    # a threading.local, which must be per green thread, or concurrent
-    # requests (the burst) share it
+    # patches) first, as nova-scheduler does; opie's per-request view is a
+    # context variable, one per green thread whatever the import order
+    # (tests/unit/test_request_view_local.py)
     from nova.tests import fixtures  # noqa: F401
     from opie_sched.demo import cloud
     from opie_sched.scheduler import manager  # noqa: F401 (registers opts)

@@ -24,6 +24,7 @@ query through nova's own database API and models.
 """
 
 import collections
+import contextvars
 import datetime
 import threading
 
@@ -867,18 +868,28 @@ class RequestView:
         return None
 
 
-_current = threading.local()
+#: The request being scheduled by this thread (or green thread). A
+#: context variable, not a ``threading.local``: a ``threading.local``
+#: created before eventlet's monkey-patching (opie imported first, as
+#: nova's test fixtures and the embedded demo cloud may do) is one per OS
+#: thread, so the green threads of concurrent requests would share it;
+#: every native thread and every greenlet (greenlet >= 1.0) has a context
+#: of its own, whatever the import order.
+_current = contextvars.ContextVar('opie_sched_request_view', default=None)
 
 
 def current_view():
-    """The :class:`RequestView` of the request this thread is scheduling,
-    when opie-scheduler runs it; None otherwise.
+    """The :class:`RequestView` of the request this thread (or green
+    thread) is scheduling, when opie-scheduler runs it; None otherwise.
     """
-    return getattr(_current, 'view', None)
+    return _current.get()
 
 
 def set_current_view(view):
-    _current.view = view
+    """Make ``view`` the current thread's (or green thread's) request
+    view (None: no request).
+    """
+    _current.set(view)
 
 
 def view_for(spec_obj):
