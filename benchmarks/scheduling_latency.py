@@ -955,6 +955,10 @@ def main(argv=None):
                                   profile=args.profile, bursts=bursts,
                                   burst_only=args.burst_only,
                                   skip_retry=args.skip_retry)))
+        if not args.burst_only:
+            # this scale's figures now: a long run stopped later (the
+            # next scale's set-up takes long) keeps them
+            log_scale(rows[-1], log)
     print_bursts(rows)
     if not args.burst_only:
         print_scenarios(rows)
@@ -984,6 +988,21 @@ def main(argv=None):
         with open(args.json, 'w') as f:
             json.dump(out, f, indent=1)
     return rows
+
+
+def log_scale(row, log):
+    """One progress line of a scale's medians (ms, CPU ms in brackets)."""
+    n, r = row
+
+    def both(key, cpu):
+        return '%.1f (%.1f)' % (med_ms(r[key]), med_ms(r[cpu]))
+    log('  %d nodes: a opie %s / stock %s; b decide %s / stock %s; '
+        'b d/s %.2f (CPU %.2f)' % (
+            n, both('a_opie', 'a_opie_cpu'), both('a_stock', 'a_stock_cpu'),
+            both('b_opie_decide', 'b_opie_decide_cpu'),
+            both('b_stock', 'b_stock_cpu'),
+            med_ms(r['b_opie_decide']) / med_ms(r['b_stock']),
+            med_ms(r['b_opie_decide_cpu']) / med_ms(r['b_stock_cpu'])))
 
 
 def print_bursts(rows):
