@@ -620,6 +620,9 @@ def _instance_rows(context, hosts, nodes=None):
         alive).order_by(inst.c.id)
     rows = []
     by_uuid = {}
+    # the instances of one flavor carry the same serialized flavor: each
+    # text is parsed once per read, its flavor shared (nobody modifies it)
+    parsed = {}
     utc = datetime.timezone.utc
     for rec in context.session.execute(query):
         row = InstanceRow()
@@ -636,7 +639,14 @@ def _instance_rows(context, hosts, nodes=None):
         row.project_id = rec.project_id
         row.user_id = rec.user_id
         row.image_ref = rec.image_ref
-        row.flavor = _row_flavor(rec.flavor) if rec.flavor else None
+        text = rec.flavor
+        if text:
+            flavor = parsed.get(text)
+            if flavor is None:
+                flavor = parsed[text] = _row_flavor(text)
+            row.flavor = flavor
+        else:
+            row.flavor = None
         row.system_metadata = {}
         row.metadata = {}
         rows.append(row)

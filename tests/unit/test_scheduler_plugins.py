@@ -14,6 +14,7 @@ instances are handed to the per-request view directly).
 """
 
 import datetime
+from unittest import mock
 
 import fixtures
 import testtools
@@ -399,3 +400,45 @@ class BulkLoadTest(_PluginTest):
         hosts.set_current_view(hosts.RequestView(ctx=None))
         self.weigh(weights.all_weighers(), roomy, request(LARGE, False))
         load.mock.assert_not_called()
+
+
+class InstanceRowsTest(testtools.TestCase):
+    """The bulk read's rows (``hosts._instance_rows``), on a fake session
+    (no database).
+    """
+
+    def rows(self, flavor_texts):
+        import collections
+        Rec = collections.namedtuple('Rec', (
+            'uuid host node vm_state task_state launched_at display_name '
+            'project_id user_id image_ref flavor'))
+        recs = [Rec('u%d' % i, 'h', 'n', 'active', None, NOW, 'x', 'p',
+                    'u', 'img', text)
+                for i, text in enumerate(flavor_texts)]
+        session = mock.Mock()
+        # the columns, then opie's system and server metadata keys
+        session.execute.side_effect = [recs, [], []]
+        read = hosts._instance_rows.__wrapped__
+        return read(mock.Mock(session=session), ['h'], ['n'])
+
+    def test_one_parse_per_serialized_flavor(self):
+        from oslo_serialization import jsonutils
+
+        def text(size, preemptible):
+            return jsonutils.dumps({
+                'cur': flavor(size, preemptible).obj_to_primitive(),
+                'old': None, 'new': None})
+        large, medium = text(LARGE, True), text(MEDIUM, False)
+        parse = self.useFixture(fixtures.MockPatchObject(
+            hosts, '_row_flavor', wraps=hosts._row_flavor)).mock
+        rows = self.rows([large, medium, large, None])
+        self.assertEqual(['u0', 'u1', 'u2'], [r.uuid for r in rows])
+        self.assertEqual(2, parse.call_count)
+        self.assertIs(rows[0].flavor, rows[2].flavor)
+        self.assertEqual((4, 8000, 80, True), (
+            rows[2].flavor.vcpus, rows[2].flavor.memory_mb,
+            rows[2].flavor.root_gb,
+            hosts.flavor_is_preemptible(rows[2].flavor)))
+        self.assertEqual((2, False), (
+            rows[1].flavor.vcpus, hosts.flavor_is_preemptible(
+                rows[1].flavor)))
