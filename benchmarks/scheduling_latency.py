@@ -187,9 +187,9 @@ def build_cloud_class():
     logging.getLogger('oslo_service.periodic_task').setLevel(logging.WARNING)
     from nova import conf as nova_conf
     # nova's concurrency mode (eventlet here: importing nova's fixtures
-    # patches) before opie's scheduler modules: their per-request state is
-    # a threading.local, which must be per green thread, or concurrent
-    # requests (the burst) share it
+    # patches) first, as nova-scheduler does; opie's per-request view is a
+    # context variable, one per green thread whatever the import order
+    # (tests/unit/test_request_view_local.py)
     from nova.tests import fixtures  # noqa: F401
     from opie_sched.demo import cloud
     from opie_sched.scheduler import manager  # noqa: F401 (registers opts)
@@ -955,6 +955,10 @@ def main(argv=None):
                                   profile=args.profile, bursts=bursts,
                                   burst_only=args.burst_only,
                                   skip_retry=args.skip_retry)))
+        if not args.burst_only:
+            # this scale's figures now: a long run stopped later (the
+            # next scale's set-up takes long) keeps them
+            log_scale(rows[-1], log)
     print_bursts(rows)
     if not args.burst_only:
         print_scenarios(rows)
@@ -984,6 +988,21 @@ def main(argv=None):
         with open(args.json, 'w') as f:
             json.dump(out, f, indent=1)
     return rows
+
+
+def log_scale(row, log):
+    """One progress line of a scale's medians (ms, CPU ms in brackets)."""
+    n, r = row
+
+    def both(key, cpu):
+        return '%.1f (%.1f)' % (med_ms(r[key]), med_ms(r[cpu]))
+    log('  %d nodes: a opie %s / stock %s; b decide %s / stock %s; '
+        'b d/s %.2f (CPU %.2f)' % (
+            n, both('a_opie', 'a_opie_cpu'), both('a_stock', 'a_stock_cpu'),
+            both('b_opie_decide', 'b_opie_decide_cpu'),
+            both('b_stock', 'b_stock_cpu'),
+            med_ms(r['b_opie_decide']) / med_ms(r['b_stock']),
+            med_ms(r['b_opie_decide_cpu']) / med_ms(r['b_stock_cpu'])))
 
 
 def print_bursts(rows):

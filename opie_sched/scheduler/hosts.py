@@ -24,6 +24,7 @@ query through nova's own database API and models.
 """
 
 import collections
+import contextvars
 import datetime
 import threading
 
@@ -490,7 +491,7 @@ def _cell_mapping(ctx, cell_uuid):
     return cell
 
 
-def load_instances(ctx, hosts_by_cell, light=True):
+def load_instances(ctx, hosts_by_cell, light=True, nodes_by_cell=None):
     """Instances on the given hosts, in one query per cell.
 
     :param ctx: a nova RequestContext (admin rights are needed to read all
@@ -503,6 +504,11 @@ def load_instances(ctx, hosts_by_cell, light=True):
         of whole ``Instance`` objects (building an Instance with its flavor
         was most of a preemption decision's time at 100 and 1000 nodes);
         False: ``Instance`` objects with their flavor and metadata.
+    :param nodes_by_cell: ``{cell_uuid: set(node names)}`` or None: with
+        ``light``, only the instances of these nodes are read (a compute
+        service managing many nodes, e.g. ironic's, has the instances of
+        every node under its host name; a request's candidates may be a
+        few of them).
     :returns: ``{(host, node): [InstanceRow or Instance, ...]}`` of
         instances that are not deleted (soft-deleted ones included: they
         hold their allocation until reclaimed).
@@ -511,23 +517,25 @@ def load_instances(ctx, hosts_by_cell, light=True):
     for cell_uuid, hosts in hosts_by_cell.items():
         if not hosts:
             continue
+        nodes = (nodes_by_cell or {}).get(cell_uuid)
+        nodes = sorted(nodes) if nodes and None not in nodes else None
         if cell_uuid is None:
-            insts = _query_instances(ctx, sorted(hosts), light)
+            insts = _query_instances(ctx, sorted(hosts), light, nodes)
         else:
             with nova_context.target_cell(
                     ctx, _cell_mapping(ctx, cell_uuid)) as cctxt:
-                insts = _query_instances(cctxt, sorted(hosts), light)
+                insts = _query_instances(cctxt, sorted(hosts), light, nodes)
         for inst in insts:
             found.setdefault((inst.host, inst.node), []).append(inst)
     return found
 
 
-def _query_instances(ctx, hosts, light):
+def _query_instances(ctx, hosts, light, nodes=None):
     if not light:
         return objects.InstanceList.get_by_filters(
             ctx, {'host': hosts, 'deleted': False, 'soft_deleted': True},
             expected_attrs=['flavor', 'metadata', 'system_metadata'])
-    return _instance_rows(ctx, hosts)
+    return _instance_rows(ctx, hosts, nodes)
 
 
 #: System metadata keys loaded with :class:`InstanceRow`: opie's victim
@@ -596,8 +604,9 @@ def _row_flavor(text):
 
 
 @main_db.pick_context_manager_reader
-def _instance_rows(context, hosts):
-    """``[InstanceRow]`` on ``hosts`` (not deleted; soft-deleted ones
+def _instance_rows(context, hosts, nodes=None):
+    """``[InstanceRow]`` on ``hosts`` (and ``nodes``, unless None; not
+    deleted; soft-deleted ones
     included, they hold their allocation until reclaimed): one
     query for the columns and the flavor, one for opie's system metadata
     keys and one for its server metadata keys.
@@ -608,6 +617,8 @@ def _instance_rows(context, hosts):
     user_meta = main_models.InstanceMetadata.__table__
     # Soft-deleted instances included: they keep their allocation.
     alive = sa.and_(inst.c.host.in_(hosts), inst.c.deleted == 0)
+    if nodes is not None:
+        alive = sa.and_(alive, inst.c.node.in_(nodes))
     query = sa.select(
         inst.c.uuid, inst.c.host, inst.c.node, inst.c.vm_state,
         inst.c.task_state, inst.c.launched_at, inst.c.display_name,
@@ -618,6 +629,9 @@ def _instance_rows(context, hosts):
         alive).order_by(inst.c.id)
     rows = []
     by_uuid = {}
+    # the instances of one flavor carry the same serialized flavor: each
+    # text is parsed once per read, its flavor shared (nobody modifies it)
+    parsed = {}
     utc = datetime.timezone.utc
     for rec in context.session.execute(query):
         row = InstanceRow()
@@ -634,7 +648,14 @@ def _instance_rows(context, hosts):
         row.project_id = rec.project_id
         row.user_id = rec.user_id
         row.image_ref = rec.image_ref
-        row.flavor = _row_flavor(rec.flavor) if rec.flavor else None
+        text = rec.flavor
+        if text:
+            flavor = parsed.get(text)
+            if flavor is None:
+                flavor = parsed[text] = _row_flavor(text)
+            row.flavor = flavor
+        else:
+            row.flavor = None
         row.system_metadata = {}
         row.metadata = {}
         rows.append(row)
@@ -684,10 +705,16 @@ class RequestView:
     def __init__(self, ctx, summaries=None):
         self.ctx = ctx
         self._instances = {}
-        self._loaded_hosts = set()
+        # (host, node) whose instances were loaded
+        self._loaded = set()
         # key -> [InstanceInfo], valid for the leaving set _infos_gone
         self._infos = {}
         self._infos_gone = None
+        # key -> ((capacity, used, with instances), HostView), valid for
+        # the leaving set _infos_gone and the instances loaded so far
+        self._views = {}
+        # rp uuid -> summary_state() of its summary (fixed per request)
+        self._summary_states = {}
         self.planned_victims = set()
         self._lock = threading.Lock()
         #: ``{rp uuid: provider summary}`` nova fetched for the request
@@ -731,7 +758,11 @@ class RequestView:
         this request claimed on it since (see :func:`summary_state`), or
         None without a usable summary.
         """
-        state = summary_state(self.summaries.get(rp_uuid))
+        try:
+            state = self._summary_states[rp_uuid]
+        except KeyError:
+            state = summary_state(self.summaries.get(rp_uuid))
+            self._summary_states[rp_uuid] = state
         if state is None:
             return None
         capacity, used = state
@@ -747,18 +778,24 @@ class RequestView:
 
     def _ensure_loaded(self, host_states):
         missing = {}
+        nodes = {}
+        keys = set()
         for hs in host_states:
-            if hs.host not in self._loaded_hosts:
-                missing.setdefault(getattr(hs, 'cell_uuid', None),
-                                   set()).add(hs.host)
+            key = (hs.host, hs.nodename)
+            if key not in self._loaded:
+                cell = getattr(hs, 'cell_uuid', None)
+                missing.setdefault(cell, set()).add(hs.host)
+                nodes.setdefault(cell, set()).add(hs.nodename)
+                keys.add(key)
         if not missing:
             return
-        loaded = load_instances(self.ctx, missing)
+        loaded = load_instances(self.ctx, missing, nodes_by_cell=nodes)
         with self._lock:
-            self._instances.update(loaded)
-            for hosts in missing.values():
-                self._loaded_hosts.update(hosts)
+            for key in keys:
+                self._instances[key] = loaded.get(key, [])
+            self._loaded.update(keys)
             self._infos = {}
+            self._views = {}
 
     def loaded_instances(self, host_states):
         """``{(host, node): [InstanceRow]}`` for the given HostStates (bulk
@@ -781,14 +818,22 @@ class RequestView:
             instances: nothing there needs to be preempted), which spares
             the bulk load on a cloud with free room.
 
-        The instances' :class:`~opie_sched.preemption.model.InstanceInfo`
-        are built once per host and leaving set, so the weighers of one
-        request share them.
+        The views are built once per request and shared by every filter
+        and weigher that asks (they must not be modified): a host's view
+        is built again only when what it is made of changed since, i.e.
+        its full state (a claim of this request on the host,
+        :meth:`note_claim`, or nova's ``consume_from_request`` on its
+        HostState), whether its instances are needed, the leaving set
+        (victims planned by this request, ``leaving``) or the instances
+        loaded. Each host's
+        :class:`~opie_sched.preemption.model.InstanceInfo` are likewise
+        built once per leaving set.
         """
         states = []
         needy = []
+        view = self.view_of
         for hs in host_states:
-            capacity, used = full_state(hs)
+            capacity, used = full_state(hs, self)
             fits = request is not None and (
                 request[0] <= capacity[0] - used[0]
                 and request[1] <= capacity[1] - used[1]
@@ -804,21 +849,35 @@ class RequestView:
         with self._lock:
             if gone != self._infos_gone:
                 self._infos = {}
+                self._views = {}
                 self._infos_gone = gone
             cache = self._infos
-        views = {}
-        for key, hs, capacity, used, need in states:
-            infos = ()
-            if need:
-                infos = cache.get(key)
-                if infos is None:
-                    infos = [instance_info(i, gone, now)
-                             for i in self._instances.get(key, [])]
-                    cache[key] = infos
-            views[key] = model.HostView(
-                name=hs.nodename or hs.host, capacity=capacity, used=used,
-                instances=list(infos))
-        return views
+            built = self._views
+        return {key: view(key, hs, capacity, used, need, cache, built,
+                          gone, now)
+                for key, hs, capacity, used, need in states}
+
+    def view_of(self, key, hs, capacity, used, need, cache, built, gone,
+                now):
+        """One host's :class:`~opie_sched.preemption.model.HostView`,
+        from ``built`` when it was made of the same full state and
+        instances (see :meth:`host_views`), else built and kept there.
+        """
+        stamp = (capacity, used, need)
+        entry = built.get(key)
+        if entry is not None and entry[0] == stamp:
+            return entry[1]
+        infos = ()
+        if need:
+            infos = cache.get(key)
+            if infos is None:
+                infos = [instance_info(i, gone, now)
+                         for i in self._instances.get(key, [])]
+                cache[key] = infos
+        hv = model.HostView(name=hs.nodename or hs.host, capacity=capacity,
+                            used=used, instances=list(infos))
+        built[key] = (stamp, hv)
+        return hv
 
     def instance(self, host, node, uuid):
         """The loaded row with that uuid on (host, node), or None."""
@@ -828,18 +887,28 @@ class RequestView:
         return None
 
 
-_current = threading.local()
+#: The request being scheduled by this thread (or green thread). A
+#: context variable, not a ``threading.local``: a ``threading.local``
+#: created before eventlet's monkey-patching (opie imported first, as
+#: nova's test fixtures and the embedded demo cloud may do) is one per OS
+#: thread, so the green threads of concurrent requests would share it;
+#: every native thread and every greenlet (greenlet >= 1.0) has a context
+#: of its own, whatever the import order.
+_current = contextvars.ContextVar('opie_sched_request_view', default=None)
 
 
 def current_view():
-    """The :class:`RequestView` of the request this thread is scheduling,
-    when opie-scheduler runs it; None otherwise.
+    """The :class:`RequestView` of the request this thread (or green
+    thread) is scheduling, when opie-scheduler runs it; None otherwise.
     """
-    return getattr(_current, 'view', None)
+    return _current.get()
 
 
 def set_current_view(view):
-    _current.view = view
+    """Make ``view`` the current thread's (or green thread's) request
+    view (None: no request).
+    """
+    _current.set(view)
 
 
 def view_for(spec_obj):

@@ -14,6 +14,7 @@ instances are handed to the per-request view directly).
 """
 
 import datetime
+from unittest import mock
 
 import fixtures
 import testtools
@@ -86,7 +87,7 @@ class _PluginTest(testtools.TestCase):
         for hs in host_states:
             view._instances[(hs.host, hs.nodename)] = list(
                 hs.instances.values())
-            view._loaded_hosts.add(hs.host)
+            view._loaded.add((hs.host, hs.nodename))
         hosts.set_current_view(view)
         return list(host_states)
 
@@ -196,6 +197,133 @@ class WeigherTest(_PluginTest):
         load.mock.assert_not_called()
 
 
+class SharedHostViewsTest(_PluginTest):
+    """The HostViews of one request are built once and shared by the
+    filter and weighers, and built again for a host its request consumed.
+    """
+
+    def hosts(self):
+        # h-room fits one MEDIUM in its full state, not two, and its
+        # victim would be the dearest; h-cheap and h-dear are full of
+        # preemptibles (billing costs 3500 s, 100 s, 3000 s)
+        return self.use_hosts(
+            host_state('h-room', [instance('r1', 'h-room', LARGE, True,
+                                           3500),
+                                  instance('r2', 'h-room', MEDIUM, False)]),
+            host_state('h-cheap', [instance('c1', 'h-cheap', LARGE, True,
+                                            3700),
+                                   instance('c2', 'h-cheap', LARGE, True,
+                                            3700)]),
+            host_state('h-dear', [instance('d1', 'h-dear', LARGE, True,
+                                           3000),
+                                  instance('d2', 'h-dear', LARGE, True,
+                                           3000)]))
+
+    def count_views(self):
+        return self.useFixture(fixtures.MockPatchObject(
+            hosts.model, 'HostView', wraps=hosts.model.HostView)).mock
+
+    def test_views_built_once_per_request(self):
+        host_states = self.hosts()
+        built = self.count_views()
+        spec = request(MEDIUM, False)
+        filt = filters.PreemptibleFullStateFilter()
+        for hs in host_states:
+            filt.host_passes(hs, spec)
+        for _ in range(2):
+            # both weighers, twice (an alternate's pass, say)
+            self.weigh(weights.all_weighers(), host_states, spec)
+        self.assertEqual(len(host_states), built.call_count)
+        self.assertEqual(
+            ['h-cheap', 'h-dear', 'h-room'],
+            sorted(c.kwargs['name'] for c in built.call_args_list))
+
+    def consume(self, hs, spec):
+        """What nova's _consume_selected_host does with opie's manager
+        (without a provider summary: the HostState's own figures).
+        """
+        spec.pci_requests = objects.InstancePCIRequests(requests=[])
+        spec.numa_topology = None
+        before = hosts.consumed_disk_gb(hs)
+        vcpus = hs.vcpus_used
+        hs.consume_from_request(spec)
+        self.assertEqual(vcpus + spec.vcpus, hs.vcpus_used)  # it happened
+        hosts.note_consumed(hs, spec, before)
+
+    def fresh_weights(self, host_states, spec):
+        """The weights a new view (nothing shared) gives."""
+        shared = hosts.current_view()
+        self.use_hosts(*host_states)
+        try:
+            return self.weigh(weights.all_weighers(), host_states, spec)
+        finally:
+            hosts.set_current_view(shared)
+
+    def test_decisions_unchanged_after_consumption(self):
+        host_states = self.hosts()
+        room = host_states[0]
+        spec = request(MEDIUM, False)
+        first = self.weigh(weights.all_weighers(), host_states, spec)
+        self.assertEqual('h-room', first[0][0])
+        # a multi-create: the first instance lands on h-room, whose full
+        # state has no room left for the second one
+        self.consume(room, spec)
+        built = self.count_views()
+        second = self.weigh(weights.all_weighers(), host_states, spec)
+        self.assertEqual(self.fresh_weights(host_states, spec), second)
+        self.assertNotEqual(first, second)
+        self.assertEqual('h-cheap', second[0][0])
+        # only the consumed host's view was built again by the shared view
+        # (the fresh view's three come after it)
+        self.assertEqual('h-room', built.call_args_list[0].kwargs['name'])
+        self.assertEqual(1 + len(host_states), built.call_count)
+
+    def test_claim_on_summary_rebuilds_view(self):
+        # opie's manager: full state from the provider summaries plus the
+        # request's own claims (RequestView.note_claim)
+        def summary(vcpus_used):
+            return {'resources': {
+                'VCPU': {'capacity': 8, 'used': 0},
+                'MEMORY_MB': {'capacity': 16000, 'used': 0},
+                'DISK_GB': {'capacity': 200, 'used': 0},
+                'CUSTOM_PREEMPTIBLE_VCPU': {'capacity': 8,
+                                            'used': vcpus_used},
+                'CUSTOM_PREEMPTIBLE_MEMORY_MB': {'capacity': 16000,
+                                                 'used': 0},
+                'CUSTOM_PREEMPTIBLE_DISK_GB': {'capacity': 200, 'used': 0}}}
+        host_states = self.hosts()
+        for hs, used in zip(host_states, (6, 8, 8)):
+            hs.uuid = hs.host + '-rp'
+            hosts.current_view().summaries[hs.uuid] = summary(used)
+        spec = request(MEDIUM, False)
+        first = self.weigh(weights.all_weighers(), host_states, spec)
+        self.assertEqual('h-room', first[0][0])
+        hosts.current_view().note_claim(host_states[0].uuid,
+                                        hosts.request_resources(spec))
+        second = self.weigh(weights.all_weighers(), host_states, spec)
+        summaries = hosts.current_view().summaries
+        shared = hosts.current_view()
+        self.use_hosts(*host_states)
+        hosts.current_view().summaries.update(summaries)
+        hosts.current_view().note_claim(host_states[0].uuid,
+                                        hosts.request_resources(spec))
+        fresh = self.weigh(weights.all_weighers(), host_states, spec)
+        hosts.set_current_view(shared)
+        self.assertEqual(fresh, second)
+        self.assertEqual('h-cheap', second[0][0])
+
+    def test_new_victims_rebuild_views(self):
+        host_states = self.hosts()
+        spec = request(MEDIUM, False)
+        first = self.weigh(weights.all_weighers(), host_states, spec)
+        # an earlier instance of the request planned c1 and c2 as victims:
+        # h-cheap's are leaving, it no longer needs preemption
+        hosts.current_view().planned_victims.update({'c1', 'c2'})
+        second = dict(self.weigh(weights.all_weighers(), host_states, spec))
+        self.assertNotEqual(dict(first), second)
+        self.assertEqual(max(second.values()), second['h-cheap'])
+
+
 class ProportionalShareWeigherTest(_PluginTest):
 
     def bid_hosts(self):
@@ -261,7 +389,8 @@ class BulkLoadTest(_PluginTest):
         hosts.set_current_view(hosts.RequestView(ctx=None))
         got = dict(self.weigh(weights.all_weighers(), roomy + [full],
                               request(LARGE, False)))
-        load.mock.assert_called_once_with(None, {None: {'full'}})
+        load.mock.assert_called_once_with(None, {None: {'full'}},
+                                          nodes_by_cell={None: {'full'}})
         self.assertEqual('full', min(got, key=got.get))
 
     def test_nothing_loaded_when_every_host_fits(self):
@@ -271,3 +400,45 @@ class BulkLoadTest(_PluginTest):
         hosts.set_current_view(hosts.RequestView(ctx=None))
         self.weigh(weights.all_weighers(), roomy, request(LARGE, False))
         load.mock.assert_not_called()
+
+
+class InstanceRowsTest(testtools.TestCase):
+    """The bulk read's rows (``hosts._instance_rows``), on a fake session
+    (no database).
+    """
+
+    def rows(self, flavor_texts):
+        import collections
+        Rec = collections.namedtuple('Rec', (
+            'uuid host node vm_state task_state launched_at display_name '
+            'project_id user_id image_ref flavor'))
+        recs = [Rec('u%d' % i, 'h', 'n', 'active', None, NOW, 'x', 'p',
+                    'u', 'img', text)
+                for i, text in enumerate(flavor_texts)]
+        session = mock.Mock()
+        # the columns, then opie's system and server metadata keys
+        session.execute.side_effect = [recs, [], []]
+        read = hosts._instance_rows.__wrapped__
+        return read(mock.Mock(session=session), ['h'], ['n'])
+
+    def test_one_parse_per_serialized_flavor(self):
+        from oslo_serialization import jsonutils
+
+        def text(size, preemptible):
+            return jsonutils.dumps({
+                'cur': flavor(size, preemptible).obj_to_primitive(),
+                'old': None, 'new': None})
+        large, medium = text(LARGE, True), text(MEDIUM, False)
+        parse = self.useFixture(fixtures.MockPatchObject(
+            hosts, '_row_flavor', wraps=hosts._row_flavor)).mock
+        rows = self.rows([large, medium, large, None])
+        self.assertEqual(['u0', 'u1', 'u2'], [r.uuid for r in rows])
+        self.assertEqual(2, parse.call_count)
+        self.assertIs(rows[0].flavor, rows[2].flavor)
+        self.assertEqual((4, 8000, 80, True), (
+            rows[2].flavor.vcpus, rows[2].flavor.memory_mb,
+            rows[2].flavor.root_gb,
+            hosts.flavor_is_preemptible(rows[2].flavor)))
+        self.assertEqual((2, False), (
+            rows[1].flavor.vcpus, hosts.flavor_is_preemptible(
+                rows[1].flavor)))
