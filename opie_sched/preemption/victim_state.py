@@ -87,6 +87,31 @@ def interruption_behavior(extra_specs, default):
     return value if value in BEHAVIORS else default
 
 
+#: Server metadata keys of the guest-visible preemption notice, one
+#: contract for the scheduler's and the market's preemptions (served to
+#: the guest in meta_data.json "meta"): :func:`notice_metadata`'s text and
+#: the deadline. Informational only: the service never reads them back
+#: (the owner can write server metadata).
+NOTICE_KEY = 'opie:preempt_notice'
+DEADLINE_KEY = 'opie:preempt_deadline'
+#: Nova's limit on a metadata value (characters).
+METADATA_MAX = 255
+
+
+def notice_metadata(deadline, behavior, reason):
+    """The notice keys to write on a victim's server metadata.
+
+    :param deadline: the deadline as ISO 8601 UTC text (whole seconds).
+    :param behavior: what happens then (one of :data:`BEHAVIORS`).
+    :param reason: the cause told to the owner (text).
+    :returns: ``{NOTICE_KEY: "preemption at <deadline> (<behavior>):
+        <reason>"`` (cut at :data:`METADATA_MAX`), ``DEADLINE_KEY:
+        deadline}``.
+    """
+    text = 'preemption at %s (%s): %s' % (deadline, behavior, reason)
+    return {NOTICE_KEY: text[:METADATA_MAX], DEADLINE_KEY: deadline}
+
+
 RESERVED = 'reserved'
 TERMINATING = 'terminating'
 STATES = (RESERVED, TERMINATING)

@@ -224,13 +224,11 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
         if (behavior == victim_state.SHELVE
                 and inst.vm_state == vm_states.SHELVED_OFFLOADED):
             continue
-        text = 'preemption at %s (%s): %s' % (
+        notice = victim_state.notice_metadata(
             deadline, behavior,
             owner_message(state.preemptor).replace('Preempted', 'preempted'))
         try:
-            main_db.instance_metadata_update(
-                cctxt, uuid, {hosts.NOTICE_KEY: text[:255],
-                              hosts.DEADLINE_KEY: deadline}, False)
+            main_db.instance_metadata_update(cctxt, uuid, notice, False)
             noticed.append(uuid)
         except exception.InstanceNotFound:
             continue

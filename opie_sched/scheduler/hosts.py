@@ -59,13 +59,11 @@ opie_conf.register_opts(CONF)
 PREEMPTED_BY_KEY = 'opie:preempted_by'
 #: Server metadata key set on a victim: when it was terminated (ISO 8601).
 PREEMPTED_AT_KEY = 'opie:preempted_at'
-#: Server metadata keys of the guest-visible preemption notice (the same
-#: contract as the market's, served in meta_data.json "meta"): the text
-#: ``preemption at <deadline> (<delete|stop|shelve>): <cause>`` and the
-#: deadline (ISO 8601 UTC, whole seconds). Informational only, never read
-#: back by the service.
-NOTICE_KEY = 'opie:preempt_notice'
-DEADLINE_KEY = 'opie:preempt_deadline'
+#: Server metadata keys of the guest-visible preemption notice
+#: (:func:`opie_sched.preemption.victim_state.notice_metadata`, the same
+#: contract as the market's). Informational only, never read back.
+NOTICE_KEY = victim_state_mod.NOTICE_KEY
+DEADLINE_KEY = victim_state_mod.DEADLINE_KEY
 #: Server tag set on a victim (informational, like the metadata).
 PREEMPTED_TAG = 'opie-preempted'
 

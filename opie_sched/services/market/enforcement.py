@@ -21,6 +21,7 @@ from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
 from opie_sched.market import outbid
 from opie_sched.market import pricing
+from opie_sched.preemption import victim_state
 from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import models
 from opie_sched.services.market import notifications
@@ -29,9 +30,10 @@ from opie_sched.services.market import settings as market_settings
 
 LOG = logging.getLogger(__name__)
 
-#: Server metadata keys written by the market.
-NOTICE_KEY = 'opie:preempt_notice'
-DEADLINE_KEY = 'opie:preempt_deadline'
+#: Server metadata keys of the notice (one contract with the scheduler's:
+#: :func:`opie_sched.preemption.victim_state.notice_metadata`).
+NOTICE_KEY = victim_state.NOTICE_KEY
+DEADLINE_KEY = victim_state.DEADLINE_KEY
 #: Same keys and tag as the scheduler's victims
 #: (:mod:`opie_sched.scheduler.hosts`, not imported: no nova here).
 PREEMPTED_BY_KEY = 'opie:preempted_by'
@@ -48,14 +50,11 @@ NOT_PREEMPTIBLE = ('no longer preemptible (its flavor lost the marker '
                    'opie:preemptible=true, e.g. a resize to a normal '
                    'flavor): it left the market')
 
-#: Nova metadata values are at most 255 characters.
-_METADATA_MAX = 255
-
 #: The flavor extra spec that chooses a server's interruption behaviour
 #: (one of :data:`.settings.BEHAVIORS`; the scheduler's key too,
 #: :mod:`opie_sched.preemption.victim_state`); else ``[opie_market]
 #: preemption_action``.
-BEHAVIOR_SPEC = 'opie:interruption_behavior'
+BEHAVIOR_SPEC = victim_state.BEHAVIOR_SPEC
 
 
 class Enforcer:
@@ -168,12 +167,9 @@ class Enforcer:
             action = self.behavior(self.cloud.get_server(uuid))
         except Exception:
             LOG.exception('could not read server %s', uuid)
-        text = ('preemption at %s (%s): %s'
-                % (market_cloud.iso(deadline), action, reason))
         try:
-            self.cloud.set_metadata(uuid, {
-                NOTICE_KEY: text[:_METADATA_MAX],
-                DEADLINE_KEY: market_cloud.iso(deadline)})
+            self.cloud.set_metadata(uuid, victim_state.notice_metadata(
+                market_cloud.iso(deadline), action, reason))
         except Exception:
             LOG.exception('could not write the notice on server %s', uuid)
         return action
