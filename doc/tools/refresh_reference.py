@@ -23,7 +23,7 @@ command it ran, so that nothing on them pretends to be live::
 
     .tox/py3/bin/python doc/tools/refresh_reference.py \\
         [--bin-dir .tox/py3/bin] [--only cli|scenarios] [--timeout 600]
-        [--reduced NAME,...] [--results DIR]
+        [--reduced NAME,...] [--results DIR] [--scenario NAME,...]
 
 Commands are run from ``--bin-dir`` (default: the directory of this
 Python). A command that fails leaves a line saying so on the page.
@@ -31,7 +31,9 @@ Scenarios run in full unless named in ``--reduced`` (or in
 :data:`REDUCED_REASONS`, which also says why); ``--results DIR`` takes a
 scenario's output from ``DIR/NAME.json`` (``opie-sched simulate
 --scenario NAME -f json``, e.g. a long run made in the background) when
-that file exists, and the page says which run it is.
+that file exists, and the page says which run it is. ``--scenario
+NAME,...`` refreshes only the named scenarios' sections and keeps every
+other section of the page as it is (e.g. after one long run).
 """
 
 import argparse
@@ -331,9 +333,52 @@ def _from_results(results, name):
     return data.get('report'), data.get('runtime_s'), data.get('reduced')
 
 
-def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None):
-    parts = [SIMULATOR_INTRO.replace('{date}', date)]
+def split_sections(text):
+    """``(intro, {name: section})`` of the simulator page's text.
+
+    A section starts at a scenario's title (its name underlined with
+    ``=``) and runs to the next scenario's title.
+    """
+    names = [name for name, _, _ in SCENARIOS]
+    starts = []
+    for name in names:
+        found = re.search(r'^%s\n=+\n' % re.escape(name), text, re.M)
+        if found:
+            starts.append((found.start(), name))
+    starts.sort()
+    if not starts:
+        return text, {}
+    sections = {}
+    for i, (at, name) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
+        sections[name] = text[at:end]
+    return text[:starts[0][0]], sections
+
+
+def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None,
+                      only=None):
+    """Rewrite the simulator page, or with ``only`` (scenario names) its
+    named sections, the others kept as they are on the page.
+
+    :raises SystemExit: a name of ``only`` is not a scenario.
+    """
+    known = [name for name, _, _ in SCENARIOS]
+    unknown = sorted(set(only or ()) - set(known))
+    if unknown:
+        raise SystemExit('unknown scenario(s): %s (known: %s)'
+                         % (', '.join(unknown), ', '.join(known)))
+    path = os.path.join(SOURCE, 'simulator', 'index.rst')
+    kept = {}
+    intro = SIMULATOR_INTRO.replace('{date}', date)
+    if only:
+        with open(path) as f:
+            intro, kept = split_sections(f.read())
+    parts = [intro]
     for name, what, paper in SCENARIOS:
+        if only and name not in only:
+            if name in kept:
+                parts.append(kept[name])
+            continue
         parts.append('%s\n' % title(name, '='))
         parts.append(fill(what + (' Paper: %s.' % paper if paper else ''))
                      + '\n\n')
@@ -372,8 +417,7 @@ def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None):
                           'time, %s):' % (kind, date, shown, seconds or 0.0,
                                           how))
                      + '\n\n' + block(text) + '\n')
-    write(os.path.join(SOURCE, 'simulator', 'index.rst'),
-          ''.join(parts).rstrip() + '\n')
+    write(path, ''.join(parts).rstrip() + '\n')
 
 
 def write(path, text):
@@ -397,6 +441,10 @@ def main(argv=None):
     parser.add_argument('--results', default=None,
                         help='directory of NAME.json results (opie-sched '
                              'simulate -f json) to use instead of running')
+    parser.add_argument('--scenario', default='',
+                        help='comma-separated scenarios: refresh only their '
+                             'sections of the simulator page, keep the '
+                             'others')
     args = parser.parse_args(argv)
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     if args.only in (None, 'cli'):
@@ -404,7 +452,8 @@ def main(argv=None):
     if args.only in (None, 'scenarios'):
         refresh_scenarios(args.bin_dir, date, args.timeout,
                           [n for n in args.reduced.split(',') if n],
-                          args.results)
+                          args.results,
+                          [n for n in args.scenario.split(',') if n])
     return 0
 
 
