@@ -8,7 +8,8 @@
 #   stack post-config  the scheduler options (opie-sched devcloud
 #                      scheduler-conf), provider config location; write this
 #                      compute host's provider config (opie-sched
-#                      provider-config)
+#                      provider-config); with NOVA_USE_UNIFIED_LIMITS, the
+#                      registered limits of class:CUSTOM_PREEMPTIBLE_*
 #   stack extra        run opie-scheduler as n-sch (nova.conf + the scheduler
 #                      options file); create preemptible twins
 #                      of $OPIE_SCHED_TWIN_FLAVORS
@@ -16,7 +17,9 @@
 #                      opie-market-api, opie-autoscaler, opie-repacker)
 #   stack test-config  tempest.conf: [service_available] opie_market and
 #                      the [opie] feature flags of what this plugin deployed
-#                      (the Tempest plugin defaults them to False)
+#                      (the Tempest plugin defaults them to False);
+#                      [compute-feature-enabled] unified_limits with
+#                      NOVA_USE_UNIFIED_LIMITS
 #   unstack            stop opie-scheduler and the companion services
 #   clean              remove the provider config file and the market API's
 #                      uwsgi/Apache configuration
@@ -160,6 +163,41 @@ function configure_opie_sched {
             is_service_enabled n-cpu; then
         configure_opie_sched_provider_config
     fi
+    if [[ "$NOVA_USE_UNIFIED_LIMITS" == "True" ]] && \
+            is_service_enabled n-api; then
+        configure_opie_sched_unified_limits
+    fi
+}
+
+# A preemptible quota of its own: registered limits of nova (service
+# "nova" of $REGION_NAME) for the classes preemptible flavors request, when
+# Nova uses Keystone's unified limits. DevStack registered those of the
+# standard classes with its Keystone accounts (configure_nova_unified_limits,
+# before this phase); an existing limit of ours is updated, so a second
+# run changes nothing.
+function configure_opie_sched_unified_limits {
+    local rc value id
+    for rc in VCPU MEMORY_MB DISK_GB; do
+        value=OPIE_SCHED_PREEMPTIBLE_${rc}_LIMIT
+        value=${!value}
+        if [[ -z "$value" ]]; then
+            continue
+        fi
+        id=$(openstack --os-cloud "$OPIE_SCHED_SYSTEM_CLOUD" \
+            registered limit list --service nova --region "$REGION_NAME" \
+            --resource-name "class:CUSTOM_PREEMPTIBLE_$rc" -f value -c ID)
+        if [[ -n "$id" ]]; then
+            openstack --os-cloud "$OPIE_SCHED_SYSTEM_CLOUD" \
+                registered limit set --default-limit "$value" "$id" \
+                || die $LINENO "updating the limit of class:CUSTOM_PREEMPTIBLE_$rc failed"
+        else
+            openstack --os-cloud "$OPIE_SCHED_SYSTEM_CLOUD" \
+                registered limit create --service nova \
+                --default-limit "$value" --region "$REGION_NAME" \
+                "class:CUSTOM_PREEMPTIBLE_$rc" \
+                || die $LINENO "registering the limit of class:CUSTOM_PREEMPTIBLE_$rc failed"
+        fi
+    done
 }
 
 # n-sch is started after the post-config phase, so the swap happens in
@@ -365,6 +403,12 @@ function configure_opie_sched_tempest {
     # The autoscaler scenario needs an application described by the
     # autoscaler_* options, which DevStack does not create.
     _opie_tempest opie autoscaler False
+    # Nova's quotas are Keystone's unified limits: Tempest's own option,
+    # which our tests read too (the preemptible quota scenario; project
+    # limits instead of os-quota-sets for the fills).
+    if [[ "$NOVA_USE_UNIFIED_LIMITS" == "True" ]]; then
+        _opie_tempest compute-feature-enabled unified_limits True
+    fi
 }
 
 # Dispatch

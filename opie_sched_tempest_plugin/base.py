@@ -48,6 +48,9 @@ PREEMPTIBLE = {'VCPU': 'CUSTOM_PREEMPTIBLE_VCPU',
                'MEMORY_MB': 'CUSTOM_PREEMPTIBLE_MEMORY_MB',
                'DISK_GB': 'CUSTOM_PREEMPTIBLE_DISK_GB'}
 MARKER = 'opie:preemptible'
+#: nova's unified limits a fill meets (Keystone resource names).
+UNLIMITED = ('servers',) + tuple(
+    'class:%s' % rc for rc in STANDARD + tuple(PREEMPTIBLE.values()))
 #: Instance action recorded on every victim.
 PREEMPT_ACTION = 'preempt'
 
@@ -154,12 +157,71 @@ class OpieBaseTest(test.BaseTestCase):
 
     @classmethod
     def unlimited_quota(cls, project_id):
-        """No instance/core/RAM quota for the project (the fills boot as
+        """No server, vCPU or RAM limit for the project (the fills boot as
         many servers as the cloud holds).
+
+        With ``[compute-feature-enabled] unified_limits`` (nova's quotas
+        are Keystone's limits, ``PUT os-quota-sets`` changes nothing):
+        Keystone project limits of -1, Keystone's "no limit", for
+        :data:`UNLIMITED` (removed by the class's cleanup; nova does not
+        enforce negative limits). Otherwise nova's legacy quotas
+        ``instances``, ``cores`` and ``ram`` of -1.
         """
+        if CONF.compute_feature_enabled.unified_limits:
+            for name in UNLIMITED:
+                cls.set_project_limit(project_id, name, -1)
+            return
         cls.call(cls.admin, 'PUT', '/os-quota-sets/%s' % project_id,
                  json={'quota_set': {'instances': -1, 'cores': -1,
                                      'ram': -1}})
+
+    # -- Keystone's unified limits of nova -----------------------------------
+
+    @classmethod
+    def nova_limits_scope(cls):
+        """``(service id, region id)`` nova's limits are registered on: the
+        catalog's ``compute`` service ([compute] catalog_type) with an
+        endpoint in [identity] region (any region when that is unset).
+        """
+        if getattr(cls, '_nova_limits_scope', None):
+            return cls._nova_limits_scope
+        region = CONF.identity.region or None
+        identity = cls.admin.identity
+        services = [s for s in identity.services(
+            type=CONF.compute.catalog_type)
+            if any(region in (None, e.region_id) for e in
+                   identity.endpoints(service_id=s.id))]
+        if len(services) != 1:
+            raise AssertionError(
+                'expected one %s service with an endpoint in region %s, '
+                'found %d' % (CONF.compute.catalog_type, region,
+                              len(services)))
+        if region is None:
+            region = next(identity.endpoints(
+                service_id=services[0].id)).region_id
+        cls._nova_limits_scope = services[0].id, region
+        return cls._nova_limits_scope
+
+    @classmethod
+    def set_project_limit(cls, project_id, resource, value):
+        """Create or update the Keystone limit of nova's ``resource`` for
+        the project (as the admin); the class's cleanup deletes a limit it
+        created. Returns the limit.
+        """
+        service_id, region = cls.nova_limits_scope()
+        identity = cls.admin.identity
+        for found in identity.limits(service_id=service_id,
+                                     region_id=region,
+                                     project_id=project_id,
+                                     resource_name=resource):
+            return identity.update_limit(found, resource_limit=value)
+        created = identity.create_limit(
+            service_id=service_id, region_id=region, project_id=project_id,
+            resource_name=resource, resource_limit=value,
+            description='opie_sched tempest plugin')
+        cls.addClassResourceCleanup(identity.delete_limit, created,
+                                    ignore_missing=True)
+        return created
 
     # -- flavors -----------------------------------------------------------
 

@@ -26,12 +26,16 @@ class MarketClient(client.MarketClient):
     :param conn: openstacksdk connection of the caller (its keystoneauth
         session sends the token).
     :param endpoint: API root (e.g. ``http://127.0.0.1:8788``); None: the
-        catalog's ``spot-market`` entry.
+        catalog's ``spot-market`` entry at the connection's interface and
+        region (:func:`~opie_sched.services.market.client.
+        connection_catalog`: the tests' connections take them from
+        ``[compute] endpoint_type`` and ``[identity] region``).
     :param api_version: microversion sent (None: the server's minimum).
     """
 
     def __init__(self, conn, endpoint=None, api_version=None):
-        super().__init__(conn.session, endpoint, api_version=api_version)
+        super().__init__(conn.session, endpoint, api_version=api_version,
+                         **client.connection_catalog(conn))
 
     def request(self, method, path, body=None, params=None, version=None):
         """``(status, JSON body or {})`` of ``/v1<path>``."""

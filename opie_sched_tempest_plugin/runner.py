@@ -18,7 +18,8 @@
         [--compute-vcpus N]
         [--preemptible-cpu-ratio R] [--market-period S]
         [--market-notice S] [--market-tick S] [--regex R]
-        [--concurrency N] [--only opie|tempest] [--keep-cloud]
+        [--concurrency N] [--only opie|tempest] [--legacy-quotas]
+        [--keep-cloud]
 
 1. When MariaDB or RabbitMQ is unreachable, prints one line saying that
    the tier was skipped and why, and exits 0; when the ``CI`` environment
@@ -40,10 +41,14 @@
    opie-autoscaler runs with the devcloud's application
    (``--with-autoscaler``) and opie-repacker in dry run
    (``--with-repacker``), for the autoscaler and repacker scenarios.
+   nova's quotas are Keystone's unified limits, the devcloud's default
+   (``--legacy-quotas``: nova's legacy quotas), so the preemptible quota
+   scenario runs.
 3. ``tempest init`` in ``DIR/tempest`` and a tempest.conf for the devcloud
    (no Neutron, Cinder or Swift; ``run_validation = false``; the fake
-   driver's abilities; the ``[opie]`` group, with the autoscaler's
-   application and the command running opie-repacker once).
+   driver's abilities and ``unified_limits`` of
+   ``[compute-feature-enabled]``; the ``[opie]`` group, with the
+   autoscaler's application and the command running opie-repacker once).
 4. Our plugin's tests, serially (they fill the whole cloud; the chaos
    scenarios get the state directory, ``[opie] devcloud_state_dir``, to
    kill, freeze and restart the cloud's processes, and append their
@@ -280,7 +285,11 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
             'metadata_service': False, 'config_drive': False,
             'personality': False, 'attach_encrypted_volume': False,
             'volume_multiattach': False, 'hostname_fqdn_sanitization':
-                True},
+                True,
+            # nova's quotas are Keystone's unified limits (the devcloud's
+            # default): Tempest skips its legacy quota-set tests, our
+            # plugin sets Keystone project limits
+            'unified_limits': unified_limits(summary)},
         'service_available': {'nova': True, 'glance': True,
                               'neutron': False, 'cinder': False,
                               'swift': False, 'horizon': False,
@@ -314,6 +323,13 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
     return '\n'.join(lines)
 
 
+def unified_limits(summary):
+    """Whether the devcloud of ``summary`` (``devcloud up``'s) runs nova
+    with Keystone's unified limits.
+    """
+    return summary.get('quotas') == 'unified limits'
+
+
 def chaos_report(state_dir):
     """The file the chaos scenarios append their figures to (beside the
     state directory: ``devcloud down`` removes that).
@@ -342,9 +358,12 @@ def autoscaler_options(app):
     }
 
 
-def fill_preemptible(clouds_yaml, log):
+def fill_preemptible(clouds_yaml, log, legacy_quotas=False):
     """Fill the cloud's free room with preemptible servers of the tiny
-    flavor (as devcloud-demo); returns how many were booted.
+    flavor (as devcloud-demo); returns how many were booted. With
+    ``legacy_quotas`` nova's quotas of project demo are lifted first (the
+    registered limits of a devcloud with unified limits exceed its
+    capacity).
     """
     conn = _connect(clouds_yaml, 'devcloud-demo')
     admin = _connect(clouds_yaml, 'devcloud-admin')
@@ -370,10 +389,11 @@ def fill_preemptible(clouds_yaml, log):
             free.append((cap - use.get(std, 0) - use.get(pre, 0)) // size)
         room += max(0, min(free))
     if room:
-        project = conn.current_project_id
-        admin.compute.put('/os-quota-sets/%s' % project, json={
-            'quota_set': {'instances': -1, 'cores': -1, 'ram': -1}},
-            microversion='2.1')
+        if legacy_quotas:
+            admin.compute.put('/os-quota-sets/%s' % conn.current_project_id,
+                              json={'quota_set': {'instances': -1,
+                                                  'cores': -1, 'ram': -1}},
+                              microversion='2.1')
         image = next(iter(conn.image.images()))
         conn.compute.post('/servers', json={'server': {
             'name': 'tempest-tier-fill', 'flavorRef': twin,
@@ -428,6 +448,9 @@ def main(argv=None):
                         help='market tick, seconds (default 2)')
     parser.add_argument('--concurrency', type=int, default=2,
                         help='workers of the run of Tempest\'s own tests')
+    parser.add_argument('--legacy-quotas', action='store_true',
+                        help="nova's legacy quotas instead of Keystone's "
+                             'unified limits (devcloud --legacy-quotas)')
     parser.add_argument('--only', choices=('opie', 'tempest'))
     parser.add_argument('--regex', default=r'^opie_sched_tempest_plugin\.',
                         help='which of our plugin\'s tests run (a '
@@ -472,8 +495,9 @@ def main(argv=None):
                         '--market-notice', str(args.market_notice),
                         '--market-tick', '%g' % args.market_tick,
                         '--reliability', '--with-autoscaler',
-                        '--with-repacker',
-                        '--format', 'json'], log)
+                        '--with-repacker', '--format', 'json']
+                       + (['--legacy-quotas'] if args.legacy_quotas else []),
+                       log)
         up = True
         if rc:
             failed_step = 'devcloud up (exit %d)' % rc
@@ -506,7 +530,9 @@ def main(argv=None):
                 _say('unexpected skip: %s: %s' % (test, reason))
             results['opie_sched plugin']['bad_skips'] = len(skips)
         if args.only in (None, 'tempest'):
-            filled = fill_preemptible(summary['clouds_yaml'], log)
+            filled = fill_preemptible(
+                summary['clouds_yaml'], log,
+                legacy_quotas=not unified_limits(summary))
             _say('%d preemptible servers fill the cloud before Tempest\'s '
                  'own tests' % filled)
             rc, out = _tempest(workspace, [

@@ -214,6 +214,14 @@ class Up(_OnStateDir, cli.ShowOne):
                         help='run stock nova-scheduler (nova\'s default '
                              'filters and weighers) instead of '
                              'opie-scheduler: a cloud to compare with')
+        up.add_argument('--legacy-quotas', action='store_true',
+                        help="nova's legacy quotas (in its database, lifted "
+                             "for the cloud's projects) instead of "
+                             "Keystone's unified limits, the default: "
+                             'registered limits above the cloud\'s capacity '
+                             'for servers, the standard classes and the '
+                             'preemptible ones (class:CUSTOM_PREEMPTIBLE_*), '
+                             'which project limits lower')
         up.add_argument('--with-autoscaler', action='store_true',
                         help='also run opie-autoscaler (as the demo user, '
                              'every %g s) with one application: flavors %s, '
@@ -264,7 +272,8 @@ class Up(_OnStateDir, cli.ShowOne):
                 market_capacity_source=args.market_capacity_source,
                 reliability=args.reliability,
                 notifications=args.notifications,
-                stock_scheduler=args.stock_scheduler)
+                stock_scheduler=args.stock_scheduler,
+                unified_limits=not args.legacy_quotas)
         except ValueError as exc:
             raise cli.UsageError('devcloud up: %s' % exc)
         cloud = cloud_mod.Cloud(args.state_dir, say=_say)

@@ -211,7 +211,12 @@ CATALOG = (
 
 
 def keystone_catalog(settings):
-    """Projects, users, role assignments and service endpoints."""
+    """Projects, users, role assignments and service endpoints; with
+    ``settings.unified_limits`` nova's registered limits
+    (:func:`register_limits`) and the system reader role of user
+    ``nova``, which reads them. Returns the id of nova's public endpoint
+    (``[oslo_limit] endpoint_id``).
+    """
     conn = admin_connection(settings)
     identity = conn.identity
     domain = identity.find_domain('default', ignore_missing=False)
@@ -237,20 +242,46 @@ def keystone_catalog(settings):
         return found
 
     service_project = project('service')
-    for name in config.SERVICE_USERS:
-        user(name, service_project, ('admin', 'service'))
+    users = {name: user(name, service_project, ('admin', 'service'))
+             for name in config.SERVICE_USERS}
+    if settings.unified_limits:
+        # nova reads the limits as a system reader ([oslo_limit])
+        identity.assign_system_role_to_user(users['nova'], roles['reader'],
+                                            system='all')
     for name, (username, proj, role) in config.CLOUD_USERS.items():
         if username == 'admin':
             continue
         user(username, project(proj), (role,))
     catalog = CATALOG + ((NEUTRON_ENTRY,) if settings.neutron == 'server'
                          else ())
+    endpoints = {}
     for name, stype, key, path in catalog:
         service = identity.create_service(name=name, type=stype)
         for interface in ('public', 'internal'):
-            identity.create_endpoint(
+            endpoints[stype, interface] = identity.create_endpoint(
                 service_id=service.id, interface=interface,
-                url=settings.url(key, path), region_id=config.REGION)
+                url=settings.url(key, path), region_id=config.REGION).id
+    if settings.unified_limits:
+        register_limits(conn, settings)
+    return endpoints['compute', 'public']
+
+
+def register_limits(conn, settings):
+    """Keystone's registered limits of nova
+    (:func:`opie_sched.devcloud.config.registered_limits`) on the catalog's
+    ``compute`` service in :data:`~opie_sched.devcloud.config.REGION`, as
+    the admin (a project admin may create them). Returns
+    ``{resource name: default limit}``.
+    """
+    identity = conn.identity
+    [service] = list(identity.services(type='compute'))
+    limits = config.registered_limits(settings)
+    for name, value in sorted(limits.items()):
+        identity.create_registered_limit(
+            service_id=service.id, region_id=config.REGION,
+            resource_name=name, default_limit=value,
+            description='opie-sched devcloud default')
+    return limits
 
 
 def image_and_flavors(settings, layout, env):
@@ -265,13 +296,16 @@ def image_and_flavors(settings, layout, env):
     for name, vcpus, ram, disk in FLAVORS:
         conn.compute.create_flavor(name=name, vcpus=vcpus, ram=ram,
                                    disk=disk, is_public=True)
-    # nova's default quotas (10 instances, 20 cores) are below what one
-    # filled devcloud holds: no limits for the users' projects.
-    for _cloud, (_user, project, _role) in config.CLOUD_USERS.items():
-        project_id = conn.identity.find_project(project,
-                                                ignore_missing=False).id
-        conn.set_compute_quotas(project_id, instances=-1, cores=-1,
-                                ram=-1)
+    if not settings.unified_limits:
+        # nova's default legacy quotas (10 instances, 20 cores) are below
+        # what one filled devcloud holds: no limits for the users'
+        # projects. (Unified limits: the registered limits of
+        # keystone_catalog exceed the cloud's capacity.)
+        for _cloud, (_user, project, _role) in config.CLOUD_USERS.items():
+            project_id = conn.identity.find_project(
+                project, ignore_missing=False).id
+            conn.set_compute_quotas(project_id, instances=-1, cores=-1,
+                                    ram=-1)
     sched = _bin('opie-sched')
     for name, _vcpus, _ram, _disk in FLAVORS:
         process.run([sched, '--os-cloud', 'devcloud-admin', 'flavor',

@@ -19,7 +19,9 @@ neutron-server (or its stand-in); Keystone's projects, users and catalog
 nova-conductor starts); nova-api,
 nova-conductor, opie-scheduler; the provider configs, then the computes;
 ``discover_hosts``; the image and flavors; opie-market and its API; the
-autoscaler and repacker when asked.
+autoscaler and repacker when asked. With unified limits (the default)
+nova's registered limits are created with the catalog, before nova-api
+starts.
 """
 
 import concurrent.futures
@@ -359,7 +361,13 @@ class Cloud:
             self._start(name, http[name][0], http[name][1])
         for name in ('keystone', 'placement', 'glance', 'neutron'):
             self._wait_http(name, http[name][2])
-        bootstrap.keystone_catalog(settings)
+        nova_endpoint = bootstrap.keystone_catalog(settings)
+        if settings.unified_limits:
+            # nova finds its limits by its endpoint's id: one Keystone
+            # call per quota check instead of three
+            _write(os.path.join(layout.etc, 'nova', 'nova.conf'),
+                   config.render(config.nova_conf(
+                       settings, layout, limits_endpoint=nova_endpoint)))
         self.say('Keystone, Placement, Glance, %s up; catalog and users '
                  'created' % ('neutron-server (API only)'
                               if settings.neutron == 'server'
@@ -497,6 +505,13 @@ class Cloud:
                                                         self.layout),
             'scheduler': ('nova-scheduler (stock)' if settings.stock_scheduler
                           else 'opie-scheduler'),
+            # nova's quotas: Keystone's unified limits, with nova's
+            # registered limits (defaults of every project), or the legacy
+            # quotas of nova's database
+            'quotas': ('unified limits' if settings.unified_limits
+                       else 'legacy'),
+            'registered_limits': (config.registered_limits(settings)
+                                  if settings.unified_limits else None),
             # where a listener reads nova's notifications (oslo.messaging
             # transport URL and topic), None when the cloud sends none
             'notifications': ({

@@ -103,6 +103,32 @@ NEUTRON_MODES = ('server', 'standin')
 #: are several (one runs on every machine of the project's kind).
 REDIS = '127.0.0.1:6379'
 
+#: nova's quota driver reading Keystone's unified limits.
+UNIFIED_LIMITS_DRIVER = 'nova.quota.UnifiedLimitsDriver'
+
+#: The unified limits of nova that are not resources of a server's
+#: Placement request (``nova.limit.local``), at nova's legacy defaults
+#: (``[quota] metadata_items``, ``injected_files``,
+#: ``injected_file_content_bytes``, ``injected_file_path_length``,
+#: ``key_pairs``, ``server_groups``, ``server_group_members``): what every
+#: project had before the devcloud used unified limits.
+NOVA_LOCAL_LIMITS = {
+    'server_metadata_items': 128,
+    'server_injected_files': 5,
+    'server_injected_file_content_bytes': 10 * 1024,
+    'server_injected_file_path_bytes': 255,
+    'server_key_pairs': 100,
+    'server_groups': 10,
+    'server_group_members': 10,
+}
+
+#: The Placement classes of a normal server and of a preemptible one
+#: (``opie_sched.common.flavors``): each has a registered limit.
+STANDARD_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+PREEMPTIBLE_CLASSES = ('CUSTOM_PREEMPTIBLE_VCPU',
+                       'CUSTOM_PREEMPTIBLE_MEMORY_MB',
+                       'CUSTOM_PREEMPTIBLE_DISK_GB')
+
 
 class Settings:
     """The parameters of one devcloud (stored in its state file).
@@ -153,6 +179,12 @@ class Settings:
         default filters and weighers instead of opie-scheduler (a cloud
         without opie_sched's scheduling, to compare with); opie-market
         and the preemptible flavors stay.
+    :param unified_limits: nova's quotas are Keystone's unified limits
+        (``[quota] driver`` :data:`UNIFIED_LIMITS_DRIVER`, the
+        ``[oslo_limit]`` options of :func:`oslo_limit_conf`, the
+        registered limits of :func:`registered_limits`), so the
+        preemptible classes have limits of their own; False: nova's legacy
+        quotas in its database, lifted for the cloud's projects.
     :raises ValueError: a count or size below 1, a ratio <= 0, a market
         time out of range, an unknown capacity source, stock_scheduler
         with reliability or several scheduler hosts.
@@ -164,7 +196,8 @@ class Settings:
               'with_autoscaler', 'with_repacker', 'neutron',
               'preemptible_cpu_ratio', 'market_period', 'market_notice',
               'market_tick', 'market_capacity_source', 'reliability',
-              'scheduler_hosts', 'notifications', 'stock_scheduler')
+              'scheduler_hosts', 'notifications', 'stock_scheduler',
+              'unified_limits')
 
     def __init__(self, ports, computes=2, scheduler_workers=2,
                  compute_vcpus=8, compute_ram_mb=16000, compute_disk_gb=200,
@@ -176,7 +209,7 @@ class Settings:
                  market_period=None, market_notice=None, market_tick=None,
                  market_capacity_source=None, reliability=False,
                  scheduler_hosts=1, notifications=False,
-                 stock_scheduler=False):
+                 stock_scheduler=False, unified_limits=True):
         for name, value in (('computes', computes),
                             ('scheduler_workers', scheduler_workers),
                             ('scheduler_hosts', scheduler_hosts),
@@ -256,6 +289,7 @@ class Settings:
         self.reliability = bool(reliability)
         self.notifications = bool(notifications)
         self.stock_scheduler = bool(stock_scheduler)
+        self.unified_limits = bool(unified_limits)
 
     @property
     def cpu_allocation_ratio(self):
@@ -271,7 +305,10 @@ class Settings:
 
     @classmethod
     def from_dict(cls, data):
-        return cls(**{k: v for k, v in data.items() if k in cls.FIELDS})
+        kwargs = {k: v for k, v in data.items() if k in cls.FIELDS}
+        # a cloud started before the devcloud used unified limits
+        kwargs.setdefault('unified_limits', False)
+        return cls(**kwargs)
 
     def url(self, service, path=''):
         """The endpoint URL of an HTTP service."""
@@ -456,9 +493,13 @@ def notification_conf(settings):
     }
 
 
-def nova_conf(settings, layout):
+def nova_conf(settings, layout, limits_endpoint=None):
     """nova.conf shared by nova-api, nova-conductor, opie-scheduler and the
     computes (each compute adds :func:`compute_conf`).
+
+    :param limits_endpoint: id of nova's public endpoint in Keystone's
+        catalog, for ``[oslo_limit] endpoint_id`` (:func:`quota_conf`;
+        known once the catalog exists).
     """
     ratio = settings.allocation_ratio
     return {
@@ -491,7 +532,92 @@ def nova_conf(settings, layout):
         'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': 0},
         'compute': {'provider_config_location': None},
         **notification_conf(settings),
+        **quota_conf(settings, limits_endpoint),
     }
+
+
+def oslo_limit_conf(settings, endpoint_id=None):
+    """``[oslo_limit]`` of nova.conf: how nova reads Keystone's limits.
+    As nova's unified limits guide says, a service user with the
+    ``reader`` role on the system (``nova``, given it by the bootstrap)
+    and a system-scoped token: it reads every project's limits, and the
+    catalog to find nova's own service. nova's limits are registered on
+    the ``compute`` service of :data:`REGION`: oslo.limit and nova find it
+    from ``endpoint_id`` (nova's public endpoint) when given, one Keystone
+    call; else by type and region among the public endpoints
+    (``endpoint_service_type``, ``endpoint_region_name``,
+    ``endpoint_interface``), three calls. nova makes them at every quota
+    check (a new ``oslo_limit.limit.Enforcer`` per request).
+    """
+    conf = {
+        'auth_type': 'password',
+        'auth_url': settings.auth_url,
+        'username': 'nova',
+        'password': settings.password,
+        'user_domain_name': 'Default',
+        'system_scope': 'all',
+    }
+    if endpoint_id:
+        conf['endpoint_id'] = endpoint_id
+    else:
+        conf.update(endpoint_service_type='compute',
+                    endpoint_region_name=REGION,
+                    endpoint_interface='public')
+    return conf
+
+
+def quota_conf(settings, limits_endpoint=None):
+    """The quota sections of nova.conf: ``[quota] driver`` and
+    ``[oslo_limit]`` (:func:`oslo_limit_conf` with ``limits_endpoint``)
+    when ``settings.unified_limits``; ``{}`` (nova's legacy quotas)
+    otherwise.
+    """
+    if not settings.unified_limits:
+        return {}
+    return {'quota': {'driver': UNIFIED_LIMITS_DRIVER},
+            'oslo_limit': oslo_limit_conf(settings, limits_endpoint)}
+
+
+#: How many times the cloud's capacity a registered limit allows.
+LIMIT_HEADROOM = 10
+
+
+def registered_limits(settings):
+    """``{resource name: default limit}`` of the Keystone registered
+    limits of nova (service ``compute``, region :data:`REGION`) on a
+    cloud with ``unified_limits``: every limit a project's boots meet.
+
+    * ``class:VCPU``, ``class:MEMORY_MB``, ``class:DISK_GB`` and their
+      preemptible twins ``class:CUSTOM_PREEMPTIBLE_*``:
+      :data:`LIMIT_HEADROOM` times the cloud's capacity of the class
+      (vCPU, MB, GB), the sum over the computes of ``(total - reserved) x
+      allocation ratio`` as Placement counts it (the preemptible inventory
+      of the provider configs has the same totals and ratios);
+    * ``servers``: :data:`LIMIT_HEADROOM` times the cloud's vCPU capacity
+      (a server holds at least one vCPU of either class; servers in ERROR
+      hold none);
+    * :data:`NOVA_LOCAL_LIMITS` at nova's legacy defaults.
+
+    No project meets the class limits or ``servers`` before the cloud is
+    full, so the cloud behaves as it did with its projects' quotas
+    unlimited, while the preemptible classes already have limits of their
+    own that a project limit (``openstack limit create --project P
+    --service nova --resource-limit N class:CUSTOM_PREEMPTIBLE_VCPU``)
+    lowers.
+    """
+    n = settings.computes
+    vcpus = int(n * settings.compute_vcpus * settings.cpu_allocation_ratio)
+    # nova's reserved_host_memory_mb (nova_conf) and the provider configs'
+    ram_mb = int(n * (settings.compute_ram_mb - 512)
+                 * settings.allocation_ratio)
+    disk_gb = int(n * settings.compute_disk_gb * settings.allocation_ratio)
+    limits = {'servers': LIMIT_HEADROOM * vcpus}
+    for std, pre, amount in zip(STANDARD_CLASSES, PREEMPTIBLE_CLASSES,
+                                (vcpus, ram_mb, disk_gb)):
+        limits['class:' + std] = LIMIT_HEADROOM * amount
+        limits['class:' + pre] = LIMIT_HEADROOM * amount
+    limits.update(NOVA_LOCAL_LIMITS)
+    return limits
 
 
 def compute_conf(settings, layout, index):

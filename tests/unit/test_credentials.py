@@ -215,6 +215,27 @@ class ServiceCredentialsTest(_Base):
         self.assertEqual([MARKET['internal', 'RegionTwo']],
                          self.market_calls())
 
+    def test_tempest_market_client_uses_the_connection_catalog(self):
+        # the Tempest plugin's connections (base.OpieBaseTest._connect)
+        # carry [compute] endpoint_type and [identity] region
+        import openstack
+
+        from opie_sched_tempest_plugin import market_client
+        conn = openstack.connect(
+            auth_type='password', auth={
+                'auth_url': AUTH_URL, 'username': 'opie',
+                'password': 'secret', 'project_name': 'service',
+                'user_domain_name': 'Default',
+                'project_domain_name': 'Default'},
+            identity_api_version='3', region_name='RegionTwo',
+            interface='internal', load_yaml_config=False,
+            load_envvars=False)
+        status, body = market_client.MarketClient(conn).request(
+            'GET', '/prices')
+        self.assertEqual(200, status)
+        self.assertEqual([MARKET['internal', 'RegionTwo']],
+                         self.market_calls())
+
     def test_market_client_public_when_nothing_is_configured(self):
         section = '\n'.join(
             line for line in SECTION.splitlines()

@@ -281,6 +281,126 @@ class TestRender(testtools.TestCase):
                 text = f.read()
             self.assertEqual(not stock, 'PreemptibleFullStateFilter' in text)
 
+    def _nova_quota_conf(self, text, limits=True):
+        """``(conf, auth plugin)``: ``text`` parsed with nova's [quota]
+        options and (``limits``) oslo.limit's [oslo_limit] ones
+        (keystoneauth's included), the auth plugin loaded from
+        [oslo_limit] as oslo.limit loads it.
+        """
+        from keystoneauth1 import loading
+        from nova.conf import quota as nova_quota
+        from oslo_config import cfg
+        from oslo_limit import opts as limit_opts
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        conf = cfg.ConfigOpts()
+        nova_quota.register_opts(conf)
+        if not limits:
+            conf(['--config-file', path], project='nova')
+            return conf, None
+        loading.register_auth_conf_options(conf, 'oslo_limit')
+        for group, opts in limit_opts.list_opts():
+            for opt in opts:
+                try:
+                    conf.register_opt(opt, group)
+                except cfg.DuplicateOptError:
+                    pass  # the same option of another password plugin
+        conf(['--config-file', path], project='nova')
+        auth = loading.load_auth_from_conf_options(conf, 'oslo_limit')
+        return conf, auth
+
+    def test_unified_limits_by_default(self):
+        layout = layout_mod.Layout('/tmp/x')
+        settings = _settings()
+        self.assertTrue(settings.unified_limits)
+        conf, auth = self._nova_quota_conf(config.render(config.nova_conf(
+            settings, layout, limits_endpoint='ep-id')))
+        self.assertEqual('nova.quota.UnifiedLimitsDriver', conf.quota.driver)
+        # nova reads the limits as a system reader (the bootstrap gives
+        # user nova that role), finding its service by endpoint id
+        self.assertEqual(('nova', 'pw', 'Default', 'all'), (
+            auth._username, auth._password, auth._user_domain_name,
+            auth._system_scope))
+        self.assertEqual(settings.auth_url, auth.auth_url)
+        self.assertEqual('ep-id', conf.oslo_limit.endpoint_id)
+        # before the catalog exists: by service type and region
+        conf, _auth = self._nova_quota_conf(config.render(config.nova_conf(
+            settings, layout)))
+        self.assertIsNone(conf.oslo_limit.endpoint_id)
+        self.assertEqual(('compute', config.REGION, 'public'), (
+            conf.oslo_limit.endpoint_service_type,
+            conf.oslo_limit.endpoint_region_name,
+            conf.oslo_limit.endpoint_interface))
+
+    def test_legacy_quotas(self):
+        layout = layout_mod.Layout('/tmp/x')
+        settings = _settings(unified_limits=False)
+        conf = config.nova_conf(settings, layout, limits_endpoint='ep-id')
+        self.assertNotIn('quota', conf)
+        self.assertNotIn('oslo_limit', conf)
+        self.assertEqual('nova.quota.DbQuotaDriver', self._nova_quota_conf(
+            config.render(conf), limits=False)[0].quota.driver)
+        self.assertFalse(config.Settings.from_dict(
+            settings.to_dict()).unified_limits)
+
+    def test_registered_limits(self):
+        from nova.conf import quota as nova_quota
+        from oslo_config import cfg
+        settings = _settings(computes=3, compute_vcpus=12,
+                             compute_ram_mb=6656, compute_disk_gb=200,
+                             preemptible_cpu_ratio=2)
+        limits = config.registered_limits(settings)
+        # capacity as Placement counts it: 3 x 12 x 2 vCPU, 3 x (6656 -
+        # 512 reserved) MB, 3 x 200 GB; ten times that
+        self.assertEqual(720, limits['class:VCPU'])
+        self.assertEqual(184320, limits['class:MEMORY_MB'])
+        self.assertEqual(6000, limits['class:DISK_GB'])
+        self.assertEqual(720, limits['servers'])
+        for std in ('VCPU', 'MEMORY_MB', 'DISK_GB'):
+            self.assertEqual(limits['class:' + std],
+                             limits['class:CUSTOM_PREEMPTIBLE_' + std])
+        # every name is one nova knows
+        names = nova_quota.UnifiedLimitsResource()
+        for name in limits:
+            self.assertEqual(name, names(name))
+        # the other limits at nova's legacy defaults
+        conf = cfg.ConfigOpts()
+        nova_quota.register_opts(conf)
+        conf([], project='nova')
+        legacy = {'server_metadata_items': 'metadata_items',
+                  'server_injected_files': 'injected_files',
+                  'server_injected_file_content_bytes':
+                      'injected_file_content_bytes',
+                  'server_injected_file_path_bytes':
+                      'injected_file_path_length',
+                  'server_key_pairs': 'key_pairs',
+                  'server_groups': 'server_groups',
+                  'server_group_members': 'server_group_members'}
+        self.assertEqual({name: getattr(conf.quota, opt)
+                          for name, opt in legacy.items()},
+                         {name: limits[name] for name in legacy})
+        self.assertEqual(len(legacy) + 7, len(limits))
+
+    def test_bootstrap_registers_the_limits(self):
+        from unittest import mock
+
+        from opie_sched.devcloud import bootstrap
+        conn = mock.Mock()
+        service = mock.Mock(id='nova-svc')
+        conn.identity.services.return_value = iter([service])
+        settings = _settings()
+        limits = bootstrap.register_limits(conn, settings)
+        self.assertEqual(config.registered_limits(settings), limits)
+        conn.identity.services.assert_called_once_with(type='compute')
+        made = {c.kwargs['resource_name']: c.kwargs for c in
+                conn.identity.create_registered_limit.call_args_list}
+        self.assertEqual(limits, {name: kw['default_limit']
+                                  for name, kw in made.items()})
+        self.assertEqual({('nova-svc', config.REGION)}, {
+            (kw['service_id'], kw['region_id']) for kw in made.values()})
+
     def test_standin_kept_out_of_catalog(self):
         conf = config.nova_conf(_settings(neutron='standin'),
                                 layout_mod.Layout('/tmp/x'))
@@ -597,8 +717,11 @@ class TestCLI(testtools.TestCase):
         self.assertEqual(1, code)
         self.assertIn('stop here', err)
         settings = up.call_args[0][0]
-        self.assertEqual((True, False), (settings.notifications,
-                                         settings.stock_scheduler))
+        self.assertEqual((True, False, True), (
+            settings.notifications, settings.stock_scheduler,
+            settings.unified_limits))
+        self._run(['devcloud', 'up', '--state-dir', root, '--legacy-quotas'])
+        self.assertFalse(up.call_args[0][0].unified_limits)
         code, _out, err = self._run([
             'devcloud', 'up', '--state-dir', root, '--stock-scheduler'])
         self.assertEqual((1, True), (code, up.call_args[0][0].stock_scheduler))

@@ -134,10 +134,20 @@ write_uwsgi_config() {
 }
 remove_uwsgi_config() { _rec remove_uwsgi_config "$@"; }
 openstack() {
-    case "$*" in
+    _rec openstack "$@"
+    local all="$*" name
+    case "$all" in
         *"flavor show "*.preemptible*) return 1 ;;
-        *) return 0 ;;
+        *"registered limit list "*)
+            # Keystone's registered limits: the names in $LIMITS
+            name=${all##*--resource-name }
+            name=${name%% *}
+            if grep -qx -- "$name" "$LIMITS" 2>/dev/null; then
+                echo "ID-$name"
+            fi ;;
+        *"registered limit create "*) printf '%s\n' "${@: -1}" >> "$LIMITS" ;;
     esac
+    return 0
 }
 '''
 
@@ -228,6 +238,7 @@ class DevStackPluginTest(testtools.TestCase):
             'PYTHONPATH': os.environ.get('PYTHONPATH', ''),
             'PY': sys.executable, 'FAKEINI': self.fakeini,
             'CALLS': self.calls,
+            'LIMITS': os.path.join(self.tmp, 'registered-limits'),
             'ENABLED_SERVICES': ' '.join(
                 ['key', 'mysql', 'rabbit', 'etcd3', 'g-api', 'placement-api',
                  'n-api', 'n-cond', 'n-sch', 'n-cpu', 'nova'] + services),
@@ -384,3 +395,45 @@ class DevStackPluginTest(testtools.TestCase):
                                           'enabled_filters'))
         self.assertEqual('True', read_ini(self.tempest_conf).get(
             'opie', 'reliability'))
+
+    def registered_limit_calls(self):
+        """The ``openstack ... registered limit create|set`` calls:
+        ``[(cloud, verb, args)]``.
+        """
+        out = []
+        for call in self.calls_of('openstack'):
+            if call[2:4] == ['registered', 'limit'] and call[4] != 'list':
+                out.append((call[1], call[4], call[5:]))
+        return out
+
+    def test_preemptible_limits_with_unified_limits(self):
+        # issue 23: a preemptible quota of its own
+        self.stack(['tempest'], {'NOVA_USE_UNIFIED_LIMITS': 'True',
+                                 'OPIE_SCHED_PREEMPTIBLE_VCPU_LIMIT': '8'},
+                   phases=('post-config', 'test-config'))
+        self.assertEqual([
+            ('devstack-system-admin', 'create',
+             ['--service', 'nova', '--default-limit', value, '--region',
+              'RegionOne', 'class:CUSTOM_PREEMPTIBLE_%s' % rc])
+            for rc, value in (('VCPU', '8'), ('MEMORY_MB', '51200'),
+                              ('DISK_GB', '20'))],
+            self.registered_limit_calls())
+        self.assertEqual('True', read_ini(self.tempest_conf).get(
+            'compute-feature-enabled', 'unified_limits'))
+        # a second run updates them instead of failing on duplicates
+        os.remove(self.calls)
+        self.stack([], {'NOVA_USE_UNIFIED_LIMITS': 'True',
+                        'OPIE_SCHED_PREEMPTIBLE_DISK_GB_LIMIT': ''},
+                   phases=('post-config',))
+        self.assertEqual([
+            ('devstack-system-admin', 'set',
+             ['--default-limit', value, 'ID-class:CUSTOM_PREEMPTIBLE_%s'
+              % rc])
+            for rc, value in (('VCPU', '20'), ('MEMORY_MB', '51200'))],
+            self.registered_limit_calls())
+
+    def test_no_preemptible_limits_with_legacy_quotas(self):
+        self.stack(['tempest'], {}, phases=('post-config', 'test-config'))
+        self.assertEqual([], self.registered_limit_calls())
+        self.assertFalse(read_ini(self.tempest_conf).has_section(
+            'compute-feature-enabled'))
