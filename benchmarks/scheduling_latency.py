@@ -131,6 +131,7 @@ import argparse
 import collections
 import contextlib
 import datetime
+import gc
 import json
 import logging
 import math
@@ -138,7 +139,9 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -234,13 +237,14 @@ def build_cloud_class():
 class Bench:
     """State faking and timed calls for one cloud of N nodes."""
 
-    def __init__(self, cloud, n_nodes, seed):
+    def __init__(self, cloud, n_nodes, seed, bulk=False):
         from nova import context as nova_context
         from nova import objects
         from nova.scheduler import manager as nova_manager
 
         self.cloud = cloud
         self.n = n_nodes
+        self.bulk = bulk
         self.rng = random.Random(seed)
         self.objects = objects
         self.ctx = nova_context.get_admin_context()
@@ -496,6 +500,7 @@ class Bench:
         spec = self.request_spec(uuid, ctx)
         start = time.perf_counter()
         cpu = time.thread_time()
+        GC_WATCH.timed += 1
         try:
             sel = mgr.select_destinations(
                 ctx, spec_obj=spec, instance_uuids=[uuid],
@@ -507,6 +512,8 @@ class Bench:
             if not isinstance(inner, exception.NoValidHost):
                 raise
             raise NoValid(elapsed)
+        finally:
+            GC_WATCH.timed -= 1
         self.last_cpu = time.thread_time() - cpu
         return time.perf_counter() - start, sel[0][0].nodename
 
@@ -556,6 +563,7 @@ class Bench:
 
     def run_plain(self, mgr, expect_preemption):
         """(a)/(b) on one manager; returns (total s, exec s or None)."""
+        settle_gc()
         uuid = self.new_uuid()
         del self.exec_log[:]
         del self.exec_cpu[:]
@@ -598,6 +606,7 @@ class Bench:
         objects = self.objects
         uuid = self.new_uuid()
         node = self.node_order[0]
+        settle_gc()
         start = time.perf_counter()
         try:
             self.select(self.stock, uuid)
@@ -687,6 +696,7 @@ class Bench:
                    for i in range(n)]
         for t in threads:
             t.start()
+        settle_gc()
         cpu = time.process_time()
         barrier.wait()
         start = time.perf_counter()
@@ -721,6 +731,51 @@ class Bench:
                 'rpc_response_timeout': timeout}
 
 
+class _GCWatch:
+    """Full (generation 2) garbage collections that ran inside timed
+    calls: their number and seconds (``gc.callbacks``).
+
+    A full collection walks every object of the process: ~0.4-0.6 s with
+    the in-process cloud of the quick run (~380,000 objects), longer at
+    1000+ nodes. Whichever timed call happens to cross the collector's
+    threshold pays it all, so garbage left by the untimed set-up (or by a
+    previous cloud in the same process) used to land on one manager's
+    calls (issue 21: the retry scenario of one scale shifted the
+    collector's schedule onto the next scale's opie (a) calls, 3.5x with
+    2 repetitions). :func:`settle_gc` before every timed call and one
+    process per scale remove that; this counter shows what is left.
+    """
+
+    def __init__(self):
+        self.timed = 0
+        self.full = 0
+        self.full_s = 0.0
+        self._start = None
+
+    def __call__(self, phase, info):
+        if info.get('generation') != 2:
+            return
+        if phase == 'start':
+            self._start = time.perf_counter()
+        elif self._start is not None:
+            if self.timed:
+                self.full += 1
+                self.full_s += time.perf_counter() - self._start
+            self._start = None
+
+
+GC_WATCH = _GCWatch()
+
+
+def settle_gc():
+    """Untimed: collect the garbage made so far (set-up, restoring
+    victims, the previous repetition), so that a timed call pays only for
+    collections of its own garbage. Objects alive after the set-up are
+    frozen (``gc.freeze``, see :func:`run_scale`) and not walked again.
+    """
+    gc.collect()
+
+
 def percentile(values, q):
     """The ``q`` percentile (0..100) of sorted ``values``, nearest rank."""
     if not values:
@@ -746,7 +801,7 @@ def _no_instance_info_init():
 
 def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
               check=False, profile=None, bursts=(), burst_only=False,
-              skip_retry=False):
+              skip_retry=False, bulk=True):
     """One scale: ``{key: [seconds]}`` (see :func:`main` for the keys).
 
     :param profile: a path prefix, or None; when given, the timed calls of
@@ -758,9 +813,14 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
     :param burst_only: skip the timed scenarios a, b and c.
     :param skip_retry: skip scenario c (and moving the allocations it
         needs, minutes at 5000 nodes).
+    :param bulk: set up nodes and preemptibles with bulk SQL copies
+        (:mod:`bulk_setup`); False: one by one through Placement's API and
+        nova's objects.
     """
     import cProfile
     t0 = time.monotonic()
+    if GC_WATCH not in gc.callbacks:
+        gc.callbacks.append(GC_WATCH)
     cloud = cloud_cls(poll_interval=poll_interval)
     cloud.start()
     try:
@@ -769,11 +829,13 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         logging.getLogger().setLevel(logging.INFO)
         # Placement's one line per request is not a result
         logging.getLogger('placement.requestlog').setLevel(logging.WARNING)
-        bench = Bench(cloud, n_nodes, seed)
+        bench = Bench(cloud, n_nodes, seed, bulk=bulk)
         res = collections.defaultdict(list)
+        t1 = time.monotonic()
         bench.make_nodes()
-        log('  nova up and %d nodes made at %.1f s'
-            % (n_nodes, time.monotonic() - t0))
+        res['nodes_s'] = [time.monotonic() - t1]
+        log('  nova up and %d nodes made at %.1f s (nodes %.1f s)'
+            % (n_nodes, time.monotonic() - t0, res['nodes_s'][0]))
         bench.push_instance_info()
         for b in bursts:
             # free room: empty nodes, as on a cloud without preemptibles
@@ -781,7 +843,13 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
             r['state'] = 'free room'
             res['bursts'].append(r)
             log('  burst of %d on free room: %.1f s wall' % (b, r['wall']))
+        t1 = time.monotonic()
         bench.fill(FILL_A)
+        res['fill_a_s'] = [time.monotonic() - t1]
+        # the set-up's objects: collected once, then left out of every
+        # later collection (see settle_gc)
+        gc.collect()
+        gc.freeze()
         setup = time.monotonic() - t0
         log('  %d nodes ready in %.1f s' % (n_nodes, setup))
         # warm-up (first-call imports and caches), not counted
@@ -800,7 +868,11 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                 res[key + '_cpu'].append(bench.plain_cpu[0])
         log('  (a) done at %.1f s' % (time.monotonic() - t0))
         bench.scenario = None  # warm-ups and bursts: not profiled
+        t1 = time.monotonic()
         bench.fill(FILL_B_EXTRA)
+        res['fill_b_s'] = [time.monotonic() - t1]
+        gc.collect()
+        gc.freeze()
         if check:
             bench.check_usages()
         log('  full state filled at %.1f s (%d preemptibles)'
@@ -872,7 +944,14 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         logging.getLogger('nova.thread_pool_factory').setLevel(
             logging.WARNING)
         cloud.stop()
+        # the tooz coordinator of this cloud's lock directory (a heartbeat
+        # thread) outlives the cloud otherwise
+        from opie_sched.scheduler import locks
+        locks.reset()
+        gc.unfreeze()
     res['setup_s'] = [setup]
+    res['gc_full_timed'] = [GC_WATCH.full]
+    res['gc_full_timed_s'] = [GC_WATCH.full_s]
     res['total_s'] = [time.monotonic() - t0]
     return res
 
@@ -914,6 +993,13 @@ def main(argv=None):
                         help='only the bursts (skip scenarios a, b, c)')
     parser.add_argument('--skip-retry', action='store_true',
                         help='skip scenario c (no c columns)')
+    parser.add_argument('--slow-setup', action='store_true',
+                        help='create nodes and preemptibles one by one '
+                             'through Placement\'s API and nova\'s objects '
+                             '(default: bulk SQL copies of one node and '
+                             'one instance made that way)')
+    parser.add_argument('--one-scale', type=int, metavar='N',
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         bursts = [int(x) for x in args.burst.split(',') if x.strip()]
@@ -922,6 +1008,8 @@ def main(argv=None):
     if any(b < 1 for b in bursts) or (args.burst_only and not bursts):
         parser.error('--burst sizes must be >= 1 (and given with '
                      '--burst-only)')
+    if args.one_scale and not args.json:
+        parser.error('--one-scale needs --json')
     if args.quick:
         nodes, repeat = [10, 40], 2
     else:
@@ -935,30 +1023,39 @@ def main(argv=None):
         print(msg, file=sys.stderr)
         sys.stderr.flush()
 
+    if args.one_scale:
+        # the child of one scale (see run_isolated): raw results as JSON
+        cloud_cls = build_cloud_class()
+        from nova import conf as nova_conf
+        res = run_scale(cloud_cls, args.one_scale, repeat, args.seed,
+                        args.poll_interval, log,
+                        check=args.check or args.quick,
+                        profile=args.profile, bursts=bursts,
+                        burst_only=args.burst_only,
+                        skip_retry=args.skip_retry, bulk=not args.slow_setup)
+        res['poll_interval'] = [
+            args.poll_interval if args.poll_interval is not None
+            else nova_conf.CONF.opie_preemption.poll_interval]
+        with open(args.json, 'w') as f:
+            json.dump(res, f)
+        return None
     start = time.monotonic()
-    cloud_cls = build_cloud_class()
-    from nova import conf as nova_conf
-    poll = (args.poll_interval if args.poll_interval is not None
-            else nova_conf.CONF.opie_preemption.poll_interval)
     print('machine: %d cores (os.cpu_count), %s, Python %s, load %s'
           % (os.cpu_count(), platform.machine(), platform.python_version(),
              ' '.join('%.2f' % x for x in os.getloadavg())))
-    print('nova 34 in-process, Placement + sqlite; request: one normal '
-          '%s; repeat %d (medians; opie and stock alternate); '
-          'opie poll_interval %.2f s' % (REQUEST_FLAVOR, repeat, poll))
     rows = []
     for n in nodes:
-        log('%d nodes:' % n)
-        rows.append((n, run_scale(cloud_cls, n, repeat, args.seed,
-                                  args.poll_interval, log,
-                                  check=args.check or args.quick,
-                                  profile=args.profile, bursts=bursts,
-                                  burst_only=args.burst_only,
-                                  skip_retry=args.skip_retry)))
+        log('%d nodes (own process):' % n)
+        rows.append((n, run_isolated(n, repeat, args, log)))
         if not args.burst_only:
             # this scale's figures now: a long run stopped later (the
             # next scale's set-up takes long) keeps them
             log_scale(rows[-1], log)
+    poll = rows[0][1]['poll_interval'][0]
+    print('nova 34 in-process, Placement + sqlite, one process per scale; '
+          'request: one normal %s; repeat %d (medians; opie and stock '
+          'alternate); opie poll_interval %.2f s'
+          % (REQUEST_FLAVOR, repeat, poll))
     print_bursts(rows)
     if not args.burst_only:
         print_scenarios(rows)
@@ -981,6 +1078,10 @@ def main(argv=None):
             if not args.burst_only:
                 row = {k: med_ms(r[v]) for k, v in keys.items()}
                 row['setup_s'] = r['setup_s'][0]
+                for k in ('nodes_s', 'fill_a_s', 'fill_b_s',
+                          'gc_full_timed', 'gc_full_timed_s'):
+                    if r.get(k):
+                        row[k] = r[k][0]
                 row['total_s'] = r['total_s'][0]
                 out['rows'][str(n)] = row
             if r.get('bursts'):
@@ -988,6 +1089,48 @@ def main(argv=None):
         with open(args.json, 'w') as f:
             json.dump(out, f, indent=1)
     return rows
+
+
+def run_isolated(n_nodes, repeat, args, log):
+    """One scale in a process of its own; returns its raw results.
+
+    Each scale gets a fresh interpreter: nova's services, fixtures and
+    process-wide state (the tooz coordinator of opie's locks, nova's
+    caches, the compute API opie keeps, the garbage collector's history)
+    of one cloud cannot slow the next scale's calls (issue 21).
+
+    :raises CheckFailed: the child failed (its exit status and stderr,
+        already shown, say why).
+    """
+    fd, path = tempfile.mkstemp(prefix='opie-bench-%d-' % n_nodes,
+                                suffix='.json')
+    os.close(fd)
+    cmd = [sys.executable] + (['-O'] if sys.flags.optimize else []) + [
+        os.path.abspath(__file__), '--one-scale', str(n_nodes),
+        '--repeat', str(repeat), '--seed', str(args.seed),
+        '--json', path]
+    if args.poll_interval is not None:
+        cmd += ['--poll-interval', repr(args.poll_interval)]
+    if args.check or args.quick:
+        cmd.append('--check')
+    if args.profile:
+        cmd += ['--profile', args.profile]
+    if args.burst:
+        cmd += ['--burst', args.burst]
+    for flag in ('burst_only', 'skip_retry', 'slow_setup'):
+        if getattr(args, flag):
+            cmd.append('--' + flag.replace('_', '-'))
+    try:
+        # the child's stdout carries nothing of the tables: to stderr
+        proc = subprocess.run(cmd, stdout=sys.stderr)
+        if proc.returncode:
+            raise CheckFailed('the %d-node scale failed (exit status %d)'
+                              % (n_nodes, proc.returncode))
+        with open(path) as f:
+            res = json.load(f)
+    finally:
+        os.unlink(path)
+    return collections.defaultdict(list, res)
 
 
 def log_scale(row, log):
@@ -1003,6 +1146,12 @@ def log_scale(row, log):
             both('b_stock', 'b_stock_cpu'),
             med_ms(r['b_opie_decide']) / med_ms(r['b_stock']),
             med_ms(r['b_opie_decide_cpu']) / med_ms(r['b_stock_cpu'])))
+    log('  %d nodes: set-up: nodes %.1f s, (a) fill %.1f s, (b) fill %.1f s;'
+        ' full garbage collections inside timed calls: %d (%.2f s)' % (
+            n, (r.get('nodes_s') or [0])[0], (r.get('fill_a_s') or [0])[0],
+            (r.get('fill_b_s') or [0])[0],
+            (r.get('gc_full_timed') or [0])[0],
+            (r.get('gc_full_timed_s') or [0])[0]))
 
 
 def print_bursts(rows):
