@@ -245,6 +245,8 @@ class Bench:
         self.cloud = cloud
         self.n = n_nodes
         self.bulk = bulk
+        #: launch times are drawn back from this instant (UTC)
+        self.epoch = datetime.datetime.now(datetime.timezone.utc)
         self.rng = random.Random(seed)
         self.objects = objects
         self.ctx = nova_context.get_admin_context()
@@ -318,7 +320,8 @@ class Bench:
         fields = [f for f in tmpl.fields
                   if f not in skip and tmpl.obj_attr_is_set(f)]
         self.nodes[tmpl.hypervisor_hostname] = tmpl
-        for i in range(1, self.n):
+        # the slow path: all nodes; bulk: the first, copied to the others
+        for i in range(1, self.n if not self.bulk else min(self.n, 2)):
             name = '%s-n%04d' % (COMPUTE_HOST, i)
             cn = objects.ComputeNode(context=self.cctx)
             for f in fields:
@@ -335,6 +338,16 @@ class Bench:
                                {'resource_provider_generation': 1,
                                 'traits': traits}, version='1.6')
             self.nodes[name] = cn
+        if self.bulk and self.n > 2:
+            from oslo_utils import uuidutils
+            first = self.nodes['%s-n%04d' % (COMPUTE_HOST, 1)]
+            self.writer().copy_nodes(first.uuid, [
+                ('%s-n%04d' % (COMPUTE_HOST, i), uuidutils.generate_uuid())
+                for i in range(2, self.n)])
+            for cn in objects.ComputeNodeList.get_all(self.cctx):
+                self.nodes.setdefault(cn.hypervisor_hostname, cn)
+            require(len(self.nodes) == self.n, 'bulk set-up made %d nodes, '
+                    'not %d' % (len(self.nodes), self.n))
         self.node_uuid = {n: cn.uuid for n, cn in self.nodes.items()}
         self.node_order = sorted(self.nodes)
 
@@ -345,11 +358,59 @@ class Bench:
         return dict(zip(classes, (f.vcpus, f.memory_mb,
                                   f.root_gb + f.ephemeral_gb)))
 
+    def writer(self):
+        """The bulk SQL writer (:mod:`bulk_setup`) of this cloud."""
+        if getattr(self, '_writer', None) is None:
+            import bulk_setup
+            self._writer = bulk_setup.BulkWriter(self.cctx)
+        return self._writer
+
     def create_instances(self, specs):
-        """Instance records + bulk Placement allocations.
+        """Instance records + their Placement allocations.
+
+        In bulk mode (more than a few specs), the first instance of each
+        flavor is made the slow way and the others are copies of its rows
+        (:meth:`bulk_setup.BulkWriter.copy_instances`).
 
         :param specs: list of ``(node, flavor name, launched_at)``.
         :returns: list of new uuids.
+        """
+        if not self.bulk or len(specs) <= 8 or self.alloc_classes != CUSTOM:
+            return self._create_slowly(specs)
+        from oslo_utils import uuidutils
+        first = {}
+        rest = []
+        for spec in specs:
+            if spec[1] in first:
+                rest.append(spec)
+            else:
+                first[spec[1]] = spec
+        made = dict(zip(first, self._create_slowly(list(first.values()))))
+        new = list(made.values())
+        by_flavor = collections.defaultdict(list)
+        for node, fname, launched in rest:
+            u = uuidutils.generate_uuid()
+            by_flavor[fname].append({
+                'uuid': u, 'node': node, 'compute_id': self.nodes[node].id,
+                'rp_uuid': self.node_uuid[node],
+                'launched_at': launched.astimezone(
+                    datetime.timezone.utc).replace(tzinfo=None)})
+            self.instances[u] = (node, fname, launched)
+            self.by_node[node].add(u)
+            self.consumer_gen[u] = self.consumer_gen[made[fname]]
+            new.append(u)
+        for fname, copies in by_flavor.items():
+            self.writer().copy_instances(made[fname], copies)
+        # one generation more for the providers the templates' POST did
+        # not write to, as one POST /allocations of all would
+        self.writer().bump_generations(
+            {self.node_uuid[s[0]] for s in rest}
+            - {self.node_uuid[s[0]] for s in first.values()})
+        return new
+
+    def _create_slowly(self, specs):
+        """Instance objects, mappings and POST /allocations (see
+        :meth:`create_instances`).
         """
         objects = self.objects
         from nova.network import model as network_model
@@ -435,14 +496,37 @@ class Bench:
     def fill(self, flavor_names):
         """Add one preemptible of each flavor to every node."""
         specs = []
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = self.epoch
         for node in self.node_order:
             for fname in flavor_names:
                 specs.append((node, fname, now - datetime.timedelta(
                     seconds=self.rng.uniform(600, 3 * 86400))))
         self.create_instances(specs)
-        for node in self.node_order:
-            self.set_usage(node)
+        if not self.bulk:
+            for node in self.node_order:
+                self.set_usage(node)
+        else:
+            # nodes of the same instance flavors: one saved, its usage
+            # columns copied to the others
+            groups = collections.defaultdict(list)
+            for node in self.node_order:
+                groups[tuple(sorted(self.instances[u][1]
+                                    for u in self.by_node[node]))].append(
+                    node)
+            for nodes in groups.values():
+                self.set_usage(nodes[0])
+                values = self.writer().copy_usage(
+                    self.nodes[nodes[0]].uuid,
+                    [self.nodes[n].uuid for n in nodes[1:]])
+                src = self.nodes[nodes[0]]
+                for n in nodes[1:]:
+                    cn = self.nodes[n]
+                    for f in ('vcpus_used', 'memory_mb_used', 'free_ram_mb',
+                              'local_gb_used', 'free_disk_gb', 'running_vms',
+                              'stats'):
+                        setattr(cn, f, getattr(src, f))
+                    cn.updated_at = values['updated_at']
+                    cn.obj_reset_changes()
         self.push_instance_info()
 
     def set_usage(self, node):
@@ -956,6 +1040,105 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
     return res
 
 
+def _plain(value):
+    """JSON-able copy of an object primitive without the keys that differ
+    between two equal set-ups (database ids, uuids, timestamps).
+    """
+    from oslo_serialization import jsonutils
+    drop = {'id', 'uuid', 'instance_uuid', 'created_at', 'updated_at',
+            'compute_id', 'nova_object.changes', '_changed_fields',
+            '_context'}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k not in drop}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return jsonutils.to_primitive(value, convert_instances=True)
+
+
+def state_snapshot(bench):
+    """What the schedulers can see of the faked state, keyed by names and
+    launch times (not by the random uuids): every node's ComputeNode
+    fields and its provider (generation, inventories, traits, usages)
+    through Placement's API; every preemptible's Instance (flavor,
+    metadata, system metadata, info cache), its mapping and its
+    allocations. Used to check the bulk set-up against the slow one.
+    """
+    from nova.objects import base as ovo_base
+    objects = bench.objects
+    rp_name = {}
+    out = {'nodes': {}, 'providers': {}, 'instances': {}}
+    for cn in objects.ComputeNodeList.get_all(bench.cctx):
+        out['nodes'][cn.hypervisor_hostname] = _plain(
+            ovo_base.obj_to_primitive(cn))
+    for rp in bench.placement.get('/resource_providers',
+                                  version='1.14').body['resource_providers']:
+        rp_name[rp['uuid']] = rp['name']
+        base = '/resource_providers/%s' % rp['uuid']
+        out['providers'][rp['name']] = {
+            'generation': rp['generation'],
+            'parent': rp['parent_provider_uuid'],
+            'root_is_self': rp['root_provider_uuid'] == rp['uuid'],
+            'inventories': bench.placement.get(
+                base + '/inventories').body['inventories'],
+            'traits': sorted(bench.placement.get(
+                base + '/traits', version='1.6').body['traits']),
+            'usages': bench.placement.get(base + '/usages').body['usages']}
+    insts = objects.InstanceList.get_by_filters(
+        bench.cctx, {'deleted': False},
+        expected_attrs=['flavor', 'metadata', 'system_metadata',
+                        'info_cache'])
+    # identifiers each cloud draws at random, by name
+    names = {fid: name for name, fid in bench.cloud.flavor_ids.items()}
+    for inst in insts:
+        age = (bench.epoch - inst.launched_at).total_seconds()
+        key = '%s %s %.6f s old' % (inst.node, inst.display_name, age)
+        inst.launched_at = None
+        inst.flavor.flavorid = names[inst.flavor.flavorid]
+        require(key not in out['instances'], 'two instances %s' % key)
+        alloc = bench.placement.get('/allocations/%s' % inst.uuid,
+                                    version='1.28').body
+        mapping = objects.InstanceMapping.get_by_instance_uuid(
+            bench.ctx, inst.uuid)
+        prim = _plain(ovo_base.obj_to_primitive(inst))
+        # instance-%08x of the database id
+        require(prim.pop('name', None) == inst.name, 'no instance name')
+        out['instances'][key] = {
+            'instance': prim,
+            'compute_node': bench.nodes[inst.node].id == inst.compute_id,
+            'mapping': [mapping.cell_mapping.name, mapping.project_id,
+                        mapping.user_id, mapping.queued_for_delete],
+            'allocations': {rp_name[k]: v['resources']
+                            for k, v in alloc['allocations'].items()},
+            'consumer': [alloc['consumer_generation'], alloc['project_id'],
+                         alloc['user_id']]}
+    return out
+
+
+def dump_setup(cloud_cls, n_nodes, seed, bulk, path, log):
+    """Set up ``n_nodes`` nodes with the (a) and (b) fill, the slow or
+    the bulk way, and write :func:`state_snapshot` to ``path`` (JSON).
+    """
+    t0 = time.monotonic()
+    cloud = cloud_cls()
+    cloud.start()
+    try:
+        logging.getLogger().setLevel(logging.INFO)
+        logging.getLogger('placement.requestlog').setLevel(logging.WARNING)
+        bench = Bench(cloud, n_nodes, seed, bulk=bulk)
+        bench.make_nodes()
+        bench.push_instance_info()
+        bench.fill(FILL_A)
+        bench.fill(FILL_B_EXTRA)
+        bench.check_usages()
+        log('  %d nodes set up (%s) in %.1f s' % (
+            n_nodes, 'bulk' if bulk else 'slow', time.monotonic() - t0))
+        snap = state_snapshot(bench)
+    finally:
+        cloud.stop()
+    with open(path, 'w') as f:
+        json.dump(snap, f, indent=1, sort_keys=True)
+
+
 def med_ms(values):
     """Median in ms; NaN when the scenario was not run."""
     return statistics.median(values) * 1000.0 if values else float('nan')
@@ -1000,6 +1183,11 @@ def main(argv=None):
                              'one instance made that way)')
     parser.add_argument('--one-scale', type=int, metavar='N',
                         help=argparse.SUPPRESS)
+    parser.add_argument('--dump-state', metavar='PATH',
+                        help='with --one-scale N: only set up N nodes '
+                             'with the (a) and (b) fill and write what '
+                             'the schedulers see of it to PATH (JSON; '
+                             'tests/unit/test_bench_bulk_setup.py)')
     args = parser.parse_args(argv)
     try:
         bursts = [int(x) for x in args.burst.split(',') if x.strip()]
@@ -1008,7 +1196,7 @@ def main(argv=None):
     if any(b < 1 for b in bursts) or (args.burst_only and not bursts):
         parser.error('--burst sizes must be >= 1 (and given with '
                      '--burst-only)')
-    if args.one_scale and not args.json:
+    if args.one_scale and not (args.json or args.dump_state):
         parser.error('--one-scale needs --json')
     if args.quick:
         nodes, repeat = [10, 40], 2
@@ -1023,6 +1211,12 @@ def main(argv=None):
         print(msg, file=sys.stderr)
         sys.stderr.flush()
 
+    if args.dump_state:
+        if not args.one_scale:
+            parser.error('--dump-state needs --one-scale N')
+        dump_setup(build_cloud_class(), args.one_scale, args.seed,
+                   not args.slow_setup, args.dump_state, log)
+        return None
     if args.one_scale:
         # the child of one scale (see run_isolated): raw results as JSON
         cloud_cls = build_cloud_class()
