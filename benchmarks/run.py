@@ -392,7 +392,8 @@ def main(argv=None):
                         'classes costs minutes at 5000 nodes)')
     p.add_argument('--huge', action='store_true',
                    help='add 10000 nodes to the scheduling part (about '
-                        '15 minutes more on 2 loaded cores, ~2 GB of RAM)')
+                        '15 minutes more on 2 loaded cores, several GB of '
+                        'RAM)')
     p.add_argument('--os-cloud', metavar='NAME',
                    help='a running cloud with opie-scheduler (clouds.yaml '
                         'name, admin): adds the end-to-end part')
