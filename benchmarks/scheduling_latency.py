@@ -295,6 +295,8 @@ class Bench:
         self.exec_cpu = []
         #: CPU seconds of this thread in the last select (see select)
         self.last_cpu = 0.0
+        #: seconds of full garbage collections in the last select
+        self.last_gc = 0.0
         for mgr in (self.opie, self.opie2):
             self._instrument(mgr)
         # (node name -> ComputeNode), (uuid -> (node, flavor, launched_at))
@@ -604,6 +606,7 @@ class Bench:
         start = time.perf_counter()
         cpu = time.thread_time()
         GC_WATCH.timed += 1
+        gc_before = GC_WATCH.full_s
         try:
             sel = mgr.select_destinations(
                 ctx, spec_obj=spec, instance_uuids=[uuid],
@@ -617,6 +620,8 @@ class Bench:
             raise NoValid(elapsed)
         finally:
             GC_WATCH.timed -= 1
+            #: seconds of full collections inside this call
+            self.last_gc = GC_WATCH.full_s - gc_before
         self.last_cpu = time.thread_time() - cpu
         return time.perf_counter() - start, sel[0][0].nodename
 
@@ -969,6 +974,7 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
             for mgr, key in pair:
                 res[key].append(bench.run_plain(mgr, False)[0])
                 res[key + '_cpu'].append(bench.plain_cpu[0])
+                res[key + '_gc'].append(bench.last_gc)
         log('  (a) done at %.1f s' % (time.monotonic() - t0))
         bench.scenario = None  # warm-ups and bursts: not profiled
         t1 = time.monotonic()
@@ -1013,6 +1019,7 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
                     res[key].append(total)
                     cpu, exec_cpu = bench.plain_cpu
                     res[key + '_cpu'].append(cpu)
+                    res[key + '_gc'].append(bench.last_gc)
                     if execd is not None:
                         res['b_opie_decide_cpu'].append(cpu - exec_cpu)
                         res['b_opie_exec'].append(execd)
@@ -1295,6 +1302,9 @@ def main(argv=None):
                           'gc_full_timed', 'gc_full_timed_s'):
                     if r.get(k):
                         row[k] = r[k][0]
+                for k in ('a_opie', 'a_stock', 'b_opie', 'b_stock'):
+                    # seconds of full collections in all timed calls
+                    row[k + '_gc_s'] = sum(r.get(k + '_gc') or [0.0])
                 row['total_s'] = r['total_s'][0]
                 out['rows'][str(n)] = row
             if r.get('bursts'):
@@ -1360,11 +1370,14 @@ def log_scale(row, log):
             med_ms(r['b_opie_decide']) / med_ms(r['b_stock']),
             med_ms(r['b_opie_decide_cpu']) / med_ms(r['b_stock_cpu'])))
     log('  %d nodes: set-up: nodes %.1f s, (a) fill %.1f s, (b) fill %.1f s;'
-        ' full garbage collections inside timed calls: %d (%.2f s)' % (
+        ' full garbage collections inside timed calls: %d (%.2f s; '
+        'seconds in a opie/stock, b opie/stock: %s)' % (
             n, (r.get('nodes_s') or [0])[0], (r.get('fill_a_s') or [0])[0],
             (r.get('fill_b_s') or [0])[0],
             (r.get('gc_full_timed') or [0])[0],
-            (r.get('gc_full_timed_s') or [0])[0]))
+            (r.get('gc_full_timed_s') or [0])[0],
+            ' '.join('%.2f' % sum(r.get(k + '_gc') or [0]) for k in (
+                'a_opie', 'a_stock', 'b_opie', 'b_stock'))))
 
 
 def print_bursts(rows):
