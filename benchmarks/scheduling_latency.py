@@ -124,11 +124,14 @@ How the state is faked (setup, never timed):
 Isolation: every scale runs in a process of its own (results back as
 JSON), and the garbage collector runs untimed before every timed call
 (``settle_gc``; the objects of the set-up are frozen out of later
-collections). Before, a full collection (~0.5 s for the quick run's
-~380,000 objects) fell on whichever call crossed its threshold, and with
-the retry scenario run at the previous scale in the same process that was
-the next scale's opie (a) calls (issue 21); full collections still inside
-timed calls are counted and printed per scale.
+collections). Before, a full collection (0.35-0.56 s for the quick run's
+~380,000 objects, measured) fell on whichever call crossed its threshold,
+and the previous scale's cloud left a running tooz heartbeat thread and
+its garbage in the process; issue 21's inflated opie (a) at the scale
+after the retry scenario fits one such pause in a median of 2 (not
+caught in the act: it did not recur reliably on a loaded machine). Full
+collections still inside timed calls are counted and printed per scale
+and manager.
 
 Order: one untimed warm-up call per path; (a) opie and stock alternate
 call by call (which goes first alternates too); (b) likewise; (c) runs in
@@ -848,10 +851,11 @@ class _GCWatch:
     1000+ nodes. Whichever timed call happens to cross the collector's
     threshold pays it all, so garbage left by the untimed set-up (or by a
     previous cloud in the same process) used to land on one manager's
-    calls (issue 21: the retry scenario of one scale shifted the
-    collector's schedule onto the next scale's opie (a) calls, 3.5x with
-    2 repetitions). :func:`settle_gc` before every timed call and one
-    process per scale remove that; this counter shows what is left.
+    calls (issue 21: after the retry scenario of one scale, the next
+    scale's opie (a) calls were 2-3.5x stock's with 2 repetitions; such a
+    pause is the likeliest cause; not caught in the act).
+    :func:`settle_gc` before every timed call and one process per scale
+    remove that; this counter shows what is left.
     """
 
     def __init__(self):
