@@ -176,12 +176,12 @@ def growth_exponent(points):
 
 def _sched_estimate(nodes, repeat):
     """Seconds, from runs on 2 loaded cores: ~40 s of Nova start-up per
-    scale, ~0.35 s per node of set-up and ~(4 + 0.01 × nodes) s per
-    repetition of the three scenarios.
+    scale, ~0.02 s per node of bulk set-up (0.35 s before issue 21) and
+    ~(4 + 0.01 × nodes) s per repetition of the three scenarios.
     """
     total = 0
     for n in (int(x) for x in nodes.split(',') if x.strip()):
-        total += 40 + 0.35 * n + repeat * (4 + 0.01 * n)
+        total += 40 + 0.02 * n + repeat * (4 + 0.01 * n)
     return int(total)
 
 
@@ -391,8 +391,9 @@ def main(argv=None):
                         'every preemptible\'s allocation between resource '
                         'classes costs minutes at 5000 nodes)')
     p.add_argument('--huge', action='store_true',
-                   help='add 10000 nodes to the scheduling part (about an '
-                        'hour more of set-up on 2 cores)')
+                   help='add 10000 nodes to the scheduling part (about '
+                        '15 minutes more on 2 loaded cores, several GB of '
+                        'RAM)')
     p.add_argument('--os-cloud', metavar='NAME',
                    help='a running cloud with opie-scheduler (clouds.yaml '
                         'name, admin): adds the end-to-end part')
