@@ -57,6 +57,7 @@ from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from nova.compute import api as nova_compute_api
 from nova.compute import vm_states
 import nova.conf
 from nova.db.main import api as main_db
@@ -84,11 +85,16 @@ _api_lock = threading.Lock()
 
 
 def compute_api():
-    """Nova's compute API, created once per process."""
+    """Nova's compute API, created once per process.
+
+    Its module is imported with this one (at the scheduler's start, before
+    its workers fork), not at the first preemption: importing
+    ``nova.compute.api`` took 0.58 s of the first victim delete of each
+    worker on the devcloud (cProfile), on the preempting request's path.
+    """
     global _compute_api
     with _api_lock:
         if _compute_api is None:
-            from nova.compute import api as nova_compute_api
             _compute_api = nova_compute_api.API()
     return _compute_api
 
