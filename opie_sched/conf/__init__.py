@@ -171,8 +171,11 @@ preemption_opts = [
     cfg.FloatOpt(
         'poll_interval', default=0.5, min=0.01,
         help='Longest interval in seconds between checks that victims have '
-             'released the host. Checks start at 0.02 s and double up to '
-             'this value, so a victim deleted quickly is seen quickly.'),
+             'released the host. The first check is at once, the next '
+             'ones are spaced by 1/8 of the time waited so far (at least '
+             '0.05 s, at most this value), so a victim is seen at most '
+             '12.5 % (or 0.05 s) after it went, and a slow one costs few '
+             'queries.'),
     cfg.StrOpt(
         'coordination_url', default=None,
         help='tooz backend URL for the locks every scheduler worker and '

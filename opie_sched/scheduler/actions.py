@@ -57,6 +57,7 @@ from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from nova.compute import api as nova_compute_api
 from nova.compute import vm_states
 import nova.conf
 from nova.db.main import api as main_db
@@ -84,11 +85,16 @@ _api_lock = threading.Lock()
 
 
 def compute_api():
-    """Nova's compute API, created once per process."""
+    """Nova's compute API, created once per process.
+
+    Its module is imported with this one (at the scheduler's start, before
+    its workers fork), not at the first preemption: importing
+    ``nova.compute.api`` took 0.58 s of the first victim delete of each
+    worker on the devcloud (cProfile), on the preempting request's path.
+    """
     global _compute_api
     with _api_lock:
         if _compute_api is None:
-            from nova.compute import api as nova_compute_api
             _compute_api = nova_compute_api.API()
     return _compute_api
 
@@ -508,31 +514,59 @@ def _states(ctx, cell_uuid, uuids):
     return {i.uuid: i for i in insts}
 
 
-def wait_for(ctx, cell_uuid, uuids, done, timeout, interval):
+#: Shortest spacing of the checks of :func:`wait_for`, seconds.
+FIRST_POLL = 0.05
+#: The checks of :func:`wait_for` are spaced by this fraction of the time
+#: waited so far (at least :data:`FIRST_POLL`, at most ``poll_interval``):
+#: a victim released after t seconds is seen by max(t + 0.05, 1.125 t).
+POLL_FRACTION = 0.125
+
+
+def poll_pause(waited, interval):
+    """Seconds to the next check of :func:`wait_for` after ``waited``
+    seconds: ``POLL_FRACTION`` of the time waited so far, at least
+    ``FIRST_POLL`` and at most ``interval`` (``[opie_preemption]
+    poll_interval``; the smaller wins when it is below ``FIRST_POLL``).
+
+    Measured on the devcloud (3 fake computes, one victim, machine load
+    5-8): nova's compute marks a victim deleted 0.4-1.5 s after the
+    scheduler's delete, so a doubling schedule (0.02, 0.04, ... capped at
+    0.5 s) saw it 0.1-0.35 s late; this schedule sees it at most 12.5 %
+    late, with a check every 0.05 s in the first 0.4 s (about 16 indexed
+    reads of one instance row for a 1 s wait, 10 for 0.5 s).
+    """
+    return min(interval, max(FIRST_POLL, POLL_FRACTION * waited))
+
+
+def wait_for(ctx, cell_uuid, uuids, done, timeout, interval, found=None):
     """Poll (one query per round) until ``done(instance)`` holds for all.
 
-    Rounds start 0.02 s apart and the spacing doubles up to ``interval``
-    seconds, so a victim that goes quickly is seen quickly and a slow one
-    costs few queries.
+    The first round checks at once, the next ones are spaced by
+    :func:`poll_pause`, so a victim is seen soon after it went and a slow
+    one costs few queries.
 
+    :param found: ``{uuid: Instance}`` just read (deleted rows included)
+        for the first round instead of a query, or None.
     :returns: True when all reached the state before ``timeout`` seconds.
     """
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     pending = set(uuids)
-    pause = min(0.02, interval)
     while pending:
-        found = _states(ctx, cell_uuid, pending)
+        if found is None:
+            found = _states(ctx, cell_uuid, pending)
         pending = {u for u in pending
                    if u in found and not done(found[u])}
+        found = None
         if not pending:
             return True
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
             LOG.warning('Timed out after %.1f s waiting for %s',
                         timeout, sorted(pending))
             return False
-        time.sleep(min(pause, left))
-        pause = min(pause * 2, interval)
+        time.sleep(min(poll_pause(now - start, interval), left))
     return True
 
 
@@ -613,8 +647,11 @@ def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
         finish(ctx, cell_uuid, shelves)
     if not wait and not shelves:
         return True
+    # nothing happened since ``found`` was read (plain deletes): it is the
+    # first round
     ok = wait_for(ctx, cell_uuid, uuids if wait else shelves, released,
-                  left(), opts.poll_interval)
+                  left(), opts.poll_interval,
+                  found=None if stops or shelves else found)
     if shelves:
         # clear the records of the offloaded ones
         finish(ctx, cell_uuid, shelves)
