@@ -190,8 +190,9 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
     :param client: nova's ``SchedulerReportClient``.
     :param capacity: ``Resources`` capacity of the provider.
     :param extra_leaving: uuids already chosen by this request.
-    :returns: ``(HostView, {uuid: Instance})``: used = every allocation on
-        the provider (normal and preemptible, in-flight claims included);
+    :returns: ``(HostView, {uuid: InstanceRow})``: used = every
+        allocation on the provider (normal and preemptible, in-flight
+        claims included);
         instances = the instances of the cell owning a preemptible
         consumer (the instance itself, soft-deleted or not, or a migration
         of it: :func:`opie_sched.scheduler.hosts.allocation_owners`), each

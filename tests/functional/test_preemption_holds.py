@@ -319,6 +319,63 @@ class SummaryShortcutTest(_Base, _ClaimHelpers):
         coordinator.assert_not_called()
 
 
+class AllocationOwnersTest(_Base):
+    """The rows the decision under the lock reads for a host's preemptible
+    consumers (``hosts.allocation_owners``): light rows, read fresh, that
+    carry what the plan and the reservation need.
+    """
+
+    def test_light_rows_of_the_consumers(self):
+        p = self.fill_with_preemptibles('host1', 'medium', [100, 200, 300])
+        self.api.delete_server(p[2]['id'])
+        self._wait_until_deleted(p[2])
+        cell = self.cell_mappings['cell1'].uuid
+        ctx = nova_context.get_admin_context()
+        cctxt = reservations.cell_context(ctx, cell)
+        # another worker reserved p[1]
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as tctx:
+            inst = objects.Instance.get_by_uuid(
+                tctx, p[1]['id'], expected_attrs=['system_metadata'])
+        reservations.write_state(inst, vs.reserve('other', _now()),
+                                 cctxt)
+        owners, rows = hosts.allocation_owners(
+            cctxt, [p[0]['id'], p[1]['id'], p[2]['id'], uuids.in_flight])
+        # the deleted server and the claim in flight own nothing
+        self.assertEqual({p[0]['id']: p[0]['id'], p[1]['id']: p[1]['id']},
+                         owners)
+        self.assertEqual({p[0]['id'], p[1]['id']}, set(rows))
+        row = rows[p[1]['id']]
+        self.assertEqual(vs.RESERVED, hosts.victim_state(row).state)
+        self.assertTrue(hosts.instance_is_leaving(row))
+        info = hosts.instance_info(rows[p[0]['id']])
+        self.assertEqual((True, (2, 4000, 40), False),
+                         (info.preemptible, tuple(info.resources),
+                          info.leaving))
+        self.assertIsNotNone(info.launched_at.tzinfo)
+        # the rows serve the compare-and-set of the reservation: p[0]'s
+        # record (none) is as read; p[1]'s changed since it was read
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as tctx:
+            inst = objects.Instance.get_by_uuid(
+                tctx, p[1]['id'], expected_attrs=['system_metadata'])
+        reservations.write_state(inst, vs.reserve('third', _now()),
+                                 cctxt)
+        done = reservations.reserve(
+            cctxt, [rows[p[0]['id']], rows[p[1]['id']]], uuids.preemptor,
+            'req-x', {}, worker='w')
+        self.assertEqual([p[0]['id']], done)
+        self.assertEqual((vs.RESERVED, uuids.preemptor),
+                         (self.sysmeta(p[0]['id']).state,
+                          self.sysmeta(p[0]['id']).preemptor))
+        self.assertEqual('third', self.sysmeta(p[1]['id']).preemptor)
+
+
+def _now():
+    from oslo_utils import timeutils
+    return timeutils.utcnow(with_timezone=True)
+
+
 class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
     """Two scheduler services (two manager objects, each with its own
     memory, as two workers have) place normal instances on the same
