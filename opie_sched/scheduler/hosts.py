@@ -757,6 +757,8 @@ class RequestView:
         self.request_id = getattr(ctx, 'request_id', None)
         self._decide = None
         self._decision = None
+        # (spec_obj, its flavor, (preemptible, Resources)) last asked for
+        self._facts = None
 
     def set_policy(self, decide):
         """Give the view the callable that decides, on first need, what
@@ -774,6 +776,22 @@ class RequestView:
             self._decision = (self._decide() if self._decide is not None
                               else NO_POLICY)
         return self._decision
+
+    def request_facts(self, spec_obj):
+        """``(preemptible, resources)`` of a RequestSpec
+        (:func:`request_is_preemptible`, :func:`request_resources`),
+        worked out once per spec and flavor object: a filter asks for
+        every candidate host.
+        """
+        flavor = getattr(spec_obj, 'flavor', None)
+        cached = self._facts
+        if (cached is not None and cached[0] is spec_obj
+                and cached[1] is flavor):
+            return cached[2]
+        facts = (request_is_preemptible(spec_obj),
+                 request_resources(spec_obj))
+        self._facts = (spec_obj, flavor, facts)
+        return facts
 
     def provider_state(self, rp_uuid):
         """``(capacity, used)`` of a provider from its summary plus what
