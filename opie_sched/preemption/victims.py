@@ -205,8 +205,18 @@ def _number(value, what, *args):
     return value
 
 
+#: Types and bound of the amounts :func:`_prepare` checks inline (what
+#: :func:`_number` accepts unchanged: a float or int in [0, 2^53)).
+_PLAIN = (float, int)
+_PLAIN_MAX = 2 ** 53
+
+
 def _scale(values):
     """Exact integers ``v × scale`` for floats ``values``; scale = 2^e."""
+    ints = list(map(int, values))
+    if ints == values:
+        # whole amounts (vCPU, MB, GB, whole-second costs): scale 1
+        return ints, 1
     ratios = [v.as_integer_ratio() for v in values]
     scale = max((den for _, den in ratios), default=1)
     return [num * (scale // den) for num, den in ratios], scale
@@ -253,10 +263,17 @@ def _prepare(candidates, need):
         if len(res) != _NDIM:
             raise ValueError('instance %s resources must have %d dimensions'
                              % (uuid, _NDIM))
-        res = tuple(
-            _number(v, 'resources.%s (%s) of instance %s', dim,
-                    model.UNITS[dim], uuid)
-            for v, dim in zip(res, model.DIMENSIONS))
+        r0, r1, r2 = res
+        if (type(r0) in _PLAIN and type(r1) in _PLAIN
+                and type(r2) in _PLAIN and 0 <= r0 < _PLAIN_MAX
+                and 0 <= r1 < _PLAIN_MAX and 0 <= r2 < _PLAIN_MAX):
+            # the common case (ints or finite floats), checked inline
+            res = (float(r0), float(r1), float(r2))
+        else:
+            res = tuple(
+                _number(v, 'resources.%s (%s) of instance %s', dim,
+                        model.UNITS[dim], uuid)
+                for v, dim in zip(res, model.DIMENSIONS))
         pairs.append((uuid, inst, cost, res))
     pairs.sort(key=lambda p: p[0])
     if not math.isfinite(math.fsum(p[2] for p in pairs)):
@@ -591,6 +608,10 @@ def _enumerate(problem):
     (dropping one gives a set as cheap and smaller).
     Returns the chosen item indices, or None when more than
     :data:`ENUMERATE_MAX` items are useful.
+
+    The 2^n subset sums are built by doubling (subset ``m`` holds useful
+    item ``i`` when bit ``i`` of ``m`` is set): one list comprehension
+    per item and dimension.
     """
     need = problem.need_int
     dims = [k for k in range(_NDIM) if need[k] > 0]
@@ -599,34 +620,27 @@ def _enumerate(problem):
     n = len(useful)
     if n > ENUMERATE_MAX:
         return None
-    size = 1 << n
-    cost = [0] * size
-    res = [[0] * size for _ in dims]
-    count = [0] * size
-    covers = [False] * size
-    best = None
-    for m in range(1, size):
-        low = m & -m
-        prev = m ^ low
-        it = useful[low.bit_length() - 1]
-        c = cost[prev] + it.cost_int
-        cost[m] = c
-        count[m] = count[prev] + 1
-        ok = True
-        for j, k in enumerate(dims):
-            col = res[j]
-            v = col[prev] + it.res_int[k]
-            col[m] = v
-            if v < need[k]:
-                ok = False
-        covers[m] = ok
-        if ok and (best is None or c < best):
-            best = c
+    cost = [0]
+    for it in useful:
+        c = it.cost_int
+        cost += [x + c for x in cost]
+    covers = None
+    for k in dims:
+        col = [0]
+        for it in useful:
+            r = it.res_int[k]
+            col += [x + r for x in col]
+        target = need[k]
+        if covers is None:
+            covers = [v >= target for v in col]
+        else:
+            covers = [a and v >= target for a, v in zip(covers, col)]
+    best = min(c for c, ok in zip(cost, covers) if ok)
     budget = _tie_budget(problem, best)
     win = None
-    for m in range(1, size):
-        if covers[m] and cost[m] <= budget:
-            key = (count[m], [i for i in range(n) if m >> i & 1])
+    for m, c in enumerate(cost):
+        if c <= budget and covers[m]:
+            key = (m.bit_count(), [i for i in range(n) if m >> i & 1])
             if win is None or key < win:
                 win = key
     return [useful[i].idx for i in win[1]]

@@ -54,13 +54,16 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
 
     def host_passes(self, host_state, spec_obj):
         try:
-            preemptible = hosts.request_is_preemptible(spec_obj)
             view = hosts.current_view()
-            if not preemptible and view is None:
-                return True
-            capacity, used = hosts.full_state(host_state)
+            if view is None:
+                preemptible = hosts.request_is_preemptible(spec_obj)
+                if not preemptible:
+                    return True
+                request = hosts.request_resources(spec_obj)
+            else:
+                preemptible, request = view.request_facts(spec_obj)
+            capacity, used = hosts.full_state(host_state, view)
             free = capacity - used
-            request = hosts.request_resources(spec_obj)
             if request.fits_in(free):
                 return True
             if preemptible:

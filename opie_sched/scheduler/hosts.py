@@ -447,17 +447,16 @@ def allocation_owners(cctxt, consumers):
     :param cctxt: admin RequestContext targeted at the provider's cell.
     :param consumers: consumer uuids.
     :returns: ``({consumer uuid: instance uuid}, {instance uuid:
-        Instance})`` with flavor and system metadata loaded. Two queries
-        (instances, migrations), three when migrations are found.
+        InstanceRow})``: light rows (:func:`instance_rows_by_uuid`: the
+        columns, the instance's own flavor and opie's victim record; no
+        server metadata), read fresh. Two queries for the instances, one
+        for migrations when some consumers are not instances, two more
+        when migrations are found.
     """
     consumers = set(consumers)
     if not consumers:
         return {}, {}
-    found = objects.InstanceList.get_by_filters(
-        cctxt, {'uuid': sorted(consumers), 'deleted': False,
-                'soft_deleted': True},
-        expected_attrs=['flavor', 'system_metadata'])
-    rows = {i.uuid: i for i in found}
+    rows = instance_rows_by_uuid(cctxt, consumers)
     owners = {u: u for u in rows}
     missing = consumers - set(rows)
     if missing:
@@ -468,11 +467,7 @@ def allocation_owners(cctxt, consumers):
             by_instance.setdefault(mig.instance_uuid, []).append(mig.uuid)
         extra = set(by_instance) - set(rows)
         if extra:
-            for inst in objects.InstanceList.get_by_filters(
-                    cctxt, {'uuid': sorted(extra), 'deleted': False,
-                            'soft_deleted': True},
-                    expected_attrs=['flavor', 'system_metadata']):
-                rows[inst.uuid] = inst
+            rows.update(instance_rows_by_uuid(cctxt, extra))
         for inst_uuid, mig_uuids in by_instance.items():
             if inst_uuid in rows:
                 owners.update(dict.fromkeys(mig_uuids, inst_uuid))
@@ -610,13 +605,41 @@ def _instance_rows(context, hosts, nodes=None):
     keys and one for its server metadata keys.
     """
     inst = main_models.Instance.__table__
-    extra = main_models.InstanceExtra.__table__
-    meta = main_models.InstanceSystemMetadata.__table__
-    user_meta = main_models.InstanceMetadata.__table__
     # Soft-deleted instances included: they keep their allocation.
     alive = sa.and_(inst.c.host.in_(hosts), inst.c.deleted == 0)
     if nodes is not None:
         alive = sa.and_(alive, inst.c.node.in_(nodes))
+    return _rows_where(context, alive)
+
+
+@main_db.pick_context_manager_reader
+def instance_rows_by_uuid(context, uuids):
+    """``{uuid: InstanceRow}`` of the instances of ``context``'s cell with
+    these uuids that are not deleted (soft-deleted ones included: they
+    hold their allocation until reclaimed): one query for the columns and
+    the flavor and one for opie's system metadata keys (the victim record,
+    what :func:`victim_state` and the reservations read). Their server
+    metadata is not read (``metadata`` is empty).
+    """
+    uuids = sorted(set(uuids))
+    if not uuids:
+        return {}
+    inst = main_models.Instance.__table__
+    alive = sa.and_(inst.c.uuid.in_(uuids), inst.c.deleted == 0)
+    return {r.uuid: r for r in _rows_where(context, alive,
+                                            server_metadata=False)}
+
+
+def _rows_where(context, alive, server_metadata=True):
+    """``[InstanceRow]`` of the instances matching ``alive`` (a condition
+    on nova's ``instances`` table), in id order, rows without a flavor
+    record left out; their server metadata read only when
+    ``server_metadata``.
+    """
+    inst = main_models.Instance.__table__
+    extra = main_models.InstanceExtra.__table__
+    meta = main_models.InstanceSystemMetadata.__table__
+    user_meta = main_models.InstanceMetadata.__table__
     query = sa.select(
         inst.c.uuid, inst.c.host, inst.c.node, inst.c.vm_state,
         inst.c.task_state, inst.c.launched_at, inst.c.display_name,
@@ -658,9 +681,10 @@ def _instance_rows(context, hosts, nodes=None):
         row.metadata = {}
         rows.append(row)
         by_uuid[row.uuid] = row
-    for table, prefix, attr in (
-            (meta, ROW_METADATA_PREFIX, 'system_metadata'),
-            (user_meta, ROW_SERVER_METADATA_PREFIX, 'metadata')):
+    extras = [(meta, ROW_METADATA_PREFIX, 'system_metadata')]
+    if server_metadata:
+        extras.append((user_meta, ROW_SERVER_METADATA_PREFIX, 'metadata'))
+    for table, prefix, attr in extras:
         if not rows:
             break
         joined = table.join(inst, inst.c.uuid == table.c.instance_uuid)
@@ -733,6 +757,8 @@ class RequestView:
         self.request_id = getattr(ctx, 'request_id', None)
         self._decide = None
         self._decision = None
+        # (spec_obj, its flavor, (preemptible, Resources)) last asked for
+        self._facts = None
 
     def set_policy(self, decide):
         """Give the view the callable that decides, on first need, what
@@ -750,6 +776,22 @@ class RequestView:
             self._decision = (self._decide() if self._decide is not None
                               else NO_POLICY)
         return self._decision
+
+    def request_facts(self, spec_obj):
+        """``(preemptible, resources)`` of a RequestSpec
+        (:func:`request_is_preemptible`, :func:`request_resources`),
+        worked out once per spec and flavor object: a filter asks for
+        every candidate host.
+        """
+        flavor = getattr(spec_obj, 'flavor', None)
+        cached = self._facts
+        if (cached is not None and cached[0] is spec_obj
+                and cached[1] is flavor):
+            return cached[2]
+        facts = (request_is_preemptible(spec_obj),
+                 request_resources(spec_obj))
+        self._facts = (spec_obj, flavor, facts)
+        return facts
 
     def provider_state(self, rp_uuid):
         """``(capacity, used)`` of a provider from its summary plus what

@@ -76,18 +76,35 @@ def worker_lock_name(member_id):
     return 'opie-worker-%s' % member_id
 
 
+_install_dirs_cache = {}
+
+
 def _install_dirs():
     """Directories Python imports from (site-packages, dist-packages, the
     ``sys.path`` entries) and Nova's ``pybasedir``, real paths: a
     directory created below one of them can shadow a package.
+
+    Computed once per value of ``sys.path`` (``sysconfig.get_paths()`` and
+    the real paths cost about a millisecond, and :func:`coordinator` asks
+    for them at every preemption decision).
     """
     import sys
+    key = tuple(sys.path)
+    dirs = _install_dirs_cache.get(key)
+    if dirs is None:
+        dirs = frozenset(_find_install_dirs(sys.path))
+        _install_dirs_cache.clear()
+        _install_dirs_cache[key] = dirs
+    return dirs
+
+
+def _find_install_dirs(path_entries):
     dirs = set()
     for key in ('purelib', 'platlib'):
         path = sysconfig.get_paths().get(key)
         if path:
             dirs.add(os.path.realpath(path))
-    for entry in sys.path:
+    for entry in path_entries:
         if entry and os.path.isdir(entry):
             dirs.add(os.path.realpath(entry))
     import nova

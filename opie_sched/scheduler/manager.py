@@ -290,9 +290,34 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                     or 'preemptible', host_state.host, tuple(used),
                     tuple(capacity))
 
+    @staticmethod
+    def _known_over(view, rp_uuid):
+        """True when the provider summary nova fetched for this request,
+        plus this request's own claims on the provider, is already over
+        the provider's capacity.
+
+        The usage the summary shows can only have grown since by other
+        claims, or shrunk by deletions: when it is over, the host's lock
+        is taken and its allocations read anyway (they decide; a host
+        found within capacity under the lock gets no victims), so the
+        pre-lock ``GET .../usages`` (one Placement round trip) would
+        change nothing. When it is within capacity, that GET still
+        decides whether a claim made since by another worker completed
+        an overcommit.
+        """
+        state = view.provider_state(rp_uuid)
+        if state is None:
+            return False
+        capacity, used = state
+        return not (used - capacity).fits_in(planner.model.ZERO)
+
     def _plan_victims(self, view, host_state, instance_uuid):
         """Choose and reserve victims on the claimed host, under its lock,
         from Placement's allocations (every worker's claims).
+
+        The lock is taken when the host is over capacity after the claim:
+        as the request's provider summary plus its own claims shows it
+        (:meth:`_known_over`), else as Placement's usages show it now.
         """
         rp_uuid = host_state.uuid
         summary = view.summaries.get(rp_uuid)
@@ -306,13 +331,15 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             # since is refused by its own check).
             return
         capacity = self._capacity(view, host_state)
-        # Every claim is in Placement before this read, so of several
-        # workers claiming on one host, the one completing an overcommit
-        # sees it here; nothing to do while the host is within capacity.
-        used = reservations.provider_used(self.placement_client, view.ctx,
-                                          rp_uuid)
-        if (used - capacity).fits_in(planner.model.ZERO):
-            return
+        if not self._known_over(view, rp_uuid):
+            # Every claim is in Placement before this read, so of several
+            # workers claiming on one host, the one completing an
+            # overcommit sees it here; nothing to do while the host is
+            # within capacity.
+            used = reservations.provider_used(self.placement_client,
+                                              view.ctx, rp_uuid)
+            if (used - capacity).fits_in(planner.model.ZERO):
+                return
         with locks.coordinator(CONF).lock(locks.host_lock_name(rp_uuid),
                                           locks.HOST_LOCK_TIMEOUT):
             now = timeutils.utcnow(with_timezone=True)

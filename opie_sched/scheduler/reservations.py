@@ -24,11 +24,13 @@ the others' claims. The decision is therefore made under the host's lock
   (:mod:`opie_sched.preemption.victim_state`): a victim reserved by one
   worker is leaving for all others.
 
-Per claimed host that holds preemptible instances, one ``GET
-/resource_providers/{uuid}/usages`` tells whether the full state is over
-capacity now (after this claim, so the claim that completes an overcommit
-always sees it); only then is the lock taken, and the allocations and the
-preemptible instances' rows read. Hosts without preemptible instances are
+Per claimed host that holds preemptible instances, the lock is taken, and
+the allocations and the preemptible instances' rows read, only when the
+full state is over capacity after this claim: as the request's provider
+summary plus its own claims already shows it, or else as one ``GET
+/resource_providers/{uuid}/usages`` shows it now (so the claim that
+completes an overcommit, made after other workers' claims the summary
+does not show, always sees it). Hosts without preemptible instances are
 never read.
 """
 
@@ -188,8 +190,9 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
     :param client: nova's ``SchedulerReportClient``.
     :param capacity: ``Resources`` capacity of the provider.
     :param extra_leaving: uuids already chosen by this request.
-    :returns: ``(HostView, {uuid: Instance})``: used = every allocation on
-        the provider (normal and preemptible, in-flight claims included);
+    :returns: ``(HostView, {uuid: InstanceRow})``: used = every
+        allocation on the provider (normal and preemptible, in-flight
+        claims included);
         instances = the instances of the cell owning a preemptible
         consumer (the instance itself, soft-deleted or not, or a migration
         of it: :func:`opie_sched.scheduler.hosts.allocation_owners`), each

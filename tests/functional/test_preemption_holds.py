@@ -201,7 +201,182 @@ class AlternatesTest(_Base):
         self.assertEqual({'host1', 'host3'}, offered)
 
 
-class TwoSchedulersRaceTest(_Base):
+class _ClaimHelpers:
+
+    def claim(self, rp_uuid, consumer, vcpus, ram, disk):
+        """A normal claim in Placement, as a worker makes it."""
+        body = {'allocations': {rp_uuid: {'resources': {
+            'VCPU': vcpus, 'MEMORY_MB': ram, 'DISK_GB': disk}}},
+            'project_id': self.api.project_id, 'user_id': 'u',
+            'consumer_generation': None}
+        self.placement.put('/allocations/%s' % consumer, body,
+                           version='1.28')
+
+    def summary(self, rp_uuid):
+        """The provider summary ``GET /allocation_candidates`` would give
+        now (capacity and used of every class).
+        """
+        inv = self.placement.get('/resource_providers/%s/inventories'
+                                 % rp_uuid).body['inventories']
+        used = self.placement.get('/resource_providers/%s/usages'
+                                  % rp_uuid).body['usages']
+        return {'resources': {
+            rc: {'capacity': (i['total'] - i['reserved'])
+                 * i['allocation_ratio'], 'used': used.get(rc, 0)}
+            for rc, i in inv.items()}}
+
+
+class SummaryShortcutTest(_Base, _ClaimHelpers):
+    """The preemption decision after a claim, when the request's provider
+    summary is stale either way: victims are chosen from Placement's
+    allocations read under the host's lock, whatever the summary said.
+    When the summary plus the request's own claim already shows the host
+    over capacity, the pre-lock ``GET .../usages`` is skipped (the lock
+    is needed anyway); when it shows room, that GET still catches the
+    other workers' claims made since.
+    """
+
+    def plan(self, summary, preemptor, claimed=(2, 4000, 40)):
+        """Run the manager's decision for ``preemptor`` (whose claim is
+        already in Placement) with ``summary`` as the request read it.
+
+        :returns: ``(victim uuids, Placement URLs read)``.
+        """
+        rp = self._get_provider_uuid_by_host('host1')
+        manager = self.scheduler.manager
+        view = hosts.RequestView(nova_context.get_admin_context(),
+                                 {rp: summary})
+        view.request_id = 'req-' + preemptor[:8]
+        view.note_claim(rp, reservations.model.Resources(*claimed))
+        host = mock.Mock(uuid=rp, cell_uuid=self.cell_mappings['cell1'].uuid,
+                         host='host1', nodename='host1')
+        client = manager.placement_client
+        with mock.patch.object(client, 'get', wraps=client.get) as get:
+            manager._plan_victims(view, host, preemptor)
+        urls = [c.args[0] for c in get.call_args_list]
+        victims = [inst.uuid for item in view.pending
+                   for inst, _ in item.plan.victims]
+        if view.pending:
+            manager._unreserve(view)
+        return victims, urls
+
+    def test_summary_over_capacity_skips_the_usages_read(self):
+        pre = self.fill_with_preemptibles('host1', 'medium',
+                                          [100, 200, 300, 400])
+        rp = self._get_provider_uuid_by_host('host1')
+        summary = self.summary(rp)
+        self.claim(rp, uuids.preemptor, 2, 4000, 40)
+        victims, urls = self.plan(summary, uuids.preemptor)
+        # the cheapest (billing period: 100 s) frees the medium claim
+        self.assertEqual([pre[0]['id']], victims)
+        self.assertEqual(
+            ['/resource_providers/%s/allocations' % rp], urls)
+
+    def test_host_freed_since_the_summary_gets_no_victims(self):
+        pre = self.fill_with_preemptibles('host1', 'medium',
+                                          [100, 200, 300, 400])
+        rp = self._get_provider_uuid_by_host('host1')
+        # the request read the host full...
+        summary = self.summary(rp)
+        # ...then two preemptibles left (their owner deleted them)
+        for server in pre[2:]:
+            self.api.delete_server(server['id'])
+            self._wait_until_deleted(server)
+        self.claim(rp, uuids.preemptor, 2, 4000, 40)
+        victims, urls = self.plan(summary, uuids.preemptor)
+        self.assertEqual([], victims)
+        # decided from the allocations read under the lock
+        self.assertEqual(
+            ['/resource_providers/%s/allocations' % rp], urls)
+        self.assertEqual({pre[0]['id'], pre[1]['id']}, self.live_uuids())
+        self.assertIsNone(self.sysmeta(pre[0]['id']))
+        self.assertIsNone(self.sysmeta(pre[1]['id']))
+
+    def test_claim_unseen_by_the_summary_completes_the_overcommit(self):
+        pre = self.fill_with_preemptibles('host1', 'medium',
+                                          [100, 200, 300])
+        rp = self._get_provider_uuid_by_host('host1')
+        # the summary has room for this request's medium (6 + 2 of 8
+        # vCPU)...
+        summary = self.summary(rp)
+        # ...but another worker claimed a medium since
+        self.claim(rp, uuids.other, 2, 4000, 40)
+        self.claim(rp, uuids.preemptor, 2, 4000, 40)
+        victims, urls = self.plan(summary, uuids.preemptor)
+        self.assertEqual([pre[0]['id']], victims)
+        self.assertEqual(['/resource_providers/%s/usages' % rp,
+                          '/resource_providers/%s/allocations' % rp], urls)
+
+    def test_summary_with_room_and_no_other_claim_takes_no_lock(self):
+        self.fill_with_preemptibles('host1', 'medium', [100, 200, 300])
+        rp = self._get_provider_uuid_by_host('host1')
+        summary = self.summary(rp)
+        self.claim(rp, uuids.preemptor, 2, 4000, 40)
+        with mock.patch.object(locks, 'coordinator') as coordinator:
+            victims, urls = self.plan(summary, uuids.preemptor)
+        self.assertEqual([], victims)
+        self.assertEqual(['/resource_providers/%s/usages' % rp], urls)
+        coordinator.assert_not_called()
+
+
+class AllocationOwnersTest(_Base):
+    """The rows the decision under the lock reads for a host's preemptible
+    consumers (``hosts.allocation_owners``): light rows, read fresh, that
+    carry what the plan and the reservation need.
+    """
+
+    def test_light_rows_of_the_consumers(self):
+        p = self.fill_with_preemptibles('host1', 'medium', [100, 200, 300])
+        self.api.delete_server(p[2]['id'])
+        self._wait_until_deleted(p[2])
+        cell = self.cell_mappings['cell1'].uuid
+        ctx = nova_context.get_admin_context()
+        cctxt = reservations.cell_context(ctx, cell)
+        # another worker reserved p[1]
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as tctx:
+            inst = objects.Instance.get_by_uuid(
+                tctx, p[1]['id'], expected_attrs=['system_metadata'])
+        reservations.write_state(inst, vs.reserve('other', _now()),
+                                 cctxt)
+        owners, rows = hosts.allocation_owners(
+            cctxt, [p[0]['id'], p[1]['id'], p[2]['id'], uuids.in_flight])
+        # the deleted server and the claim in flight own nothing
+        self.assertEqual({p[0]['id']: p[0]['id'], p[1]['id']: p[1]['id']},
+                         owners)
+        self.assertEqual({p[0]['id'], p[1]['id']}, set(rows))
+        row = rows[p[1]['id']]
+        self.assertEqual(vs.RESERVED, hosts.victim_state(row).state)
+        self.assertTrue(hosts.instance_is_leaving(row))
+        info = hosts.instance_info(rows[p[0]['id']])
+        self.assertEqual((True, (2, 4000, 40), False),
+                         (info.preemptible, tuple(info.resources),
+                          info.leaving))
+        self.assertIsNotNone(info.launched_at.tzinfo)
+        # the rows serve the compare-and-set of the reservation: p[0]'s
+        # record (none) is as read; p[1]'s changed since it was read
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as tctx:
+            inst = objects.Instance.get_by_uuid(
+                tctx, p[1]['id'], expected_attrs=['system_metadata'])
+        reservations.write_state(inst, vs.reserve('third', _now()),
+                                 cctxt)
+        done = reservations.reserve(
+            cctxt, [rows[p[0]['id']], rows[p[1]['id']]], uuids.preemptor,
+            'req-x', {}, worker='w')
+        self.assertEqual([p[0]['id']], done)
+        self.assertEqual((vs.RESERVED, uuids.preemptor),
+                         (self.sysmeta(p[0]['id']).state,
+                          self.sysmeta(p[0]['id']).preemptor))
+        self.assertEqual('third', self.sysmeta(p[1]['id']).preemptor)
+
+
+def _now():
+    from oslo_utils import timeutils
+    return timeutils.utcnow(with_timezone=True)
+
+
+class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
     """Two scheduler services (two manager objects, each with its own
     memory, as two workers have) place normal instances on the same
     preemptible-full host: no host ends over capacity, no victim is chosen
@@ -219,25 +394,6 @@ class TwoSchedulersRaceTest(_Base):
             'scheduler', host='scheduler2',
             manager=base.OPIE_MANAGER)).service
         self.useFixture(nova_fixtures.ConfPatcher(host='fake-mini'))
-
-    def claim(self, rp_uuid, consumer, vcpus, ram, disk):
-        """A normal claim in Placement, as a worker makes it."""
-        body = {'allocations': {rp_uuid: {'resources': {
-            'VCPU': vcpus, 'MEMORY_MB': ram, 'DISK_GB': disk}}},
-            'project_id': self.api.project_id, 'user_id': 'u',
-            'consumer_generation': None}
-        self.placement.put('/allocations/%s' % consumer, body,
-                           version='1.28')
-
-    def summary(self, rp_uuid):
-        inv = self.placement.get('/resource_providers/%s/inventories'
-                                 % rp_uuid).body['inventories']
-        used = self.placement.get('/resource_providers/%s/usages'
-                                  % rp_uuid).body['usages']
-        return {'resources': {
-            rc: {'capacity': (i['total'] - i['reserved'])
-                 * i['allocation_ratio'], 'used': used.get(rc, 0)}
-            for rc, i in inv.items()}}
 
     def separate_coordinators(self):
         """Each planner thread gets a tooz coordinator of its own (as two

@@ -214,6 +214,27 @@ class LockDirTest(testtools.TestCase):
         # nothing created that could shadow a package
         self.assertEqual([], os.listdir(self.tmp))
 
+    def test_install_dirs_are_found_once_per_sys_path(self):
+        import os
+        import sys
+        import sysconfig
+        self.conf.set_override('state_path', self.tmp)
+        self.useFixture(fixtures.MockPatchObject(sys, 'path',
+                                                 list(sys.path)))
+        found = self.useFixture(fixtures.MockPatchObject(
+            locks, '_find_install_dirs',
+            wraps=locks._find_install_dirs)).mock
+        locks._install_dirs_cache.clear()
+        for _ in range(3):
+            locks.default_url(self.conf)
+        self.assertEqual(1, found.call_count)
+        # a directory added to sys.path counts from then on
+        sys.path.insert(0, self.tmp)
+        self.assertRaises(locks.LockDirError, locks.default_url, self.conf)
+        self.assertEqual(2, found.call_count)
+        self.assertIn(os.path.realpath(sysconfig.get_paths()['purelib']),
+                      locks._install_dirs())
+
     def test_site_packages_is_refused(self):
         import sysconfig
         self.conf.set_override('state_path', sysconfig.get_paths()['purelib'])

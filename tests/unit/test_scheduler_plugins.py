@@ -136,6 +136,27 @@ class FullStateFilterTest(_PluginTest):
         hs.vcpus_total = None  # a broken host record
         self.assertFalse(self.filt.host_passes(hs, request(MEDIUM, True)))
 
+    def test_request_read_once_per_spec_in_a_request(self):
+        hosts.set_current_view(hosts.RequestView(ctx=None))
+        sizes = self.useFixture(fixtures.MockPatchObject(
+            hosts, 'request_resources', wraps=hosts.request_resources)).mock
+        states = [host_state('h%d' % i, [instance('a%d' % i, 'h%d' % i,
+                                                  LARGE, False)])
+                  for i in range(5)]
+        spec = request(MEDIUM, True)
+        self.assertEqual([True] * 5, [self.filt.host_passes(hs, spec)
+                                      for hs in states])
+        self.assertEqual(1, sizes.call_count)
+        # another spec, or the same spec with another flavor: read again
+        big = request((5, 100, 1), True)
+        self.assertEqual([False] * 5, [self.filt.host_passes(hs, big)
+                                       for hs in states])
+        spec.flavor = flavor((5, 100, 1), True)
+        self.assertFalse(self.filt.host_passes(states[0], spec))
+        spec.flavor = flavor(MEDIUM, False)
+        self.assertTrue(self.filt.host_passes(states[0], spec))
+        self.assertEqual(4, sizes.call_count)
+
 
 class WeigherTest(_PluginTest):
 
