@@ -325,6 +325,18 @@ class AllocationOwnersTest(_Base):
     carry what the plan and the reservation need.
     """
 
+    def reserved_by(self, cctxt, server_id, preemptor):
+        """Record a reservation of ``server_id`` by ``preemptor`` (as
+        another worker's decision would).
+        """
+        ctx = nova_context.get_admin_context()
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as tctx:
+            inst = objects.Instance.get_by_uuid(
+                tctx, server_id, expected_attrs=['system_metadata'])
+        reservations.write_state(inst, vs.reserve(preemptor, _now()),
+                                 cctxt)
+
     def test_light_rows_of_the_consumers(self):
         p = self.fill_with_preemptibles('host1', 'medium', [100, 200, 300])
         self.api.delete_server(p[2]['id'])
@@ -333,12 +345,7 @@ class AllocationOwnersTest(_Base):
         ctx = nova_context.get_admin_context()
         cctxt = reservations.cell_context(ctx, cell)
         # another worker reserved p[1]
-        with nova_context.target_cell(
-                ctx, self.cell_mappings['cell1']) as tctx:
-            inst = objects.Instance.get_by_uuid(
-                tctx, p[1]['id'], expected_attrs=['system_metadata'])
-        reservations.write_state(inst, vs.reserve('other', _now()),
-                                 cctxt)
+        self.reserved_by(cctxt, p[1]['id'], 'other')
         owners, rows = hosts.allocation_owners(
             cctxt, [p[0]['id'], p[1]['id'], p[2]['id'], uuids.in_flight])
         # the deleted server and the claim in flight own nothing
@@ -355,12 +362,7 @@ class AllocationOwnersTest(_Base):
         self.assertIsNotNone(info.launched_at.tzinfo)
         # the rows serve the compare-and-set of the reservation: p[0]'s
         # record (none) is as read; p[1]'s changed since it was read
-        with nova_context.target_cell(
-                ctx, self.cell_mappings['cell1']) as tctx:
-            inst = objects.Instance.get_by_uuid(
-                tctx, p[1]['id'], expected_attrs=['system_metadata'])
-        reservations.write_state(inst, vs.reserve('third', _now()),
-                                 cctxt)
+        self.reserved_by(cctxt, p[1]['id'], 'third')
         done = reservations.reserve(
             cctxt, [rows[p[0]['id']], rows[p[1]['id']]], uuids.preemptor,
             'req-x', {}, worker='w')

@@ -91,9 +91,7 @@ class PreemptibleQuotaTest(base.OpieBaseTest):
         """
         deadline = time.monotonic() + CONF.opie.build_timeout
         while True:
-            usages = self.placement(
-                self.admin, '/usages?project_id=%s' % self.project)['usages']
-            used = {rc: n for rc, n in usages.items() if n}
+            used = {rc: n for rc, n in self.project_usages().items() if n}
             if not used:
                 return
             if time.monotonic() > deadline:
@@ -123,10 +121,14 @@ class PreemptibleQuotaTest(base.OpieBaseTest):
         self.assertTrue(over, message)
         return over
 
+    def project_usages(self):
+        """``{resource class: amount}`` the project uses in Placement."""
+        return self.placement(
+            self.admin, '/usages?project_id=%s' % self.project)['usages']
+
     def usage(self):
         """The project's Placement usage of both vCPU classes."""
-        usages = self.placement(
-            self.admin, '/usages?project_id=%s' % self.project)['usages']
+        usages = self.project_usages()
         return {VCPU: usages.get('VCPU', 0),
                 PREEMPTIBLE_VCPU: usages.get(base.PREEMPTIBLE['VCPU'], 0)}
 
