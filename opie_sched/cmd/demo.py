@@ -25,7 +25,9 @@ a PNG plot. The in-process cloud places normal requests transparently
 (``[opie_preemption] transparent_normal_placement``) unless
 ``--normal-placement full-state``. A replay of any length runs to the end (no
 timeouts unless ``--wait-timeout``) or stops with one line naming the
-request, the server and the cloud.
+request, the server and the cloud. On the in-process cloud, a build nova's
+conductor drops is deleted and submitted again once
+(:class:`opie_sched.demo.cloud.LostBuilds`).
 """
 
 import logging
@@ -268,7 +270,8 @@ def _embedded(args):
         try:
             cloud.start()
             _say('Nova is up (%.1f s)' % (time.monotonic() - t0))
-            target = targets.EmbeddedTarget(cloud, wait=args.wait_timeout)
+            target = targets.EmbeddedTarget(cloud, wait=args.wait_timeout,
+                                            warn=_say)
             return replay.Replayer(target, reqs, label, progress=_say,
                                    progress_every=args.progress_every).run()
         except targets.ReplayError as exc:
@@ -297,7 +300,7 @@ def _remote(args, options):
             conn, name, image=args.image, network=args.network,
             flavor_prefix=args.flavor_prefix, wait=args.wait_timeout,
             interval=args.poll_interval,
-            capacity_vcpus=args.capacity_vcpus)
+            capacity_vcpus=args.capacity_vcpus, warn=_say)
 
     capacity = new_target().capacity_vcpus
 

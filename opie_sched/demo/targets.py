@@ -29,9 +29,13 @@ virtual start, so that cost modules see the trace's runtimes.
 
 import collections
 import datetime
+import logging
+import time
 import uuid
 
 from opie_sched.notifications import base as notifications
+
+LOG = logging.getLogger(__name__)
 
 #: Instance action recorded on every victim (see opie_sched's preemption
 #: actions); duplicated here so that a replay on a remote cloud does not
@@ -39,6 +43,12 @@ from opie_sched.notifications import base as notifications
 PREEMPT_ACTION = 'preempt'
 #: Versioned notification of a preemption decision.
 PREEMPT_EVENT = 'opie.instance.preempt'
+
+
+class BuildLost(Exception):
+    """Nova dropped a server's build: it stays in BUILD for ever. The
+    message is the reason, one line.
+    """
 
 
 class ReplayError(Exception):
@@ -88,6 +98,9 @@ class OpenStackTarget:
     :param interval: seconds between two polls of a server's status.
     :param capacity_vcpus: the cloud's vCPU capacity for utilisation;
         default: the VCPU inventories in Placement.
+    :param warn: called with one line when the replay works around a
+        fault of the cloud (a lost build submitted again); default: log
+        it as a warning.
     """
 
     #: whether launched_at can be moved to virtual time
@@ -95,7 +108,7 @@ class OpenStackTarget:
 
     def __init__(self, conn, name, image=None, network='none',
                  flavor_prefix='demo.', wait=None, interval=2.0,
-                 capacity_vcpus=None):
+                 capacity_vcpus=None, warn=None):
         self.conn = conn
         self.name = name
         self.image = image
@@ -104,6 +117,7 @@ class OpenStackTarget:
         self.wait = wait
         self.interval = interval
         self._capacity = capacity_vcpus
+        self.warn = warn or LOG.warning
         self._image_id = None
         self._flavors = {}
         self.created = set()            # every server uuid booted
@@ -259,21 +273,67 @@ class OpenStackTarget:
         ok, failed = [], []
         for server in servers:
             try:
-                done = compute.wait_for_server(server, status='ACTIVE',
-                                               failures=['ERROR'],
-                                               interval=self.interval,
-                                               wait=self.wait)
-                ok.append(server.id)
-                self.hosts[server.id] = getattr(done, 'compute_host', None)
-            except sdk_exc.ResourceFailure:
-                failed.append(server.id)
-                self.faults[server.id] = self._fault(server.id)
+                try:
+                    done = self._wait_active(server)
+                except BuildLost as lost:
+                    done = self._resubmit(server, name, flavor_id, lost)
+                ok.append(done.id)
+                self.hosts[done.id] = getattr(done, 'compute_host', None)
+            except sdk_exc.ResourceFailure as exc:
+                uuid_ = getattr(exc, 'server_id', None) or server.id
+                failed.append(uuid_)
+                self.faults[uuid_] = self._fault(uuid_)
             except sdk_exc.SDKException as exc:
                 raise ReplayError('%s: server %s: %s'
                                   % (what, server.id, _one_line(exc)))
+            except BuildLost as lost:
+                raise ReplayError(
+                    '%s: nova lost the build of server %s, and of the '
+                    'server submitted again in its place (%s)'
+                    % (what, server.id, lost))
         for uuid_ in failed:
             self.delete_server(uuid_)
         return ok, failed
+
+    def _wait_active(self, server):
+        """Wait for ``server`` to become ACTIVE; returns it.
+
+        :raises openstack.exceptions.ResourceFailure: it went to ERROR.
+        :raises openstack.exceptions.ResourceTimeout: not ACTIVE within
+            :attr:`wait` seconds.
+        :raises BuildLost: never here (a cloud seen through its API
+            alone cannot tell a lost build from a slow one).
+        """
+        return self.conn.compute.wait_for_server(
+            server, status='ACTIVE', failures=['ERROR'],
+            interval=self.interval, wait=self.wait)
+
+    def _resubmit(self, server, name, flavor_id, lost):
+        """Replace a server whose build nova lost: delete it (nova's
+        delete of a server still in BUILD also removes its Placement
+        allocation), boot one server of the same name and flavor, and wait
+        for it once.
+
+        :returns: the new server, ACTIVE.
+        :raises openstack.exceptions.ResourceFailure: the new server went
+            to ERROR (its ``server_id`` attribute names it).
+        :raises BuildLost: nova lost the new server's build too.
+        """
+        from openstack import exceptions as sdk_exc
+
+        self.warn('nova lost the build of server %s (%s); deleting it and '
+                  'submitting the request again' % (server.id, lost))
+        self.delete_server(server.id)
+        self.created.discard(server.id)
+        again = self.conn.compute.create_server(
+            name=name, flavor_id=flavor_id, image_id=self.image_id,
+            networks=self._networks())
+        self.created.add(again.id)
+        try:
+            return self._wait_active(again)
+        except sdk_exc.ResourceFailure as exc:
+            exc.server_id = again.id
+            raise
 
     def _fault(self, uuid_):
         """The fault message of a server in ERROR, or None."""
@@ -396,13 +456,43 @@ class EmbeddedTarget(OpenStackTarget):
 
     virtual_launch_times = True
 
-    def __init__(self, cloud, wait=None, interval=0.05):
+    #: seconds between two looks at the conductor's lost builds while a
+    #: server is in BUILD
+    LOST_CHECK_INTERVAL = 1.0
+
+    def __init__(self, cloud, wait=None, interval=0.05, warn=None):
         super().__init__(cloud.connection(), 'embedded',
                          network='none', wait=wait, interval=interval,
-                         capacity_vcpus=cloud.capacity_vcpus)
+                         capacity_vcpus=cloud.capacity_vcpus, warn=warn)
         self.cloud = cloud
         self._image_id = cloud.image_id
         self._notes_seen = 0
+
+    def _wait_active(self, server):
+        """As :meth:`OpenStackTarget._wait_active`, and every
+        :attr:`LOST_CHECK_INTERVAL` seconds a look at the conductor's lost
+        builds (:class:`~opie_sched.demo.cloud.LostBuilds`).
+
+        :raises BuildLost: nova's conductor dropped this server's build.
+        """
+        from openstack import exceptions as sdk_exc
+
+        deadline = None if self.wait is None else \
+            time.monotonic() + self.wait
+        while True:
+            step = self.LOST_CHECK_INTERVAL
+            if deadline is not None:
+                step = max(min(step, deadline - time.monotonic()), 0.001)
+            try:
+                return self.conn.compute.wait_for_server(
+                    server, status='ACTIVE', failures=['ERROR'],
+                    interval=self.interval, wait=step)
+            except sdk_exc.ResourceTimeout:
+                reason = self.cloud.lost_builds.reason(server.id)
+                if reason is not None:
+                    raise BuildLost(reason)
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
 
     def cleanup(self):
         """Nothing: the embedded cloud is thrown away after the replay."""

@@ -193,3 +193,83 @@ class DemoOnCloudTest(testtools.TestCase):
         self.assertEqual(1, rc)
         self.assertIn('--normal-placement is for the embedded cloud',
                       err.getvalue())
+
+
+class LostBuildTest(testtools.TestCase):
+    """A build nova's conductor drops (an RPC cast that raised) is seen,
+    and the in-process demo submits the request again instead of waiting
+    for ever.
+    """
+
+    MAP = 'nova.conductor.manager.ComputeTaskManager._map_instance_to_cell'
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        self.cloud = self.useFixture(cloud_mod.EmbeddedCloud(hosts=1))
+        self.conn = self.cloud.connection()
+        self.mapped = []
+        self.warnings = []
+        # Bounded, so that a build the target fails to see as lost fails
+        # the test (ResourceTimeout) instead of hanging it.
+        self.target = targets.EmbeddedTarget(self.cloud, wait=120,
+                                             warn=self.warnings.append)
+
+    def _fail_mapping(self, times):
+        """The conductor's UPDATE of the instance mapping fails ``times``
+        times, as the API database did once under load.
+        """
+        from nova.conductor import manager as conductor_manager
+        from oslo_db import exception as db_exc
+
+        original = conductor_manager.ComputeTaskManager._map_instance_to_cell
+
+        def flaky(context, instance, cell):
+            self.mapped.append(instance.uuid)
+            if len(self.mapped) <= times:
+                raise db_exc.DBError('(sqlite3.OperationalError) database '
+                                     'is locked')
+            return original(context, instance, cell)
+
+        self.useFixture(fixtures.MonkeyPatch(self.MAP, staticmethod(flaky)))
+
+    def _allocations(self, consumer):
+        return self.cloud.placement.get(
+            '/allocations/%s' % consumer).body['allocations']
+
+    def test_lost_build_is_deleted_and_submitted_again(self):
+        self._fail_mapping(times=1)
+        flavor = self.target.flavor_id(req(1, 0, 2, False))
+
+        ok, failed = self.target.boot('opie-demo-lost', flavor)
+
+        self.assertEqual([], failed)
+        self.assertEqual(2, len(self.mapped))
+        lost, again = self.mapped
+        self.assertEqual([again], ok)
+        self.assertEqual('host1', self.target.hosts[again])
+        [line] = self.warnings
+        self.assertIn('nova lost the build of server %s' % lost, line)
+        self.assertIn('database is locked', line)
+        # the lost server is gone, with its Placement allocation: the host
+        # holds the new server only
+        self.assertEqual([again], [s.id for s in self.conn.compute.servers(
+            name='^opie-demo-')])
+        self.assertEqual({}, self._allocations(lost))
+        self.assertEqual({'host1': (6, 12000, 160)},
+                         self.target.normal_room())
+        self.assertNotIn(lost, self.target.created)
+
+    def test_build_lost_twice_is_one_clear_error(self):
+        self._fail_mapping(times=2)
+        flavor = self.target.flavor_id(req(1, 0, 2, False))
+
+        exc = self.assertRaises(targets.ReplayError, self.target.boot,
+                                'opie-demo-lost', flavor)
+
+        lost, again = self.mapped
+        self.assertIn('nova lost the build of server %s, and of the server '
+                      'submitted again in its place (DBError: '
+                      '(sqlite3.OperationalError) database is locked)'
+                      % lost, str(exc))
+        self.assertEqual({}, self._allocations(lost))

@@ -18,10 +18,12 @@ import inspect
 
 import testtools
 
+from nova.conductor import manager as conductor_manager
 from nova.scheduler.client import report
 from nova.scheduler import host_manager
 from nova.scheduler import manager as nova_manager
 
+from opie_sched.demo import cloud as demo_cloud
 from opie_sched.scheduler import manager as opie_manager
 
 
@@ -83,3 +85,14 @@ class NovaSignatureTest(testtools.TestCase):
                                    'placement_client'), property)
         self.assertEqual(['self', 'url', 'version', 'global_request_id'],
                          params(report.SchedulerReportClient.get))
+
+    def test_conductor_build_wrapped_by_the_demo(self):
+        # opie_sched.demo.cloud.LostBuilds binds these two by name
+        names = params(conductor_manager.ComputeTaskManager.
+                       schedule_and_build_instances)
+        self.assertEqual(['self', 'context', 'build_requests'], names[:3])
+        # and patch it by this dotted name
+        method = conductor_manager.ComputeTaskManager.\
+            schedule_and_build_instances
+        self.assertEqual(demo_cloud.LostBuilds.METHOD, '%s.%s' % (
+            method.__module__, method.__qualname__))
