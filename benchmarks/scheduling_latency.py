@@ -1057,11 +1057,7 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         # goodbyes; keep them off stdout
         logging.getLogger('nova.thread_pool_factory').setLevel(
             logging.WARNING)
-        cloud.stop()
-        # the tooz coordinator of this cloud's lock directory (a heartbeat
-        # thread) outlives the cloud otherwise
-        from opie_sched.scheduler import locks
-        locks.reset()
+        cloud.stop()        # with opie's coordinators and compute API
         gc.unfreeze()
     res['setup_s'] = [setup]
     res['gc_full_timed'] = [GC_WATCH.full]

@@ -428,8 +428,8 @@ class EmbeddedCloud(fixtures.Fixture):
 
     @staticmethod
     def _reset_globals():
-        """Nova's process-wide caches, which a previous cloud in this
-        process may have filled.
+        """Nova's and opie's process-wide caches, which a previous cloud in
+        this process may have filled.
         """
         from nova.api.openstack import wsgi_app
         from nova.compute import api as compute_api
@@ -456,6 +456,13 @@ class EmbeddedCloud(fixtures.Fixture):
         nova.crypto._KEYMGR = None
         nova.limit.utils.IDENTITY_CLIENT = None
         nova.service_auth.reset_globals()
+        # opie's own: the compute API the scheduler deletes victims with,
+        # and the tooz coordinators of this cloud's lock directory (each
+        # with a heartbeat thread that outlived the cloud)
+        from opie_sched.scheduler import actions
+        from opie_sched.scheduler import locks
+        actions.reset()
+        locks.reset()
 
     def _setup_cells(self, nova_fixtures):
         """cell0 and cell1 with their mappings (as nova's tests do)."""

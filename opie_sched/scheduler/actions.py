@@ -99,6 +99,16 @@ def compute_api():
     return _compute_api
 
 
+def reset():
+    """Forget the process's compute API (it holds the clients of the
+    cloud it was made for): for an in-process cloud stopped and another
+    started in the same process.
+    """
+    global _compute_api
+    with _api_lock:
+        _compute_api = None
+
+
 def _add_fault(cctxt, instance, message, details):
     """An instance fault: ``message`` for everyone who sees the server,
     ``details`` for admins only (code 500).

@@ -273,3 +273,27 @@ class LostBuildTest(testtools.TestCase):
                       '(sqlite3.OperationalError) database is locked)'
                       % lost, str(exc))
         self.assertEqual({}, self._allocations(lost))
+
+
+class CloudStopTest(testtools.TestCase):
+    """A stopped in-process cloud leaves none of opie's process-wide state
+    behind for the next one (the benchmarks start one per scale).
+    """
+
+    def test_stop_forgets_coordinators_and_compute_api(self):
+        from nova import conf as nova_conf
+
+        from opie_sched.scheduler import actions
+        from opie_sched.scheduler import locks
+
+        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        cloud = cloud_mod.EmbeddedCloud(hosts=1).start()
+        try:
+            coord = locks.coordinator(nova_conf.CONF)
+            api = actions.compute_api()
+            self.assertIs(api, actions.compute_api())
+            self.assertIn(coord, locks._coordinators.values())
+        finally:
+            cloud.stop()
+        self.assertEqual({}, locks._coordinators)
+        self.assertIsNone(actions._compute_api)
