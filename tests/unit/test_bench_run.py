@@ -160,6 +160,8 @@ class ScaleAndBurstRowsTest(testtools.TestCase):
         self.assertAlmostEqual(1.5, rows['e2e.opie_free']['value'])
         self.assertTrue(rows['e2e.opie_free']['ok'])
         self.assertAlmostEqual(3.0, rows['e2e.retry_opie']['value'])
+        self.assertAlmostEqual(4.5, rows['e2e.retry_free']['value'])
+        self.assertIsNone(rows['e2e.retry_free']['target'])
 
 
 class ArgumentsTest(testtools.TestCase):

@@ -200,3 +200,30 @@ class RebuildRefusedTest(testtools.TestCase):
         self.assertFalse(e2e._rebuild_refused(
             exceptions.ConflictException('quota exceeded')))
         self.assertFalse(e2e._rebuild_refused(mock.Mock()))
+
+
+class RetryTargetReachTest(testtools.TestCase):
+    """The line that says whether (b)/opie >= 2 could be reached."""
+
+    def setUp(self):
+        super().setUp()
+        self.e2e = _load()
+
+    def test_out_of_reach_when_the_retry_is_under_twice_free_room(self):
+        # the devcloud of stop 27: free 2.28, opie 3.00, retry 4.12
+        line = self.e2e.retry_target_reach(2.28, 3.00, 4.12)
+        self.assertEqual(
+            '(b)/opie >= 2 is out of reach on this cloud: it needs opie '
+            '<= 2.06 s, below a create on free room (2.28 s); the retry '
+            'costs free room + 1.84 s, so its ceiling (b)/(a) is 1.81',
+            line)
+
+    def test_reachable_names_the_gap(self):
+        self.assertEqual(
+            '(b)/opie >= 2 needs opie <= 3.00 s: 1.00 s less than now '
+            '(ceiling (b)/(a) = 3.00)',
+            self.e2e.retry_target_reach(2.0, 4.0, 6.0))
+
+    def test_reached(self):
+        self.assertEqual('(b)/opie >= 2 reached (ceiling (b)/(a) = 3.00)',
+                         self.e2e.retry_target_reach(2.0, 3.0, 6.0))
