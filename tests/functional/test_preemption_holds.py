@@ -373,6 +373,57 @@ class AllocationOwnersTest(_Base):
         self.assertEqual('third', self.sysmeta(p[1]['id']).preemptor)
 
 
+class BulkRowsTest(_Base):
+    """The bulk read of a request's hosts (``hosts.load_instances``): one
+    row per instance whatever its victim record holds (the record's keys
+    ride along the instance rows in one query), and the server metadata
+    only when asked for, also for rows loaded earlier without it.
+    """
+
+    reserved_by = AllocationOwnersTest.reserved_by
+
+    def test_one_row_per_instance_with_its_record(self):
+        p = self.fill_with_preemptibles('host1', 'medium', [100, 200, 300])
+        ids = [s['id'] for s in p]
+        cell = self.cell_mappings['cell1'].uuid
+        ctx = nova_context.get_admin_context()
+        cctxt = reservations.cell_context(ctx, cell)
+        # p[1] reserved: a record of several opie_victim_* keys, beside
+        # nova's own system metadata keys
+        self.reserved_by(cctxt, ids[1], 'other')
+        self.api.post_server_metadata(ids[2], {'opie:bid': '0.5',
+                                               'owner:note': 'x'})
+        for meta in (True, False):
+            rows = hosts.load_instances(ctx, {cell: {'host1'}},
+                                        server_metadata=meta)
+            got = rows[('host1', 'host1')]
+            self.assertEqual(sorted(ids), sorted(r.uuid for r in got))
+            by_uuid = {r.uuid: r for r in got}
+            record = vs.reserve('other', _now()).as_metadata()
+            self.assertEqual(sorted(record),
+                             sorted(by_uuid[ids[1]].system_metadata))
+            self.assertEqual('other',
+                             hosts.victim_state(by_uuid[ids[1]]).preemptor)
+            self.assertTrue(hosts.instance_is_leaving(by_uuid[ids[1]]))
+            self.assertEqual({}, by_uuid[ids[0]].system_metadata)
+            self.assertEqual({}, by_uuid[ids[2]].system_metadata)
+            self.assertEqual({'opie:bid': '0.5'} if meta else {},
+                             by_uuid[ids[2]].metadata)
+            self.assertEqual({}, by_uuid[ids[0]].metadata)
+        # a request's view loads without the server metadata; a reader
+        # of it (the market's weigher) still gets it
+        view = hosts.RequestView(ctx)
+        host_state = mock.Mock(host='host1', nodename='host1',
+                               cell_uuid=cell)
+        view._ensure_loaded([host_state])
+        row = view.instance('host1', 'host1', ids[2])
+        self.assertEqual({}, row.metadata)
+        view.loaded_instances([host_state])
+        self.assertEqual({'opie:bid': '0.5'}, row.metadata)
+        self.assertEqual({'opie:bid': '0.5'}, view.instance(
+            'host1', 'host1', ids[2]).metadata)
+
+
 def _now():
     from oslo_utils import timeutils
     return timeutils.utcnow(with_timezone=True)

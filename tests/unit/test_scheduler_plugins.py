@@ -88,6 +88,7 @@ class _PluginTest(testtools.TestCase):
             view._instances[(hs.host, hs.nodename)] = list(
                 hs.instances.values())
             view._loaded.add((hs.host, hs.nodename))
+            view._meta_loaded.add((hs.host, hs.nodename))
         hosts.set_current_view(view)
         return list(host_states)
 
@@ -410,8 +411,10 @@ class BulkLoadTest(_PluginTest):
         hosts.set_current_view(hosts.RequestView(ctx=None))
         got = dict(self.weigh(weights.all_weighers(), roomy + [full],
                               request(LARGE, False)))
+        # the full-state weighers do not read server metadata
         load.mock.assert_called_once_with(None, {None: {'full'}},
-                                          nodes_by_cell={None: {'full'}})
+                                          nodes_by_cell={None: {'full'}},
+                                          server_metadata=False)
         self.assertEqual('full', min(got, key=got.get))
 
     def test_nothing_loaded_when_every_host_fits(self):
@@ -432,13 +435,14 @@ class InstanceRowsTest(testtools.TestCase):
         import collections
         Rec = collections.namedtuple('Rec', (
             'uuid host node vm_state task_state launched_at display_name '
-            'project_id user_id image_ref flavor'))
+            'project_id user_id image_ref flavor key value'))
         recs = [Rec('u%d' % i, 'h', 'n', 'active', None, NOW, 'x', 'p',
-                    'u', 'img', text)
+                    'u', 'img', text, None, None)
                 for i, text in enumerate(flavor_texts)]
         session = mock.Mock()
-        # the columns, then opie's system and server metadata keys
-        session.execute.side_effect = [recs, [], []]
+        # the columns with opie's system metadata keys, then its server
+        # metadata keys
+        session.execute.side_effect = [recs, []]
         read = hosts._instance_rows.__wrapped__
         return read(mock.Mock(session=session), ['h'], ['n'])
 
