@@ -840,6 +840,12 @@ class RequestView:
                               else NO_POLICY)
         return self._decision
 
+    def decided(self):
+        """The request's :class:`Decision` when :meth:`decision` already
+        worked it out, else None (nothing is read).
+        """
+        return self._decision
+
     def request_facts(self, spec_obj):
         """``(preemptible, resources)`` of a RequestSpec
         (:func:`request_is_preemptible`, :func:`request_resources`),

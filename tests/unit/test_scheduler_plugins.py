@@ -158,6 +158,32 @@ class FullStateFilterTest(_PluginTest):
         self.assertTrue(self.filt.host_passes(states[0], spec))
         self.assertEqual(4, sizes.call_count)
 
+    def test_what_the_request_is_for_is_read_once(self):
+        # a normal request: the first host whose full state has no room
+        # reads the request's decision; the later hosts pass on it alone
+        # when the request may use the normal state, and are judged on
+        # their full state when it may not (a move that may not preempt)
+        states = [host_state('h%d' % i, [instance('a%d' % i, 'h%d' % i,
+                                                  LARGE, True),
+                                         instance('b%d' % i, 'h%d' % i,
+                                                  LARGE, True)])
+                  for i in range(3)]
+        states.append(host_state('room', []))
+        spec = request(MEDIUM, False)
+        for fit, expected in ((False, [True] * 4),
+                              (True, [False, False, False, True])):
+            view = hosts.RequestView(ctx=None)
+            decide = mock.Mock(return_value=hosts.Decision(
+                'migration', False, fit, fit))
+            view.set_policy(decide)
+            hosts.set_current_view(view)
+            full = self.useFixture(fixtures.MockPatchObject(
+                hosts, 'full_state', wraps=hosts.full_state)).mock
+            self.assertEqual(expected, [self.filt.host_passes(hs, spec)
+                                        for hs in states])
+            self.assertEqual(1, decide.call_count)
+            self.assertEqual(1 if not fit else 4, full.call_count)
+
 
 class WeigherTest(_PluginTest):
 
