@@ -225,10 +225,12 @@ def instance_is_leaving(instance, extra_leaving=(), now=None):
     return state.is_leaving(now, CONF.opie_preemption.reservation_timeout)
 
 
-def instance_info(instance, extra_leaving=(), now=None, resources=None):
+def instance_info(instance, extra_leaving=(), now=None, resources=None,
+                  preemptible=None):
     """:class:`~opie_sched.preemption.model.InstanceInfo` of an Instance
     (``leaving`` as :func:`instance_is_leaving` says; ``resources`` default
-    to its flavor's, as :func:`flavor_resources` counts them).
+    to its flavor's, as :func:`flavor_resources` counts them;
+    ``preemptible`` to :func:`flavor_is_preemptible` of its flavor).
     """
     flavor = instance.flavor
     leaving = instance_is_leaving(instance, extra_leaving, now)
@@ -238,9 +240,11 @@ def instance_info(instance, extra_leaving=(), now=None, resources=None):
     if resources is None:
         resources = flavor_resources(
             flavor, instance_boots_from_volume(instance))
+    if preemptible is None:
+        preemptible = flavor_is_preemptible(flavor)
     return model.InstanceInfo(
         uuid=instance.uuid, resources=resources,
-        preemptible=flavor_is_preemptible(flavor), launched_at=launched,
+        preemptible=preemptible, launched_at=launched,
         name=instance.display_name or '', project_id=instance.project_id,
         leaving=leaving)
 
@@ -629,10 +633,13 @@ class InstanceRow:
                  'image_ref', 'flavor', 'system_metadata', 'metadata')
 
     def __contains__(self, name):
-        return name in self.__slots__
+        return name in _ROW_FIELDS
 
     def __repr__(self):
         return 'InstanceRow(%s on %s/%s)' % (self.uuid, self.host, self.node)
+
+
+_ROW_FIELDS = frozenset(InstanceRow.__slots__)
 
 
 def _row_flavor(text):
@@ -982,15 +989,22 @@ class RequestView:
                 self._infos_gone = gone
             cache = self._infos
             built = self._views
+        facts = {}
         return {key: view(key, hs, capacity, used, need, cache, built,
-                          gone, now)
+                          gone, now, facts)
                 for key, hs, capacity, used, need in states}
 
     def view_of(self, key, hs, capacity, used, need, cache, built, gone,
-                now):
+                now, facts=None):
         """One host's :class:`~opie_sched.preemption.model.HostView`,
         from ``built`` when it was made of the same full state and
         instances (see :meth:`host_views`), else built and kept there.
+
+        :param facts: a dict shared by the hosts of one call: what a
+            flavor object holds on a host (its resources, with or without
+            the root disk) and whether it is preemptible, worked out once
+            per flavor object (the rows of one bulk read share the flavor
+            objects of one serialized flavor) and boot-from-volume flag.
         """
         stamp = (capacity, used, need)
         entry = built.get(key)
@@ -1000,8 +1014,22 @@ class RequestView:
         if need:
             infos = cache.get(key)
             if infos is None:
-                infos = [instance_info(i, gone, now)
-                         for i in self._instances.get(key, [])]
+                if facts is None:
+                    facts = {}
+                infos = []
+                for i in self._instances.get(key, []):
+                    flavor = i.flavor
+                    bfv = instance_boots_from_volume(i)
+                    # an entry holds its flavor object: that id() is not
+                    # reused while the entry lives
+                    known = facts.get((id(flavor), bfv))
+                    if known is None or known[0] is not flavor:
+                        known = (flavor, flavor_resources(flavor, bfv),
+                                 flavor_is_preemptible(flavor))
+                        facts[(id(flavor), bfv)] = known
+                    infos.append(instance_info(i, gone, now,
+                                               resources=known[1],
+                                               preemptible=known[2]))
                 cache[key] = infos
         hv = model.HostView(name=hs.nodename or hs.host, capacity=capacity,
                             used=used, instances=list(infos))

@@ -371,6 +371,31 @@ class SharedHostViewsTest(_PluginTest):
         self.assertNotEqual(dict(first), second)
         self.assertEqual(max(second.values()), second['h-cheap'])
 
+    def test_flavor_facts_per_flavor_and_volume_boot(self):
+        # one flavor object shared by three rows (as a bulk read shares
+        # it), one of them booted from a volume (no root disk on the
+        # host); another flavor, normal, of the same size
+        shared = flavor(LARGE, True)
+        rows = []
+        for uuid, image, flv in (('a', 'img', shared), ('b', '', shared),
+                                 ('c', 'img', shared),
+                                 ('d', 'img', flavor(LARGE, False))):
+            inst = instance(uuid, 'h', LARGE, True, 100)
+            inst.flavor = flv
+            inst.image_ref = image
+            rows.append(inst)
+        hs = host_state('h', rows)
+        view = hosts.RequestView(ctx=None)
+        view._instances[('h', 'h')] = rows
+        view._loaded.add(('h', 'h'))
+        got = view.host_views([hs], request=hosts.request_resources(
+            request(LARGE, False)))[('h', 'h')].instances
+        self.assertEqual([hosts.instance_info(i) for i in rows], got)
+        self.assertEqual([(4, 8000, 80), (4, 8000, 0), (4, 8000, 80),
+                          (4, 8000, 80)], [tuple(i.resources) for i in got])
+        self.assertEqual([True, True, True, False],
+                         [i.preemptible for i in got])
+
 
 class ProportionalShareWeigherTest(_PluginTest):
 
