@@ -272,6 +272,31 @@ class SummaryShortcutTest(_Base, _ClaimHelpers):
         self.assertEqual(
             ['/resource_providers/%s/allocations' % rp], urls)
 
+    def test_one_cell_context_under_the_lock(self):
+        # the state read and the reservation under the host's lock use one
+        # context targeted at the host's cell
+        pre = self.fill_with_preemptibles('host1', 'medium',
+                                          [100, 200, 300, 400])
+        rp = self._get_provider_uuid_by_host('host1')
+        summary = self.summary(rp)
+        self.claim(rp, uuids.preemptor, 2, 4000, 40)
+        made = self.useFixture(fixtures.MockPatchObject(
+            reservations, 'cell_context',
+            wraps=reservations.cell_context)).mock
+        read = self.useFixture(fixtures.MockPatchObject(
+            reservations, 'fresh_host_view',
+            wraps=reservations.fresh_host_view)).mock
+        reserve = self.useFixture(fixtures.MockPatchObject(
+            reservations, 'reserve', wraps=reservations.reserve)).mock
+        victims, _ = self.plan(summary, uuids.preemptor)
+        self.assertEqual([pre[0]['id']], victims)
+        cell = self.cell_mappings['cell1'].uuid
+        # (the second one clears the reservation after the decision)
+        self.assertEqual(2, made.call_count)
+        cctxt = read.call_args.kwargs['cctxt']
+        self.assertIs(cctxt, reserve.call_args.args[0])
+        self.assertEqual(cell, cctxt.cell_uuid)
+
     def test_host_freed_since_the_summary_gets_no_victims(self):
         pre = self.fill_with_preemptibles('host1', 'medium',
                                           [100, 200, 300, 400])
