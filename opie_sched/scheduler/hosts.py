@@ -36,6 +36,8 @@ import sqlalchemy as sa
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova import context as nova_context
+from nova.db.api import api as api_db
+from nova.db.api import models as api_models
 from nova.db.main import api as main_db
 from nova.db.main import models as main_models
 from nova import exception
@@ -105,7 +107,8 @@ def request_operation(ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid):
 
     :param ctx: admin RequestContext.
     :returns: one of the constants above. One API database query (the
-        instance mapping), and one cell query when the instance exists.
+        instance mapping's cell, one column), and one cell query when the
+        instance exists.
     """
     if (alloc_reqs_by_rp_uuid is None
             or scheduler_utils.request_is_rebuild(spec_obj)):
@@ -113,14 +116,13 @@ def request_operation(ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid):
     if not instance_uuids:
         return BOOT
     uuid = instance_uuids[0]
-    try:
-        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
-    except exception.InstanceMappingNotFound:
-        return BOOT
-    if not mapping.cell_mapping:
+    cell_uuid = _mapped_cell(ctx, uuid)
+    if cell_uuid is None:
+        # no mapping, or a mapping without a cell yet
         return BOOT
     try:
-        with nova_context.target_cell(ctx, mapping.cell_mapping) as cctxt:
+        with nova_context.target_cell(
+                ctx, _cell_mapping(ctx, cell_uuid)) as cctxt:
             inst = objects.Instance.get_by_uuid(cctxt, uuid,
                                                 expected_attrs=[])
     except exception.InstanceNotFound:
@@ -132,6 +134,20 @@ def request_operation(ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid):
     return {task_states.MIGRATING: LIVE_MIGRATION,
             task_states.RESIZE_PREP: MIGRATION,
             task_states.REBUILDING: EVACUATE}.get(inst.task_state, MOVE)
+
+
+@api_db.context_manager.reader
+def _mapped_cell(context, instance_uuid):
+    """The uuid of the cell an instance is mapped to (its instance
+    mapping's cell), or None when it has no mapping or no cell yet.
+    """
+    mapping = api_models.InstanceMapping.__table__
+    cell = api_models.CellMapping.__table__
+    found = context.session.execute(
+        sa.select(cell.c.uuid).select_from(mapping.join(
+            cell, cell.c.id == mapping.c.cell_id)).where(
+            mapping.c.instance_uuid == instance_uuid)).first()
+    return found[0] if found is not None else None
 
 
 _cell_cache = {}

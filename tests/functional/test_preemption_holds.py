@@ -449,6 +449,43 @@ class BulkRowsTest(_Base):
             'host1', 'host1', ids[2]).metadata)
 
 
+class RequestOperationTest(_Base):
+    """What a request is for (``hosts.request_operation``), from the
+    instance mapping's cell (one column) and the instance's record.
+    """
+
+    def test_operations(self):
+        from nova.compute import task_states
+        from nova.compute import vm_states
+        ctx = nova_context.get_admin_context()
+        spec = objects.RequestSpec()
+
+        def operation(uuid):
+            return hosts.request_operation(ctx, spec, [uuid], {})
+        # no mapping; a mapping without a cell yet (a new server)
+        self.assertEqual(hosts.BOOT, operation(uuids.unknown))
+        objects.InstanceMapping(
+            context=ctx, instance_uuid=uuids.new, project_id='p',
+            user_id='u', cell_mapping=None).create()
+        self.assertEqual(hosts.BOOT, operation(uuids.new))
+        # a server mapped to cell1, on a host
+        server = self.boot('medium', host='host1')
+        self.assertEqual(hosts.MOVE, operation(server['id']))
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            inst = objects.Instance.get_by_uuid(cctxt, server['id'])
+            inst.task_state = task_states.MIGRATING
+            inst.save()
+            self.assertEqual(hosts.LIVE_MIGRATION, operation(server['id']))
+            inst.task_state = None
+            inst.vm_state = vm_states.SHELVED_OFFLOADED
+            inst.save()
+        self.assertEqual(hosts.UNSHELVE, operation(server['id']))
+        # a rebuild (nova fetches no candidates for it)
+        self.assertEqual(hosts.REBUILD, hosts.request_operation(
+            ctx, spec, [server['id']], None))
+
+
 def _now():
     from oslo_utils import timeutils
     return timeutils.utcnow(with_timezone=True)
