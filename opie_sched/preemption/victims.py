@@ -287,9 +287,9 @@ def _prepare(candidates, need):
         need_int.append(ints[0])
         res_cols.append(ints[1:])
         res_scales.append(scale)
-    items = [_Item(i, p[1], p[2], cost_ints[i], p[3],
-                   tuple(res_cols[k][i] for k in range(_NDIM)))
-             for i, p in enumerate(pairs)]
+    items = [_Item(i, p[1], p[2], cost_int, p[3], res_int)
+             for i, (p, cost_int, res_int) in enumerate(
+                 zip(pairs, cost_ints, zip(*res_cols)))]
     return _Problem(items, need, tuple(need_int), tuple(res_scales),
                     cost_scale)
 

@@ -62,6 +62,12 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
                 request = hosts.request_resources(spec_obj)
             else:
                 preemptible, request = view.request_facts(spec_obj)
+                if not preemptible:
+                    decision = view.decided()
+                    if decision is not None and not decision.fit_full_state:
+                        # read for an earlier host: this request passes
+                        # every host, whatever its full state
+                        return True
             capacity, used = hosts.full_state(host_state, view)
             free = capacity - used
             if request.fits_in(free):

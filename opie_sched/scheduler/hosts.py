@@ -36,6 +36,8 @@ import sqlalchemy as sa
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova import context as nova_context
+from nova.db.api import api as api_db
+from nova.db.api import models as api_models
 from nova.db.main import api as main_db
 from nova.db.main import models as main_models
 from nova import exception
@@ -105,7 +107,8 @@ def request_operation(ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid):
 
     :param ctx: admin RequestContext.
     :returns: one of the constants above. One API database query (the
-        instance mapping), and one cell query when the instance exists.
+        instance mapping's cell, one column), and one cell query when the
+        instance exists.
     """
     if (alloc_reqs_by_rp_uuid is None
             or scheduler_utils.request_is_rebuild(spec_obj)):
@@ -113,14 +116,13 @@ def request_operation(ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid):
     if not instance_uuids:
         return BOOT
     uuid = instance_uuids[0]
-    try:
-        mapping = objects.InstanceMapping.get_by_instance_uuid(ctx, uuid)
-    except exception.InstanceMappingNotFound:
-        return BOOT
-    if not mapping.cell_mapping:
+    cell_uuid = _mapped_cell(ctx, uuid)
+    if cell_uuid is None:
+        # no mapping, or a mapping without a cell yet
         return BOOT
     try:
-        with nova_context.target_cell(ctx, mapping.cell_mapping) as cctxt:
+        with nova_context.target_cell(
+                ctx, _cell_mapping(ctx, cell_uuid)) as cctxt:
             inst = objects.Instance.get_by_uuid(cctxt, uuid,
                                                 expected_attrs=[])
     except exception.InstanceNotFound:
@@ -132,6 +134,20 @@ def request_operation(ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid):
     return {task_states.MIGRATING: LIVE_MIGRATION,
             task_states.RESIZE_PREP: MIGRATION,
             task_states.REBUILDING: EVACUATE}.get(inst.task_state, MOVE)
+
+
+@api_db.context_manager.reader
+def _mapped_cell(context, instance_uuid):
+    """The uuid of the cell an instance is mapped to (its instance
+    mapping's cell), or None when it has no mapping or no cell yet.
+    """
+    mapping = api_models.InstanceMapping.__table__
+    cell = api_models.CellMapping.__table__
+    found = context.session.execute(
+        sa.select(cell.c.uuid).select_from(mapping.join(
+            cell, cell.c.id == mapping.c.cell_id)).where(
+            mapping.c.instance_uuid == instance_uuid)).first()
+    return found[0] if found is not None else None
 
 
 _cell_cache = {}
@@ -225,10 +241,12 @@ def instance_is_leaving(instance, extra_leaving=(), now=None):
     return state.is_leaving(now, CONF.opie_preemption.reservation_timeout)
 
 
-def instance_info(instance, extra_leaving=(), now=None, resources=None):
+def instance_info(instance, extra_leaving=(), now=None, resources=None,
+                  preemptible=None):
     """:class:`~opie_sched.preemption.model.InstanceInfo` of an Instance
     (``leaving`` as :func:`instance_is_leaving` says; ``resources`` default
-    to its flavor's, as :func:`flavor_resources` counts them).
+    to its flavor's, as :func:`flavor_resources` counts them;
+    ``preemptible`` to :func:`flavor_is_preemptible` of its flavor).
     """
     flavor = instance.flavor
     leaving = instance_is_leaving(instance, extra_leaving, now)
@@ -238,9 +256,11 @@ def instance_info(instance, extra_leaving=(), now=None, resources=None):
     if resources is None:
         resources = flavor_resources(
             flavor, instance_boots_from_volume(instance))
+    if preemptible is None:
+        preemptible = flavor_is_preemptible(flavor)
     return model.InstanceInfo(
         uuid=instance.uuid, resources=resources,
-        preemptible=flavor_is_preemptible(flavor), launched_at=launched,
+        preemptible=preemptible, launched_at=launched,
         name=instance.display_name or '', project_id=instance.project_id,
         leaving=leaving)
 
@@ -484,7 +504,8 @@ def _cell_mapping(ctx, cell_uuid):
     return cell
 
 
-def load_instances(ctx, hosts_by_cell, light=True, nodes_by_cell=None):
+def load_instances(ctx, hosts_by_cell, light=True, nodes_by_cell=None,
+                   server_metadata=True):
     """Instances on the given hosts, in one query per cell.
 
     :param ctx: a nova RequestContext (admin rights are needed to read all
@@ -492,7 +513,8 @@ def load_instances(ctx, hosts_by_cell, light=True, nodes_by_cell=None):
     :param hosts_by_cell: ``{cell_uuid: set(host names)}``; a cell_uuid of
         None means the context's current database.
     :param light: True (default): :class:`InstanceRow` objects read with
-        one column query (plus one for opie's own metadata keys), what the
+        one column query (with opie's own system metadata keys; one more
+        for its server metadata keys), what the
         scheduler plugins and the reconciler read, at a fraction of the cost
         of whole ``Instance`` objects (building an Instance with its flavor
         was most of a preemption decision's time at 100 and 1000 nodes);
@@ -502,6 +524,10 @@ def load_instances(ctx, hosts_by_cell, light=True, nodes_by_cell=None):
         service managing many nodes, e.g. ironic's, has the instances of
         every node under its host name; a request's candidates may be a
         few of them).
+    :param server_metadata: with ``light``, False leaves the rows' server
+        metadata unread (``metadata`` empty; one query less per cell):
+        only the market's weigher reads it (:func:`load_server_metadata`
+        reads it later for rows loaded without).
     :returns: ``{(host, node): [InstanceRow or Instance, ...]}`` of
         instances that are not deleted (soft-deleted ones included: they
         hold their allocation until reclaimed).
@@ -513,22 +539,64 @@ def load_instances(ctx, hosts_by_cell, light=True, nodes_by_cell=None):
         nodes = (nodes_by_cell or {}).get(cell_uuid)
         nodes = sorted(nodes) if nodes and None not in nodes else None
         if cell_uuid is None:
-            insts = _query_instances(ctx, sorted(hosts), light, nodes)
+            insts = _query_instances(ctx, sorted(hosts), light, nodes,
+                                     server_metadata)
         else:
             with nova_context.target_cell(
                     ctx, _cell_mapping(ctx, cell_uuid)) as cctxt:
-                insts = _query_instances(cctxt, sorted(hosts), light, nodes)
+                insts = _query_instances(cctxt, sorted(hosts), light, nodes,
+                                         server_metadata)
         for inst in insts:
             found.setdefault((inst.host, inst.node), []).append(inst)
     return found
 
 
-def _query_instances(ctx, hosts, light, nodes=None):
+def _query_instances(ctx, hosts, light, nodes=None, server_metadata=True):
     if not light:
         return objects.InstanceList.get_by_filters(
             ctx, {'host': hosts, 'deleted': False, 'soft_deleted': True},
             expected_attrs=['flavor', 'metadata', 'system_metadata'])
-    return _instance_rows(ctx, hosts, nodes)
+    return _instance_rows(ctx, hosts, nodes, server_metadata)
+
+
+def load_server_metadata(ctx, rows_by_cell):
+    """Read the server metadata keys of :class:`InstanceRow` objects loaded
+    without them (``server_metadata=False``), one query per cell: each
+    row's ``metadata`` is replaced by its keys starting with
+    :data:`ROW_SERVER_METADATA_PREFIX`.
+
+    :param rows_by_cell: ``{cell_uuid: [InstanceRow]}``; a cell_uuid of
+        None means the context's current database.
+    """
+    for cell_uuid, rows in rows_by_cell.items():
+        if not rows:
+            continue
+        uuids = sorted({r.uuid for r in rows})
+        if cell_uuid is None:
+            found = _server_metadata(ctx, uuids)
+        else:
+            with nova_context.target_cell(
+                    ctx, _cell_mapping(ctx, cell_uuid)) as cctxt:
+                found = _server_metadata(cctxt, uuids)
+        for row in rows:
+            row.metadata = dict(found.get(row.uuid, {}))
+
+
+@main_db.pick_context_manager_reader
+def _server_metadata(context, uuids):
+    """``{uuid: {key: value}}`` of the server metadata keys starting with
+    :data:`ROW_SERVER_METADATA_PREFIX` of these instances.
+    """
+    user_meta = main_models.InstanceMetadata.__table__
+    query = sa.select(
+        user_meta.c.instance_uuid, user_meta.c.key, user_meta.c.value,
+    ).where(user_meta.c.instance_uuid.in_(uuids),
+            user_meta.c.deleted == 0,
+            user_meta.c.key.like(ROW_SERVER_METADATA_PREFIX + '%'))
+    found = {}
+    for rec in context.session.execute(query):
+        found.setdefault(rec.instance_uuid, {})[rec.key] = rec.value
+    return found
 
 
 #: System metadata keys loaded with :class:`InstanceRow`: opie's victim
@@ -581,10 +649,13 @@ class InstanceRow:
                  'image_ref', 'flavor', 'system_metadata', 'metadata')
 
     def __contains__(self, name):
-        return name in self.__slots__
+        return name in _ROW_FIELDS
 
     def __repr__(self):
         return 'InstanceRow(%s on %s/%s)' % (self.uuid, self.host, self.node)
+
+
+_ROW_FIELDS = frozenset(InstanceRow.__slots__)
 
 
 def _row_flavor(text):
@@ -597,29 +668,29 @@ def _row_flavor(text):
 
 
 @main_db.pick_context_manager_reader
-def _instance_rows(context, hosts, nodes=None):
+def _instance_rows(context, hosts, nodes=None, server_metadata=True):
     """``[InstanceRow]`` on ``hosts`` (and ``nodes``, unless None; not
     deleted; soft-deleted ones
     included, they hold their allocation until reclaimed): one
-    query for the columns and the flavor, one for opie's system metadata
-    keys and one for its server metadata keys.
+    query for the columns, the flavor and opie's system metadata keys, one
+    for its server metadata keys (only when ``server_metadata``).
     """
     inst = main_models.Instance.__table__
     # Soft-deleted instances included: they keep their allocation.
     alive = sa.and_(inst.c.host.in_(hosts), inst.c.deleted == 0)
     if nodes is not None:
         alive = sa.and_(alive, inst.c.node.in_(nodes))
-    return _rows_where(context, alive)
+    return _rows_where(context, alive, server_metadata=server_metadata)
 
 
 @main_db.pick_context_manager_reader
 def instance_rows_by_uuid(context, uuids):
     """``{uuid: InstanceRow}`` of the instances of ``context``'s cell with
     these uuids that are not deleted (soft-deleted ones included: they
-    hold their allocation until reclaimed): one query for the columns and
-    the flavor and one for opie's system metadata keys (the victim record,
-    what :func:`victim_state` and the reservations read). Their server
-    metadata is not read (``metadata`` is empty).
+    hold their allocation until reclaimed): one query for the columns, the
+    flavor and opie's system metadata keys (the victim record, what
+    :func:`victim_state` and the reservations read). Their server metadata
+    is not read (``metadata`` is empty).
     """
     uuids = sorted(set(uuids))
     if not uuids:
@@ -635,68 +706,80 @@ def _rows_where(context, alive, server_metadata=True):
     on nova's ``instances`` table), in id order, rows without a flavor
     record left out; their server metadata read only when
     ``server_metadata``.
+
+    One query reads the columns, the flavor and opie's system metadata
+    keys together (an outer join: one result row per instance and
+    ``opie_victim_*`` key, a single one with no key for an instance
+    without a victim record, i.e. almost all of them); a second one the
+    server metadata keys, when asked for.
     """
     inst = main_models.Instance.__table__
     extra = main_models.InstanceExtra.__table__
     meta = main_models.InstanceSystemMetadata.__table__
     user_meta = main_models.InstanceMetadata.__table__
+    # the conditions on the metadata rows belong to the join: in the
+    # WHERE clause they would drop the instances without a record
+    victim_keys = sa.and_(meta.c.instance_uuid == inst.c.uuid,
+                          meta.c.deleted == 0,
+                          meta.c.key.like(ROW_METADATA_PREFIX + '%'))
     query = sa.select(
         inst.c.uuid, inst.c.host, inst.c.node, inst.c.vm_state,
         inst.c.task_state, inst.c.launched_at, inst.c.display_name,
         inst.c.project_id, inst.c.user_id, inst.c.image_ref,
-        extra.c.flavor,
+        extra.c.flavor, meta.c.key, meta.c.value,
     ).select_from(inst.outerjoin(
-        extra, extra.c.instance_uuid == inst.c.uuid)).where(
-        alive).order_by(inst.c.id)
+        extra, extra.c.instance_uuid == inst.c.uuid).outerjoin(
+        meta, victim_keys)).where(alive).order_by(inst.c.id)
     rows = []
     by_uuid = {}
     # the instances of one flavor carry the same serialized flavor: each
     # text is parsed once per read, its flavor shared (nobody modifies it)
     parsed = {}
     utc = datetime.timezone.utc
-    for rec in context.session.execute(query):
-        row = InstanceRow()
-        row.uuid = rec.uuid
-        row.host = rec.host
-        row.node = rec.node
-        row.vm_state = rec.vm_state
-        row.task_state = rec.task_state
-        launched = rec.launched_at
-        if launched is not None and launched.tzinfo is None:
-            launched = launched.replace(tzinfo=utc)
-        row.launched_at = launched
-        row.display_name = rec.display_name
-        row.project_id = rec.project_id
-        row.user_id = rec.user_id
-        row.image_ref = rec.image_ref
-        text = rec.flavor
-        if text:
-            flavor = parsed.get(text)
-            if flavor is None:
-                flavor = parsed[text] = _row_flavor(text)
-            row.flavor = flavor
-        else:
-            row.flavor = None
-        row.system_metadata = {}
-        row.metadata = {}
-        rows.append(row)
-        by_uuid[row.uuid] = row
-    extras = [(meta, ROW_METADATA_PREFIX, 'system_metadata')]
-    if server_metadata:
-        extras.append((user_meta, ROW_SERVER_METADATA_PREFIX, 'metadata'))
-    for table, prefix, attr in extras:
-        if not rows:
-            break
-        joined = table.join(inst, inst.c.uuid == table.c.instance_uuid)
+    row = None
+    for (uuid, host, node, vm_state, task_state, launched, display_name,
+         project_id, user_id, image_ref, text, key,
+         value) in context.session.execute(query):
+        if row is None or row.uuid != uuid:
+            # a new instance (its rows are consecutive: ordered by id)
+            row = InstanceRow()
+            row.uuid = uuid
+            row.host = host
+            row.node = node
+            row.vm_state = vm_state
+            row.task_state = task_state
+            if launched is not None and launched.tzinfo is None:
+                launched = launched.replace(tzinfo=utc)
+            row.launched_at = launched
+            row.display_name = display_name
+            row.project_id = project_id
+            row.user_id = user_id
+            row.image_ref = image_ref
+            if text:
+                flavor = parsed.get(text)
+                if flavor is None:
+                    flavor = parsed[text] = _row_flavor(text)
+                row.flavor = flavor
+            else:
+                row.flavor = None
+            row.system_metadata = {}
+            row.metadata = {}
+            rows.append(row)
+            by_uuid[uuid] = row
+        if key is not None:
+            row.system_metadata[key] = value
+    if server_metadata and rows:
+        joined = user_meta.join(inst,
+                                inst.c.uuid == user_meta.c.instance_uuid)
         query = sa.select(
-            table.c.instance_uuid, table.c.key, table.c.value,
+            user_meta.c.instance_uuid, user_meta.c.key, user_meta.c.value,
         ).select_from(joined).where(
-            alive, table.c.deleted == 0,
-            table.c.key.like(prefix + '%'))
+            alive, user_meta.c.deleted == 0,
+            user_meta.c.key.like(ROW_SERVER_METADATA_PREFIX + '%'))
         for rec in context.session.execute(query):
-            row = by_uuid.get(rec.instance_uuid)
-            if row is not None:
-                getattr(row, attr)[rec.key] = rec.value
+            found = by_uuid.get(rec.instance_uuid)
+            if found is not None:
+                found.metadata[rec.key] = rec.value
     # A row without a flavor record cannot be sized: skip it, as an
     # Instance without its flavor would fail to load.
     return [r for r in rows if r.flavor is not None]
@@ -729,6 +812,9 @@ class RequestView:
         self._instances = {}
         # (host, node) whose instances were loaded
         self._loaded = set()
+        # (host, node) whose loaded rows have their server metadata (only
+        # the market's weigher reads it: the others load without)
+        self._meta_loaded = set()
         # key -> [InstanceInfo], valid for the leaving set _infos_gone
         self._infos = {}
         self._infos_gone = None
@@ -777,6 +863,12 @@ class RequestView:
                               else NO_POLICY)
         return self._decision
 
+    def decided(self):
+        """The request's :class:`Decision` when :meth:`decision` already
+        worked it out, else None (nothing is read).
+        """
+        return self._decision
+
     def request_facts(self, spec_obj):
         """``(preemptible, resources)`` of a RequestSpec
         (:func:`request_is_preemptible`, :func:`request_resources`),
@@ -816,7 +908,7 @@ class RequestView:
             self.claimed[rp_uuid] = (
                 self.claimed.get(rp_uuid, model.ZERO) + resources)
 
-    def _ensure_loaded(self, host_states):
+    def _ensure_loaded(self, host_states, server_metadata=False):
         missing = {}
         nodes = {}
         keys = set()
@@ -827,22 +919,42 @@ class RequestView:
                 missing.setdefault(cell, set()).add(hs.host)
                 nodes.setdefault(cell, set()).add(hs.nodename)
                 keys.add(key)
-        if not missing:
+        if missing:
+            loaded = load_instances(self.ctx, missing, nodes_by_cell=nodes,
+                                    server_metadata=server_metadata)
+            with self._lock:
+                for key in keys:
+                    self._instances[key] = loaded.get(key, [])
+                self._loaded.update(keys)
+                if server_metadata:
+                    self._meta_loaded.update(keys)
+                self._infos = {}
+                self._views = {}
+        if not server_metadata:
             return
-        loaded = load_instances(self.ctx, missing, nodes_by_cell=nodes)
-        with self._lock:
-            for key in keys:
-                self._instances[key] = loaded.get(key, [])
-            self._loaded.update(keys)
-            self._infos = {}
-            self._views = {}
+        # rows loaded earlier without their server metadata
+        unread = {}
+        keys = set()
+        for hs in host_states:
+            key = (hs.host, hs.nodename)
+            if key not in self._meta_loaded:
+                keys.add(key)
+                unread.setdefault(getattr(hs, 'cell_uuid', None), []).extend(
+                    self._instances.get(key, []))
+        if keys:
+            load_server_metadata(self.ctx, unread)
+            with self._lock:
+                self._meta_loaded.update(keys)
 
-    def loaded_instances(self, host_states):
+    def loaded_instances(self, host_states, server_metadata=True):
         """``{(host, node): [InstanceRow]}`` for the given HostStates (bulk
         loaded once per request, see :func:`load_instances`).
+
+        :param server_metadata: False when the caller does not read the
+            rows' ``metadata`` (it may then be empty).
         """
         host_states = list(host_states)
-        self._ensure_loaded(host_states)
+        self._ensure_loaded(host_states, server_metadata)
         return {(hs.host, hs.nodename):
                 self._instances.get((hs.host, hs.nodename), [])
                 for hs in host_states}
@@ -893,15 +1005,22 @@ class RequestView:
                 self._infos_gone = gone
             cache = self._infos
             built = self._views
+        facts = {}
         return {key: view(key, hs, capacity, used, need, cache, built,
-                          gone, now)
+                          gone, now, facts)
                 for key, hs, capacity, used, need in states}
 
     def view_of(self, key, hs, capacity, used, need, cache, built, gone,
-                now):
+                now, facts=None):
         """One host's :class:`~opie_sched.preemption.model.HostView`,
         from ``built`` when it was made of the same full state and
         instances (see :meth:`host_views`), else built and kept there.
+
+        :param facts: a dict shared by the hosts of one call: what a
+            flavor object holds on a host (its resources, with or without
+            the root disk) and whether it is preemptible, worked out once
+            per flavor object (the rows of one bulk read share the flavor
+            objects of one serialized flavor) and boot-from-volume flag.
         """
         stamp = (capacity, used, need)
         entry = built.get(key)
@@ -911,8 +1030,22 @@ class RequestView:
         if need:
             infos = cache.get(key)
             if infos is None:
-                infos = [instance_info(i, gone, now)
-                         for i in self._instances.get(key, [])]
+                if facts is None:
+                    facts = {}
+                infos = []
+                for i in self._instances.get(key, []):
+                    flavor = i.flavor
+                    bfv = instance_boots_from_volume(i)
+                    # an entry holds its flavor object: that id() is not
+                    # reused while the entry lives
+                    known = facts.get((id(flavor), bfv))
+                    if known is None or known[0] is not flavor:
+                        known = (flavor, flavor_resources(flavor, bfv),
+                                 flavor_is_preemptible(flavor))
+                        facts[(id(flavor), bfv)] = known
+                    infos.append(instance_info(i, gone, now,
+                                               resources=known[1],
+                                               preemptible=known[2]))
                 cache[key] = infos
         hv = model.HostView(name=hs.nodename or hs.host, capacity=capacity,
                             used=used, instances=list(infos))

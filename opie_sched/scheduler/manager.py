@@ -343,11 +343,14 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         with locks.coordinator(CONF).lock(locks.host_lock_name(rp_uuid),
                                           locks.HOST_LOCK_TIMEOUT):
             now = timeutils.utcnow(with_timezone=True)
+            # one context targeted at the host's cell for the reads and
+            # the reservation under the lock
+            cctxt = reservations.cell_context(view.ctx, host_state.cell_uuid)
             hv, rows = reservations.fresh_host_view(
                 view.ctx, self.placement_client, rp_uuid,
                 host_state.cell_uuid, capacity,
                 host_state.nodename or host_state.host,
-                view.planned_victims, now)
+                view.planned_victims, now, cctxt=cctxt)
             plan = planner.plan_host(hv, planner.model.ZERO,
                                      weights.cost_policy(), now)
             if not plan.needs_preemption:
@@ -360,8 +363,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                 return
             reasons = victim_reasons(plan, instance_uuid, view.request_id)
             reserved = reservations.reserve(
-                reservations.cell_context(view.ctx, host_state.cell_uuid),
-                [rows[inst.uuid] for inst, _ in plan.victims],
+                cctxt, [rows[inst.uuid] for inst, _ in plan.victims],
                 instance_uuid, view.request_id, reasons, now,
                 worker=locks.coordinator(CONF).worker_id())
         if not view.pending:

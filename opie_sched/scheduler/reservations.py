@@ -184,12 +184,14 @@ def load_by_uuid(cctxt, uuids):
 
 
 def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
-                    extra_leaving=(), now=None):
+                    extra_leaving=(), now=None, cctxt=None):
     """The host's full state as every worker sees it now.
 
     :param client: nova's ``SchedulerReportClient``.
     :param capacity: ``Resources`` capacity of the provider.
     :param extra_leaving: uuids already chosen by this request.
+    :param cctxt: :func:`cell_context` of ``ctx`` and ``cell_uuid``, when
+        the caller has one already (default: a new one).
     :returns: ``(HostView, {uuid: InstanceRow})``: used = every
         allocation on the provider (normal and preemptible, in-flight
         claims included);
@@ -207,7 +209,9 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
     # Each preemptible consumer's victim: itself, a soft-deleted instance,
     # or the instance of a migration (hosts.allocation_owners); one
     # candidate per instance, sized by all it holds here.
-    owners, rows = hosts.allocation_owners(cell_context(ctx, cell_uuid), pre)
+    if cctxt is None:
+        cctxt = cell_context(ctx, cell_uuid)
+    owners, rows = hosts.allocation_owners(cctxt, pre)
     held = {}
     for consumer, amounts in allocs.items():
         owner = owners.get(consumer)
@@ -286,6 +290,7 @@ def _swap_record(context, uuid, expected, new):
     gone = [ids[k] for k in current if k not in items]
     if gone:
         context.session.execute(sa.delete(meta).where(meta.c.id.in_(gone)))
+    new_rows = []
     for key, value in items.items():
         if key in ids:
             if current[key] != value:
@@ -293,9 +298,13 @@ def _swap_record(context, uuid, expected, new):
                     sa.update(meta).where(meta.c.id == ids[key]).values(
                         value=value, updated_at=now))
         else:
-            context.session.execute(sa.insert(meta).values(
-                instance_uuid=uuid, key=key, value=value, created_at=now,
-                deleted=0))
+            new_rows.append({'instance_uuid': uuid, 'key': key,
+                             'value': value, 'created_at': now,
+                             'deleted': 0})
+    if new_rows:
+        # the new keys in one statement (a first reservation writes most
+        # of the record's keys)
+        context.session.execute(sa.insert(meta), new_rows)
     return items
 
 

@@ -223,7 +223,8 @@ def normal_views(host_states, spec_obj):
     summaries = getattr(view, 'summaries', None) or {}
     needy = [hs for hs in host_states if reservations.summary_has_preemptible(
         summaries.get(hs.uuid))]
-    loaded = view.loaded_instances(needy) if needy else {}
+    loaded = (view.loaded_instances(needy, server_metadata=False)
+              if needy else {})
     return [NormalHostState(
         hs, preemptible_usage(loaded.get((hs.host, hs.nodename), ())))
         for hs in host_states]

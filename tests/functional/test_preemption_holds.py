@@ -272,6 +272,31 @@ class SummaryShortcutTest(_Base, _ClaimHelpers):
         self.assertEqual(
             ['/resource_providers/%s/allocations' % rp], urls)
 
+    def test_one_cell_context_under_the_lock(self):
+        # the state read and the reservation under the host's lock use one
+        # context targeted at the host's cell
+        pre = self.fill_with_preemptibles('host1', 'medium',
+                                          [100, 200, 300, 400])
+        rp = self._get_provider_uuid_by_host('host1')
+        summary = self.summary(rp)
+        self.claim(rp, uuids.preemptor, 2, 4000, 40)
+        made = self.useFixture(fixtures.MockPatchObject(
+            reservations, 'cell_context',
+            wraps=reservations.cell_context)).mock
+        read = self.useFixture(fixtures.MockPatchObject(
+            reservations, 'fresh_host_view',
+            wraps=reservations.fresh_host_view)).mock
+        reserve = self.useFixture(fixtures.MockPatchObject(
+            reservations, 'reserve', wraps=reservations.reserve)).mock
+        victims, _ = self.plan(summary, uuids.preemptor)
+        self.assertEqual([pre[0]['id']], victims)
+        cell = self.cell_mappings['cell1'].uuid
+        # (the second one clears the reservation after the decision)
+        self.assertEqual(2, made.call_count)
+        cctxt = read.call_args.kwargs['cctxt']
+        self.assertIs(cctxt, reserve.call_args.args[0])
+        self.assertEqual(cell, cctxt.cell_uuid)
+
     def test_host_freed_since_the_summary_gets_no_victims(self):
         pre = self.fill_with_preemptibles('host1', 'medium',
                                           [100, 200, 300, 400])
@@ -371,6 +396,94 @@ class AllocationOwnersTest(_Base):
                          (self.sysmeta(p[0]['id']).state,
                           self.sysmeta(p[0]['id']).preemptor))
         self.assertEqual('third', self.sysmeta(p[1]['id']).preemptor)
+
+
+class BulkRowsTest(_Base):
+    """The bulk read of a request's hosts (``hosts.load_instances``): one
+    row per instance whatever its victim record holds (the record's keys
+    ride along the instance rows in one query), and the server metadata
+    only when asked for, also for rows loaded earlier without it.
+    """
+
+    reserved_by = AllocationOwnersTest.reserved_by
+
+    def test_one_row_per_instance_with_its_record(self):
+        p = self.fill_with_preemptibles('host1', 'medium', [100, 200, 300])
+        ids = [s['id'] for s in p]
+        cell = self.cell_mappings['cell1'].uuid
+        ctx = nova_context.get_admin_context()
+        cctxt = reservations.cell_context(ctx, cell)
+        # p[1] reserved: a record of several opie_victim_* keys, beside
+        # nova's own system metadata keys
+        self.reserved_by(cctxt, ids[1], 'other')
+        self.api.post_server_metadata(ids[2], {'opie:bid': '0.5',
+                                               'owner:note': 'x'})
+        for meta in (True, False):
+            rows = hosts.load_instances(ctx, {cell: {'host1'}},
+                                        server_metadata=meta)
+            got = rows[('host1', 'host1')]
+            self.assertEqual(sorted(ids), sorted(r.uuid for r in got))
+            by_uuid = {r.uuid: r for r in got}
+            record = vs.reserve('other', _now()).as_metadata()
+            self.assertEqual(sorted(record),
+                             sorted(by_uuid[ids[1]].system_metadata))
+            self.assertEqual('other',
+                             hosts.victim_state(by_uuid[ids[1]]).preemptor)
+            self.assertTrue(hosts.instance_is_leaving(by_uuid[ids[1]]))
+            self.assertEqual({}, by_uuid[ids[0]].system_metadata)
+            self.assertEqual({}, by_uuid[ids[2]].system_metadata)
+            self.assertEqual({'opie:bid': '0.5'} if meta else {},
+                             by_uuid[ids[2]].metadata)
+            self.assertEqual({}, by_uuid[ids[0]].metadata)
+        # a request's view loads without the server metadata; a reader
+        # of it (the market's weigher) still gets it
+        view = hosts.RequestView(ctx)
+        host_state = mock.Mock(host='host1', nodename='host1',
+                               cell_uuid=cell)
+        view._ensure_loaded([host_state])
+        row = view.instance('host1', 'host1', ids[2])
+        self.assertEqual({}, row.metadata)
+        view.loaded_instances([host_state])
+        self.assertEqual({'opie:bid': '0.5'}, row.metadata)
+        self.assertEqual({'opie:bid': '0.5'}, view.instance(
+            'host1', 'host1', ids[2]).metadata)
+
+
+class RequestOperationTest(_Base):
+    """What a request is for (``hosts.request_operation``), from the
+    instance mapping's cell (one column) and the instance's record.
+    """
+
+    def test_operations(self):
+        from nova.compute import task_states
+        from nova.compute import vm_states
+        ctx = nova_context.get_admin_context()
+        spec = objects.RequestSpec()
+
+        def operation(uuid):
+            return hosts.request_operation(ctx, spec, [uuid], {})
+        # no mapping; a mapping without a cell yet (a new server)
+        self.assertEqual(hosts.BOOT, operation(uuids.unknown))
+        objects.InstanceMapping(
+            context=ctx, instance_uuid=uuids.new, project_id='p',
+            user_id='u', cell_mapping=None).create()
+        self.assertEqual(hosts.BOOT, operation(uuids.new))
+        # a server mapped to cell1, on a host
+        server = self.boot('medium', host='host1')
+        self.assertEqual(hosts.MOVE, operation(server['id']))
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            inst = objects.Instance.get_by_uuid(cctxt, server['id'])
+            inst.task_state = task_states.MIGRATING
+            inst.save()
+            self.assertEqual(hosts.LIVE_MIGRATION, operation(server['id']))
+            inst.task_state = None
+            inst.vm_state = vm_states.SHELVED_OFFLOADED
+            inst.save()
+        self.assertEqual(hosts.UNSHELVE, operation(server['id']))
+        # a rebuild (nova fetches no candidates for it)
+        self.assertEqual(hosts.REBUILD, hosts.request_operation(
+            ctx, spec, [server['id']], None))
 
 
 def _now():

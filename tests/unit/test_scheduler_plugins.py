@@ -88,6 +88,7 @@ class _PluginTest(testtools.TestCase):
             view._instances[(hs.host, hs.nodename)] = list(
                 hs.instances.values())
             view._loaded.add((hs.host, hs.nodename))
+            view._meta_loaded.add((hs.host, hs.nodename))
         hosts.set_current_view(view)
         return list(host_states)
 
@@ -156,6 +157,32 @@ class FullStateFilterTest(_PluginTest):
         spec.flavor = flavor(MEDIUM, False)
         self.assertTrue(self.filt.host_passes(states[0], spec))
         self.assertEqual(4, sizes.call_count)
+
+    def test_what_the_request_is_for_is_read_once(self):
+        # a normal request: the first host whose full state has no room
+        # reads the request's decision; the later hosts pass on it alone
+        # when the request may use the normal state, and are judged on
+        # their full state when it may not (a move that may not preempt)
+        states = [host_state('h%d' % i, [instance('a%d' % i, 'h%d' % i,
+                                                  LARGE, True),
+                                         instance('b%d' % i, 'h%d' % i,
+                                                  LARGE, True)])
+                  for i in range(3)]
+        states.append(host_state('room', []))
+        spec = request(MEDIUM, False)
+        for fit, expected in ((False, [True] * 4),
+                              (True, [False, False, False, True])):
+            view = hosts.RequestView(ctx=None)
+            decide = mock.Mock(return_value=hosts.Decision(
+                'migration', False, fit, fit))
+            view.set_policy(decide)
+            hosts.set_current_view(view)
+            full = self.useFixture(fixtures.MockPatchObject(
+                hosts, 'full_state', wraps=hosts.full_state)).mock
+            self.assertEqual(expected, [self.filt.host_passes(hs, spec)
+                                        for hs in states])
+            self.assertEqual(1, decide.call_count)
+            self.assertEqual(1 if not fit else 4, full.call_count)
 
 
 class WeigherTest(_PluginTest):
@@ -344,6 +371,31 @@ class SharedHostViewsTest(_PluginTest):
         self.assertNotEqual(dict(first), second)
         self.assertEqual(max(second.values()), second['h-cheap'])
 
+    def test_flavor_facts_per_flavor_and_volume_boot(self):
+        # one flavor object shared by three rows (as a bulk read shares
+        # it), one of them booted from a volume (no root disk on the
+        # host); another flavor, normal, of the same size
+        shared = flavor(LARGE, True)
+        rows = []
+        for uuid, image, flv in (('a', 'img', shared), ('b', '', shared),
+                                 ('c', 'img', shared),
+                                 ('d', 'img', flavor(LARGE, False))):
+            inst = instance(uuid, 'h', LARGE, True, 100)
+            inst.flavor = flv
+            inst.image_ref = image
+            rows.append(inst)
+        hs = host_state('h', rows)
+        view = hosts.RequestView(ctx=None)
+        view._instances[('h', 'h')] = rows
+        view._loaded.add(('h', 'h'))
+        got = view.host_views([hs], request=hosts.request_resources(
+            request(LARGE, False)))[('h', 'h')].instances
+        self.assertEqual([hosts.instance_info(i) for i in rows], got)
+        self.assertEqual([(4, 8000, 80), (4, 8000, 0), (4, 8000, 80),
+                          (4, 8000, 80)], [tuple(i.resources) for i in got])
+        self.assertEqual([True, True, True, False],
+                         [i.preemptible for i in got])
+
 
 class ProportionalShareWeigherTest(_PluginTest):
 
@@ -410,8 +462,10 @@ class BulkLoadTest(_PluginTest):
         hosts.set_current_view(hosts.RequestView(ctx=None))
         got = dict(self.weigh(weights.all_weighers(), roomy + [full],
                               request(LARGE, False)))
+        # the full-state weighers do not read server metadata
         load.mock.assert_called_once_with(None, {None: {'full'}},
-                                          nodes_by_cell={None: {'full'}})
+                                          nodes_by_cell={None: {'full'}},
+                                          server_metadata=False)
         self.assertEqual('full', min(got, key=got.get))
 
     def test_nothing_loaded_when_every_host_fits(self):
@@ -432,13 +486,14 @@ class InstanceRowsTest(testtools.TestCase):
         import collections
         Rec = collections.namedtuple('Rec', (
             'uuid host node vm_state task_state launched_at display_name '
-            'project_id user_id image_ref flavor'))
+            'project_id user_id image_ref flavor key value'))
         recs = [Rec('u%d' % i, 'h', 'n', 'active', None, NOW, 'x', 'p',
-                    'u', 'img', text)
+                    'u', 'img', text, None, None)
                 for i, text in enumerate(flavor_texts)]
         session = mock.Mock()
-        # the columns, then opie's system and server metadata keys
-        session.execute.side_effect = [recs, [], []]
+        # the columns with opie's system metadata keys, then its server
+        # metadata keys
+        session.execute.side_effect = [recs, []]
         read = hosts._instance_rows.__wrapped__
         return read(mock.Mock(session=session), ['h'], ['n'])
 

@@ -129,8 +129,8 @@ class NormalHostStateTest(_Base):
         real_load = view.loaded_instances
         self.useFixture(fixtures.MonkeyPatch(
             'opie_sched.scheduler.hosts.RequestView.loaded_instances',
-            lambda self_, hs: calls.append([h.host for h in hs]) or
-            real_load(hs)))
+            lambda self_, hs, **kw: calls.append([h.host for h in hs]) or
+            real_load(hs, **kw)))
         v1, v2 = transparent.normal_views([h1, h2],
                                           plugins.request(MEDIUM, False))
         self.assertEqual([['h1']], calls)
