@@ -15,7 +15,7 @@
 Usage (``tox -e bench -- ARGS`` runs this)::
 
     python benchmarks/run.py [--quick] [--only PART[,PART]] [--out PATH]
-        [--compare OLD.json] [--nodes 100,1000] [--repeat N]
+        [--compare OLD.json] [--nodes 100,1000] [--repeat N] [--cells N]
 
 Parts, each a script of this directory run in its own process (nova's
 fixtures change process-wide state):
@@ -44,7 +44,8 @@ fixtures change process-wide state):
 The scheduling part runs at 1000 and 5000 nodes by default (``--huge``
 adds 10,000) and prints the growth exponent of each series: the slope of
 log(time) against log(nodes), least squares over the scales run (1 =
-linear in the number of hosts).
+linear in the number of hosts). ``--cells N`` is passed to it: every
+scale's nodes spread over N cells.
 
 It prints the plan (what runs, roughly how long on 2 cores), each part's
 own output as it goes (progress), then ONE table: every ratio or figure
@@ -113,15 +114,16 @@ class Part:
 
 def parts_for(args):
     nodes = args.nodes
+    cells = ['--cells', str(args.cells)] if args.cells != 1 else []
     return [
         Part('victim', 'victim_selection.py',
              'victim selection (exact, Alg. 5), n = 12..64',
              ['--quick'], [], 10, 60),
         Part('sched', 'scheduling_latency.py',
              'select_destinations opie vs stock, in-process Nova 34',
-             ['--quick'],
+             ['--quick'] + cells,
              ['--nodes', nodes, '--repeat', str(args.repeat)]
-             + ([] if args.with_retry else ['--skip-retry']),
+             + ([] if args.with_retry else ['--skip-retry']) + cells,
              200, _sched_estimate(nodes, args.repeat)),
         Part('burst', 'scheduling_latency.py',
              'burst of N = 10, 50 concurrent requests on 2 opie workers, '
@@ -420,7 +422,12 @@ def main(argv=None):
     p.add_argument('--repeat', type=int, default=5,
                    help='repetitions of the scheduling part, full run '
                         '(default: %(default)s)')
+    p.add_argument('--cells', type=int, default=1,
+                   help='the scheduling part\'s nodes spread over this many '
+                        'cells (default: %(default)s)')
     args = p.parse_args(argv)
+    if args.cells < 1:
+        p.error('--cells must be >= 1')
     old = None
     if args.compare:
         try:

@@ -16,12 +16,14 @@ Usage::
 
     python benchmarks/scheduling_latency.py [--nodes 100,1000] [--repeat N]
     python benchmarks/scheduling_latency.py --quick  # 10, 40 nodes, 2 repeats
-    ... [--json PATH] [--profile PREFIX]
+    ... [--json PATH] [--profile PREFIX] [--cells N]
 
 ``--json PATH`` also writes the medians (ms) per node count, as
 ``{"rows": {"N": {"a_opie", "a_stock", "b_opie", "b_decide", "b_exec",
-"b_stock", "c_retry"}}}``; ``--profile PREFIX`` runs the timed calls
-under cProfile (``PREFIX-N-{opie,stock}-{a,b}.prof``).
+"b_stock", "c_retry"}}}`` (and ``"cells": N`` when N > 1);
+``--profile PREFIX`` runs the timed calls under cProfile
+(``PREFIX-N-{opie,stock}-{a,b}.prof``); ``--cells N`` spreads every
+scale's nodes over N cells (below).
 Targets (issue 12): (a) opie/stock <= 1.05; (b) decide/stock <= 1.3.
 
 Wall time of one ``select_destinations`` call (one normal ``medium`` server,
@@ -121,6 +123,24 @@ How the state is faked (setup, never timed):
   state. With ``--check`` (always on with ``--quick``) every node's
   Placement usages are compared with this bookkeeping at each phase.
 
+Cells (``--cells N``, default 1; issue 21): the nodes and their
+preemptibles are spread evenly, in blocks of consecutive node indexes,
+over cells ``cell1`` .. ``cellN``, each with its own database and cell
+mapping (``EmbeddedCloud(cells=N)``) and one compute service (host
+``compute<i>`` in ``cell<i>``, with its host mapping; its own node is the
+first of its block, the others ``compute<i>-nNNNN``). Both managers'
+host managers then read compute nodes and services per cell (nova's
+``scatter_gather_cells``) and opie's instance read
+(``hosts.load_instances``) runs one query per cell of the candidates,
+one cell after the other. The bulk set-up copies, in each cell, that
+cell's own template node and instances. One artefact: nova's
+``CellDatabases`` fixture gives code that reads a cell other than the
+default one a process-wide "current database" switched under a lock,
+and in-process sqlite under eventlet does not yield during a query, so
+here reads of several cells never overlap, neither nova's concurrent
+scatter-gather nor opie's sequential loop; with one database server per
+cell, nova's reads would overlap and opie's would not.
+
 Isolation: every scale runs in a process of its own (results back as
 JSON), and the garbage collector runs untimed before every timed call
 (``settle_gc``; the objects of the set-up are frozen out of later
@@ -144,9 +164,10 @@ deletion in another thread.
 
 Known artefacts of one service with many nodes: opie's bulk instance query
 filters on the host name, which here returns the instances of all N nodes
-(as N real hosts would); nova's ``HostState.instances`` of every node holds
-the whole host's instance dict (a shared reference; only the affinity
-filters/weighers read it and they return early without a server group).
+(N / cells with ``--cells``; as N real hosts would); nova's
+``HostState.instances`` of every node holds the whole host's instance dict
+(a shared reference; only the affinity filters/weighers read it and they
+return early without a server group).
 """
 
 import argparse
@@ -240,7 +261,7 @@ def build_cloud_class():
                 'opie_sched.scheduler.weights.PreemptibleCountWeigher'],
         }
 
-        def __init__(self, poll_interval=None):
+        def __init__(self, poll_interval=None, cells=1):
             extra = {'filter_scheduler': dict(self.OPIE_FLAGS),
                      # the reconciler must not run in the middle of a rep
                      'opie_reconciler': {'run_in_scheduler': False},
@@ -250,8 +271,11 @@ def build_cloud_class():
                      'DEFAULT': {'service_down_time': 3600}}
             if poll_interval is not None:
                 extra['opie_preemption'] = {'poll_interval': poll_interval}
-            super().__init__(hosts=1, opie=True, extra_flags=extra)
-            self.HOSTS = (COMPUTE_HOST,)
+            super().__init__(hosts=cells, opie=True, extra_flags=extra,
+                             cells=cells)
+            # one compute service per cell: compute1 in cell1, ...
+            self.HOSTS = (COMPUTE_HOST,) + tuple(
+                'compute%d' % (c + 1) for c in range(1, cells))
 
     return BenchCloud
 
@@ -276,6 +300,20 @@ class Bench:
         self.ctx.user_id = USER
         self.cctx = nova_context.RequestContext.from_dict(self.ctx.to_dict())
         nova_context.set_target_cell(self.cctx, cloud.cell)
+        #: the compute service (host) of each cell and the cells' contexts
+        self.host_cell = {h: cloud.cell_of_host(h) for h in cloud.HOSTS}
+        self.cell_ctx = {'cell1': self.cctx}
+        for cell in sorted(set(self.host_cell.values()) - {'cell1'}):
+            cctx = nova_context.RequestContext.from_dict(self.ctx.to_dict())
+            nova_context.set_target_cell(cctx, cloud.cell_mappings[cell])
+            self.cell_ctx[cell] = cctx
+        #: node name -> its compute host (service) and that host's cell
+        self.node_host = {}
+        self.node_cell = {}
+        #: bulk SQL writers (:mod:`bulk_setup`) by cell name
+        self._writers = {}
+        #: set by :func:`probe_cells`: requests limited to that cell
+        self.destination = None
         self.placement = cloud.placement
         self.flavors = {}
         for name, fid in cloud.flavor_ids.items():
@@ -333,8 +371,31 @@ class Bench:
     # -- nodes ---------------------------------------------------------
 
     def make_nodes(self):
+        """The N nodes, spread evenly (in blocks of consecutive indexes)
+        over the compute hosts, one host per cell; node 0 of each block is
+        the host's own node, the others ``HOST-nNNNN`` (NNNN: the node's
+        index among all N).
+        """
+        hosts = self.cloud.HOSTS
+        start = 0
+        for c, host in enumerate(hosts):
+            count = self.n * (c + 1) // len(hosts) - self.n * c // len(hosts)
+            require(count >= 1, 'no node for host %s' % host)
+            self._make_host_nodes(host, start, count)
+            start += count
+        require(len(self.nodes) == self.n, '%s set-up made %d nodes, not %d'
+                % ('bulk' if self.bulk else 'slow', len(self.nodes), self.n))
+        self.node_uuid = {n: cn.uuid for n, cn in self.nodes.items()}
+        self.node_order = sorted(self.nodes)
+
+    def _make_host_nodes(self, host, start, count):
+        """Nodes ``start`` .. ``start + count - 1`` of one compute host
+        (the first is the host's own node), in the host's cell.
+        """
         objects = self.objects
-        tmpl = objects.ComputeNodeList.get_all(self.cctx)[0]
+        cell = self.host_cell[host]
+        cctx = self.cell_ctx[cell]
+        tmpl = objects.ComputeNodeList.get_all_by_host(cctx, host)[0]
         inv = self.placement.get('/resource_providers/%s/inventories'
                                  % tmpl.uuid).body['inventories']
         traits = self.placement.get('/resource_providers/%s/traits'
@@ -343,11 +404,12 @@ class Bench:
                 'updated_at', 'deleted_at', 'deleted'}
         fields = [f for f in tmpl.fields
                   if f not in skip and tmpl.obj_attr_is_set(f)]
-        self.nodes[tmpl.hypervisor_hostname] = tmpl
+        mine = {tmpl.hypervisor_hostname: tmpl}
         # the slow path: all nodes; bulk: the first, copied to the others
-        for i in range(1, self.n if not self.bulk else min(self.n, 2)):
-            name = '%s-n%04d' % (COMPUTE_HOST, i)
-            cn = objects.ComputeNode(context=self.cctx)
+        stop = start + (count if not self.bulk else min(count, 2))
+        for i in range(start + 1, stop):
+            name = '%s-n%04d' % (host, i)
+            cn = objects.ComputeNode(context=cctx)
             for f in fields:
                 setattr(cn, f, getattr(tmpl, f))
             cn.hypervisor_hostname = name
@@ -361,19 +423,25 @@ class Bench:
             self.placement.put('/resource_providers/%s/traits' % cn.uuid,
                                {'resource_provider_generation': 1,
                                 'traits': traits}, version='1.6')
-            self.nodes[name] = cn
-        if self.bulk and self.n > 2:
+            mine[name] = cn
+        if self.bulk and count > 2:
             from oslo_utils import uuidutils
-            first = self.nodes['%s-n%04d' % (COMPUTE_HOST, 1)]
-            self.writer().copy_nodes(first.uuid, [
-                ('%s-n%04d' % (COMPUTE_HOST, i), uuidutils.generate_uuid())
-                for i in range(2, self.n)])
-            for cn in objects.ComputeNodeList.get_all(self.cctx):
-                self.nodes.setdefault(cn.hypervisor_hostname, cn)
-            require(len(self.nodes) == self.n, 'bulk set-up made %d nodes, '
-                    'not %d' % (len(self.nodes), self.n))
-        self.node_uuid = {n: cn.uuid for n, cn in self.nodes.items()}
-        self.node_order = sorted(self.nodes)
+            first = mine['%s-n%04d' % (host, start + 1)]
+            self.writer(cell).copy_nodes(first.uuid, [
+                ('%s-n%04d' % (host, i), uuidutils.generate_uuid())
+                for i in range(start + 2, start + count)])
+            for cn in objects.ComputeNodeList.get_all_by_host(cctx, host):
+                mine.setdefault(cn.hypervisor_hostname, cn)
+        require(len(mine) == count, 'host %s has %d nodes, not %d'
+                % (host, len(mine), count))
+        for name, cn in mine.items():
+            self.nodes[name] = cn
+            self.node_host[name] = host
+            self.node_cell[name] = cell
+
+    def ctx_of(self, node):
+        """A context targeted at the cell of ``node``."""
+        return self.cell_ctx[self.node_cell[node]]
 
     # -- instances -----------------------------------------------------
 
@@ -382,18 +450,21 @@ class Bench:
         return dict(zip(classes, (f.vcpus, f.memory_mb,
                                   f.root_gb + f.ephemeral_gb)))
 
-    def writer(self):
-        """The bulk SQL writer (:mod:`bulk_setup`) of this cloud."""
-        if getattr(self, '_writer', None) is None:
+    def writer(self, cell='cell1'):
+        """The bulk SQL writer (:mod:`bulk_setup`) of one cell's database
+        (and of Placement's and the API database, shared by all).
+        """
+        if cell not in self._writers:
             import bulk_setup
-            self._writer = bulk_setup.BulkWriter(self.cctx)
-        return self._writer
+            self._writers[cell] = bulk_setup.BulkWriter(self.cell_ctx[cell])
+        return self._writers[cell]
 
     def create_instances(self, specs):
         """Instance records + their Placement allocations.
 
         In bulk mode (more than a few specs), the first instance of each
-        flavor is made the slow way and the others are copies of its rows
+        flavor in each cell is made the slow way and the others (of that
+        cell) are copies of its rows
         (:meth:`bulk_setup.BulkWriter.copy_instances`).
 
         :param specs: list of ``(node, flavor name, launched_at)``.
@@ -405,26 +476,28 @@ class Bench:
         first = {}
         rest = []
         for spec in specs:
-            if spec[1] in first:
+            key = (self.node_cell[spec[0]], spec[1])
+            if key in first:
                 rest.append(spec)
             else:
-                first[spec[1]] = spec
+                first[key] = spec
         made = dict(zip(first, self._create_slowly(list(first.values()))))
         new = list(made.values())
         by_flavor = collections.defaultdict(list)
         for node, fname, launched in rest:
             u = uuidutils.generate_uuid()
-            by_flavor[fname].append({
+            key = (self.node_cell[node], fname)
+            by_flavor[key].append({
                 'uuid': u, 'node': node, 'compute_id': self.nodes[node].id,
                 'rp_uuid': self.node_uuid[node],
                 'launched_at': launched.astimezone(
                     datetime.timezone.utc).replace(tzinfo=None)})
             self.instances[u] = (node, fname, launched)
             self.by_node[node].add(u)
-            self.consumer_gen[u] = self.consumer_gen[made[fname]]
+            self.consumer_gen[u] = self.consumer_gen[made[key]]
             new.append(u)
-        for fname, copies in by_flavor.items():
-            self.writer().copy_instances(made[fname], copies)
+        for (cell, fname), copies in by_flavor.items():
+            self.writer(cell).copy_instances(made[cell, fname], copies)
         # one generation more for the providers the templates' POST did
         # not write to, as one POST /allocations of all would
         self.writer().bump_generations(
@@ -442,16 +515,17 @@ class Bench:
         new = []
         for node, fname, launched in specs:
             flavor = self.flavors[fname + '.preemptible']
+            host = self.node_host[node]
             inst = objects.Instance(
-                context=self.cctx, uuid=uuidutils.generate_uuid(),
-                project_id=PROJECT, user_id=USER, host=COMPUTE_HOST,
+                context=self.ctx_of(node), uuid=uuidutils.generate_uuid(),
+                project_id=PROJECT, user_id=USER, host=host,
                 node=node, compute_id=self.nodes[node].id,
                 vm_state='active', power_state=1,
                 task_state=None, display_name='p-%s' % fname,
                 flavor=flavor, instance_type_id=flavor.id,
                 vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
                 root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
-                launched_at=launched, launched_on=COMPUTE_HOST,
+                launched_at=launched, launched_on=host,
                 availability_zone='nova', image_ref=IMAGE_REF, metadata={},
                 system_metadata={},
                 info_cache=objects.InstanceInfoCache(
@@ -459,7 +533,8 @@ class Bench:
             inst.create()
             objects.InstanceMapping(
                 context=self.ctx, instance_uuid=inst.uuid,
-                cell_mapping=self.cloud.cell, project_id=PROJECT,
+                cell_mapping=self.cloud.cell_mappings[self.node_cell[node]],
+                project_id=PROJECT,
                 user_id=USER, queued_for_delete=False).create()
             self.instances[inst.uuid] = (node, fname, launched)
             self.by_node[node].add(inst.uuid)
@@ -530,16 +605,16 @@ class Bench:
             for node in self.node_order:
                 self.set_usage(node)
         else:
-            # nodes of the same instance flavors: one saved, its usage
-            # columns copied to the others
+            # nodes of the same instance flavors (and cell): one saved,
+            # its usage columns copied to the others
             groups = collections.defaultdict(list)
             for node in self.node_order:
-                groups[tuple(sorted(self.instances[u][1]
-                                    for u in self.by_node[node]))].append(
-                    node)
-            for nodes in groups.values():
+                groups[self.node_cell[node], tuple(sorted(
+                    self.instances[u][1]
+                    for u in self.by_node[node]))].append(node)
+            for (cell, _), nodes in groups.items():
                 self.set_usage(nodes[0])
-                values = self.writer().copy_usage(
+                values = self.writer(cell).copy_usage(
                     self.nodes[nodes[0]].uuid,
                     [self.nodes[n].uuid for n in nodes[1:]])
                 src = self.nodes[nodes[0]]
@@ -575,22 +650,30 @@ class Bench:
         cn.save()
 
     def push_instance_info(self):
-        """What nova-compute pushes with track_instance_changes."""
-        insts = {u: self.objects.Instance(self.cctx, uuid=u)
-                 for u in self.instances}
+        """What nova-compute pushes with track_instance_changes (each
+        compute host its own instances).
+        """
+        insts = {h: {} for h in self.cloud.HOSTS}
+        for u, (node, _, _) in self.instances.items():
+            insts[self.node_host[node]][u] = self.objects.Instance(
+                self.ctx_of(node), uuid=u)
         for mgr in (self.opie, self.opie2, self.stock):
-            mgr.host_manager._instance_info[COMPUTE_HOST] = {
-                'instances': dict(insts), 'updated': True}
+            for host, mine in insts.items():
+                mgr.host_manager._instance_info[host] = {
+                    'instances': dict(mine), 'updated': True}
 
     # -- requests ------------------------------------------------------
 
     def request_spec(self, uuid, ctx=None):
         objects = self.objects
-        return objects.RequestSpec.from_components(
+        spec = objects.RequestSpec.from_components(
             ctx or self.ctx, uuid, {'properties': {}},
             self.flavors[REQUEST_FLAVOR], None,
             objects.InstancePCIRequests(requests=[]), {}, None, None,
             project_id=PROJECT, user_id=USER)
+        if self.destination is not None:
+            spec.requested_destination = self.destination
+        return spec
 
     def new_context(self):
         """An admin context of its own request id (one per request)."""
@@ -635,11 +718,23 @@ class Bench:
         from oslo_utils import uuidutils
         return uuidutils.generate_uuid()
 
+    def _undeleted(self, uuids):
+        """Instance records of the benchmark's preemptibles ``uuids``
+        not deleted yet (one query per cell).
+        """
+        by_cell = collections.defaultdict(list)
+        for u in uuids:
+            by_cell[self.node_cell[self.instances[u][0]]].append(u)
+        found = []
+        for cell, mine in sorted(by_cell.items()):
+            found.extend(self.objects.InstanceList.get_by_filters(
+                self.cell_ctx[cell], {'uuid': mine, 'deleted': False},
+                expected_attrs=[]))
+        return found
+
     def alive(self, uuids):
         """Victims not yet deleted (opie's own criterion: vm_state)."""
-        insts = self.objects.InstanceList.get_by_filters(
-            self.cctx, {'uuid': list(uuids), 'deleted': False},
-            expected_attrs=[])
+        insts = self._undeleted(uuids)
         return {i.uuid for i in insts if i.vm_state != 'deleted'}
 
     def wait_destroyed(self, uuids, timeout=60.0):
@@ -648,9 +743,7 @@ class Bench:
         """
         deadline = time.monotonic() + timeout
         while True:
-            insts = self.objects.InstanceList.get_by_filters(
-                self.cctx, {'uuid': list(uuids), 'deleted': False},
-                expected_attrs=[])
+            insts = self._undeleted(uuids)
             allocs = [u for u in uuids if self.placement.get(
                 '/allocations/%s' % u).body['allocations']]
             if not insts and not allocs:
@@ -687,6 +780,8 @@ class Bench:
         finally:
             if prof is not None:
                 prof.disable()
+        #: the node of the last call
+        self.last_node = node
         execd = None
         self.plain_cpu = (self.last_cpu, sum(self.exec_cpu))
         if mgr in (self.opie, self.opie2) and expect_preemption:
@@ -717,6 +812,8 @@ class Bench:
         objects = self.objects
         uuid = self.new_uuid()
         node = self.node_order[0]
+        host = self.node_host[node]
+        cctx = self.ctx_of(node)
         settle_gc()
         start = time.perf_counter()
         try:
@@ -726,10 +823,9 @@ class Bench:
         else:
             raise CheckFailed('(c): the first select did not fail')
         # choose the victims on one node, exactly as opie would
-        cn = objects.ComputeNode.get_by_host_and_nodename(
-            self.cctx, COMPUTE_HOST, node)
+        cn = objects.ComputeNode.get_by_host_and_nodename(cctx, host, node)
         insts = objects.InstanceList.get_by_host_and_node(
-            self.cctx, COMPUTE_HOST, node,
+            cctx, host, node,
             expected_attrs=['flavor', 'metadata'])
         capacity, used = hosts.compute_node_state(cn)
         hv = model.HostView(name=node, capacity=capacity, used=used,
@@ -745,15 +841,15 @@ class Bench:
         # the same termination steps as opie's: nova's compute API deletes
         # each victim, then the same wait until they released the host
         by_uuid = {i.uuid: i for i in insts}
-        cell_uuid = self.cloud.cell.uuid
+        cell_uuid = self.cloud.cell_mappings[self.node_cell[node]].uuid
         api = actions.compute_api()
         for v in victims:
-            api.delete(self.cctx, by_uuid[v])
+            api.delete(cctx, by_uuid[v])
         # (actions.release would not wait for them: they carry no victim
         # record of this request; its polling loop is the same)
         from nova import conf as nova_conf
         opts = nova_conf.CONF.opie_preemption
-        require(actions.wait_for(self.cctx, cell_uuid, victims,
+        require(actions.wait_for(cctx, cell_uuid, victims,
                                  actions.is_deleted, opts.release_timeout,
                                  opts.poll_interval),
                 '(c): victims %s not deleted within release_timeout'
@@ -913,7 +1009,7 @@ def _no_instance_info_init():
 
 def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
               check=False, profile=None, bursts=(), burst_only=False,
-              skip_retry=False, bulk=True):
+              skip_retry=False, bulk=True, cells=1):
     """One scale: ``{key: [seconds]}`` (see :func:`main` for the keys).
 
     :param profile: a path prefix, or None; when given, the timed calls of
@@ -928,12 +1024,14 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
     :param bulk: set up nodes and preemptibles with bulk SQL copies
         (:mod:`bulk_setup`); False: one by one through Placement's API and
         nova's objects.
+    :param cells: number of cells the nodes are spread over (one compute
+        service in each).
     """
     import cProfile
     t0 = time.monotonic()
     if GC_WATCH not in gc.callbacks:
         gc.callbacks.append(GC_WATCH)
-    cloud = cloud_cls(poll_interval=poll_interval)
+    cloud = cloud_cls(poll_interval=poll_interval, cells=cells)
     cloud.start()
     try:
         # nova's StandardLogging formats every DEBUG record; keep the
@@ -948,6 +1046,10 @@ def run_scale(cloud_cls, n_nodes, repeat, seed, poll_interval, log,
         res['nodes_s'] = [time.monotonic() - t1]
         log('  nova up and %d nodes made at %.1f s (nodes %.1f s)'
             % (n_nodes, time.monotonic() - t0, res['nodes_s'][0]))
+        if cells > 1:
+            log('  nodes per cell: %s' % ', '.join(
+                '%s %d' % kv for kv in sorted(collections.Counter(
+                    bench.node_cell.values()).items())))
         bench.push_instance_info()
         for b in bursts:
             # free room: empty nodes, as on a cloud without preemptibles
@@ -1093,9 +1195,11 @@ def state_snapshot(bench):
     objects = bench.objects
     rp_name = {}
     out = {'nodes': {}, 'providers': {}, 'instances': {}}
-    for cn in objects.ComputeNodeList.get_all(bench.cctx):
-        out['nodes'][cn.hypervisor_hostname] = _plain(
-            ovo_base.obj_to_primitive(cn))
+    cells = [bench.cell_ctx[c] for c in sorted(bench.cell_ctx)]
+    for cctx in cells:
+        for cn in objects.ComputeNodeList.get_all(cctx):
+            out['nodes'][cn.hypervisor_hostname] = _plain(
+                ovo_base.obj_to_primitive(cn))
     for rp in bench.placement.get('/resource_providers',
                                   version='1.14').body['resource_providers']:
         rp_name[rp['uuid']] = rp['name']
@@ -1109,10 +1213,12 @@ def state_snapshot(bench):
             'traits': sorted(bench.placement.get(
                 base + '/traits', version='1.6').body['traits']),
             'usages': bench.placement.get(base + '/usages').body['usages']}
-    insts = objects.InstanceList.get_by_filters(
-        bench.cctx, {'deleted': False},
-        expected_attrs=['flavor', 'metadata', 'system_metadata',
-                        'info_cache'])
+    insts = []
+    for cctx in cells:
+        insts.extend(objects.InstanceList.get_by_filters(
+            cctx, {'deleted': False},
+            expected_attrs=['flavor', 'metadata', 'system_metadata',
+                            'info_cache']))
     # identifiers each cloud draws at random, by name
     names = {fid: name for name, fid in bench.cloud.flavor_ids.items()}
     for inst in insts:
@@ -1140,12 +1246,12 @@ def state_snapshot(bench):
     return out
 
 
-def dump_setup(cloud_cls, n_nodes, seed, bulk, path, log):
+def dump_setup(cloud_cls, n_nodes, seed, bulk, path, log, cells=1):
     """Set up ``n_nodes`` nodes with the (a) and (b) fill, the slow or
     the bulk way, and write :func:`state_snapshot` to ``path`` (JSON).
     """
     t0 = time.monotonic()
-    cloud = cloud_cls()
+    cloud = cloud_cls(cells=cells)
     cloud.start()
     try:
         logging.getLogger().setLevel(logging.INFO)
@@ -1163,6 +1269,55 @@ def dump_setup(cloud_cls, n_nodes, seed, bulk, path, log):
         cloud.stop()
     with open(path, 'w') as f:
         json.dump(snap, f, indent=1, sort_keys=True)
+
+
+def probe_cells(cloud_cls, n_nodes, seed, cells, path, log):
+    """What the schedulers see of N nodes spread over ``cells`` cells.
+
+    Sets up the (b) state (bulk) and writes to ``path`` (JSON; see
+    tests/unit/test_bench_cells.py): ``nodes``, the benchmark's nodes per
+    cell name; ``host_states``, per manager (``opie``, ``stock``) the
+    host states its host manager builds, per cell; ``preempted``, per
+    cell, one opie ``select_destinations`` limited to that cell (the
+    request spec's ``requested_destination``) that had to preempt, with
+    the checks of scenario (b) (victims on the chosen node, gone
+    afterwards): the chosen ``node``, the cell the benchmark put it in
+    (``node_cell``) and the time (``s``).
+    """
+    cloud = cloud_cls(cells=cells)
+    cloud.start()
+    try:
+        logging.getLogger().setLevel(logging.INFO)
+        logging.getLogger('placement.requestlog').setLevel(logging.WARNING)
+        bench = Bench(cloud, n_nodes, seed, bulk=True)
+        bench.make_nodes()
+        bench.push_instance_info()
+        bench.fill(FILL_A)
+        bench.fill(FILL_B_EXTRA)
+        bench.check_usages()
+        names = {m.uuid: name for name, m in cloud.cell_mappings.items()}
+        out = {'nodes': dict(collections.Counter(bench.node_cell.values())),
+               'host_states': {}, 'preempted': {}}
+        for key, mgr in (('opie', bench.opie), ('stock', bench.stock)):
+            # as in a select: the providers of Placement's candidates
+            states = mgr.host_manager.get_host_states_by_uuids(
+                bench.ctx, sorted(bench.node_uuid.values()), None)
+            out['host_states'][key] = dict(collections.Counter(
+                names.get(st.cell_uuid) for st in states))
+        for cell in sorted(bench.cell_ctx):
+            bench.destination = bench.objects.Destination(
+                cell=cloud.cell_mappings[cell])
+            elapsed, _ = bench.run_plain(bench.opie, True)
+            out['preempted'][cell] = {
+                'node': bench.last_node, 's': elapsed,
+                'node_cell': bench.node_cell[bench.last_node]}
+            log('  %s: preempted on %s in %.2f s' % (
+                cell, bench.last_node, elapsed))
+        bench.destination = None
+    finally:
+        cloud.stop()
+    with open(path, 'w') as f:
+        json.dump(out, f, indent=1, sort_keys=True)
 
 
 def med_ms(values):
@@ -1207,7 +1362,13 @@ def main(argv=None):
                              'through Placement\'s API and nova\'s objects '
                              '(default: bulk SQL copies of one node and '
                              'one instance made that way)')
+    parser.add_argument('--cells', type=int, default=1,
+                        help='spread the nodes and their preemptibles '
+                             'evenly over this many cells, one compute '
+                             'service in each (default 1)')
     parser.add_argument('--one-scale', type=int, metavar='N',
+                        help=argparse.SUPPRESS)
+    parser.add_argument('--probe-cells', metavar='PATH',
                         help=argparse.SUPPRESS)
     parser.add_argument('--dump-state', metavar='PATH',
                         help='with --one-scale N: only set up N nodes '
@@ -1222,7 +1383,8 @@ def main(argv=None):
     if any(b < 1 for b in bursts) or (args.burst_only and not bursts):
         parser.error('--burst sizes must be >= 1 (and given with '
                      '--burst-only)')
-    if args.one_scale and not (args.json or args.dump_state):
+    if args.one_scale and not (args.json or args.dump_state
+                               or args.probe_cells):
         parser.error('--one-scale needs --json')
     if args.quick:
         nodes, repeat = [10, 40], 2
@@ -1231,6 +1393,9 @@ def main(argv=None):
         repeat = args.repeat
     if repeat < 1 or not nodes or min(nodes) < 2:
         parser.error('need --repeat >= 1 and node counts >= 2')
+    if args.cells < 1 or min([args.one_scale or min(nodes)] + nodes) \
+            < args.cells:
+        parser.error('need --cells >= 1 and at least one node per cell')
     _quiet()
 
     def log(msg):
@@ -1241,7 +1406,14 @@ def main(argv=None):
         if not args.one_scale:
             parser.error('--dump-state needs --one-scale N')
         dump_setup(build_cloud_class(), args.one_scale, args.seed,
-                   not args.slow_setup, args.dump_state, log)
+                   not args.slow_setup, args.dump_state, log,
+                   cells=args.cells)
+        return None
+    if args.probe_cells:
+        if not args.one_scale:
+            parser.error('--probe-cells needs --one-scale N')
+        probe_cells(build_cloud_class(), args.one_scale, args.seed,
+                    args.cells, args.probe_cells, log)
         return None
     if args.one_scale:
         # the child of one scale (see run_isolated): raw results as JSON
@@ -1252,7 +1424,8 @@ def main(argv=None):
                         check=args.check or args.quick,
                         profile=args.profile, bursts=bursts,
                         burst_only=args.burst_only,
-                        skip_retry=args.skip_retry, bulk=not args.slow_setup)
+                        skip_retry=args.skip_retry, bulk=not args.slow_setup,
+                        cells=args.cells)
         res['poll_interval'] = [
             args.poll_interval if args.poll_interval is not None
             else nova_conf.CONF.opie_preemption.poll_interval]
@@ -1276,6 +1449,10 @@ def main(argv=None):
           'request: one normal %s; repeat %d (medians; opie and stock '
           'alternate); opie poll_interval %.2f s'
           % (REQUEST_FLAVOR, repeat, poll))
+    if args.cells > 1:
+        print('%d cells: the nodes of every scale spread evenly over '
+              'cell1..cell%d, one compute service each' % (args.cells,
+                                                           args.cells))
     print_bursts(rows)
     if not args.burst_only:
         print_scenarios(rows)
@@ -1294,6 +1471,8 @@ def main(argv=None):
                 'b_stock_cpu': 'b_stock_cpu'}
         out = {'rows': {}, 'repeat': repeat, 'seed': args.seed,
                'poll_interval': poll, 'quick': args.quick, 'bursts': {}}
+        if args.cells > 1:
+            out['cells'] = args.cells
         for n, r in rows:
             if not args.burst_only:
                 row = {k: med_ms(r[v]) for k, v in keys.items()}
@@ -1340,6 +1519,8 @@ def run_isolated(n_nodes, repeat, args, log):
         cmd += ['--profile', args.profile]
     if args.burst:
         cmd += ['--burst', args.burst]
+    if args.cells != 1:
+        cmd += ['--cells', str(args.cells)]
     for flag in ('burst_only', 'skip_retry', 'slow_setup'):
         if getattr(args, flag):
             cmd.append('--' + flag.replace('_', '-'))

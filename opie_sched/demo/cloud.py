@@ -280,14 +280,24 @@ class EmbeddedCloud(fixtures.Fixture):
         (nova's ``cpu_allocation_ratio`` follows), while the hypervisors
         still report 8 physical CPUs -- the contention a spot market
         prices (``opie-sched market demo``).
-    :raises ValueError: ``preemptible_cpu_ratio`` is not a number > 0.
+    :param cells: number of compute cells (``cell1`` .. ``cellN``, an int
+        >= 1; default 1), besides ``cell0``; each has its own database
+        and cell mapping. The hosts are spread over them in blocks
+        (:meth:`cell_of_host`): with as many hosts as cells, host *i* is
+        in cell *i*. ``cell1`` stays the default cell.
+    :raises ValueError: ``preemptible_cpu_ratio`` is not a number > 0, or
+        ``cells`` not an int >= 1.
     """
 
     SCHEDULER_MANAGER = OPIE_MANAGER
 
     def __init__(self, hosts=4, opie=True, extra_flags=None, log_file=None,
-                 preemptible_cpu_ratio=1.0):
+                 preemptible_cpu_ratio=1.0, cells=1):
         super().__init__()
+        if isinstance(cells, bool) or not isinstance(cells, int) or \
+                cells < 1:
+            raise ValueError('cells must be an int >= 1, got %r' % (cells,))
+        self.cells = cells
         if isinstance(preemptible_cpu_ratio, bool) or not isinstance(
                 preemptible_cpu_ratio, (int, float)) or not (
                 0 < preemptible_cpu_ratio < float('inf')):
@@ -465,7 +475,9 @@ class EmbeddedCloud(fixtures.Fixture):
         locks.reset()
 
     def _setup_cells(self, nova_fixtures):
-        """cell0 and cell1 with their mappings (as nova's tests do)."""
+        """cell0 and cell1 .. cellN with their mappings (as nova's tests
+        do; cell1 is the default database).
+        """
         from nova import context
         from nova import objects
         from oslo_utils.fixture import uuidsentinel
@@ -479,18 +491,33 @@ class EmbeddedCloud(fixtures.Fixture):
             database_connection=objects.CellMapping.CELL0_UUID)
         cell0.create()
         celldbs.add_cell_database(objects.CellMapping.CELL0_UUID)
-        cell1 = objects.CellMapping(
-            context=ctxt, uuid=uuidsentinel.cell1, name='cell1',
-            transport_url=transport,
-            database_connection=uuidsentinel.cell1)
-        cell1.create()
-        celldbs.add_cell_database(uuidsentinel.cell1, default=True)
-        self.cell_mappings = {'cell0': cell0, 'cell1': cell1}
+        self.cell_mappings = {'cell0': cell0}
+        for i in range(1, self.cells + 1):
+            name = 'cell%d' % i
+            uuid = getattr(uuidsentinel, name)
+            cell = objects.CellMapping(
+                context=ctxt, uuid=uuid, name=name, transport_url=transport,
+                database_connection=uuid)
+            cell.create()
+            celldbs.add_cell_database(uuid, default=(i == 1))
+            self.cell_mappings[name] = cell
         self.useFixture(celldbs)
 
-    def start_service(self, name, host=None, **kwargs):
+    def cell_of_host(self, host):
+        """Name of the cell a host of :attr:`HOSTS` is (to be) started in:
+        the hosts in blocks over ``cell1`` .. ``cellN`` (``cell1`` when there
+        is one cell, or for a host not in :attr:`HOSTS`).
+        """
+        if self.cells == 1 or host not in self.HOSTS:
+            return 'cell1'
+        return 'cell%d' % (self.HOSTS.index(host) * self.cells
+                           // len(self.HOSTS) + 1)
+
+    def start_service(self, name, host=None, cell_name=None, **kwargs):
         """Start a nova service (``conductor``, ``scheduler``,
         ``compute``) in this process; stopped by :meth:`stop`.
+
+        :param cell_name: a compute's cell (default: :meth:`cell_of_host`).
         """
         from nova.compute import rpcapi as compute_rpcapi
         from nova import context
@@ -502,7 +529,8 @@ class EmbeddedCloud(fixtures.Fixture):
             self.useFixture(nova_fixtures.ConfPatcher(host=host))
         if name == 'compute':
             kwargs.setdefault('topic_alt', compute_rpcapi.RPC_TOPIC_ALT)
-            cell = self.cell
+            cell = self.cell_mappings[cell_name
+                                      or self.cell_of_host(host or name)]
         svc = self.useFixture(
             nova_fixtures.ServiceFixture(name, host, cell=cell, **kwargs))
         self.addCleanup(svc.service.stop)
@@ -541,7 +569,9 @@ class EmbeddedCloud(fixtures.Fixture):
 
     @property
     def cell(self):
-        """cell1's ``CellMapping`` (the hosts' cell)."""
+        """cell1's ``CellMapping`` (the default cell; every host's cell
+        when there is one, see :meth:`cell_of_host`).
+        """
         return self.cell_mappings['cell1']
 
     @property
