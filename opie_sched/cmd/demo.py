@@ -27,7 +27,8 @@ a PNG plot. The in-process cloud places normal requests transparently
 timeouts unless ``--wait-timeout``) or stops with one line naming the
 request, the server and the cloud. On the in-process cloud, a build nova's
 conductor drops is deleted and submitted again once
-(:class:`opie_sched.demo.cloud.LostBuilds`).
+(:class:`opie_sched.demo.cloud.LostBuilds`); on any cloud, a delete that
+nova reverts is asked for again (up to three times).
 """
 
 import logging

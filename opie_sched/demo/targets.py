@@ -51,6 +51,12 @@ class BuildLost(Exception):
     """
 
 
+class DeleteFailed(Exception):
+    """Nova reverted a server's delete (the compute service failed it):
+    the server is back, not deleting. The message says its status.
+    """
+
+
 class ReplayError(Exception):
     """A request of the replay failed for a reason other than the cloud
     refusing a server (e.g. an API error); the message names the request,
@@ -105,6 +111,10 @@ class OpenStackTarget:
 
     #: whether launched_at can be moved to virtual time
     virtual_launch_times = False
+    #: times a server's delete is asked for when nova reverts it
+    DELETE_ATTEMPTS = 3
+    #: seconds between two looks at a server being deleted
+    DELETE_CHECK_INTERVAL = 2.0
 
     def __init__(self, conn, name, image=None, network='none',
                  flavor_prefix='demo.', wait=None, interval=2.0,
@@ -385,13 +395,63 @@ class OpenStackTarget:
         except sdk_exc.SDKException as exc:
             raise ReplayError('delete server %s on cloud %s: %s'
                               % (uuid_, self.name, _one_line(exc)))
-        try:
-            compute.delete_server(server, ignore_missing=True)
-            compute.wait_for_delete(server, interval=self.interval,
-                                    wait=self.wait)
-        except sdk_exc.SDKException as exc:
-            raise ReplayError('delete server %s on cloud %s: %s'
-                              % (uuid_, self.name, _one_line(exc)))
+        for attempt in range(1, self.DELETE_ATTEMPTS + 1):
+            try:
+                compute.delete_server(server, ignore_missing=True)
+                self._wait_deleted(server)
+                return
+            except DeleteFailed as exc:
+                if attempt == self.DELETE_ATTEMPTS:
+                    raise ReplayError(
+                        'delete server %s on cloud %s failed %d times '
+                        '(last: %s)' % (uuid_, self.name, attempt, exc))
+                self.warn('the delete of server %s failed (%s); deleting '
+                          'it again' % (uuid_, exc))
+            except sdk_exc.SDKException as exc:
+                raise ReplayError('delete server %s on cloud %s: %s'
+                                  % (uuid_, self.name, _one_line(exc)))
+
+    def _wait_deleted(self, server):
+        """Wait until ``server`` is gone, looking every
+        :attr:`DELETE_CHECK_INTERVAL` seconds whether its delete failed.
+
+        A delete the compute service failed is reverted by nova: the
+        server is back without a task state (``deleting`` no more) and not
+        DELETED, and would never be gone.
+
+        :raises DeleteFailed: the delete failed (message: the server's
+            status and fault, one line).
+        :raises openstack.exceptions.ResourceTimeout: not gone within
+            :attr:`wait` seconds.
+        """
+        from openstack import exceptions as sdk_exc
+
+        compute = self.conn.compute
+        deadline = None if self.wait is None else \
+            time.monotonic() + self.wait
+        while True:
+            step = self.DELETE_CHECK_INTERVAL
+            if deadline is not None:
+                step = max(min(step, deadline - time.monotonic()), 0.001)
+            try:
+                compute.wait_for_delete(server, interval=self.interval,
+                                        wait=step)
+                return
+            except sdk_exc.ResourceTimeout:
+                try:
+                    now = compute.get_server(server.id)
+                except sdk_exc.NotFoundException:
+                    return
+                if now.task_state is None and now.status not in (
+                        'DELETED', 'SOFT_DELETED'):
+                    fault = now.fault or {}
+                    raise DeleteFailed('status %s%s' % (
+                        now.status, ', fault: %s' % ' '.join(str(
+                            fault.get('message')).split())
+                        if isinstance(fault, dict) and fault.get('message')
+                        else ''))
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
 
     def cleanup(self):
         """Delete every server this target booted that still exists."""
@@ -459,6 +519,7 @@ class EmbeddedTarget(OpenStackTarget):
     #: seconds between two looks at the conductor's lost builds while a
     #: server is in BUILD
     LOST_CHECK_INTERVAL = 1.0
+    DELETE_CHECK_INTERVAL = 1.0
 
     def __init__(self, cloud, wait=None, interval=0.05, warn=None):
         super().__init__(cloud.connection(), 'embedded',

@@ -297,3 +297,67 @@ class CloudStopTest(testtools.TestCase):
             cloud.stop()
         self.assertEqual({}, locks._coordinators)
         self.assertIsNone(actions._compute_api)
+
+
+class FailedDeleteTest(testtools.TestCase):
+    """A delete the compute service fails (nova reverts it: the server is
+    back, not deleting) is asked for again instead of waited for ever.
+    """
+
+    EVENT_START = 'nova.db.main.api.action_event_start'
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        self.cloud = self.useFixture(cloud_mod.EmbeddedCloud(hosts=1))
+        self.conn = self.cloud.connection()
+        self.warnings = []
+        self.failed = []
+        # bounded: a failed delete not seen fails the test, never hangs it
+        self.target = targets.EmbeddedTarget(self.cloud, wait=120,
+                                             warn=self.warnings.append)
+        flavor = self.target.flavor_id(req(1, 0, 2, False))
+        [self.uuid], _ = self.target.boot('opie-demo-del', flavor)
+
+    def _fail_terminate(self, times):
+        """The compute's terminate fails ``times`` times on the cell
+        database's "database is locked", as it did once under load.
+        """
+        from nova.db.main import api as main_db
+        from oslo_db import exception as db_exc
+
+        original = main_db.action_event_start
+
+        def flaky(context, values):
+            if (values.get('event') == 'compute_terminate_instance'
+                    and len(self.failed) < times):
+                self.failed.append(values.get('instance_uuid'))
+                raise db_exc.DBError('(sqlite3.OperationalError) database '
+                                     'is locked')
+            return original(context, values)
+
+        self.useFixture(fixtures.MonkeyPatch(self.EVENT_START, flaky))
+
+    def test_failed_delete_is_asked_for_again(self):
+        self._fail_terminate(times=1)
+
+        self.target.delete_server(self.uuid)
+
+        self.assertEqual([self.uuid], self.failed)
+        [line] = self.warnings
+        self.assertIn('the delete of server %s failed (status ACTIVE'
+                      % self.uuid, line)
+        self.assertEqual([], list(self.conn.compute.servers(
+            name='^opie-demo-')))
+        self.assertEqual({'host1': (8, 16000, 200)},
+                         self.target.normal_room())
+
+    def test_delete_failing_every_time_is_one_clear_error(self):
+        self._fail_terminate(times=targets.OpenStackTarget.DELETE_ATTEMPTS)
+
+        exc = self.assertRaises(targets.ReplayError,
+                                self.target.delete_server, self.uuid)
+
+        self.assertIn('delete server %s on cloud embedded failed 3 times '
+                      '(last: status ACTIVE' % self.uuid, str(exc))
+        self.assertEqual(2, len(self.warnings))
