@@ -427,29 +427,53 @@ class OpenStackTarget:
         from openstack import exceptions as sdk_exc
 
         compute = self.conn.compute
+
+        def gone_or_failed():
+            try:
+                now = compute.get_server(server.id)
+            except sdk_exc.NotFoundException:
+                return True
+            if now.task_state is None and now.status not in (
+                    'DELETED', 'SOFT_DELETED'):
+                fault = now.fault or {}
+                raise DeleteFailed('status %s%s' % (
+                    now.status, ', fault: %s' % ' '.join(str(
+                        fault.get('message')).split())
+                    if isinstance(fault, dict) and fault.get('message')
+                    else ''))
+            return False
+
+        self._wait_in_steps(
+            lambda step: compute.wait_for_delete(
+                server, interval=self.interval, wait=step),
+            gone_or_failed, self.DELETE_CHECK_INTERVAL)
+
+    def _wait_in_steps(self, wait_step, look, every):
+        """Run an openstacksdk waiter in steps of ``every`` seconds, with a
+        look at the cloud after each step that timed out, for :attr:`wait`
+        seconds in all (None: for ever).
+
+        :param wait_step: called with the step's seconds; returns when the
+            wait is over (its value is returned), raises
+            ``ResourceTimeout`` when the step ran out.
+        :param look: called after a step ran out; True ends the wait
+            (None returned); it may raise to end it with an error.
+        :raises openstack.exceptions.ResourceTimeout: :attr:`wait` seconds
+            passed.
+        """
+        from openstack import exceptions as sdk_exc
+
         deadline = None if self.wait is None else \
             time.monotonic() + self.wait
         while True:
-            step = self.DELETE_CHECK_INTERVAL
+            step = every
             if deadline is not None:
                 step = max(min(step, deadline - time.monotonic()), 0.001)
             try:
-                compute.wait_for_delete(server, interval=self.interval,
-                                        wait=step)
-                return
+                return wait_step(step)
             except sdk_exc.ResourceTimeout:
-                try:
-                    now = compute.get_server(server.id)
-                except sdk_exc.NotFoundException:
-                    return
-                if now.task_state is None and now.status not in (
-                        'DELETED', 'SOFT_DELETED'):
-                    fault = now.fault or {}
-                    raise DeleteFailed('status %s%s' % (
-                        now.status, ', fault: %s' % ' '.join(str(
-                            fault.get('message')).split())
-                        if isinstance(fault, dict) and fault.get('message')
-                        else ''))
+                if look():
+                    return None
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
 
@@ -536,24 +560,17 @@ class EmbeddedTarget(OpenStackTarget):
 
         :raises BuildLost: nova's conductor dropped this server's build.
         """
-        from openstack import exceptions as sdk_exc
+        def lost():
+            reason = self.cloud.lost_builds.reason(server.id)
+            if reason is not None:
+                raise BuildLost(reason)
+            return False
 
-        deadline = None if self.wait is None else \
-            time.monotonic() + self.wait
-        while True:
-            step = self.LOST_CHECK_INTERVAL
-            if deadline is not None:
-                step = max(min(step, deadline - time.monotonic()), 0.001)
-            try:
-                return self.conn.compute.wait_for_server(
-                    server, status='ACTIVE', failures=['ERROR'],
-                    interval=self.interval, wait=step)
-            except sdk_exc.ResourceTimeout:
-                reason = self.cloud.lost_builds.reason(server.id)
-                if reason is not None:
-                    raise BuildLost(reason)
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
+        return self._wait_in_steps(
+            lambda step: self.conn.compute.wait_for_server(
+                server, status='ACTIVE', failures=['ERROR'],
+                interval=self.interval, wait=step),
+            lost, self.LOST_CHECK_INTERVAL)
 
     def cleanup(self):
         """Nothing: the embedded cloud is thrown away after the replay."""
