@@ -34,12 +34,19 @@ fixtures change process-wide state):
 ``sim``
     ``simulator_throughput.py``: the simulator's events per second, and
     (full run) the thesis scale of 65,536 hosts and 230,000 requests.
-``e2e`` (only with ``--devcloud`` or ``--os-cloud``)
+``e2e``
     ``end_to_end.py``: create to ACTIVE on a running cloud, opie vs stock
-    on free room vs the aardvark-style retry (see that script); the
-    devclouds: ``opie-sched devcloud up --notifications`` and, for the
-    stock columns, ``up --stock-scheduler --notifications`` with another
-    ``--state-dir``.
+    on free room vs the aardvark-style retry (see that script). On the
+    clouds given (``--devcloud`` and ``--stock-devcloud``, or
+    ``--os-cloud`` and ``--stock-cloud``); with none given and
+    ``--devcloud-cli`` (``tox -e bench`` passes the tempest
+    environment's ``opie-sched``), on two devclouds this run starts in a
+    temporary directory (``opie-sched devcloud up --notifications``, and
+    ``up --stock-scheduler --notifications`` for the stock columns: the
+    two together, ~1.5-2.5 min on 2 cores; started again one after the
+    other when either fails) and always takes down; they need the local
+    MariaDB and RabbitMQ (see doc/source/install/devcloud.rst). Without
+    either, the part is left out and the plan says why.
 
 The scheduling part runs at 1000 and 5000 nodes by default (``--huge``
 adds 10,000) and prints the growth exponent of each series: the slope of
@@ -60,6 +67,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -112,9 +120,142 @@ class Part:
         return self.quick_estimate if quick else self.full_estimate
 
 
+def _tail(path, lines=20):
+    """The last ``lines`` lines of a text file ('' when unreadable)."""
+    try:
+        with open(path, errors='replace') as f:
+            return ''.join(f.readlines()[-lines:])
+    except OSError:
+        return ''
+
+
+class Devclouds:
+    """The two devclouds of the end-to-end part when no cloud is given.
+
+    ``opie`` runs opie-scheduler, ``stock`` stock nova-scheduler; both
+    ``up --notifications`` (the retry design reads nova's notifications),
+    with state directories under ``root``. Each ``up`` logs to
+    ``root/NAME.log``.
+
+    :param cli: path of an ``opie-sched`` whose environment has the
+        devcloud's services (keystone, glance, neutron: tox's tempest env).
+    :param log: callable printing one progress line.
+    :param run: ``subprocess.run`` (tests replace it).
+    :param popen: ``subprocess.Popen`` (tests replace it).
+    """
+
+    NAMES = ('opie', 'stock')
+    #: seconds before an ``up`` / a ``down`` is given up
+    UP_TIMEOUT = 900
+    DOWN_TIMEOUT = 300
+
+    def __init__(self, cli, root, log, run=subprocess.run,
+                 popen=subprocess.Popen):
+        self.cli = cli
+        self.root = root
+        self.log = log
+        self.run = run
+        self.popen = popen
+        self.dirs = {name: os.path.join(root, name) for name in self.NAMES}
+        self.started = []
+
+    def _cmd(self, action, name):
+        cmd = [self.cli, 'devcloud', action, '--state-dir', self.dirs[name]]
+        if action == 'up':
+            cmd.append('--notifications')
+            if name == 'stock':
+                cmd.append('--stock-scheduler')
+        return cmd
+
+    def _up(self, names):
+        """Start ``names`` together; ``{name: error text}`` of those that
+        did not come up.
+        """
+        procs = {}
+        logs = {}
+        failed = {}
+        for name in names:
+            logs[name] = open(self.dirs[name] + '.log', 'a')
+            try:
+                procs[name] = self.popen(
+                    self._cmd('up', name), stdout=logs[name],
+                    stderr=subprocess.STDOUT, cwd=self.root)
+            except OSError as exc:
+                logs[name].close()
+                failed[name] = 'could not run %s: %s' % (self.cli, exc)
+                continue
+            self.started.append(name)
+        for name, proc in procs.items():
+            try:
+                code = proc.wait(timeout=self.UP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                code = 'timeout after %d s' % self.UP_TIMEOUT
+            logs[name].close()
+            if code:
+                failed[name] = (
+                    'devcloud %s did not come up (%s); last lines of %s:\n%s'
+                    % (name, 'exit %s' % code if isinstance(code, int)
+                       else code, self.dirs[name] + '.log',
+                       _tail(self.dirs[name] + '.log')))
+        return failed
+
+    def up(self):
+        """Start both clouds; returns None, or the error text of a cloud
+        that did not come up (every cloud started is then taken down).
+
+        Both start together; when either fails (e.g. a port the other
+        took meanwhile), both are taken down and started again one after
+        the other.
+        """
+        started = time.monotonic()
+        self.log('  starting devclouds opie and stock (%s)' % self.root)
+        failed = self._up(self.NAMES)
+        if failed:
+            self.log('  devclouds: %s failed together; taken down, started '
+                     'again one after the other' % ', '.join(sorted(failed)))
+            self.down()
+            if self.started:
+                return ('devclouds %s could not be taken down after a failed '
+                        'start: %s' % (', '.join(self.started), '; '.join(
+                            failed.values())))
+            for name in self.NAMES:
+                failed = self._up([name])
+                if failed:
+                    self.down()
+                    return failed[name]
+        self.log('  devclouds opie and stock up in %.0f s (%s)'
+                 % (time.monotonic() - started, self.root))
+        return None
+
+    def down(self):
+        """Take down every cloud started (errors are logged, not raised);
+        those that could not be taken down stay in :attr:`started`.
+        """
+        left = []
+        for name in reversed(self.started):
+            try:
+                proc = self.run(self._cmd('down', name),
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT,
+                                universal_newlines=True,
+                                timeout=self.DOWN_TIMEOUT)
+                ok = proc.returncode == 0
+                detail = (proc.stdout or '')[-2000:]
+            except (OSError, subprocess.SubprocessError) as exc:
+                ok, detail = False, str(exc)
+            if not ok:
+                left.append(name)
+                self.log('!!! devcloud %s could not be taken down; run: %s\n%s'
+                         % (name, ' '.join(self._cmd('down', name)), detail))
+        self.started = left
+
+
 def parts_for(args):
     nodes = args.nodes
     cells = ['--cells', str(args.cells)] if args.cells != 1 else []
+    e2e_up = E2E_UP if getattr(args, 'managed', False) else 0
     return [
         Part('victim', 'victim_selection.py',
              'victim selection (exact, Alg. 5), n = 12..64',
@@ -124,25 +265,39 @@ def parts_for(args):
              ['--quick'] + cells,
              ['--nodes', nodes, '--repeat', str(args.repeat)]
              + ([] if args.with_retry else ['--skip-retry']) + cells,
-             200, _sched_estimate(nodes, args.repeat)),
+             40, _sched_estimate(nodes, args.repeat)),
         Part('burst', 'scheduling_latency.py',
              'burst of N = 10, 50 concurrent requests on 2 opie workers, '
              'free room vs preemption',
              ['--nodes', '60', '--burst', '10,50', '--burst-only'],
              ['--nodes', '100', '--burst', '10,50', '--burst-only'],
-             120, 180),
+             60, 180),
         Part('sim', 'simulator_throughput.py',
              'simulator throughput; full run adds the thesis scale '
              '(65,536 hosts, 230,000 requests)',
              ['--quick'],
              ['--hosts', '1000,10000', '--no-memory', '--thesis'],
-             30, 600),
+             15, 600),
         Part('e2e', 'end_to_end.py',
-             'create to ACTIVE on cloud %s: opie, stock on free room, '
-             'aardvark-style retry' % (args.devcloud or args.os_cloud,),
-             _e2e_args(args, 1), _e2e_args(args, args.e2e_repeat),
-             900, 300 + 300 * args.e2e_repeat),
+             'create to ACTIVE on %s: opie, stock on free room, '
+             'aardvark-style retry' % (
+                 'two devclouds started for this run (opie-scheduler, '
+                 'stock nova-scheduler)' if getattr(args, 'managed', False)
+                 else 'cloud %s' % (args.devcloud or args.os_cloud,)),
+             _e2e_args(args, E2E_QUICK_REPEAT),
+             _e2e_args(args, args.e2e_repeat),
+             e2e_up + 30 + 15 * E2E_QUICK_REPEAT,
+             e2e_up + 30 + 15 * args.e2e_repeat),
     ]
+
+
+#: Seconds to start and take down the two devclouds of the end-to-end part
+#: when this run starts them (105 s up together, ~10 s down, 2 cores).
+E2E_UP = 120
+#: Repetitions of the end-to-end part in a quick run (~15 s each: one
+#: create per design; a single one is mostly the clouds' first-create
+#: noise).
+E2E_QUICK_REPEAT = 3
 
 
 def _e2e_args(args, repeat):
@@ -214,6 +369,27 @@ def run_part(part, quick, workdir, log):
             return json.load(f), wall, None
     except (OSError, ValueError) as exc:
         return None, wall, 'no results from %s: %s' % (part.script, exc)
+
+
+def run_on_devclouds(devclouds, part, quick, workdir, log, run=None):
+    """:func:`run_part` on the two devclouds this run starts: up, the
+    part, down (always, whatever happened); their directory is removed
+    when both went down cleanly.
+
+    :returns: as :func:`run_part` (the wall time includes up and down).
+    """
+    run = run or run_part
+    started = time.monotonic()
+    data = None
+    try:
+        err = devclouds.up()
+        if err is None:
+            data, _, err = run(part, quick, workdir, log)
+    finally:
+        devclouds.down()
+    if not devclouds.started:
+        shutil.rmtree(devclouds.root, ignore_errors=True)
+    return data, time.monotonic() - started, err
 
 
 def ratio_rows(results):
@@ -416,6 +592,12 @@ def main(argv=None):
                    help='with --devcloud: a devcloud up with '
                         '--stock-scheduler --notifications for the stock '
                         'and retry columns of the end-to-end part')
+    p.add_argument('--devcloud-cli', metavar='PATH',
+                   help='an opie-sched whose environment runs devclouds '
+                        '(tox -e bench passes the tempest env\'s): with no '
+                        'cloud given, the end-to-end part starts two '
+                        'devclouds (opie-scheduler; stock nova-scheduler) '
+                        'in a temporary directory and takes them down')
     p.add_argument('--e2e-repeat', type=int, default=3,
                    help='repetitions of the end-to-end part (default: '
                         '%(default)s)')
@@ -440,10 +622,24 @@ def main(argv=None):
     if args.huge and '10000' not in args.nodes.split(','):
         args.nodes += ',10000'
     wanted = [x.strip() for x in args.only.split(',') if x.strip()]
+    args.managed = False
+    no_e2e = None
     if not (args.os_cloud or args.devcloud) and 'e2e' in wanted:
-        if args.only != p.get_default('only'):
-            p.error('--only e2e needs --os-cloud or --devcloud')
-        wanted.remove('e2e')
+        if args.devcloud_cli:
+            args.managed = True
+        elif args.only != p.get_default('only'):
+            p.error('--only e2e needs --os-cloud, --devcloud or '
+                    '--devcloud-cli')
+        else:
+            wanted.remove('e2e')
+            no_e2e = ('end-to-end part left out: no cloud given (--devcloud'
+                      ', --os-cloud) and no --devcloud-cli to start '
+                      'devclouds with (tox -e bench gives one)')
+    devclouds = None
+    if args.managed:
+        root = tempfile.mkdtemp(prefix='opie-bench-devclouds-')
+        args.devcloud = os.path.join(root, 'opie')
+        args.stock_devcloud = os.path.join(root, 'stock')
     parts = parts_for(args)
     unknown = set(wanted) - {pt.key for pt in parts}
     if unknown or not wanted:
@@ -467,6 +663,10 @@ def main(argv=None):
     for i, pt in enumerate(parts, 1):
         log('  %d. %-7s %s: %s' % (i, pt.key, _fmt_duration(
             pt.estimate(args.quick)), pt.title))
+    if no_e2e:
+        log('  (%s)' % no_e2e)
+    if args.managed:
+        devclouds = Devclouds(args.devcloud_cli, root, log)
     log('  total %s; results to %s%s' % (
         _fmt_duration(total), args.out,
         '; compared with %s' % args.compare if args.compare else ''))
@@ -479,7 +679,11 @@ def main(argv=None):
             log('\n[%d/%d] %s (%s expected; %.0f s elapsed)' % (
                 i, len(parts), pt.key, _fmt_duration(pt.estimate(
                     args.quick)), time.monotonic() - started))
-            data, wall, err = run_part(pt, args.quick, workdir, log)
+            if pt.key == 'e2e' and devclouds is not None:
+                data, wall, err = run_on_devclouds(
+                    devclouds, pt, args.quick, workdir, log)
+            else:
+                data, wall, err = run_part(pt, args.quick, workdir, log)
             walls[pt.key] = wall
             if err:
                 errors[pt.key] = err

@@ -189,3 +189,119 @@ class ArgumentsTest(testtools.TestCase):
         proc = self._run('--only', 'e2e')
         self.assertEqual(2, proc.returncode)
         self.assertIn('--only e2e needs --os-cloud', proc.stderr)
+
+
+class _Proc:
+    def __init__(self, code):
+        self.code = code
+
+    def wait(self, timeout=None):
+        return self.code
+
+    def kill(self):
+        pass
+
+
+class DevcloudsTest(testtools.TestCase):
+    """The end-to-end part on two devclouds the run starts itself: both
+    come up with notifications (stock with stock nova-scheduler), a
+    failed start is tried again one after the other, and both always go
+    down.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.run = _load()
+        self.root = tempfile.mkdtemp()
+        self.addCleanup(__import__('shutil').rmtree, self.root, True)
+        self.calls = []
+        self.lines = []
+        #: exit codes of successive ``up`` of each cloud
+        self.up_codes = {'opie': [0], 'stock': [0]}
+        self.down_codes = {'opie': 0, 'stock': 0}
+
+    def _name(self, cmd):
+        return os.path.basename(cmd[cmd.index('--state-dir') + 1])
+
+    def _popen(self, cmd, stdout=None, stderr=None, cwd=None):
+        name = self._name(cmd)
+        self.calls.append(('up', name, tuple(cmd[5:])))
+        codes = self.up_codes[name]
+        code = codes.pop(0) if len(codes) > 1 else codes[0]
+        if code:
+            stdout.write('ERROR: MariaDB not reachable for %s\n' % name)
+            stdout.flush()
+        return _Proc(code)
+
+    def _down(self, cmd, **kwargs):
+        name = self._name(cmd)
+        self.calls.append(('down', name))
+        return subprocess.CompletedProcess(cmd, self.down_codes[name],
+                                           stdout='')
+
+    def _clouds(self):
+        return self.run.Devclouds('/x/opie-sched', self.root,
+                                  self.lines.append, run=self._down,
+                                  popen=self._popen)
+
+    def test_both_come_up_and_go_down_even_when_the_part_fails(self):
+        seen = []
+
+        def part(pt, quick, workdir, log):
+            seen.append(list(self.calls))
+            raise RuntimeError('end_to_end.py crashed')
+
+        clouds = self._clouds()
+        self.assertRaises(RuntimeError, self.run.run_on_devclouds, clouds,
+                          None, True, self.root, self.lines.append,
+                          run=part)
+        self.assertEqual(
+            [[('up', 'opie', ('--notifications',)),
+              ('up', 'stock', ('--notifications', '--stock-scheduler'))]],
+            seen)
+        self.assertEqual([('down', 'stock'), ('down', 'opie')],
+                         self.calls[2:])
+        self.assertEqual([], clouds.started)
+
+    def test_results_and_directory_removed_after_a_clean_run(self):
+        clouds = self._clouds()
+        data, wall, err = self.run.run_on_devclouds(
+            clouds, None, True, self.root, self.lines.append,
+            run=lambda *a: ({'medians': {'opie': 1.0}}, 1.0, None))
+        self.assertEqual(({'medians': {'opie': 1.0}}, None), (data, err))
+        self.assertFalse(os.path.exists(self.root))
+
+    def test_failed_start_is_tried_again_one_after_the_other(self):
+        self.up_codes['stock'] = [1, 0]
+        clouds = self._clouds()
+        self.assertIsNone(clouds.up())
+        self.assertEqual(
+            ['up opie', 'up stock', 'down stock', 'down opie', 'up opie',
+             'up stock'], ['%s %s' % c[:2] for c in self.calls])
+        self.assertEqual(['opie', 'stock'], clouds.started)
+
+    def test_cloud_that_never_comes_up_is_an_error_with_its_log(self):
+        self.up_codes['stock'] = [1]
+        clouds = self._clouds()
+        ran = []
+        data, _, err = self.run.run_on_devclouds(
+            clouds, None, True, self.root, self.lines.append,
+            run=lambda *a: ran.append(a))
+        self.assertEqual([], ran)
+        self.assertIsNone(data)
+        self.assertIn('devcloud stock did not come up (exit 1)', err)
+        self.assertIn('MariaDB not reachable for stock', err)
+        self.assertEqual([], clouds.started)
+        self.assertEqual(('down', 'opie'), self.calls[-1])
+
+    def test_cloud_left_up_keeps_its_directory(self):
+        self.down_codes['opie'] = 1
+        clouds = self._clouds()
+        self.run.run_on_devclouds(
+            clouds, None, True, self.root, self.lines.append,
+            run=lambda *a: ({}, 1.0, None))
+        self.assertEqual(['opie'], clouds.started)
+        self.assertTrue(os.path.isdir(self.root))
+        self.assertTrue(any('devcloud opie could not be taken down; run: '
+                            '/x/opie-sched devcloud down' in line
+                            for line in self.lines))
