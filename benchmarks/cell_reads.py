@@ -24,8 +24,9 @@ of all N nodes are timed, ``--repeat`` times each (median wall and CPU ms
 of the calling thread; the garbage collector runs untimed before each):
 
 * ``opie load_instances``: opie's preemption-phase instance read
-  (``hosts.load_instances``, light rows), one query per cell, one cell
-  after the other, for the host states of all N nodes;
+  (``hosts.load_instances``, light rows), one query per cell, the cells
+  at the same time (``scatter_gather_cells``, from two cells on), for the
+  host states of all N nodes;
 * ``nova computes``: nova's host manager's compute node and service read
   (``_get_computes_for_cells``, ``scatter_gather_cells``: every cell
   concurrently);
@@ -37,7 +38,7 @@ varies by more than these reads on a shared machine; this shows how the
 reads alone grow with the number of cells. In this process the cell
 databases are in-memory sqlite behind nova's ``CellDatabases`` fixture:
 reads of two cells never overlap (see scheduling_latency.py, Cells), so
-nova's concurrent read costs its sum here, as opie's does everywhere.
+nova's and opie's concurrent reads both cost their cells' sum here.
 """
 
 import argparse

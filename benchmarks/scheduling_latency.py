@@ -132,14 +132,15 @@ first of its block, the others ``compute<i>-nNNNN``). Both managers'
 host managers then read compute nodes and services per cell (nova's
 ``scatter_gather_cells``) and opie's instance read
 (``hosts.load_instances``) runs one query per cell of the candidates,
-one cell after the other. The bulk set-up copies, in each cell, that
+the cells at the same time too (``scatter_gather_cells`` from two cells
+on). The bulk set-up copies, in each cell, that
 cell's own template node and instances. One artefact: nova's
 ``CellDatabases`` fixture gives code that reads a cell other than the
 default one a process-wide "current database" switched under a lock,
 and in-process sqlite under eventlet does not yield during a query, so
-here reads of several cells never overlap, neither nova's concurrent
-scatter-gather nor opie's sequential loop; with one database server per
-cell, nova's reads would overlap and opie's would not.
+here reads of several cells never overlap, neither nova's
+scatter-gather nor opie's; with one database server per cell, both
+would.
 
 Isolation: every scale runs in a process of its own (results back as
 JSON), and the garbage collector runs untimed before every timed call

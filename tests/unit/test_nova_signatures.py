@@ -96,3 +96,24 @@ class NovaSignatureTest(testtools.TestCase):
             schedule_and_build_instances
         self.assertEqual(demo_cloud.LostBuilds.METHOD, '%s.%s' % (
             method.__module__, method.__qualname__))
+
+    def test_scatter_gather_cells(self):
+        # hosts._read_cells reads several cells with it, reads nova's
+        # timeout and sentinel by these names, and _read_cell finds its
+        # job by the targeted context's cell_uuid
+        from nova import context as nova_context
+        from nova import objects
+        from oslo_utils import uuidutils
+        self.assertEqual(['context', 'cell_mappings', 'timeout', 'fn',
+                          'args', 'kwargs'],
+                         params(nova_context.scatter_gather_cells))
+        self.assertIsInstance(nova_context.CELL_TIMEOUT, (int, float))
+        self.assertTrue(hasattr(nova_context, 'did_not_respond_sentinel'))
+        objects.register_all()
+        cell = objects.CellMapping(uuid=uuidutils.generate_uuid(),
+                                   database_connection='sqlite://',
+                                   transport_url='none:///')
+        self.addCleanup(nova_context.CELL_CACHE.pop, cell.uuid, None)
+        with nova_context.target_cell(nova_context.get_admin_context(),
+                                      cell) as cctxt:
+            self.assertEqual(cell.uuid, cctxt.cell_uuid)
