@@ -269,15 +269,15 @@ def parts_for(args):
         Part('burst', 'scheduling_latency.py',
              'burst of N = 10, 50 concurrent requests on 2 opie workers, '
              'free room vs preemption',
-             ['--nodes', '60', '--burst', '10,50', '--burst-only'],
              ['--nodes', '100', '--burst', '10,50', '--burst-only'],
-             60, 180),
+             ['--nodes', '100', '--burst', '10,50', '--burst-only'],
+             60, 90),
         Part('sim', 'simulator_throughput.py',
              'simulator throughput; full run adds the thesis scale '
              '(65,536 hosts, 230,000 requests)',
              ['--quick'],
              ['--hosts', '1000,10000', '--no-memory', '--thesis'],
-             15, 600),
+             15, 150),
         Part('e2e', 'end_to_end.py',
              'create to ACTIVE on %s: opie, stock on free room, '
              'aardvark-style retry' % (
@@ -332,13 +332,14 @@ def growth_exponent(points):
 
 
 def _sched_estimate(nodes, repeat):
-    """Seconds, from runs on 2 loaded cores: ~40 s of Nova start-up per
-    scale, ~0.02 s per node of bulk set-up (0.35 s before issue 21) and
-    ~(4 + 0.01 × nodes) s per repetition of the three scenarios.
+    """Seconds: twice what 2 idle cores took on 2026-11-26 (1000 and 5000
+    nodes, 5 repetitions, scenario c skipped: 63 s): ~15 s of Nova
+    start-up per scale, ~0.01 s per node of bulk set-up and ~0.001 s per
+    node per repetition.
     """
     total = 0
     for n in (int(x) for x in nodes.split(',') if x.strip()):
-        total += 40 + 0.02 * n + repeat * (4 + 0.01 * n)
+        total += 15 + 0.01 * n + repeat * 0.001 * n
     return int(total)
 
 
