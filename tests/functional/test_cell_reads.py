@@ -23,10 +23,6 @@ two cell worker threads at once, and a preempting boot onto the two
 cells' full hosts reads both.
 """
 
-import json
-import os
-import subprocess
-import sys
 import threading
 
 import fixtures
@@ -39,6 +35,7 @@ from nova.scheduler import weights as nova_weights
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import weights
 from tests.functional import base
+from tests.functional import test_native_threading
 
 
 class TwoCellsReadTest(base.OpieNovaTestCase):
@@ -324,17 +321,7 @@ class NativeThreadingTwoCellsTest(testtools.TestCase):
     """
 
     def test_two_cells_read_on_worker_threads(self):
-        env = dict(os.environ)
-        env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
-        proc = subprocess.run([sys.executable, '-c', _NATIVE],
-                              capture_output=True, text=True, env=env,
-                              timeout=HANG_GUARD)
-        lines = [x for x in proc.stdout.splitlines() if x.startswith('{')]
-        self.assertEqual(0, proc.returncode, proc.stderr[-3000:])
-        self.assertTrue(lines, proc.stderr[-3000:])
-        seen = json.loads(lines[-1])
-        self.assertTrue(seen['native'], seen)
-        self.assertFalse(seen['eventlet_patched'], seen)
+        seen = test_native_threading.run_native(self, _NATIVE, HANG_GUARD)
         self.assertEqual({'host1/host1': 2, 'host2/host2': 2},
                          seen['found'])
         self.assertEqual(2, len(set(seen['read_threads'])), seen)

@@ -120,6 +120,28 @@ cloud.stop()
 '''
 
 
+def run_native(test, script, hang_guard=HANG_GUARD):
+    """Run ``script`` in a new interpreter without eventlet's monkey
+    patching (nova's native threading mode) and return the last JSON
+    object it printed, after checking that it exited 0 and that it ran
+    natively (its ``native`` and ``eventlet_patched`` keys).
+
+    :param hang_guard: seconds before the run is killed.
+    """
+    env = dict(os.environ)
+    env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
+    proc = subprocess.run([sys.executable, '-c', script],
+                          capture_output=True, text=True, env=env,
+                          timeout=hang_guard)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith('{')]
+    test.assertEqual(0, proc.returncode, proc.stderr[-3000:])
+    test.assertTrue(lines, proc.stderr[-3000:])
+    seen = json.loads(lines[-1])
+    test.assertTrue(seen['native'], seen)
+    test.assertFalse(seen['eventlet_patched'], seen)
+    return seen
+
+
 class NativeThreadingRaceTest(testtools.TestCase):
     """Two opie schedulers on native threads, concurrent normal boots onto
     two preemptible-full hosts: every normal server ACTIVE, no host over
@@ -127,17 +149,7 @@ class NativeThreadingRaceTest(testtools.TestCase):
     """
 
     def test_concurrent_normal_boots_native_threads(self):
-        env = dict(os.environ)
-        env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
-        proc = subprocess.run([sys.executable, '-c', _RACE],
-                              capture_output=True, text=True, env=env,
-                              timeout=HANG_GUARD)
-        lines = [x for x in proc.stdout.splitlines() if x.startswith('{')]
-        self.assertEqual(0, proc.returncode, proc.stderr[-3000:])
-        self.assertTrue(lines, proc.stderr[-3000:])
-        seen = json.loads(lines[-1])
-        self.assertTrue(seen['native'], seen)
-        self.assertFalse(seen['eventlet_patched'], seen)
+        seen = run_native(self, _RACE)
         self.assertEqual([], seen['errors'])
         self.assertEqual(['ACTIVE'] * 4, seen['normal_status'])
         # the host's lock excluded concurrent planners of one host
