@@ -57,6 +57,7 @@ import fixtures
 
 from opie_sched.common import flavors
 from opie_sched.common import provider_config
+from opie_sched.demo import targets
 
 LOG = logging.getLogger(__name__)
 
@@ -240,7 +241,7 @@ class LostBuilds(fixtures.Fixture):
         from nova import exception as nova_exc
         from nova import objects
 
-        reason = _one_line(exc)
+        reason = targets.one_line(exc)
         for build_request in build_requests or ():
             uuid_ = build_request.instance_uuid
             try:
@@ -591,12 +592,6 @@ class EmbeddedCloud(fixtures.Fixture):
         return self.notifier.versioned_notifications
 
 
-def _one_line(exc):
-    text = ' '.join(str(exc).split())
-    return '%s: %s' % (type(exc).__name__, text) if text else \
-        type(exc).__name__
-
-
 def _first_error(exc):
     """One line naming the first exception in a fixtures error."""
     inner = exc.args[0] if exc.args else exc
@@ -604,4 +599,4 @@ def _first_error(exc):
         inner = inner[1]
         if isinstance(inner, fixtures.MultipleExceptions) and inner.args:
             inner = inner.args[0][1]
-    return _one_line(inner)
+    return targets.one_line(inner)

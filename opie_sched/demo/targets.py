@@ -74,7 +74,10 @@ NORMAL_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
 Preemption = collections.namedtuple('Preemption', 'victims cost')
 
 
-def _one_line(exc):
+def one_line(exc):
+    """``Type: message`` of an exception on one line (whitespace runs
+    collapsed; the type alone when the message is empty).
+    """
     text = ' '.join(str(exc).split())
     return '%s: %s' % (type(exc).__name__, text) if text else \
         type(exc).__name__
@@ -156,7 +159,7 @@ class OpenStackTarget:
             raise ReplayError(
                 'cannot read the vCPU capacity of cloud %s from Placement '
                 '(%s); give it with --capacity-vcpus'
-                % (self.name, _one_line(exc)))
+                % (self.name, one_line(exc)))
         total = sum((n['vcpus'] - n['reserved_vcpus'])
                     * n['cpu_allocation_ratio'] for n in nodes)
         if total <= 0:
@@ -245,7 +248,7 @@ class OpenStackTarget:
         except (sdk_exc.SDKException, flavors.FlavorError) as exc:
             raise ReplayError('cannot get flavor %s%s on cloud %s: %s' % (
                 base_name, '.preemptible' if req.preemptible else '',
-                self.name, _one_line(exc)))
+                self.name, one_line(exc)))
         return self._flavors[key]
 
     # -- servers ---------------------------------------------------------
@@ -278,7 +281,7 @@ class OpenStackTarget:
             else:
                 servers = [first]
         except sdk_exc.SDKException as exc:
-            raise ReplayError('%s: %s' % (what, _one_line(exc)))
+            raise ReplayError('%s: %s' % (what, one_line(exc)))
         self.created.update(s.id for s in servers)
         ok, failed = [], []
         for server in servers:
@@ -295,7 +298,7 @@ class OpenStackTarget:
                 self.faults[uuid_] = self._fault(uuid_)
             except sdk_exc.SDKException as exc:
                 raise ReplayError('%s: server %s: %s'
-                                  % (what, server.id, _one_line(exc)))
+                                  % (what, server.id, one_line(exc)))
             except BuildLost as lost:
                 raise ReplayError(
                     '%s: nova lost the build of server %s, and of the '
@@ -314,9 +317,15 @@ class OpenStackTarget:
         :raises BuildLost: never here (a cloud seen through its API
             alone cannot tell a lost build from a slow one).
         """
+        return self._active_within(server, self.wait)
+
+    def _active_within(self, server, seconds):
+        """openstacksdk's wait for ``server`` to be ACTIVE (ERROR fails
+        it), for ``seconds`` (None: for ever).
+        """
         return self.conn.compute.wait_for_server(
             server, status='ACTIVE', failures=['ERROR'],
-            interval=self.interval, wait=self.wait)
+            interval=self.interval, wait=seconds)
 
     def _resubmit(self, server, name, flavor_id, lost):
         """Replace a server whose build nova lost: delete it (nova's
@@ -394,7 +403,7 @@ class OpenStackTarget:
             return
         except sdk_exc.SDKException as exc:
             raise ReplayError('delete server %s on cloud %s: %s'
-                              % (uuid_, self.name, _one_line(exc)))
+                              % (uuid_, self.name, one_line(exc)))
         for attempt in range(1, self.DELETE_ATTEMPTS + 1):
             try:
                 compute.delete_server(server, ignore_missing=True)
@@ -409,7 +418,7 @@ class OpenStackTarget:
                           'it again' % (uuid_, exc))
             except sdk_exc.SDKException as exc:
                 raise ReplayError('delete server %s on cloud %s: %s'
-                                  % (uuid_, self.name, _one_line(exc)))
+                                  % (uuid_, self.name, one_line(exc)))
 
     def _wait_deleted(self, server):
         """Wait until ``server`` is gone, looking every
@@ -512,7 +521,7 @@ class OpenStackTarget:
                 status='ACTIVE')}
         except sdk_exc.SDKException as exc:
             raise ReplayError('list servers on cloud %s: %s'
-                              % (self.name, _one_line(exc)))
+                              % (self.name, one_line(exc)))
         by_request = collections.OrderedDict()
         for uuid_ in sorted(set(running) - active):
             try:
@@ -521,7 +530,7 @@ class OpenStackTarget:
                 actions = []
             except sdk_exc.SDKException as exc:
                 raise ReplayError('server event list %s on cloud %s: %s'
-                                  % (uuid_, self.name, _one_line(exc)))
+                                  % (uuid_, self.name, one_line(exc)))
             for action in actions:
                 if action.action == PREEMPT_ACTION:
                     by_request.setdefault(action.request_id, []).append(
@@ -567,9 +576,7 @@ class EmbeddedTarget(OpenStackTarget):
             return False
 
         return self._wait_in_steps(
-            lambda step: self.conn.compute.wait_for_server(
-                server, status='ACTIVE', failures=['ERROR'],
-                interval=self.interval, wait=step),
+            lambda step: self._active_within(server, step),
             lost, self.LOST_CHECK_INTERVAL)
 
     def cleanup(self):
