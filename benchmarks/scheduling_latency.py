@@ -1247,6 +1247,22 @@ def state_snapshot(bench):
     return out
 
 
+def _filled_bench(cloud, n_nodes, seed, bulk):
+    """A :class:`Bench` of ``n_nodes`` nodes on the started ``cloud`` with
+    the (a) and (b) fill (the slow or the bulk way), Placement's usages
+    checked; INFO logging, Placement's request log off.
+    """
+    logging.getLogger().setLevel(logging.INFO)
+    logging.getLogger('placement.requestlog').setLevel(logging.WARNING)
+    bench = Bench(cloud, n_nodes, seed, bulk=bulk)
+    bench.make_nodes()
+    bench.push_instance_info()
+    bench.fill(FILL_A)
+    bench.fill(FILL_B_EXTRA)
+    bench.check_usages()
+    return bench
+
+
 def dump_setup(cloud_cls, n_nodes, seed, bulk, path, log, cells=1):
     """Set up ``n_nodes`` nodes with the (a) and (b) fill, the slow or
     the bulk way, and write :func:`state_snapshot` to ``path`` (JSON).
@@ -1255,14 +1271,7 @@ def dump_setup(cloud_cls, n_nodes, seed, bulk, path, log, cells=1):
     cloud = cloud_cls(cells=cells)
     cloud.start()
     try:
-        logging.getLogger().setLevel(logging.INFO)
-        logging.getLogger('placement.requestlog').setLevel(logging.WARNING)
-        bench = Bench(cloud, n_nodes, seed, bulk=bulk)
-        bench.make_nodes()
-        bench.push_instance_info()
-        bench.fill(FILL_A)
-        bench.fill(FILL_B_EXTRA)
-        bench.check_usages()
+        bench = _filled_bench(cloud, n_nodes, seed, bulk)
         log('  %d nodes set up (%s) in %.1f s' % (
             n_nodes, 'bulk' if bulk else 'slow', time.monotonic() - t0))
         snap = state_snapshot(bench)
@@ -1288,14 +1297,7 @@ def probe_cells(cloud_cls, n_nodes, seed, cells, path, log):
     cloud = cloud_cls(cells=cells)
     cloud.start()
     try:
-        logging.getLogger().setLevel(logging.INFO)
-        logging.getLogger('placement.requestlog').setLevel(logging.WARNING)
-        bench = Bench(cloud, n_nodes, seed, bulk=True)
-        bench.make_nodes()
-        bench.push_instance_info()
-        bench.fill(FILL_A)
-        bench.fill(FILL_B_EXTRA)
-        bench.check_usages()
+        bench = _filled_bench(cloud, n_nodes, seed, True)
         names = {m.uuid: name for name, m in cloud.cell_mappings.items()}
         out = {'nodes': dict(collections.Counter(bench.node_cell.values())),
                'host_states': {}, 'preempted': {}}

@@ -195,7 +195,24 @@ class DemoOnCloudTest(testtools.TestCase):
                       err.getvalue())
 
 
-class LostBuildTest(testtools.TestCase):
+class _OneHostTarget(testtools.TestCase):
+    """An embedded cloud of one host and a demo target on it, whose
+    warnings are kept in ``self.warnings``.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        self.cloud = self.useFixture(cloud_mod.EmbeddedCloud(hosts=1))
+        self.conn = self.cloud.connection()
+        self.warnings = []
+        # Bounded, so that a fault the target fails to see fails the test
+        # (ResourceTimeout) instead of hanging it.
+        self.target = targets.EmbeddedTarget(self.cloud, wait=120,
+                                             warn=self.warnings.append)
+
+
+class LostBuildTest(_OneHostTarget):
     """A build nova's conductor drops (an RPC cast that raised) is seen,
     and the in-process demo submits the request again instead of waiting
     for ever.
@@ -205,15 +222,7 @@ class LostBuildTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
-        self.cloud = self.useFixture(cloud_mod.EmbeddedCloud(hosts=1))
-        self.conn = self.cloud.connection()
         self.mapped = []
-        self.warnings = []
-        # Bounded, so that a build the target fails to see as lost fails
-        # the test (ResourceTimeout) instead of hanging it.
-        self.target = targets.EmbeddedTarget(self.cloud, wait=120,
-                                             warn=self.warnings.append)
 
     def _fail_mapping(self, times):
         """The conductor's UPDATE of the instance mapping fails ``times``
@@ -299,7 +308,7 @@ class CloudStopTest(testtools.TestCase):
         self.assertIsNone(actions._compute_api)
 
 
-class FailedDeleteTest(testtools.TestCase):
+class FailedDeleteTest(_OneHostTarget):
     """A delete the compute service fails (nova reverts it: the server is
     back, not deleting) is asked for again instead of waited for ever.
     """
@@ -308,14 +317,7 @@ class FailedDeleteTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(fixtures.FakeLogger(level=logging.INFO))
-        self.cloud = self.useFixture(cloud_mod.EmbeddedCloud(hosts=1))
-        self.conn = self.cloud.connection()
-        self.warnings = []
         self.failed = []
-        # bounded: a failed delete not seen fails the test, never hangs it
-        self.target = targets.EmbeddedTarget(self.cloud, wait=120,
-                                             warn=self.warnings.append)
         flavor = self.target.flavor_id(req(1, 0, 2, False))
         [self.uuid], _ = self.target.boot('opie-demo-del', flavor)
 
