@@ -209,6 +209,8 @@ class Devclouds:
         took meanwhile), both are taken down and started again one after
         the other.
         """
+        if shutil.which(self.cli) is None:
+            return 'cannot run %s: not an executable file' % self.cli
         started = time.monotonic()
         self.log('  starting devclouds opie and stock (%s)' % self.root)
         failed = self._up(self.NAMES)

@@ -240,7 +240,7 @@ class DevcloudsTest(testtools.TestCase):
                                            stdout='')
 
     def _clouds(self):
-        return self.run.Devclouds('/x/opie-sched', self.root,
+        return self.run.Devclouds(sys.executable, self.root,
                                   self.lines.append, run=self._down,
                                   popen=self._popen)
 
@@ -303,5 +303,17 @@ class DevcloudsTest(testtools.TestCase):
         self.assertEqual(['opie'], clouds.started)
         self.assertTrue(os.path.isdir(self.root))
         self.assertTrue(any('devcloud opie could not be taken down; run: '
-                            '/x/opie-sched devcloud down' in line
+                            '%s devcloud down' % sys.executable in line
                             for line in self.lines))
+
+    def test_a_program_that_cannot_run_is_an_error_at_once(self):
+        clouds = self.run.Devclouds('/nonexistent/opie-sched', self.root,
+                                    self.lines.append, run=self._down,
+                                    popen=self._popen)
+        data, _, err = self.run.run_on_devclouds(
+            clouds, None, True, self.root, self.lines.append,
+            run=lambda *a: self.fail('the part ran'))
+        self.assertEqual('cannot run /nonexistent/opie-sched: not an '
+                         'executable file', err)
+        self.assertEqual([], self.calls)
+        self.assertFalse(any('started again' in line for line in self.lines))
