@@ -57,7 +57,6 @@ import fixtures
 
 from opie_sched.common import flavors
 from opie_sched.common import provider_config
-from opie_sched.demo import targets
 
 LOG = logging.getLogger(__name__)
 
@@ -241,6 +240,7 @@ class LostBuilds(fixtures.Fixture):
         from nova import exception as nova_exc
         from nova import objects
 
+        from opie_sched.demo import targets
         reason = targets.one_line(exc)
         for build_request in build_requests or ():
             uuid_ = build_request.instance_uuid
@@ -594,6 +594,9 @@ class EmbeddedCloud(fixtures.Fixture):
 
 def _first_error(exc):
     """One line naming the first exception in a fixtures error."""
+    # Imported here: targets imports oslo.messaging, which imports
+    # eventlet (see use_native_threading).
+    from opie_sched.demo import targets
     inner = exc.args[0] if exc.args else exc
     if isinstance(inner, tuple) and len(inner) == 3:
         inner = inner[1]
