@@ -43,6 +43,8 @@ import dataclasses
 import datetime
 import typing as ty
 
+from opie_sched.preemption import behaviours
+
 #: System metadata keys (Nova prefixes nothing: these are the stored keys).
 KEY_STATE = 'opie_victim_state'
 KEY_PREEMPTOR = 'opie_victim_of'
@@ -66,13 +68,15 @@ KEY_WORKER = 'opie_victim_worker'
 KEYS = (KEY_STATE, KEY_PREEMPTOR, KEY_SINCE, KEY_REQUEST, KEY_ATTEMPTS,
         KEY_NEXT, KEY_REASON, KEY_ACTION_REQUEST, KEY_BEHAVIOR, KEY_WORKER)
 
-#: Interruption behaviours: ``delete``; ``stop`` (stop, then delete after
-#: the grace period); ``shelve`` (shelve and offload: the server stays in
-#: its project, its host is freed).
+#: The interruption behaviours shipped (:mod:`.behaviours`): ``delete``;
+#: ``stop`` (stop, then delete after the grace period); ``shelve`` (shelve
+#: and offload: the server stays in its project, its host is freed).
 DELETE = 'delete'
 STOP = 'stop'
 SHELVE = 'shelve'
-BEHAVIORS = (DELETE, STOP, SHELVE)
+#: Every registered interruption behaviour (a live sequence: the
+#: ``opie_sched.preemption.behaviours`` entry points).
+BEHAVIORS = behaviours.Names()
 #: Flavor extra spec choosing a flavor's behaviour.
 BEHAVIOR_SPEC = 'opie:interruption_behavior'
 

@@ -58,7 +58,6 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from nova.compute import api as nova_compute_api
-from nova.compute import vm_states
 import nova.conf
 from nova.db.main import api as main_db
 from nova import exception
@@ -66,6 +65,7 @@ from nova import objects
 from nova import rpc
 
 from opie_sched.notifications import preemption as preempt_notes
+from opie_sched.preemption import behaviours
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import reservations
@@ -235,11 +235,11 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
                 or not victim_state.may_act(state, 'terminate',
                                             preempted_by, request_id, now)):
             continue
-        behavior = state.behavior or victim_state.interruption_behavior(
-            getattr(inst.flavor, 'extra_specs', None), action)
-        if (behavior == victim_state.SHELVE
-                and inst.vm_state == vm_states.SHELVED_OFFLOADED):
-            continue
+        # what will happen: the behaviour's verb, or its fallback's
+        behavior, verb = _verb(inst, _behaviour_of(inst, state, action),
+                               state.state != victim_state.TERMINATING)
+        if verb is None:
+            continue  # released already (e.g. shelved and offloaded)
         notice = victim_state.notice_metadata(
             deadline, behavior,
             owner_message(state.preemptor).replace('Preempted', 'preempted'))
@@ -355,6 +355,21 @@ def _spare(cctxt, inst, state):
             pass
 
 
+def _behaviour_of(inst, state, action):
+    """The victim's interruption behaviour: the one fixed in its record,
+    else its flavor's ``opie:interruption_behavior``, else ``action``; a
+    name no longer registered (a plugin removed) is ``delete``.
+    """
+    name = (state.behavior if state is not None else '') or \
+        victim_state.interruption_behavior(
+            getattr(inst.flavor, 'extra_specs', None), action)
+    if not behaviours.is_known(name):
+        LOG.warning('Victim %s: interruption behaviour %r is not '
+                    'registered; deleting it', inst.uuid, name)
+        return victim_state.DELETE
+    return name
+
+
 def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
                    decision=None):
     opts = CONF.opie_preemption
@@ -370,30 +385,35 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
         return False
     deleting = inst.task_state in hosts.LEAVING_TASK_STATES
     first = state.state != victim_state.TERMINATING
-    behavior = state.behavior or victim_state.interruption_behavior(
-        getattr(inst.flavor, 'extra_specs', None), action)
-    if (behavior == victim_state.SHELVE and not deleting
-            and inst.vm_state == vm_states.SHELVED_OFFLOADED):
-        # interrupted: the server stays in its project, off any host
-        LOG.info('Victim %s is shelved and offloaded; its record is '
-                 'cleared', inst.uuid)
-        try:
-            reservations.clear_state(inst, expected=state, cctxt=cctxt)
-        except exception.InstanceNotFound:
-            pass
-        return False
+    behavior = _behaviour_of(inst, state, action)
+    refused_by = None
+    if deleting:
+        verb = behaviours.DELETE_VERB
+    else:
+        applied, verb = _verb(inst, behavior, first)
+        if applied != behavior:
+            # Nova refuses the behaviour's verb in this state: its
+            # documented fallback (shelve -> delete), fixed in the record
+            refused_by, behavior = behavior, applied
+        if verb is None:
+            # released (e.g. shelved and offloaded): the server stays in
+            # its project, off any host
+            LOG.info('Victim %s is released (%s, %s); its record is '
+                     'cleared', inst.uuid, behavior, inst.vm_state)
+            try:
+                reservations.clear_state(inst, expected=state, cctxt=cctxt)
+            except exception.InstanceNotFound:
+                pass
+            return False
     new = state.terminating(now, opts.retry_interval, opts.max_retry_interval)
     new = dataclasses.replace(new, behavior=behavior, action_request=(
         state.action_request or decision
         or oslo_context.generate_request_id()))
-    verb = _verb(inst, behavior, first, deleting)
-    if verb in ('stop', 'shelve'):
+    if verb != behaviours.DELETE_VERB:
         # the next step belongs to this request: no retry before it
-        wait = (opts.stop_grace_period if verb == 'stop'
-                else opts.release_timeout)
         new = dataclasses.replace(new, next_attempt=max(
             new.next_attempt, now + datetime.timedelta(
-                seconds=wait + opts.retry_interval)))
+                seconds=_step_wait(behavior, opts) + opts.retry_interval)))
     try:
         if not reservations.swap_state(cctxt, inst, state, new):
             LOG.info('Victim %s: its record changed under us (another '
@@ -421,7 +441,16 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
         # connection): its owner always gets the preempt action.
         if first or not is_marked(acctxt, inst):
             mark_victim(acctxt, inst, new.preemptor, new.reason)
-        getattr(compute_api(), verb)(acctxt, inst)
+        if refused_by:
+            _fell_back(acctxt, inst, refused_by, behavior, new)
+        try:
+            getattr(compute_api(), verb)(acctxt, inst)
+        except exception.InstanceInvalidState as exc:
+            # refused in a state changed since it was read: the fallback
+            verb = _refused(cctxt, acctxt, inst, new, verb, exc)
+            if verb is None:
+                raise
+            getattr(compute_api(), verb)(acctxt, inst)
         return True
     except exception.InstanceNotFound:
         LOG.info('Victim %s is already gone', inst.uuid)
@@ -441,20 +470,65 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
         return False
 
 
-def _verb(inst, behavior, first, deleting):
-    """The compute API call of a victim's next step: ``delete``, ``stop``
-    (first step of ``stop`` on a running server), ``shelve`` or
-    ``shelve_offload`` (``shelve``: shelved, not yet offloaded).
+def _step_wait(behavior, opts):
+    """Seconds the request keeps the next step of a victim to itself after
+    a first verb that does not free the host yet: the behaviour's grace
+    period (``stop``: ``stop_grace_period``), else ``release_timeout``.
     """
-    if deleting or behavior == victim_state.DELETE:
-        return 'delete'
-    if behavior == victim_state.SHELVE:
-        if inst.vm_state == vm_states.SHELVED:
-            return 'shelve_offload'
-        return 'shelve'
-    if first and inst.vm_state == vm_states.ACTIVE:
-        return 'stop'
-    return 'delete'
+    b = behaviours.get(behavior)
+    return b.grace(opts) if b.grace_option else opts.release_timeout
+
+
+def _fell_back(cctxt, inst, refused, applied, state):
+    """Tell the owner (an instance fault) and the operator (a WARNING)
+    that Nova refuses the victim's behaviour in its state and the fallback
+    applies.
+    """
+    LOG.warning('Victim %s: Nova refuses to %s it in vm_state %s; its '
+                'interruption behaviour falls back to %s', inst.uuid,
+                refused, inst.vm_state, applied)
+    try:
+        _add_fault(cctxt, inst, 'Preemption: %s is not possible in state '
+                   '%s; %s instead' % (refused, inst.vm_state, applied),
+                   'interruption behaviour %s refused by Nova in vm_state '
+                   '%s (task state %s); fallback %s (request %s)'
+                   % (refused, inst.vm_state, inst.task_state, applied,
+                      state.request_id))
+    except Exception:
+        LOG.exception('Could not record a fault on %s', inst.uuid)
+
+
+def _refused(cctxt, acctxt, inst, state, verb, exc):
+    """Nova refused ``verb`` (InstanceInvalidState): switch the record to
+    the behaviour's fallback and return the fallback's verb, or None when
+    the behaviour has none (the error stands: the reconciler retries).
+    """
+    fallback = behaviours.fallback(state.behavior)
+    if fallback is None:
+        return None
+    applied, new_verb = behaviours.resolve(fallback, inst.vm_state,
+                                           inst.task_state, first=True)
+    if new_verb is None or new_verb == verb:
+        return None
+    new = dataclasses.replace(state, behavior=applied)
+    if not reservations.swap_state(cctxt, inst, state, new):
+        LOG.info('Victim %s: its record changed under us (another actor '
+                 'acts on it); leaving it alone', inst.uuid)
+        return None
+    LOG.info('Victim %s: %s refused (%s)', inst.uuid, verb, exc)
+    _fell_back(acctxt, inst, state.behavior, applied, new)
+    return new_verb
+
+
+def _verb(inst, behavior, first):
+    """The behaviour that applies to a victim now and the compute API
+    call of its next step (:func:`opie_sched.preemption.behaviours.
+    resolve`: the behaviour's verb for the victim's vm_state, or its
+    fallback's when Nova refuses that verb in that state); verb None: the
+    victim is released.
+    """
+    return behaviours.resolve(behavior, inst.vm_state, inst.task_state,
+                              first)
 
 
 def _fault(cctxt, inst, state, details):
@@ -603,17 +677,33 @@ def _behavior(inst):
     return state.behavior if state is not None else ''
 
 
+def _behaviour_obj(inst):
+    """The registered behaviour of a victim's record (``delete`` when
+    none or not registered).
+    """
+    name = _behavior(inst)
+    if not behaviours.is_known(name):
+        name = victim_state.DELETE
+    return behaviours.get(name)
+
+
 def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
     """Finish interrupting the victims of ``ctx``'s request and wait until
     they have released their host.
 
-    Victims being stopped (behaviour ``stop``) are given
-    ``stop_grace_period`` seconds to shut down, then deleted; victims being
-    shelved (``shelve``) are offloaded once shelved; both steps through
-    :func:`finish`, which re-checks each victim. A victim counts as
-    released when it is deleted or shelved and offloaded, or when its
-    record no longer names this request (spared, or another actor's): the
-    request does not wait for it.
+    Each victim follows the behaviour of its record
+    (:mod:`opie_sched.preemption.behaviours`). When its first verb does not
+    free the host yet (``stop``, ``shelve``), the request waits for that
+    step to complete (:meth:`~opie_sched.preemption.behaviours.
+    InterruptionBehaviour.step_done`) and, for a behaviour with a grace
+    period (``stop``: ``stop_grace_period`` seconds from now), for the
+    grace to end, then sends the next step through :func:`finish`, which
+    re-checks each victim (``stop``: the delete; ``shelve``: the offload).
+    A victim counts as released when its behaviour says so
+    (:meth:`~opie_sched.preemption.behaviours.InterruptionBehaviour.
+    released`: deleted, or shelved and offloaded), or when its record no
+    longer names this request (spared, or another actor's): the request
+    does not wait for it.
 
     :param timeout: seconds (default ``[opie_preemption]
         release_timeout``).
@@ -631,40 +721,46 @@ def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
 
     def settled(inst):
         return (is_deleted(inst) or _not_ours(inst, rid)
-                or (inst.task_state is None and inst.vm_state in (
-                    vm_states.STOPPED, vm_states.SHELVED,
-                    vm_states.SHELVED_OFFLOADED)))
+                or _behaviour_obj(inst).step_done(
+                    inst.vm_state, inst.task_state, is_deleted(inst)))
 
     def released(inst):
         return (is_deleted(inst) or _not_ours(inst, rid)
-                or inst.vm_state == vm_states.SHELVED_OFFLOADED)
+                or _behaviour_obj(inst).released(
+                    inst.vm_state, inst.task_state, is_deleted(inst)))
 
     found = _states(ctx, cell_uuid, uuids) if uuids else {}
-    stops = [u for u in uuids
-             if _behavior(found.get(u)) == victim_state.STOP]
-    shelves = [u for u in uuids
-               if _behavior(found.get(u)) == victim_state.SHELVE]
-    if stops:
-        wait_for(ctx, cell_uuid, stops, settled,
-                 min(opts.stop_grace_period, timeout), opts.poll_interval)
-        grace_left = opts.stop_grace_period - (time.monotonic() - start)
+    # victims whose first verb does not free the host, by behaviour
+    stepped = {}
+    for u in uuids:
+        b = _behaviour_obj(found.get(u)) if found.get(u) is not None else None
+        if b is not None and b.multi_step:
+            stepped.setdefault(b.name, (b, []))[1].append(u)
+    graced = [(b, us) for b, us in stepped.values() if b.grace(opts) > 0]
+    others = [u for b, us in stepped.values() if b.grace(opts) <= 0
+              for u in us]
+    for b, us in graced:
+        grace = b.grace(opts)
+        wait_for(ctx, cell_uuid, us, settled, min(grace, left()),
+                 opts.poll_interval)
+        grace_left = grace - (time.monotonic() - start)
         if grace_left > 0:
             time.sleep(min(grace_left, left()))
-        finish(ctx, cell_uuid, stops)
-    if shelves:
-        wait_for(ctx, cell_uuid, shelves, settled, left(),
+        finish(ctx, cell_uuid, us)
+    if others:
+        wait_for(ctx, cell_uuid, others, settled, left(),
                  opts.poll_interval)
-        finish(ctx, cell_uuid, shelves)
-    if not wait and not shelves:
+        finish(ctx, cell_uuid, others)
+    if not wait and not others:
         return True
     # nothing happened since ``found`` was read (plain deletes): it is the
     # first round
-    ok = wait_for(ctx, cell_uuid, uuids if wait else shelves, released,
+    ok = wait_for(ctx, cell_uuid, uuids if wait else others, released,
                   left(), opts.poll_interval,
-                  found=None if stops or shelves else found)
-    if shelves:
-        # clear the records of the offloaded ones
-        finish(ctx, cell_uuid, shelves)
+                  found=None if stepped else found)
+    if others:
+        # clear the records of the released ones (offloaded)
+        finish(ctx, cell_uuid, others)
     return ok
 
 
