@@ -33,6 +33,7 @@ from opie_sched.common import credentials
 from opie_sched.conf import autoscaler as autoscaler_opts
 from opie_sched.conf import repacker as repacker_opts
 from opie_sched.conf import rpm as rpm_opts
+from opie_sched.preemption import behaviours
 
 preemption_group = cfg.OptGroup(
     'opie_preemption',
@@ -79,20 +80,20 @@ preemption_opts = [
         'billing_period', default=3600, min=1,
         help='Billing period of preemptible instances in seconds, for the '
              'billing_period cost module (cost = runtime mod period).'),
-    cfg.StrOpt(
-        'action', default='delete', choices=[
-            ('delete', 'Delete the victims at once.'),
-            ('stop', 'Stop the victims (a clean shutdown), wait '
-                     '``stop_grace_period`` seconds, then delete them '
-                     '(each re-checked just before its delete).'),
-            ('shelve', 'Shelve the victims and offload them: each stays '
-                       'in its project as SHELVED_OFFLOADED (its owner can '
-                       'unshelve it) and its host is freed. Needs an image '
-                       'snapshot per image-backed victim (Glance).')],
+    cfg.Opt(
+        'action', type=behaviours.OptionType(), default='delete',
         help='How a victim is interrupted, unless its flavor sets '
-             '``opie:interruption_behavior``. Stopping alone would not free '
-             'the host (a stopped server keeps its Placement allocation), '
-             'so ``stop`` ends in a delete.'),
+             '``opie:interruption_behavior``. Possible values: a '
+             'registered interruption behaviour (entry points '
+             '``opie_sched.preemption.behaviours``): ``delete`` (at once), '
+             '``stop`` (a clean shutdown, then deleted after '
+             '``stop_grace_period`` seconds, re-checked just before: a '
+             'stopped server keeps its Placement allocation, so only the '
+             'delete frees the host), ``shelve`` (shelved and offloaded: '
+             'it stays in its project as SHELVED_OFFLOADED and its host '
+             'is freed; needs an image snapshot per image-backed victim; '
+             'deleted instead when Nova refuses to shelve it: rescued, '
+             'ERROR, VERIFY_RESIZE, soft-deleted).'),
     cfg.IntOpt(
         'stop_grace_period', default=30, min=0,
         help='Seconds a stopped victim is kept before it is deleted, when '

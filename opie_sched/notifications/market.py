@@ -25,6 +25,7 @@ MB-hour of memory ...), never floats, as the market stores them.
 from oslo_versionedobjects import fields
 
 from opie_sched.notifications import base
+from opie_sched.preemption import behaviours
 
 SOURCE = 'opie-market'
 EVENT_PRICE_UPDATE = 'opie.market.price.update'
@@ -35,8 +36,12 @@ EVENT_PREEMPTED = 'opie.market.preempt.end'
 CHARGE_RULES = ('share_cost', 'bid')
 #: Why a server is noticed.
 KINDS = ('out_of_bid', 'out_of_credit')
-#: What happens at the deadline (the flavor's interruption behaviour).
-ACTIONS = ('delete', 'stop', 'shelve')
+#: The interruption behaviours (:mod:`opie_sched.preemption.behaviours`,
+#: read when this module is imported). A behaviour added to the registry
+#: changes this enum, hence the payload's fingerprint: bump the payload's
+#: version (``tests/unit/test_notifications.py`` pins the names per
+#: version).
+ACTIONS = behaviours.names()
 
 
 @base.OpieObjectRegistry.register

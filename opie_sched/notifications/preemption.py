@@ -18,12 +18,17 @@ were terminated, to operators' listeners and opie's own demo/tests.
 from oslo_versionedobjects import fields
 
 from opie_sched.notifications import base
+from opie_sched.preemption import behaviours
 
 EVENT_TYPE = 'opie.instance.preempt'
 SOURCE = 'opie-scheduler'
 
-#: The termination actions (``[opie_preemption] action``).
-ACTIONS = ('delete', 'stop', 'shelve')
+#: The interruption behaviours (:mod:`opie_sched.preemption.behaviours`,
+#: read when this module is imported). A behaviour added to the registry
+#: changes this enum, hence the payload's fingerprint: bump the payload's
+#: version (``tests/unit/test_notifications.py`` pins the names per
+#: version).
+ACTIONS = behaviours.names()
 
 
 @base.OpieObjectRegistry.register

@@ -306,9 +306,18 @@ def _check(found):
             current = found[current.fallback]
 
 
+#: The behaviours shipped, in their documented order; any other comes
+#: after them, by name (:func:`names`).
+SHIPPED = ('delete', 'stop', 'shelve')
+
+
+def _order(name):
+    return (SHIPPED.index(name) if name in SHIPPED else len(SHIPPED), name)
+
+
 def _build(manager):
     found = collections.OrderedDict()
-    for ext in sorted(manager, key=lambda e: e.name):
+    for ext in sorted(manager, key=lambda e: _order(e.name)):
         ext.obj.name = ext.name
         found[ext.name] = ext.obj
     _check(found)
@@ -341,7 +350,9 @@ def use_manager(manager):
 
 
 def names():
-    """The registered behaviour names, sorted."""
+    """The registered behaviour names: the shipped ones in
+    :data:`SHIPPED` order, then the others by name.
+    """
     return tuple(registry())
 
 

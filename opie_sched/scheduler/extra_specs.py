@@ -18,10 +18,14 @@ microversion 2.86 and later), which catches typos such as
 ``opie:premptible``.
 
 This module must stay importable by nova-api on its own: it imports nothing
-but nova's validator base.
+but nova's validator base and the pure registry of interruption
+behaviours (:mod:`opie_sched.preemption.behaviours`: stevedore and
+oslo.config only).
 """
 
 from nova.api.validation.extra_specs import base
+
+from opie_sched.preemption import behaviours
 
 EXTRA_SPEC_VALIDATORS = [
     base.ExtraSpecValidator(
@@ -84,16 +88,21 @@ EXTRA_SPEC_VALIDATORS = [
         name='opie:interruption_behavior',
         description=(
             'What happens to a preemptible server of this flavor when it '
-            'is preempted; overrides [opie_preemption] action. delete: it '
-            'is deleted. stop: it is stopped, then deleted after '
-            '[opie_preemption] stop_grace_period. shelve: it is shelved '
-            'and offloaded (it stays in its project, its host is freed, '
-            'its owner can unshelve it).'
+            'is preempted; overrides [opie_preemption] action and '
+            '[opie_market] preemption_action. One of the registered '
+            'interruption behaviours (opie_sched.preemption.behaviours). '
+            'delete: it is deleted. stop: it is stopped, then deleted '
+            'after the grace period (stop_grace_period). shelve: it is '
+            'shelved and offloaded (it stays in its project, its host is '
+            'freed, its owner can unshelve it); deleted instead when Nova '
+            'refuses to shelve it (rescued, ERROR, VERIFY_RESIZE, '
+            'soft-deleted).'
         ),
         value={
             'type': str,
-            'description': 'delete, stop or shelve.',
-            'enum': ['delete', 'stop', 'shelve'],
+            'description': 'A registered interruption behaviour: delete, '
+                           'stop, shelve, or one added by an entry point.',
+            'enum': behaviours.Names(),
         },
     ),
 ]

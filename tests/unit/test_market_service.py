@@ -42,6 +42,7 @@ from opie_sched.market import budget
 from opie_sched.services.market.api import app as api_app
 from opie_sched.services.market.api import policy
 from opie_sched.services.market import client as market_client
+from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market.db import models
@@ -69,6 +70,7 @@ class FakeCloud:
         self.tags = {}
         self.aggs = {}
         self.fail_listing = False
+        self.refuse = set()
 
     def add(self, uuid, project, bid=None, host='h1', vcpus=2, ram=4000,
             created=0, preemptible=True, metadata=None):
@@ -115,6 +117,8 @@ class FakeCloud:
         self.confirmed.append(uuid)
 
     def terminate(self, uuid, action):
+        if action in self.refuse:
+            raise market_cloud.Refused('Cannot %s in this state' % action)
         self.terminated.append((uuid, action))
         if action == 'delete':
             del self.by_uuid[uuid]
@@ -530,21 +534,71 @@ class EngineTest(testtools.TestCase):
         self.assertNotIn(engine.NOTICE_KEY,
                          self.cloud.by_uuid['s0'].metadata)
 
-    def test_a_stopped_victim_restarted_is_charged_and_noticed_again(self):
+    def test_a_stopped_victim_is_deleted_after_the_grace_period(self):
+        # issue 31: one meaning of stop, the scheduler's: stopped at the
+        # deadline, deleted after stop_grace_period (a stopped server
+        # keeps its host)
         self.contended()
-        eng = self.engine(preemption_action='stop')
+        eng = self.engine(preemption_action='stop', stop_grace_period=60)
         self.assertEqual(['s0'], eng.tick(T0).notices)
         self.assertEqual(['s0'], eng.tick(T0 + 600).preempted)
         self.assertEqual('SHUTOFF', self.cloud.by_uuid['s0'].status)
         self.assertEqual(engine.PREEMPTED_BY, self.cloud.by_uuid[
             's0'].metadata[engine.PREEMPTED_BY_KEY])
         self.assertEqual({engine.PREEMPTED_TAG}, self.cloud.tags['s0'])
-        report = eng.tick(T0 + HOUR)  # stopped: not charged, no notice
-        self.assertNotIn('s0', {srv.uuid for srv in report.servers})
-        self.cloud._replace('s0', status='ACTIVE')  # the owner starts it
-        report = eng.tick(T0 + 2 * HOUR)
-        self.assertIn('s0', {srv.uuid for srv in report.servers})
-        self.assertEqual(['s0'], report.notices)
+        eng.tick(T0 + 659)  # within the grace period: kept
+        self.assertEqual([('s0', 'stop')], self.cloud.terminated)
+        eng.tick(T0 + 660)
+        self.assertEqual([('s0', 'stop'), ('s0', 'delete')],
+                         self.cloud.terminated)
+        self.assertNotIn('s0', self.cloud.by_uuid)
+        # gone: the notice is closed, nothing more is sent
+        eng.tick(T0 + 720)
+        eng.tick(T0 + 780)
+        self.assertEqual(2, len(self.cloud.terminated))
+        self.assertEqual([(models.GONE, 'stop')], [
+            (n['state'], n['action']) for n in self.store.notices()
+            if n['server_uuid'] == 's0'])
+
+    def test_a_stopped_victim_resized_to_normal_is_spared(self):
+        self.contended()
+        eng = self.engine(preemption_action='stop', stop_grace_period=60)
+        eng.tick(T0)
+        self.assertEqual(['s0'], eng.tick(T0 + 600).preempted)
+        self.cloud._replace('s0', extra_specs={})  # a normal flavor now
+        report = eng.tick(T0 + 700)
+        self.assertIn('s0', report.cancelled)
+        self.assertEqual([('s0', 'stop')], self.cloud.terminated)
+        eng.tick(T0 + 800)
+        self.assertEqual([('s0', 'stop')], self.cloud.terminated)
+
+    def test_shelve_refused_falls_back_to_delete(self):
+        # issue 30 hole 3 in the market: a rescued server cannot be
+        # shelved; the fallback (delete) frees its host at once
+        self.contended()
+        specs = dict(self.cloud.by_uuid['s0'].extra_specs,
+                     **{engine.BEHAVIOR_SPEC: 'shelve'})
+        self.cloud._replace('s0', extra_specs=specs, status='RESCUE')
+        eng = self.engine()
+        self.assertEqual(['s0'], eng.tick(T0).notices)
+        self.assertIn('(delete)', self.cloud.by_uuid['s0'].metadata[
+            engine.NOTICE_KEY])
+        self.assertEqual(['s0'], eng.tick(T0 + 600).preempted)
+        self.assertEqual([('s0', 'delete')], self.cloud.terminated)
+
+    def test_shelve_refused_by_nova_falls_back_to_delete(self):
+        # the state changed after it was read: Nova's 409
+        self.contended()
+        specs = dict(self.cloud.by_uuid['s0'].extra_specs,
+                     **{engine.BEHAVIOR_SPEC: 'shelve'})
+        self.cloud._replace('s0', extra_specs=specs)
+        self.cloud.refuse = {'shelve'}
+        eng = self.engine()
+        eng.tick(T0)
+        self.assertEqual(['s0'], eng.tick(T0 + 600).preempted)
+        self.assertEqual([('s0', 'delete')], self.cloud.terminated)
+        self.assertEqual('delete', [n for n in self.store.notices()
+                                    if n['server_uuid'] == 's0'][0]['action'])
 
     def test_out_of_credit_project_is_preempted(self):
         self.cloud = FakeCloud(SMALL)

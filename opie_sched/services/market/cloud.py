@@ -58,6 +58,12 @@ def epoch(text):
         return None
 
 
+class Refused(Exception):
+    """Nova refused an interruption verb in the server's state (HTTP
+    409, e.g. a shelve of a rescued server).
+    """
+
+
 @dataclasses.dataclass(frozen=True)
 class ServerInfo:
     """A server as the market reads it from Nova.
@@ -271,16 +277,25 @@ class Cloud:
         """Confirm a resize waiting in VERIFY_RESIZE (asynchronous)."""
         self.conn.compute.confirm_server_resize(uuid)
 
-    def terminate(self, uuid, action):
-        """Stop, shelve or delete a server (``action``: one of
-        :data:`.settings.BEHAVIORS`).
+    def terminate(self, uuid, verb):
+        """Send an interruption verb (:data:`opie_sched.preemption.
+        behaviours.VERBS`: ``delete``, ``stop``, ``shelve`` or
+        ``shelve_offload``) to a server.
+
+        :raises Refused: Nova refused it in the server's state (409).
         """
-        if action == 'stop':
-            self.conn.compute.stop_server(uuid)
-        elif action == 'shelve':
-            self.conn.compute.shelve_server(uuid)
-        else:
-            self.conn.compute.delete_server(uuid, ignore_missing=True)
+        from openstack import exceptions as sdk_exc
+        compute = self.conn.compute
+        calls = {'stop': compute.stop_server,
+                 'shelve': compute.shelve_server,
+                 'shelve_offload': compute.shelve_offload_server}
+        try:
+            if verb in calls:
+                calls[verb](uuid)
+            else:
+                compute.delete_server(uuid, ignore_missing=True)
+        except sdk_exc.ConflictException as exc:
+            raise Refused(str(exc))
 
     @classmethod
     def from_conf(cls, conf):

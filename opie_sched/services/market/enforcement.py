@@ -21,6 +21,7 @@ from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
 from opie_sched.market import outbid
 from opie_sched.market import pricing
+from opie_sched.preemption import behaviours
 from opie_sched.preemption import victim_state
 from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import models
@@ -51,7 +52,7 @@ NOT_PREEMPTIBLE = ('no longer preemptible (its flavor lost the marker '
                    'flavor): it left the market')
 
 #: The flavor extra spec that chooses a server's interruption behaviour
-#: (one of :data:`.settings.BEHAVIORS`; the scheduler's key too,
+#: (a registered one, :data:`.settings.BEHAVIORS`; the scheduler's key too,
 #: :mod:`opie_sched.preemption.victim_state`); else ``[opie_market]
 #: preemption_action``.
 BEHAVIOR_SPEC = victim_state.BEHAVIOR_SPEC
@@ -152,13 +153,29 @@ class Enforcer:
 
     def behavior(self, info):
         """What happens to ``info`` (:class:`.cloud.ServerInfo`) at its
-        deadline: its flavor's ``opie:interruption_behavior`` when it is
-        one of :data:`.settings.BEHAVIORS`, else ``preemption_action``. The
-        flavor is operator-owned (user metadata is never read for it).
+        deadline: its flavor's ``opie:interruption_behavior`` when it is a
+        registered behaviour (:mod:`opie_sched.preemption.behaviours`),
+        else ``preemption_action``; then, when Nova refuses that
+        behaviour's verb in the server's state (e.g. ``shelve`` of a
+        rescued server), its fallback (``delete``). The flavor is
+        operator-owned (user metadata is never read for it).
+        """
+        return self._plan(info)[0]
+
+    def _plan(self, info, first=True):
+        """``(behaviour, verb)`` for ``info`` now
+        (:func:`opie_sched.preemption.behaviours.resolve`; verb None:
+        nothing to send).
         """
         value = (info.extra_specs or {}).get(BEHAVIOR_SPEC) if info else None
-        return value if value in market_settings.BEHAVIORS else (
+        name = value if value in market_settings.BEHAVIORS else (
             self.settings.preemption_action)
+        if info is None:
+            return name, None
+        return behaviours.resolve(
+            name, behaviours.STATUS_VM_STATES.get(info.status,
+                                                  info.status.lower()),
+            info.task_state, first)
 
     def _tell_owner(self, uuid, reason, deadline):
         """Write the notice on the server; returns the behaviour told."""
@@ -239,6 +256,7 @@ class Enforcer:
                      for r in self.store.period_servers(
                          latest['period_start'])}
             prices = self.store.period_prices(latest['period_start'])
+        self.next_steps(now, report)
         due = [n for n in self.store.notices(state=models.NOTICED)
                if n['deadline'] <= now]
         # lowest bid per unit first: a victim spared by an earlier
@@ -265,7 +283,11 @@ class Enforcer:
                     info = self._check(notice, report, taken=True)
                     if not info:
                         continue
-                    self._preempt(uuid, notice, self.behavior(info), now)
+                    applied = self._preempt(uuid, notice, info, now)
+                    if applied != action:
+                        self.store.set_notice_state(
+                            uuid, models.PREEMPTED, applied,
+                            expected=models.PREEMPTED)
                 except Exception:
                     self.store.set_notice_state(uuid, models.NOTICED,
                                                 expected=models.PREEMPTED)
@@ -333,7 +355,36 @@ class Enforcer:
         self._cancel(notice, why, report)
         return False
 
-    def _preempt(self, uuid, notice, action, now):
+    def _send(self, uuid, info, first):
+        """Send the next verb of ``info``'s behaviour; when Nova refuses it
+        (:class:`.cloud.Refused`), the behaviour's fallback's.
+
+        :returns: the behaviour applied (its name).
+        """
+        applied, verb = self._plan(info, first)
+        if verb is None:
+            return applied
+        try:
+            self.cloud.terminate(uuid, verb)
+            return applied
+        except market_cloud.Refused as exc:
+            fallback = behaviours.fallback(applied)
+            if fallback is None:
+                raise
+            LOG.warning('server %s: Nova refuses to %s it (%s); its '
+                        'interruption behaviour falls back to %s', uuid,
+                        verb, exc, fallback)
+            applied, verb = behaviours.resolve(
+                fallback, behaviours.STATUS_VM_STATES.get(
+                    info.status, info.status.lower()), info.task_state)
+            if verb is not None:
+                self.cloud.terminate(uuid, verb)
+            return applied
+
+    def _preempt(self, uuid, notice, info, now):
+        """Mark and interrupt a noticed server at its deadline; returns
+        the behaviour applied.
+        """
         self.cloud.set_metadata(uuid, {
             PREEMPTED_BY_KEY: PREEMPTED_BY,
             PREEMPTED_AT_KEY: market_cloud.iso(now)})
@@ -341,9 +392,65 @@ class Enforcer:
             self.cloud.add_tag(uuid, PREEMPTED_TAG)
         except Exception:
             LOG.warning('could not tag server %s %s', uuid, PREEMPTED_TAG)
-        self.cloud.terminate(uuid, action)
+        action = self._send(uuid, info, True)
         LOG.warning('server %s (project %s) preempted (%s): %s', uuid,
                     notice['project'], action, notice['reason'])
         notifications.preempted(self.notifier, uuid, notice['project'],
                                 notice['kind'], notice['reason'], action,
                                 now)
+        return action
+
+    def next_steps(self, now, report):
+        """The next step of servers preempted by a behaviour with a grace
+        period (``stop``: stopped at the deadline, deleted at the first
+        later tick at least ``stop_grace_period`` seconds after the
+        deadline).
+
+        Each is read again first: a gone server closes its notice
+        (``gone``); a server no longer preemptible (resized to a normal
+        flavor) is spared (``cancelled``); a busy one waits for the next
+        tick. Otherwise the behaviour's next verb is sent (the delete,
+        whatever the owner did meanwhile: a restarted server is deleted
+        too), again at every tick until the server is gone (a lost delete
+        is sent again); a fallback applied is recorded as the notice's
+        action.
+        """
+        for notice in self.store.notices(state=models.PREEMPTED):
+            action = notice['action']
+            if not behaviours.is_known(action or ''):
+                continue
+            grace = behaviours.get(action).grace(self.settings)
+            # from the deadline (the stop came at the first tick at or
+            # after it, a tick before this one at the latest)
+            if (behaviours.get(action).grace_option is None
+                    or notice['deadline'] + grace > now):
+                continue
+            uuid = notice['server_uuid']
+            try:
+                info = self.cloud.get_server(uuid)
+                if info is None:
+                    self.store.set_notice_state(uuid, models.GONE, action,
+                                                expected=models.PREEMPTED)
+                    continue
+                if not info.preemptible:
+                    LOG.info('server %s: %s, its %s is not followed by a '
+                             'delete', uuid, NOT_PREEMPTIBLE, action)
+                    self.store.set_notice_state(uuid, models.CANCELLED,
+                                                action,
+                                                expected=models.PREEMPTED)
+                    report.cancelled.append(uuid)
+                    continue
+                if info.busy:
+                    continue
+                applied = self._send(uuid, info, False)
+                if applied != action:
+                    self.store.set_notice_state(uuid, models.PREEMPTED,
+                                                applied,
+                                                expected=models.PREEMPTED)
+                LOG.warning('server %s (project %s): %s after its grace '
+                            'period (%s)', uuid, notice['project'],
+                            applied, action)
+            except Exception as exc:
+                LOG.exception('the next step of server %s failed; '
+                              'retrying at the next tick', uuid)
+                report.errors.append('next step %s: %s' % (uuid, exc))

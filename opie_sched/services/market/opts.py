@@ -30,6 +30,7 @@ from oslo_config import cfg
 from oslo_db import options as db_options
 
 from opie_sched.common import credentials
+from opie_sched.preemption import behaviours
 
 GROUP = 'opie_market'
 DATABASE_GROUP = 'database'
@@ -72,17 +73,23 @@ OPTS = [
     cfg.IntOpt('notice_period', default=300, min=0,
                help='Seconds between the preemption notice (server '
                     'metadata opie:preempt_notice) and the stop or delete.'),
-    cfg.StrOpt('preemption_action', default='delete',
-               choices=[('delete', 'delete the server'),
-                        ('stop', 'stop the server (it keeps its '
-                                 'resources and stays billable to nobody)'),
-                        ('shelve', 'shelve the server (Nova offloads it '
-                                   'and frees its host; it stays in its '
-                                   'project)')],
-               help='What happens to a server when its notice expires, '
-                    'unless its flavor\'s extra spec '
-                    'opie:interruption_behavior (delete, stop or shelve) '
-                    'chooses.'),
+    cfg.Opt('preemption_action', type=behaviours.OptionType(),
+            default='delete',
+            help='What happens to a server when its notice expires, '
+                 'unless its flavor\'s extra spec '
+                 'opie:interruption_behavior chooses. Possible values: a '
+                 'registered interruption behaviour (entry points '
+                 'opie_sched.preemption.behaviours), the same meanings as '
+                 'the scheduler\'s [opie_preemption] action: delete; stop '
+                 '(stopped, then deleted after stop_grace_period seconds: '
+                 'only the delete frees the host); shelve (shelved and '
+                 'offloaded by Nova; deleted instead when Nova refuses to '
+                 'shelve it).'),
+    cfg.IntOpt('stop_grace_period', default=30, min=0,
+               help='Seconds a server stopped at its deadline (behaviour '
+                    'stop) is kept before it is deleted; the delete comes '
+                    'at the first tick after them. Possible values: an '
+                    'integer >= 0.'),
     cfg.StrOpt('out_of_credit_policy', default='lowest_bid',
                choices=['lowest_bid', 'most_expensive'],
                help='Which servers of a project out of credit are given '

@@ -22,10 +22,12 @@ import decimal
 from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
 from opie_sched.market import pricing
+from opie_sched.preemption import behaviours
 
 #: Interruption behaviours (``[opie_market] preemption_action`` and the
-#: flavor extra spec :data:`.enforcement.BEHAVIOR_SPEC`).
-BEHAVIORS = ('delete', 'stop', 'shelve')
+#: flavor extra spec :data:`.enforcement.BEHAVIOR_SPEC`): the registry's
+#: (:mod:`opie_sched.preemption.behaviours`, a live sequence).
+BEHAVIORS = behaviours.Names()
 
 #: ``[opie_market] charge_rule`` values. ``share_cost``: a server pays
 #: what its share costs at the clearing price (a uniform price, our
@@ -71,6 +73,7 @@ class Settings:
     bid_cap: decimal.Decimal = None
     notice_period: int = 300
     preemption_action: str = 'delete'
+    stop_grace_period: int = 30
     out_of_credit_policy: str = 'lowest_bid'
     pools: tuple = ()
     initial_credit: decimal.Decimal = decimal.Decimal(0)
@@ -97,6 +100,9 @@ class Settings:
             raise ConfigError('preemption_action must be one of %s, got %r'
                               % (', '.join(BEHAVIORS),
                                  self.preemption_action))
+        if self.stop_grace_period < 0:
+            raise ConfigError('stop_grace_period must be >= 0, got %r'
+                              % self.stop_grace_period)
         if self.out_of_credit_policy not in budget.POLICIES:
             raise ConfigError('out_of_credit_policy must be one of %s, got '
                               '%r' % (', '.join(sorted(budget.POLICIES)),
@@ -129,6 +135,7 @@ class Settings:
             bid_cap=_decimal(g.bid_cap, 'bid_cap', allow_none=True),
             notice_period=g.notice_period,
             preemption_action=g.preemption_action,
+            stop_grace_period=g.stop_grace_period,
             out_of_credit_policy=g.out_of_credit_policy,
             pools=tuple(g.pools or ()),
             initial_credit=_decimal(g.initial_credit, 'initial_credit'),
