@@ -572,6 +572,20 @@ class EngineTest(testtools.TestCase):
         eng.tick(T0 + 800)
         self.assertEqual([('s0', 'stop')], self.cloud.terminated)
 
+    def test_a_stopped_victim_restarted_is_back_in_the_market(self):
+        self.contended()
+        eng = self.engine(preemption_action='stop', stop_grace_period=60)
+        eng.tick(T0)
+        self.assertEqual(['s0'], eng.tick(T0 + 600).preempted)
+        self.cloud._replace('s0', status='ACTIVE')  # the owner starts it
+        report = eng.tick(T0 + 700)
+        self.assertIn('s0', report.cancelled)
+        self.assertEqual([('s0', 'stop')], self.cloud.terminated)
+        # charged and priced again, noticed again as it is still out of bid
+        report = eng.tick(T0 + HOUR)
+        self.assertIn('s0', {srv.uuid for srv in report.servers})
+        self.assertEqual(['s0'], report.notices)
+
     def test_shelve_refused_falls_back_to_delete(self):
         # issue 30 hole 3 in the market: a rescued server cannot be
         # shelved; the fallback (delete) frees its host at once

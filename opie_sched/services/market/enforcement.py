@@ -409,11 +409,12 @@ class Enforcer:
         Each is read again first: a gone server closes its notice
         (``gone``); a server no longer preemptible (resized to a normal
         flavor) is spared (``cancelled``); a busy one waits for the next
-        tick. Otherwise the behaviour's next verb is sent (the delete,
-        whatever the owner did meanwhile: a restarted server is deleted
-        too), again at every tick until the server is gone (a lost delete
-        is sent again); a fallback applied is recorded as the notice's
-        action.
+        tick; a server its owner started again is back in the market
+        (charged, and noticed again if it must go: its notice is
+        ``cancelled``). Otherwise the behaviour's next verb is sent (the
+        delete), again at every tick until the server is gone (a lost
+        delete is sent again); a fallback applied is recorded as the
+        notice's action.
         """
         for notice in self.store.notices(state=models.PREEMPTED):
             action = notice['action']
@@ -441,6 +442,19 @@ class Enforcer:
                     report.cancelled.append(uuid)
                     continue
                 if info.busy:
+                    continue
+                if not behaviours.get(action).step_done(
+                        behaviours.STATUS_VM_STATES.get(
+                            info.status, info.status.lower()),
+                        info.task_state, False):
+                    # its owner started it again: it is charged and
+                    # priced again, and noticed again if it must go
+                    LOG.info('server %s was started again after its %s; '
+                             'it is back in the market', uuid, action)
+                    self.store.set_notice_state(uuid, models.CANCELLED,
+                                                action,
+                                                expected=models.PREEMPTED)
+                    report.cancelled.append(uuid)
                     continue
                 applied = self._send(uuid, info, False)
                 if applied != action:

@@ -88,8 +88,8 @@ OPTS = [
     cfg.IntOpt('stop_grace_period', default=30, min=0,
                help='Seconds a server stopped at its deadline (behaviour '
                     'stop) is kept before it is deleted; the delete comes '
-                    'at the first tick after them. Possible values: an '
-                    'integer >= 0.'),
+                    'at the first tick at least this long after the '
+                    'deadline. Possible values: an integer >= 0.'),
     cfg.StrOpt('out_of_credit_policy', default='lowest_bid',
                choices=['lowest_bid', 'most_expensive'],
                help='Which servers of a project out of credit are given '
