@@ -452,6 +452,43 @@ class TerminateTest(testtools.TestCase):
                 self.ctx, None, [uuids.a], 'reconciler', {}, retry=True))
         self.assertEqual([], self.calls)
 
+    def test_shelve_refused_by_nova_falls_back_to_delete(self):
+        # issue 30 hole 3: the state read allowed a shelve, Nova refused
+        # it (the state changed since): the record switches to delete and
+        # the delete is sent at once, so no retry shelves it again
+        from nova import exception
+        flv = flavor(2, 4000, 40)
+        flv.extra_specs[vs.BEHAVIOR_SPEC] = vs.SHELVE
+        self.reserved(uuids.a, flv)
+        self.api.shelve.side_effect = exception.InstanceInvalidState(
+            attr='vm_state', instance_uuid=uuids.a, state='rescued',
+            method='shelve')
+        self.useFixture(fixtures.MockPatchObject(
+            self.actions, '_add_fault', side_effect=lambda c, inst, msg, d:
+            self.calls.append(('fault', inst.uuid, msg))))
+        self.assertEqual([uuids.a], self.actions.terminate(
+            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+        self.assertEqual(['swap', 'mark', 'swap', 'fault', 'delete'],
+                         [c[0] for c in self.calls])
+        first, second = self.calls[0][3], self.calls[2][3]
+        self.assertEqual((vs.SHELVE, first, vs.DELETE),
+                         (first.behavior, self.calls[2][2], second.behavior))
+
+    def test_shelve_refused_by_state_is_deleted_without_a_shelve(self):
+        flv = flavor(2, 4000, 40)
+        flv.extra_specs[vs.BEHAVIOR_SPEC] = vs.SHELVE
+        self.reserved(uuids.a, flv, vm_state='rescued')
+        self.useFixture(fixtures.MockPatchObject(
+            self.actions, '_add_fault', side_effect=lambda c, inst, msg, d:
+            self.calls.append(('fault', inst.uuid, msg))))
+        self.assertEqual([uuids.a], self.actions.terminate(
+            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+        self.assertEqual(['swap', 'mark', 'fault', 'delete'],
+                         [c[0] for c in self.calls])
+        self.assertEqual(vs.DELETE, self.calls[0][3].behavior)
+        self.assertIn('shelve is not possible in state rescued',
+                      self.calls[2][2])
+
     def test_behaviour_from_the_flavor_then_from_the_record(self):
         flv = flavor(2, 4000, 40)
         flv.extra_specs[vs.BEHAVIOR_SPEC] = vs.SHELVE
