@@ -43,6 +43,7 @@ from opie_sched.demo import cloud as demo_cloud
 from opie_sched.market import budget
 from opie_sched.services.market.api import app as api_app
 from opie_sched.services.market.api import policy
+from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market import engine
 from opie_sched.services.market import opts
@@ -327,10 +328,30 @@ class MarketTest(_MarketBase):
                              server.metadata[engine.PREEMPTED_BY_KEY])
             self.assertIn(engine.PREEMPTED_TAG, server.tags)
         self.assertEqual('ACTIVE', self.alive(self.admin, rich))
-        # stopped servers are not charged again
+        # stopped, then deleted after stop_grace_period (issue 31: one
+        # meaning of stop, a stopped server keeps its host); not charged
+        # again
         eng.tick(T0 + HOUR)
+        for uuid in poor:
+            self.wait_deleted(uuid)
+            self.assertIsNone(self.alive(self.admin, uuid))
         self.assertEqual(2, len(self.charges(self.store, PROJECT_B)))
         self.assertEqual(2, len(self.charges(self.store, PROJECT_A)))
+
+    def test_nova_refusing_a_verb_is_refused(self):
+        # Nova's 409 (a rescued server cannot be shelved) reaches the
+        # enforcement as cloud.Refused, which applies the fallback
+        [uuid] = self.boot(self.sdk('alice:' + PROJECT_A), [1])
+        self.admin.compute.rescue_server(uuid)
+        self.admin.compute.wait_for_server(
+            self.admin.compute.get_server(uuid), status='RESCUE', wait=60,
+            interval=0.05)
+        cloud = engine.Cloud(self.admin, 'hypervisors')
+        self.assertRaises(market_cloud.Refused, cloud.terminate, uuid,
+                          'shelve')
+        cloud.terminate(uuid, 'delete')
+        self.wait_deleted(uuid)
+        self.assertIsNone(self.alive(self.admin, uuid))
 
     def test_restart_mid_period_double_counts_nothing(self):
         owner = self.sdk('alice:' + PROJECT_A)
