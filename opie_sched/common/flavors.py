@@ -333,7 +333,9 @@ def create_preemptible_twin(conn, base, name=None, is_public=None):
     disk and swap (GB, GB, MB), description and visibility, the base's extra
     specs except its ``resources*:`` ones, and the preemptible extra specs
     of :func:`preemptible_extra_specs` (disk = root + ephemeral + swap
-    rounded up to GB, as Nova counts DISK_GB). A private
+    rounded up to GB, as Nova counts DISK_GB; or the base's
+    ``resources:DISK_GB`` when it overrides it: the twin of a
+    ``resources:DISK_GB=0`` flavor claims no preemptible disk). A private
     twin of a private base gets the same project access list.
 
     :param conn: an ``openstack.connection.Connection`` (admin: creating
@@ -378,6 +380,19 @@ def create_preemptible_twin(conn, base, name=None, is_public=None):
     vcpus = base_flavor.vcpus
     ram = base_flavor.ram
     disk = disk_gb(base_flavor.disk, base_flavor.ephemeral, base_flavor.swap)
+    # the disk the base's servers hold in Placement: a base that overrides
+    # DISK_GB (resources:DISK_GB=0, a Ceph-style flavor whose disks are
+    # volumes) holds that much, and so must its twin (issue 30 hole 9)
+    override = base_specs.get('resources:DISK_GB')
+    if override is not None:
+        try:
+            disk = _as_int(override)
+        except ValueError:
+            raise FlavorError('flavor %r has an invalid resources:DISK_GB '
+                              'value %r' % (base_name, override))
+        if disk < 0:
+            raise FlavorError('flavor %r has a negative resources:DISK_GB '
+                              '%d' % (base_name, disk))
 
     specs = {}
     dropped = []

@@ -108,6 +108,9 @@ class InstanceInfo:
     :param leaving: True when it is already being preempted or deleted; its
         resources are about to be released, so it is not a candidate victim
         and does not count as used in :meth:`HostView.projected_used`.
+    :param pinned: True when its owner is moving it (a resize, migration
+        or ``VERIFY_RESIZE``: :mod:`opie_sched.preemption.ownership`): it
+        holds its room and is never a candidate victim.
     """
 
     uuid: str
@@ -117,6 +120,7 @@ class InstanceInfo:
     name: str = ''
     project_id: str = ''
     leaving: bool = False
+    pinned: bool = False
 
     def runtime_seconds(self, now):
         """Seconds since ``launched_at`` at ``now`` (>= 0)."""
@@ -151,8 +155,11 @@ class HostView:
 
     @property
     def preemptible_instances(self):
-        """Preemptible instances that could still be chosen as victims."""
-        return [i for i in self.instances if i.preemptible and not i.leaving]
+        """Preemptible instances that could still be chosen as victims
+        (neither leaving nor pinned by their owner's move).
+        """
+        return [i for i in self.instances
+                if i.preemptible and not i.leaving and not i.pinned]
 
     @property
     def leaving_resources(self):
@@ -163,6 +170,14 @@ class HostView:
     def projected_free(self):
         """Full-state free resources once leaving instances are gone."""
         return self.full_free + self.leaving_resources
+
+    def reclaimable_free(self):
+        """Full-state free resources once leaving instances are gone and
+        every candidate victim (:attr:`preemptible_instances`) is
+        terminated: the most preemption can make room for on this host.
+        """
+        return self.projected_free() + Resources.total(
+            i.resources for i in self.preemptible_instances)
 
     def normal_free(self):
         """Free resources in the normal state (preemptibles not counted)."""

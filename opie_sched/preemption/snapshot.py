@@ -22,6 +22,11 @@ The format read by ``opie-sched preempt explain``::
                                "disk_gb": 40, "preemptible": false,
                                "launched_at": "2026-11-22T07:28:00Z"}]}]}
 
+An instance's optional ``state`` is the ownership model's
+(:mod:`opie_sched.preemption.ownership`): ``running`` (default),
+``leaving`` (its room counts as freed) or ``pinned`` (its owner is moving
+it: it holds its room and is never a victim).
+
 Allocation ratios and the host reservations ``reserved_vcpus``,
 ``reserved_memory_mb``, ``reserved_disk_gb`` are optional (default 1.0 and
 0); ``now`` is optional (default: the current time). Host capacity is
@@ -37,6 +42,7 @@ import jsonschema
 from oslo_utils import timeutils
 
 from opie_sched.preemption import model
+from opie_sched.preemption import ownership
 
 _NUM = {'type': 'number', 'minimum': 0}
 _RES = {'vcpus': _NUM, 'memory_mb': _NUM, 'disk_gb': _NUM}
@@ -51,6 +57,7 @@ _INSTANCE = {
         uuid={'type': 'string', 'minLength': 1},
         name={'type': 'string'},
         preemptible={'type': 'boolean'},
+        state={'enum': list(ownership.STATES)},
         launched_at={'type': ['string', 'null']}),
 }
 
@@ -173,7 +180,9 @@ def parse(doc):
                 preemptible=i['preemptible'],
                 launched_at=(_time(launched, where + '.launched_at')
                              if launched else None),
-                name=i.get('name', '')))
+                name=i.get('name', ''),
+                leaving=i.get('state') == ownership.LEAVING,
+                pinned=i.get('state') == ownership.PINNED))
         used = model.Resources.total(i.resources for i in instances)
         views.append(model.HostView(h['name'], capacity, used, instances))
     return Snapshot(now, request, views)

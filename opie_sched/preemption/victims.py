@@ -252,6 +252,9 @@ def _prepare(candidates, need):
         if getattr(inst, 'leaving', False):
             raise ValueError('instance %s is already leaving and cannot be '
                              'chosen as a victim' % uuid)
+        if getattr(inst, 'pinned', False):
+            raise ValueError('instance %s is being moved by its owner and '
+                             'cannot be chosen as a victim' % uuid)
         if uuid in seen:
             raise ValueError('duplicate candidate uuid %s' % uuid)
         seen.add(uuid)

@@ -68,6 +68,7 @@ from opie_sched.notifications import preemption as preempt_notes
 from opie_sched.preemption import behaviours
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
 
 LOG = logging.getLogger(__name__)
@@ -231,7 +232,7 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
         if inst is None or inst.task_state in hosts.LEAVING_TASK_STATES:
             continue
         state = hosts.victim_state(inst)
-        if (not hosts.flavor_is_preemptible(inst.flavor)
+        if (not ownership.may_be_victim(inst)
                 or not victim_state.may_act(state, 'terminate',
                                             preempted_by, request_id, now)):
             continue
@@ -375,7 +376,8 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
     opts = CONF.opie_preemption
     now = timeutils.utcnow(with_timezone=True)
     state = hosts.victim_state(inst)
-    if not hosts.flavor_is_preemptible(inst.flavor):
+    if not ownership.may_be_victim(inst):
+        # normal now, or pinned by its owner's move (issue 30)
         _spare(cctxt, inst, state)
         return False
     if not victim_state.may_act(state, step, preempted_by, request_id, now):

@@ -46,8 +46,12 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
     Requests that may not preempt: preemptible ones, and under opie's
     scheduler manager the moves that ``[opie_preemption] moves_preempt``
     keeps from preempting (cold and live migrations, resizes,
-    evacuations). New normal servers pass: Placement already admitted them
-    on the normal state, and the preemption phase makes room.
+    evacuations). A request that may preempt (a new normal server) passes
+    a host whose full state has room once every candidate victim there is
+    terminated (the ownership model, :mod:`opie_sched.scheduler.
+    ownership`: a server pinned by its owner's move, e.g. the source
+    allocation of an unconfirmed resize, still holds its room); the
+    preemption phase makes that room.
     """
 
     RUN_ON_REBUILD = False
@@ -62,12 +66,6 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
                 request = hosts.request_resources(spec_obj)
             else:
                 preemptible, request = view.request_facts(spec_obj)
-                if not preemptible:
-                    decision = view.decided()
-                    if decision is not None and not decision.fit_full_state:
-                        # read for an earlier host: this request passes
-                        # every host, whatever its full state
-                        return True
             capacity, used = hosts.full_state(host_state, view)
             free = capacity - used
             if request.fits_in(free):
@@ -78,8 +76,15 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
                 # what the request is for is read (once) only now
                 decision = view.decision()
                 if not decision.fit_full_state:
-                    return True
-                what = '%s that may not preempt' % decision.operation
+                    if self._preemption_makes_room(view, host_state,
+                                                   request):
+                        return True
+                    what = ('%s whose room preemption cannot make (the '
+                            'preemptible servers there are pinned by '
+                            'their owners\' moves, leaving or too small)'
+                            % (decision.operation or 'normal request'))
+                else:
+                    what = '%s that may not preempt' % decision.operation
         except Exception:
             # A plugin error must never take the scheduler down; failing
             # closed keeps the request off a host we cannot judge.
@@ -92,6 +97,16 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
                   {'host': host_state, 'what': what, 'req': tuple(request),
                    'free': tuple(free)})
         return False
+
+    @staticmethod
+    def _preemption_makes_room(view, host_state, request):
+        """True when terminating every candidate victim of the host (the
+        ownership model's: preemptible, neither leaving nor pinned by its
+        owner's move) would make room for ``request`` in its full state.
+        """
+        key = (host_state.host, host_state.nodename)
+        hv = view.host_views([host_state], request=request)[key]
+        return request.fits_in(hv.reclaimable_free())
 
 
 def all_filters():

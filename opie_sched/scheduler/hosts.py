@@ -51,6 +51,7 @@ from opie_sched.common import flavors
 from opie_sched import conf as opie_conf
 from opie_sched.preemption import model
 from opie_sched.preemption import victim_state as victim_state_mod
+from opie_sched.scheduler import ownership
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -70,14 +71,9 @@ DEADLINE_KEY = victim_state_mod.DEADLINE_KEY
 #: Server tag set on a victim (informational, like the metadata).
 PREEMPTED_TAG = 'opie-preempted'
 
-#: Task states of a server on its way out (Nova's ``task_state``): only
-#: ``deleting``. A soft-deleted (or soft-deleting) server keeps its
-#: allocation until it is reclaimed or restored: it is not leaving, and when
-#: preemptible it is a candidate victim like any other (its owner cannot
-#: steer preemption onto other projects by soft-deleting their cheapest
-#: server).
-LEAVING_TASK_STATES = frozenset([task_states.DELETING])
-_GONE_VM_STATES = frozenset([vm_states.DELETED])
+#: Task states of a server on its way out (see
+#: :data:`opie_sched.scheduler.ownership.LEAVING_TASK_STATES`).
+LEAVING_TASK_STATES = ownership.LEAVING_TASK_STATES
 
 #: What a scheduling request is for (:func:`request_operation`).
 BOOT = 'boot'
@@ -155,115 +151,19 @@ _cell_cache = {}
 _cell_lock = threading.Lock()
 
 
-def flavor_is_preemptible(flavor):
-    """True when the (instance's own copy of the) flavor is preemptible,
-    by the one definition the market shares
-    (:func:`opie_sched.common.flavors.is_marked_preemptible`).
-    """
-    return flavors.is_marked_preemptible(getattr(flavor, 'extra_specs',
-                                                 None))
-
-
-def disk_gb(root_gb, ephemeral_gb, swap_mb, boot_from_volume=False):
-    """Local disk a server holds, counted as Nova counts ``DISK_GB``
-    (:func:`opie_sched.common.flavors.disk_gb`), without the root disk when it
-    boots from a volume. GB.
-    """
-    return flavors.disk_gb(0 if boot_from_volume else root_gb,
-                           ephemeral_gb, swap_mb)
-
-
-def flavor_resources(flavor, boot_from_volume=False):
-    """:class:`~opie_sched.preemption.model.Resources` a flavor holds on a
-    host (vCPU, MB, GB; disk as :func:`disk_gb`).
-    """
-    return model.Resources(
-        flavor.vcpus, flavor.memory_mb,
-        disk_gb(flavor.root_gb, flavor.ephemeral_gb,
-                getattr(flavor, 'swap', 0) or 0, boot_from_volume))
-
-
-def instance_boots_from_volume(instance):
-    """True when an Instance has no image: it boots from a volume (the
-    check Nova makes first; an image-backed volume boot is not told apart
-    without a block-device query, which the bulk paths avoid).
-    """
-    if 'image_ref' not in instance:
-        return False
-    return not instance.image_ref
-
-
-def request_is_preemptible(spec_obj):
-    """True for a RequestSpec whose flavor is preemptible."""
-    flavor = getattr(spec_obj, 'flavor', None)
-    return flavor is not None and flavor_is_preemptible(flavor)
-
-
-def request_resources(spec_obj):
-    """Resources a RequestSpec asks for (vCPU, MB, GB as Nova counts
-    DISK_GB: no root disk for a boot from volume, swap included).
-    """
-    flavor = getattr(spec_obj, 'flavor', None)
-    swap = getattr(flavor, 'swap', 0) or 0 if flavor is not None else 0
-    bfv = bool(spec_obj.obj_attr_is_set('is_bfv') and spec_obj.is_bfv) \
-        if hasattr(spec_obj, 'obj_attr_is_set') else False
-    return model.Resources(
-        spec_obj.vcpus, spec_obj.memory_mb,
-        disk_gb(spec_obj.root_gb, spec_obj.ephemeral_gb, swap, bfv))
-
-
-def victim_state(instance):
-    """The service-owned :class:`~opie_sched.preemption.victim_state.
-    VictimState` of an Instance (from its system metadata, which users
-    cannot write), or None.
-    """
-    if 'system_metadata' not in instance:
-        return None
-    return victim_state_mod.VictimState.from_metadata(
-        instance.system_metadata)
-
-
-def instance_is_leaving(instance, extra_leaving=(), now=None):
-    """True when an Instance is on its way out: being deleted or already
-    deleted (vm_state/task_state), a victim whose termination was requested
-    or whose reservation by a scheduler worker is younger than
-    ``[opie_preemption] reservation_timeout`` (system metadata written by
-    the service only), or its uuid is in ``extra_leaving``. Server metadata
-    and tags play no part.
-    """
-    if (instance.uuid in extra_leaving
-            or instance.task_state in LEAVING_TASK_STATES
-            or instance.vm_state in _GONE_VM_STATES):
-        return True
-    state = victim_state(instance)
-    if state is None:
-        return False
-    now = now or timeutils.utcnow(with_timezone=True)
-    return state.is_leaving(now, CONF.opie_preemption.reservation_timeout)
-
-
-def instance_info(instance, extra_leaving=(), now=None, resources=None,
-                  preemptible=None):
-    """:class:`~opie_sched.preemption.model.InstanceInfo` of an Instance
-    (``leaving`` as :func:`instance_is_leaving` says; ``resources`` default
-    to its flavor's, as :func:`flavor_resources` counts them;
-    ``preemptible`` to :func:`flavor_is_preemptible` of its flavor).
-    """
-    flavor = instance.flavor
-    leaving = instance_is_leaving(instance, extra_leaving, now)
-    launched = instance.launched_at
-    if launched is not None and launched.tzinfo is None:
-        launched = launched.replace(tzinfo=datetime.timezone.utc)
-    if resources is None:
-        resources = flavor_resources(
-            flavor, instance_boots_from_volume(instance))
-    if preemptible is None:
-        preemptible = flavor_is_preemptible(flavor)
-    return model.InstanceInfo(
-        uuid=instance.uuid, resources=resources,
-        preemptible=preemptible, launched_at=launched,
-        name=instance.display_name or '', project_id=instance.project_id,
-        leaving=leaving)
+# The ownership model (who holds room, preemptible by its classes, its
+# state, may it be a victim) lives in opie_sched.scheduler.ownership; its
+# names stay importable from here.
+flavor_is_preemptible = ownership.flavor_is_preemptible
+disk_gb = ownership.disk_gb
+flavor_resources = ownership.flavor_resources
+instance_boots_from_volume = ownership.instance_boots_from_volume
+request_is_preemptible = ownership.request_is_preemptible
+request_resources = ownership.request_resources
+victim_state = ownership.victim_state
+instance_state = ownership.instance_state
+instance_is_leaving = ownership.instance_is_leaving
+instance_info = ownership.instance_info
 
 
 _CONSUMED = '_opie_consumed_disk'
@@ -745,7 +645,8 @@ class InstanceRow:
 
     Has the attributes of ``Instance`` that opie reads: ``uuid``, ``host``,
     ``node``, ``vm_state``, ``task_state``, ``launched_at`` (timezone-aware
-    UTC datetime or None), ``display_name``, ``project_id``, ``user_id``,
+    UTC datetime or None), ``updated_at`` (likewise: when a delete set
+    ``deleting``), ``display_name``, ``project_id``, ``user_id``,
     ``flavor`` (:class:`RowFlavor`, or a nova ``Flavor`` for an old record
     whose serialized flavor lacks its extra specs), ``image_ref``,
     ``system_metadata`` (only the keys starting with
@@ -756,7 +657,8 @@ class InstanceRow:
 
     __slots__ = ('uuid', 'host', 'node', 'vm_state', 'task_state',
                  'launched_at', 'display_name', 'project_id', 'user_id',
-                 'image_ref', 'flavor', 'system_metadata', 'metadata')
+                 'image_ref', 'flavor', 'system_metadata', 'metadata',
+                 'updated_at')
 
     def __contains__(self, name):
         return name in _ROW_FIELDS
@@ -836,6 +738,7 @@ def _rows_where(context, alive, server_metadata=True):
         inst.c.uuid, inst.c.host, inst.c.node, inst.c.vm_state,
         inst.c.task_state, inst.c.launched_at, inst.c.display_name,
         inst.c.project_id, inst.c.user_id, inst.c.image_ref,
+        inst.c.updated_at,
         extra.c.flavor, meta.c.key, meta.c.value,
     ).select_from(inst.outerjoin(
         extra, extra.c.instance_uuid == inst.c.uuid).outerjoin(
@@ -848,7 +751,7 @@ def _rows_where(context, alive, server_metadata=True):
     utc = datetime.timezone.utc
     row = None
     for (uuid, host, node, vm_state, task_state, launched, display_name,
-         project_id, user_id, image_ref, text, key,
+         project_id, user_id, image_ref, updated_at, text, key,
          value) in context.session.execute(query):
         if row is None or row.uuid != uuid:
             # a new instance (its rows are consecutive: ordered by id)
@@ -865,6 +768,9 @@ def _rows_where(context, alive, server_metadata=True):
             row.project_id = project_id
             row.user_id = user_id
             row.image_ref = image_ref
+            if updated_at is not None and updated_at.tzinfo is None:
+                updated_at = updated_at.replace(tzinfo=utc)
+            row.updated_at = updated_at
             if text:
                 flavor = parsed.get(text)
                 if flavor is None:

@@ -34,9 +34,11 @@ host. Each round, per cell:
    cheapest preemptible instances terminated with the same selection code;
 4. when ``[opie_preemption] max_lifetime`` or a flavor's
    ``opie:max_lifetime`` is set, preemptible servers older than their limit
-   are terminated like victims. Age counts from the server's creation
-   (``created_at``, which nova never resets; ``launched_at`` is reset by a
-   rescue, rebuild, resize or unshelve).
+   are terminated like victims. Age counts from when the server became
+   preemptible (:func:`opie_sched.scheduler.ownership.lifetime_start`: its
+   creation, ``created_at``, which nova never resets, or the resize that
+   gave it a preemptible flavor); a server its owner is moving (a resize,
+   a migration, ``VERIFY_RESIZE``) is never ended.
 
 Victims already reserved or terminating count as leaving, so running it
 again (or a second reconciler) changes nothing once hosts are within
@@ -65,6 +67,7 @@ from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
 from opie_sched.scheduler import weights
 
@@ -91,6 +94,13 @@ def lifetime_limit(flavor, default):
         except (TypeError, ValueError):
             pass
     return default
+
+
+def _age(since, now):
+    """Seconds from ``since`` (aware or naive UTC) to ``now``."""
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=datetime.timezone.utc)
+    return (now - since).total_seconds()
 
 
 class Reconciler:
@@ -320,19 +330,24 @@ class Reconciler:
             expected_attrs=['flavor', 'system_metadata'])
         by_uuid = {}
         for inst in insts:
-            if (not hosts.flavor_is_preemptible(inst.flavor)
+            # the ownership model: preemptible by its classes, running
+            # (neither leaving nor pinned by its owner's move: a server in
+            # VERIFY_RESIZE or migrating is never ended)
+            if (not ownership.flavor_is_preemptible(inst.flavor)
                     or inst.created_at is None
-                    or hosts.instance_is_leaving(inst, now=now)):
+                    or ownership.instance_state(inst, now=now)
+                    != ownership.RUNNING):
                 continue
             limit = lifetime_limit(inst.flavor, default)
+            if limit <= 0 or _age(inst.created_at, now) < limit:
+                continue
             # created_at: never reset (launched_at is, by a rescue,
-            # rebuild, resize or unshelve)
-            born = inst.created_at
-            if born.tzinfo is None:
-                born = born.replace(tzinfo=datetime.timezone.utc)
-            age = (now - born).total_seconds()
+            # rebuild, resize or unshelve); a resize from a normal flavor
+            # starts the preemptible life again (migrations read only for
+            # the servers old enough by their creation)
+            age = _age(ownership.lifetime_start(cctxt, inst), now)
             by_uuid[inst.uuid] = inst
-            if limit > 0 and age >= limit:
+            if age >= limit:
                 expired[(inst.node or inst.host or '?')].append(
                     (hosts.instance_info(inst, now=now), limit))
         acted = []

@@ -49,8 +49,10 @@ from nova import objects
 
 from opie_sched.common import flavors
 from opie_sched.preemption import model
+from opie_sched.preemption import ownership as own_rules
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -76,8 +78,10 @@ def _as_resources(amounts):
 
 
 def is_preemptible_allocation(amounts):
-    """True when a consumer's allocation holds preemptible classes."""
-    return any(amounts.get(rc) for rc in flavors.PREEMPTIBLE_CLASSES)
+    """True when a consumer's allocation holds preemptible classes
+    (:func:`opie_sched.preemption.ownership.holds_preemptible`).
+    """
+    return own_rules.holds_preemptible(amounts)
 
 
 def summary_capacity(summary):
@@ -195,31 +199,21 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
     :returns: ``(HostView, {uuid: InstanceRow})``: used = every
         allocation on the provider (normal and preemptible, in-flight
         claims included);
-        instances = the instances of the cell owning a preemptible
-        consumer (the instance itself, soft-deleted or not, or a migration
-        of it: :func:`opie_sched.scheduler.hosts.allocation_owners`), each
-        sized by all its consumers hold on the provider, ``leaving`` as
-        :func:`opie_sched.scheduler.hosts.instance_is_leaving` says.
+        instances = the servers holding preemptible room there, as the
+        ownership model reads them
+        (:func:`opie_sched.scheduler.ownership.provider_instances`: the
+        server behind each consumer, sized by all it holds there, pinned
+        by its owner's move, leaving until its deadline).
     :raises PlacementError: when Placement cannot be read.
     """
     now = now or timeutils.utcnow(with_timezone=True)
     allocs = provider_allocations(client, ctx, rp_uuid)
     used = model.Resources.total(_as_resources(a) for a in allocs.values())
-    pre = {c: a for c, a in allocs.items() if is_preemptible_allocation(a)}
-    # Each preemptible consumer's victim: itself, a soft-deleted instance,
-    # or the instance of a migration (hosts.allocation_owners); one
-    # candidate per instance, sized by all it holds here.
     if cctxt is None:
         cctxt = cell_context(ctx, cell_uuid)
-    owners, rows = hosts.allocation_owners(cctxt, pre)
-    held = {}
-    for consumer, amounts in allocs.items():
-        owner = owners.get(consumer)
-        if owner is not None:
-            held[owner] = held.get(owner, model.ZERO) + _as_resources(amounts)
-    infos = [hosts.instance_info(rows[uuid], extra_leaving, now,
-                                 resources=res)
-             for uuid, res in sorted(held.items())]
+    # who holds the preemptible room, its state: the ownership model
+    infos, rows = ownership.provider_instances(
+        cctxt, allocs, hosts.allocation_owners, extra_leaving, now)
     return model.HostView(name=name, capacity=capacity, used=used,
                           instances=infos), rows
 

@@ -72,6 +72,7 @@ import nova.conf
 
 from opie_sched import conf as opie_conf
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
 
 LOG = logging.getLogger(__name__)
@@ -135,7 +136,11 @@ def preemptible_usage(instances):
     """
     total = [0, 0, 0, 0, 0]
     for inst in instances:
-        if not hosts.flavor_is_preemptible(inst.flavor):
+        # the ownership model: a server its owner is moving holds its room
+        # (it is never a victim), so it is no room a normal request may
+        # count on
+        if (not ownership.flavor_is_preemptible(inst.flavor)
+                or ownership.instance_is_pinned(inst)):
             continue
         for i, value in enumerate(instance_usage(inst)):
             total[i] += value

@@ -330,7 +330,9 @@ class SoftDeletedVictimTest(_Base):
 
 class ResizeSourceVictimTest(_Base):
     """An unconfirmed resize's source allocation (consumer: the migration)
-    is freed by preempting its instance (issue 19 #5).
+    holds its room, and its instance is pinned by its owner's move: it is
+    never a victim while its owner may revert (issue 30; issue 19 #5 made
+    it its own victim, which issue 30 hole 1 showed destroys the mover).
     """
 
     HOSTS = ('host1', 'host2')
@@ -340,7 +342,7 @@ class ResizeSourceVictimTest(_Base):
         self.api.put_service(service['id'], {
             'status': 'enabled' if enabled else 'disabled'})
 
-    def test_unconfirmed_resize_source_is_its_own_victim(self):
+    def test_unconfirmed_resize_source_holds_its_room(self):
         other = self.other_project_api()
         mine = self.boot('large.preemptible', host='host1', name='mine')
         self.set_runtime(mine['id'], 100)
@@ -362,11 +364,12 @@ class ResizeSourceVictimTest(_Base):
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
 
         normal = self.boot('large', host='host1', name='normal')
-        self._wait_until_deleted(mine)
-        self.assertEqual({theirs['id'], normal['id']},
+        # the other preemptible server made the room
+        self._wait_until_deleted(theirs)
+        self.assertEqual({mine['id'], normal['id']},
                          self.all_live_uuids())
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
-        self.assertEqual((0, 0, 0), self.full_used('host2'))
+        self.assertEqual((2, 4000, 80), self.full_used('host2'))
 
 
 class HungComputeTest(_Base):

@@ -416,6 +416,22 @@ class CreatePreemptibleTwinTest(testtools.TestCase):
         self.assertTrue(flavors.is_preemptible(flavor.extra_specs, 1, 2048,
                                                26))
 
+    def test_twin_of_a_ceph_style_flavor_claims_no_disk(self):
+        # issue 30 hole 9: the base holds no DISK_GB (its disks are
+        # volumes); its twin must not hold preemptible disk either
+        self.nova.add('ceph', vcpus=2, ram=4096, disk=40,
+                      extra_specs={'resources:DISK_GB': '0'})
+        flavor = flavors.create_preemptible_twin(self.conn, 'ceph')
+        self.assertEqual('0', flavor.extra_specs[
+            'resources:%s' % flavors.DISK_GB_CLASS])
+        self.assertEqual(flavors.preemptible_extra_specs(2, 4096, 0),
+                         flavor.extra_specs)
+        self.nova.add('bad', vcpus=2, ram=4096, disk=40,
+                      extra_specs={'resources:DISK_GB': 'none'})
+        self.assertRaisesRegex(flavors.FlavorError, 'invalid resources',
+                               flavors.create_preemptible_twin, self.conn,
+                               'bad')
+
     def test_by_id_with_name_and_visibility(self):
         flavor = flavors.create_preemptible_twin(
             self.conn, self.small, name='spot.small', is_public=False)

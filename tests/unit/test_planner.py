@@ -142,6 +142,17 @@ class ExplainTest(testtools.TestCase):
                          result['victims'])
         self.assertEqual(1260.0, result['total_cost'])
 
+    def test_explain_never_chooses_a_pinned_server(self):
+        # the ownership model (issue 30): CP0, the cheapest, is being
+        # moved by its owner; the next cheapest is chosen instead
+        doc = snapshot_doc()
+        doc['hosts'][1]['instances'][0]['state'] = 'pinned'
+        result = preempt.explain(snapshot.parse(doc), POLICY)
+        self.assertNotIn('CP0', [v['uuid'] for v in result['victims']])
+        self.assertNotIn('CP0', result['ranking'][0]['victims'])
+        doc['hosts'][1]['instances'][0]['state'] = 'moving'
+        self.assertRaises(snapshot.SnapshotError, snapshot.parse, doc)
+
     def test_explain_no_host(self):
         doc = snapshot_doc()
         doc['request'] = {'vcpus': 16, 'memory_mb': 1, 'disk_gb': 1}

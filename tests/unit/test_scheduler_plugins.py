@@ -160,9 +160,10 @@ class FullStateFilterTest(_PluginTest):
 
     def test_what_the_request_is_for_is_read_once(self):
         # a normal request: the first host whose full state has no room
-        # reads the request's decision; the later hosts pass on it alone
-        # when the request may use the normal state, and are judged on
-        # their full state when it may not (a move that may not preempt)
+        # reads the request's decision, once; when the request may
+        # preempt, a host passes when terminating its candidate victims
+        # makes room (the ownership model: issue 30), and when it may not
+        # (a move that may not preempt) it is judged on its full state
         states = [host_state('h%d' % i, [instance('a%d' % i, 'h%d' % i,
                                                   LARGE, True),
                                          instance('b%d' % i, 'h%d' % i,
@@ -173,16 +174,35 @@ class FullStateFilterTest(_PluginTest):
         for fit, expected in ((False, [True] * 4),
                               (True, [False, False, False, True])):
             view = hosts.RequestView(ctx=None)
+            for hs in states:
+                view._instances[(hs.host, hs.nodename)] = list(
+                    hs.instances.values())
+                view._loaded.add((hs.host, hs.nodename))
             decide = mock.Mock(return_value=hosts.Decision(
-                'migration', False, fit, fit))
+                'migration', not fit, fit, fit))
             view.set_policy(decide)
             hosts.set_current_view(view)
-            full = self.useFixture(fixtures.MockPatchObject(
-                hosts, 'full_state', wraps=hosts.full_state)).mock
             self.assertEqual(expected, [self.filt.host_passes(hs, spec)
                                         for hs in states])
             self.assertEqual(1, decide.call_count)
-            self.assertEqual(1 if not fit else 4, full.call_count)
+
+    def test_preempting_request_rejects_a_host_of_pinned_servers(self):
+        # issue 30 hole 7: a preemptible server its owner is moving (here
+        # VERIFY_RESIZE) holds its room and is no candidate victim: a
+        # normal request that may preempt is kept off a host where only
+        # such servers would make room
+        pinned = [instance('a', 'h', LARGE, True),
+                  instance('b', 'h', LARGE, True)]
+        for inst in pinned:
+            inst.vm_state = 'resized'
+        spec = request(MEDIUM, False)
+        for vm_state, passes in (('resized', False), ('active', True)):
+            # with the second one running, it can be preempted
+            pinned[1].vm_state = vm_state
+            [hs] = self.use_hosts(host_state('h', pinned))
+            hosts.current_view().set_policy(
+                lambda: hosts.Decision('boot', True, False, False))
+            self.assertEqual(passes, self.filt.host_passes(hs, spec))
 
 
 class WeigherTest(_PluginTest):
@@ -391,7 +411,11 @@ class SharedHostViewsTest(_PluginTest):
         got = view.host_views([hs], request=hosts.request_resources(
             request(LARGE, False)))[('h', 'h')].instances
         self.assertEqual([hosts.instance_info(i) for i in rows], got)
-        self.assertEqual([(4, 8000, 80), (4, 8000, 0), (4, 8000, 80),
+        # a preemptible server holds its flavor's CUSTOM_PREEMPTIBLE_*
+        # amounts in Placement, booted from a volume or not (nova applies
+        # the resources: override as it is); a normal one booted from a
+        # volume holds no root disk
+        self.assertEqual([(4, 8000, 80), (4, 8000, 80), (4, 8000, 80),
                           (4, 8000, 80)], [tuple(i.resources) for i in got])
         self.assertEqual([True, True, True, False],
                          [i.preemptible for i in got])
@@ -486,9 +510,9 @@ class InstanceRowsTest(testtools.TestCase):
         import collections
         Rec = collections.namedtuple('Rec', (
             'uuid host node vm_state task_state launched_at display_name '
-            'project_id user_id image_ref flavor key value'))
+            'project_id user_id image_ref updated_at flavor key value'))
         recs = [Rec('u%d' % i, 'h', 'n', 'active', None, NOW, 'x', 'p',
-                    'u', 'img', text, None, None)
+                    'u', 'img', NOW, text, None, None)
                 for i, text in enumerate(flavor_texts)]
         session = mock.Mock()
         # the columns with opie's system metadata keys, then its server

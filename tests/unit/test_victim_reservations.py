@@ -27,6 +27,7 @@ from nova.tests.unit.scheduler import fakes
 from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
 
 objects.register_all()
@@ -85,9 +86,16 @@ class LeavingTest(testtools.TestCase):
         self.assertTrue(hosts.instance_is_leaving(inst, now=NOW))
 
     def test_vm_and_task_states(self):
-        self.assertTrue(hosts.instance_is_leaving(
-            instance(uuids.a, flavor(1, 2000, 20), task_state='deleting'),
-            now=NOW))
+        deleting = instance(uuids.a, flavor(1, 2000, 20),
+                            task_state='deleting')
+        deleting.updated_at = NOW - datetime.timedelta(seconds=59)
+        self.assertTrue(hosts.instance_is_leaving(deleting, now=NOW))
+        # issue 30 hole 4: a delete that never finishes (whoever asked
+        # for it) leaves only until retry_interval (60 s) after it began
+        deleting.updated_at = NOW - datetime.timedelta(seconds=61)
+        self.assertFalse(hosts.instance_is_leaving(deleting, now=NOW))
+        self.assertEqual(ownership.RUNNING,
+                         hosts.instance_state(deleting, now=NOW))
         # a soft-deleted server keeps its allocation until reclaimed or
         # restored: it is not leaving (it is a candidate victim)
         self.assertFalse(hosts.instance_is_leaving(
@@ -103,15 +111,28 @@ class DiskAccountingTest(testtools.TestCase):
     def test_swap_counted_and_volume_root_excluded(self):
         flv = flavor(2, 4000, 40, ephemeral=10, swap=1536)
         self.assertEqual(40 + 10 + 2, hosts.flavor_resources(flv).disk_gb)
+        normal = flavor(2, 4000, 40, preemptible=False, ephemeral=10,
+                        swap=1536)
         self.assertEqual(12, hosts.flavor_resources(
-            flv, boot_from_volume=True).disk_gb)
-        bfv = instance(uuids.v, flv, image_ref='')
+            normal, boot_from_volume=True).disk_gb)
+        bfv = instance(uuids.v, normal, image_ref='')
         self.assertEqual(12, hosts.instance_info(bfv, now=NOW)
                          .resources.disk_gb)
+        # a preemptible flavor holds its CUSTOM_PREEMPTIBLE_DISK_GB, as
+        # nova claims it (the resources: override is not volume-aware)
+        self.assertEqual(52, hosts.flavor_resources(
+            flv, boot_from_volume=True).disk_gb)
+
+    def test_resources_overrides_win(self):
+        # a Ceph-style flavor (resources:DISK_GB=0) holds no disk
+        ceph = flavor(2, 4000, 40, preemptible=False)
+        ceph.extra_specs = {'resources:DISK_GB': '0'}
+        self.assertEqual((2, 4000, 0), tuple(hosts.flavor_resources(ceph)))
 
     def test_request_resources_like_nova(self):
-        spec = objects.RequestSpec(flavor=flavor(2, 4000, 40, swap=512),
-                                   is_bfv=True, num_instances=1)
+        spec = objects.RequestSpec(
+            flavor=flavor(2, 4000, 40, preemptible=False, swap=512),
+            is_bfv=True, num_instances=1)
         self.assertEqual((2, 4000, 1), tuple(hosts.request_resources(spec)))
         spec.is_bfv = False
         self.assertEqual((2, 4000, 41), tuple(hosts.request_resources(spec)))
@@ -204,7 +225,7 @@ class FreshHostViewTest(testtools.TestCase):
             uuids.p_res: instance(uuids.p_res, flv, sysmeta=vs.reserve(
                 'other', NOW).as_metadata()),
             # resized away (unconfirmed): its source allocation here is
-            # the migration's, and it is the victim that frees it
+            # the migration's; its owner's move pins it (issue 30)
             uuids.p_moved: instance(uuids.p_moved, flavor(1, 1000, 0)),
         }
         self.migrations = {uuids.migration: uuids.p_moved}
@@ -223,7 +244,8 @@ class FreshHostViewTest(testtools.TestCase):
         self.assertEqual((1, 1000, 0),
                          tuple(by_uuid[uuids.p_moved].resources))
         self.assertTrue(by_uuid[uuids.p_res].leaving)
-        self.assertEqual({uuids.p_bfv, uuids.p_swap, uuids.p_moved},
+        self.assertTrue(by_uuid[uuids.p_moved].pinned)
+        self.assertEqual({uuids.p_bfv, uuids.p_swap},
                          {i.uuid for i in hv.preemptible_instances})
         self.assertEqual(set(by_uuid), set(rows))
 
