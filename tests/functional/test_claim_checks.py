@@ -19,18 +19,27 @@ scheduling pass (hole 5), the fake driver's spawn on the first host of a
 build that fails there and is rescheduled (hole 6).
 """
 
+import datetime
 import threading
 import time
+import types
 from unittest import mock
 
 from nova import context as nova_context
 from nova import exception
 from nova import objects
+from nova.scheduler import manager as nova_manager
 from nova.scheduler import utils as scheduler_utils
 from nova.virt import fake
 
+from oslo_utils import timeutils
+
 from opie_sched.common import flavors
+from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
+from opie_sched.scheduler import hosts
+from opie_sched.scheduler import manager as opie_manager
+from opie_sched.scheduler import reservations
 from tests.functional import base
 from tests.functional import test_preemption
 
@@ -220,3 +229,58 @@ class RescheduleToFilledAlternateTest(_Base):
         self.assertEqual({p['id'] for p in filled}, self.live_uuids())
         for host in self.HOSTS:
             self.assertWithinCapacity(host)
+
+
+class RenewalAtEveryClaimTest(_Base):
+    """The suspected item of hole 5: a multi-create's later instance
+    claimed on a host whose summary showed no preemptible usage returned
+    before renewing the lease of the victims its earlier instances
+    reserved (the lease is renewed every third of
+    ``reservation_timeout``, at each claim).
+    """
+
+    def test_claim_on_a_host_without_preemptibles_renews_the_lease(self):
+        victim = self.fill_with_preemptibles('host1', 'large', [100])[0]
+        cell = self.cell_mappings['cell1'].uuid
+        ctx = nova_context.get_admin_context()
+        ctx.request_id = 'req-multi-create'
+        cctxt = reservations.cell_context(ctx, cell)
+        # instance 1 of the request reserved the victim 200 s ago (of a
+        # 300 s lease)
+        old = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
+            seconds=200)
+        row = reservations.load_by_uuid(cctxt, [victim['id']])[victim['id']]
+        self.assertEqual([victim['id']], reservations.reserve(
+            cctxt, [row], 'instance-1', ctx.request_id, {}, now=old))
+        plan = types.SimpleNamespace(
+            host='host1', total_cost=100.0,
+            victims=[(types.SimpleNamespace(uuid=victim['id']), 100.0)])
+        rp2 = self._get_provider_uuid_by_host('host2')
+        # the request read host2 empty: no preemptible usage
+        view = hosts.RequestView(ctx, {rp2: {'resources': {
+            rc: {'capacity': c, 'used': 0}
+            for rc, c in zip(flavors.STANDARD_CLASSES, CAPACITY)}}})
+        view.set_policy(lambda: hosts.Decision(hosts.BOOT, True, False,
+                                               False))
+        view.pending.append(opie_manager._Pending(plan, cell, 'instance-1',
+                                                  {}))
+        view.renewed_at = time.monotonic() - 200
+        flavor = objects.Flavor.get_by_flavor_id(
+            ctx, self.flavor_ids['large'])
+        spec = objects.RequestSpec(flavor=flavor, num_instances=3,
+                                   is_bfv=False)
+        # instance 2 claimed on host2 (nova's HostState bookkeeping aside)
+        host2 = types.SimpleNamespace(uuid=rp2, host='host2',
+                                      nodename='host2', cell_uuid=cell,
+                                      updated=None)
+        hosts.set_current_view(view)
+        self.addCleanup(hosts.set_current_view, None)
+        with mock.patch.object(nova_manager.SchedulerManager,
+                               '_consume_selected_host'):
+            self.scheduler.manager._consume_selected_host(
+                host2, spec, instance_uuid='instance-2')
+        state = vs.VictimState.from_metadata(self.sysmeta(victim['id']))
+        self.assertEqual((vs.RESERVED, ctx.request_id),
+                         (state.state, state.request_id))
+        self.assertGreater(state.since, old + datetime.timedelta(
+            seconds=100), 'the lease was not renewed')
