@@ -30,16 +30,22 @@ This is the one module that touches private SchedulerManager methods:
   the normal state when ``[opie_preemption]
   transparent_normal_placement`` is on (:mod:`.transparent`);
 * ``_consume_selected_host`` — runs right after the Placement claim of each
-  instance; when the request may preempt and the host holds preemptible
-  instances, the host's lock is taken, its full state is read from
-  Placement's allocations (every worker's claims) and victims are chosen
-  and *reserved* (service-owned system metadata), so that every other
-  worker and scheduler host counts them as leaving; when it may not
-  (preemptible requests, moves) the same usage check takes back a claim
-  that left the host over capacity;
+  instance, whatever the request's provider summary said (a preemptible
+  claim may have landed since the candidates were read); when the host is
+  over capacity after the claim and the request may preempt, the host's
+  lock is taken, its full state is read from Placement's allocations
+  (every worker's claims) and victims are chosen and *reserved*
+  (service-owned system metadata), so that every other worker and
+  scheduler host counts them as leaving; when it may not (preemptible
+  requests, moves) the same usage check takes back a claim that left the
+  host over capacity;
 * ``_get_alternate_hosts`` — drops from a normal request's alternates the
-  hosts whose full state has no room for it (the conductor claims an
-  alternate without the scheduler, so nobody could choose victims there);
+  hosts whose full state has no room for it; the alternates returned are
+  booked per instance, as the conductor claims an alternate on a
+  reschedule without the scheduler;
+* ``update_instance_info`` — a compute reports a server built on one of
+  its booked alternates: that claim is checked then (victims chosen and
+  terminated at once);
 * ``_ensure_sufficient_hosts`` — runs once every instance is claimed; only
   when the whole request succeeded are the victims terminated (a failed
   request clears its reservations), and the request is held (up to
