@@ -30,16 +30,22 @@ This is the one module that touches private SchedulerManager methods:
   the normal state when ``[opie_preemption]
   transparent_normal_placement`` is on (:mod:`.transparent`);
 * ``_consume_selected_host`` — runs right after the Placement claim of each
-  instance; when the request may preempt and the host holds preemptible
-  instances, the host's lock is taken, its full state is read from
-  Placement's allocations (every worker's claims) and victims are chosen
-  and *reserved* (service-owned system metadata), so that every other
-  worker and scheduler host counts them as leaving; when it may not
-  (preemptible requests, moves) the same usage check takes back a claim
-  that left the host over capacity;
+  instance, whatever the request's provider summary said (a preemptible
+  claim may have landed since the candidates were read); when the host is
+  over capacity after the claim and the request may preempt, the host's
+  lock is taken, its full state is read from Placement's allocations
+  (every worker's claims) and victims are chosen and *reserved*
+  (service-owned system metadata), so that every other worker and
+  scheduler host counts them as leaving; when it may not (preemptible
+  requests, moves) the same usage check takes back a claim that left the
+  host over capacity;
 * ``_get_alternate_hosts`` — drops from a normal request's alternates the
-  hosts whose full state has no room for it (the conductor claims an
-  alternate without the scheduler, so nobody could choose victims there);
+  hosts whose full state has no room for it; the alternates returned are
+  booked per instance, as the conductor claims an alternate on a
+  reschedule without the scheduler;
+* ``update_instance_info`` — a compute reports a server built on one of
+  its booked alternates: that claim is checked then (victims chosen and
+  terminated at once);
 * ``_ensure_sufficient_hosts`` — runs once every instance is claimed; only
   when the whole request succeeded are the victims terminated (a failed
   request clears its reservations), and the request is held (up to
@@ -114,6 +120,67 @@ class _WaitSlots:
             self.busy -= 1
 
 
+#: What :class:`_AlternatesBook` keeps of one instance scheduled with
+#: alternates: its chosen host, ``{service host: Selection}`` of its
+#: alternates, whether the landed server itself is the one to go when an
+#: alternate's claim overcommits (a preemptible new server), and when it
+#: was scheduled (``time.monotonic()``).
+_Booked = collections.namedtuple('Booked',
+                                 'chosen alternates self_victim since')
+
+
+class _AlternatesBook:
+    """The alternates this worker returned, per instance, until the
+    instance is reported built (``update_instance_info``) or the entry is
+    older than :attr:`TTL` seconds; at most :attr:`SIZE` entries (the
+    oldest go first). Worker-local: nova's compute casts its report to
+    every scheduler worker (fanout), so the worker that scheduled the
+    instance hears it.
+    """
+
+    #: seconds an entry is kept (a build that reports later is left to
+    #: the reconciler)
+    TTL = 3600.0
+    #: entries kept at most
+    SIZE = 10000
+
+    def __init__(self, clock=time.monotonic):
+        self._lock = threading.Lock()
+        self._entries = collections.OrderedDict()
+        self._clock = clock
+
+    def add(self, instance_uuid, chosen, alternates, self_victim):
+        with self._lock:
+            self._entries.pop(instance_uuid, None)
+            self._entries[instance_uuid] = _Booked(
+                chosen, alternates, self_victim, self._clock())
+            while len(self._entries) > self.SIZE:
+                self._entries.popitem(last=False)
+
+    def landed(self, instance_uuid, host):
+        """The instance was reported on ``host``: its entry is dropped;
+        ``(Selection of that alternate, self_victim)`` when ``host`` is
+        one of its alternates (a reschedule claimed it), else None.
+        """
+        now = self._clock()
+        with self._lock:
+            while self._entries:
+                first = next(iter(self._entries.values()))
+                if now - first.since <= self.TTL:
+                    break
+                self._entries.popitem(last=False)
+            booked = self._entries.get(instance_uuid)
+            if booked is None or host == booked.chosen:
+                self._entries.pop(instance_uuid, None)
+                return None
+            selection = booked.alternates.get(host)
+            if selection is None:
+                # another host (the source of a move): keep waiting
+                return None
+            del self._entries[instance_uuid]
+            return selection, booked.self_victim
+
+
 def preemption_policy(operation, preemptible):
     """The :class:`~opie_sched.scheduler.hosts.Decision` of a request.
 
@@ -158,6 +225,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         self.reconciler = reconciler.Reconciler()
         self._opie_last_reconcile = None
         self._release_waits = _WaitSlots()
+        self._alternates = _AlternatesBook()
 
     # -- the request wrapper ------------------------------------------------
 
@@ -170,10 +238,13 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                                          alloc_reqs_by_rp_uuid))
         hosts.set_current_view(view)
         try:
-            return super()._schedule(
+            selections = super()._schedule(
                 context, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid,
                 provider_summaries, allocation_request_version,
                 return_alternates)
+            self._remember_alternates(view, spec_obj, instance_uuids,
+                                      alloc_reqs_by_rp_uuid, selections)
+            return selections
         finally:
             hosts.set_current_view(None)
             if view.pending and not view.executed:
@@ -231,14 +302,11 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             return
         view.note_claim(selected_host.uuid,
                         hosts.request_resources(spec_obj))
-        summary = view.summaries.get(selected_host.uuid)
-        if (summary and not hosts.request_is_preemptible(spec_obj)
-                and not reservations.summary_has_preemptible(summary)):
-            # Placement enforces the normal classes itself: a host with no
-            # preemptible usage when the candidates were read cannot be
-            # over capacity by this normal claim (a preemptible claim
-            # racing in since is refused by its own check).
-            return
+        # Every claim is checked, whatever the provider summary said: a
+        # host without preemptible usage when the candidates were read may
+        # have taken a preemptible claim since, whose own check ran before
+        # this claim existed (issue 30, hole 5). The lease of the
+        # request's reservations is renewed at every claim.
         self._renew_reservations(view)
         try:
             decision = view.decision()
@@ -320,16 +388,13 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         (:meth:`_known_over`), else as Placement's usages show it now.
         """
         rp_uuid = host_state.uuid
-        summary = view.summaries.get(rp_uuid)
         if view.provider_state(rp_uuid) is None:
             capacity, used = hosts.full_state(host_state, view)
             if (used - capacity).fits_in(planner.model.ZERO):
                 return
-        elif not reservations.summary_has_preemptible(summary):
-            # No preemptible instance there when the candidates were
-            # read: nothing to preempt (a preemptible claim racing in
-            # since is refused by its own check).
-            return
+        # A summary without preemptible usage proves nothing about now: a
+        # preemptible claim may have landed since (its own check ran
+        # before this claim). The usages read below decides.
         capacity = self._capacity(view, host_state)
         if not self._known_over(view, rp_uuid):
             # Every claim is in Placement before this read, so of several
@@ -459,9 +524,133 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             LOG.exception('Preemption failed; the reconciler will finish '
                           'terminating the reserved victims')
 
+    # -- alternates claimed by the conductor: checked when they land ------
+
+    def _remember_alternates(self, view, spec_obj, instance_uuids,
+                             alloc_reqs_by_rp_uuid, selections):
+        """Book the alternates returned for each instance (see
+        :meth:`update_instance_info`).
+        """
+        if not instance_uuids or not selections:
+            return
+        try:
+            self_victim = False
+            if any(len(sel) > 1 for sel in selections) and \
+                    hosts.request_is_preemptible(spec_obj):
+                # a preemptible new server that lands on a full alternate
+                # is the one to go; a preemptible server moved by its
+                # owner never is
+                self_victim = hosts.request_operation(
+                    view.ctx, spec_obj, instance_uuids,
+                    alloc_reqs_by_rp_uuid) == hosts.BOOT
+            for uuid, sel in zip(instance_uuids, selections):
+                if len(sel) > 1:
+                    self._alternates.add(
+                        uuid, sel[0].service_host,
+                        {alt.service_host: alt for alt in sel[1:]},
+                        self_victim)
+        except Exception:
+            LOG.exception('Could not book the alternates of %s; a '
+                          'reschedule to them is left to the reconciler',
+                          instance_uuids)
+
+    def update_instance_info(self, context, host_name, instance_info):
+        """nova's compute reports instances it built or moved (a fanout
+        cast to every scheduler worker, ``[filter_scheduler]
+        track_instance_changes``); nova's host manager records them.
+
+        An instance this worker scheduled with alternates, reported on one
+        of its alternates, was rescheduled there: the cell conductor
+        claimed that alternate itself, with no scheduler to check the
+        claim (``nova/conductor/manager.py`` ``build_instances``,
+        ``scheduler_utils.claim_resources``). The claim is checked now, as
+        a claim of the scheduling pass is (:meth:`_check_landed`).
+        """
+        super().update_instance_info(context, host_name, instance_info)
+        for inst in getattr(instance_info, 'objects', None) or ():
+            try:
+                landed = self._alternates.landed(inst.uuid, host_name)
+                if landed is not None:
+                    self._check_landed(context, inst.uuid, *landed)
+            except Exception:
+                LOG.exception('Could not check the claim of instance %s on '
+                              'host %s; the reconciler will repair the '
+                              'host', getattr(inst, 'uuid', None), host_name)
+
+    def _check_landed(self, context, instance_uuid, selection, self_victim):
+        """The post-claim check of an alternate claimed by the conductor:
+        when Placement's usage of the provider, every claim included, is
+        over its capacity, victims are chosen under the host's lock from
+        Placement's allocations, as after a claim of the scheduling pass,
+        and terminated at once (the server already runs: nobody waits).
+
+        The landed server is never its own victim, except a preemptible
+        new server (``self_victim``): its claim is the one that found the
+        host full, so it alone goes, as a preemptible claim that leaves
+        its host over capacity is taken back in the scheduling pass.
+        """
+        ctx = nova_context.get_admin_context()
+        ctx.request_id = context.request_id
+        client = self.placement_client
+        rp_uuid = selection.compute_node_uuid
+        cell_uuid = selection.cell_uuid
+        capacity = reservations.provider_capacity(client, ctx, rp_uuid)
+        used = reservations.provider_used(client, ctx, rp_uuid)
+        if (used - capacity).fits_in(planner.model.ZERO):
+            return
+        with locks.coordinator(CONF).lock(locks.host_lock_name(rp_uuid),
+                                          locks.HOST_LOCK_TIMEOUT):
+            now = timeutils.utcnow(with_timezone=True)
+            cctxt = reservations.cell_context(ctx, cell_uuid)
+            hv, rows = reservations.fresh_host_view(
+                ctx, client, rp_uuid, cell_uuid, capacity,
+                selection.nodename or selection.service_host, (), now,
+                cctxt=cctxt)
+            hv.instances = [i for i in hv.instances
+                            if (i.uuid == instance_uuid) == self_victim]
+            plan = planner.plan_host(hv, planner.model.ZERO,
+                                     weights.cost_policy(), now)
+            if not plan.needs_preemption:
+                return
+            if not plan.feasible:
+                LOG.warning('Instance %s was rescheduled to host %s whose '
+                            'full state cannot be brought within capacity: '
+                            '%s. The reconciler will repair what it can.',
+                            instance_uuid, selection.service_host,
+                            plan.reason)
+                return
+            if self_victim:
+                reasons = {instance_uuid: (
+                    'instance terminated by the scheduler: rescheduled to '
+                    'host %s, its claim found the host full (request %s)'
+                    % (plan.host, ctx.request_id))}
+            else:
+                reasons = victim_reasons(plan, instance_uuid,
+                                         ctx.request_id)
+            reservations.reserve(
+                cctxt, [rows[inst.uuid] for inst, _ in plan.victims],
+                instance_uuid, ctx.request_id, reasons, now,
+                worker=locks.coordinator(CONF).worker_id())
+        LOG.info('Preemption decision for instance %s, rescheduled to an '
+                 'alternate whose claim left it over capacity: %s',
+                 instance_uuid, planner.describe_plan(plan))
+        try:
+            self._terminate(ctx, [_Pending(plan, cell_uuid, instance_uuid,
+                                           reasons)])
+        except Exception:
+            LOG.exception('Preemption failed; the reconciler will finish '
+                          'terminating the reserved victims')
+
     def _execute(self, context, pending):
         ctx = nova_context.get_admin_context()
         ctx.request_id = context.request_id
+        by_cell = self._terminate(ctx, pending)
+        self._wait_for_release(ctx, context.request_id, by_cell)
+
+    def _terminate(self, ctx, pending):
+        """Terminate the reserved victims of ``pending``; returns
+        ``{cell uuid: [victim uuids to wait for]}``.
+        """
         by_cell = collections.defaultdict(list)
         # the guests' notice: every host of the request at once, one wait
         actions.notify_guests(ctx, [
@@ -473,11 +662,11 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                                      item.preemptor_uuid, item.reasons,
                                      notice=False)
             actions.notify(ctx, item.plan, item.preemptor_uuid,
-                           context.request_id, CONF.opie_preemption.action,
+                           ctx.request_id, CONF.opie_preemption.action,
                            terminated=done)
             by_cell[item.cell_uuid].extend(
                 self._release_unstarted(ctx, item.cell_uuid, victims, done))
-        self._wait_for_release(ctx, context.request_id, by_cell)
+        return by_cell
 
     @staticmethod
     def _release_unstarted(ctx, cell_uuid, victims, done):

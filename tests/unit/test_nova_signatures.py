@@ -47,6 +47,8 @@ class NovaSignatureTest(testtools.TestCase):
                                  'allocation_request_version',
                                  'selected_alloc_reqs'],
         '_get_sorted_hosts': ['self', 'spec_obj', 'host_states', 'index'],
+        'update_instance_info': ['self', 'context', 'host_name',
+                                 'instance_info'],
     }
 
     def test_overridden_scheduler_manager_methods(self):
@@ -85,6 +87,22 @@ class NovaSignatureTest(testtools.TestCase):
                                    'placement_client'), property)
         self.assertEqual(['self', 'url', 'version', 'global_request_id'],
                          params(report.SchedulerReportClient.get))
+
+    def test_reschedule_path(self):
+        # the manager books each instance's alternates by these Selection
+        # fields; the conductor's reschedule claims them (build_instances
+        # with host_lists), and the compute reports a built server to the
+        # scheduler (update_instance_info, issue 30 hole 6)
+        from nova.compute import manager as compute_manager
+        from nova import objects
+        objects.register_all()
+        for field in ('service_host', 'nodename', 'compute_node_uuid',
+                      'cell_uuid', 'allocation_request'):
+            self.assertIn(field, objects.Selection.fields)
+        self.assertIn('host_lists', params(
+            conductor_manager.ComputeTaskManager.build_instances))
+        self.assertEqual(['self', 'context', 'instance'], params(
+            compute_manager.ComputeManager._update_scheduler_instance_info))
 
     def test_conductor_build_wrapped_by_the_demo(self):
         # opie_sched.demo.cloud.LostBuilds binds these two by name
