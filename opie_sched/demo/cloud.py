@@ -47,6 +47,7 @@ fixtures, mock checks) is left out.
 A deployment with real services is ``opie-sched demo --os-cloud NAME``.
 """
 
+import atexit
 import inspect
 import logging
 import os
@@ -352,6 +353,9 @@ class EmbeddedCloud(fixtures.Fixture):
         except fixtures.SetupError as exc:
             raise RuntimeError('the embedded Nova failed to start: %s'
                                % _first_error(exc)) from None
+        # Registered after the services started, hence after futurist's
+        # own exit handler (atexit runs the last registered first).
+        atexit.register(self._stop_at_exit)
         return self
 
     def stop(self):
@@ -360,7 +364,22 @@ class EmbeddedCloud(fixtures.Fixture):
         """
         if self._up:
             self._up = False
+            atexit.unregister(self._stop_at_exit)
             self.cleanUp()
+
+    def _stop_at_exit(self):
+        """Stop a cloud still up when the interpreter exits (its program
+        raised, or forgot :meth:`stop`).
+
+        Without it the process never ends: futurist's exit handler joins
+        every worker thread it ever started, and the services' periodic
+        tasks (service heartbeats, ``update_available_resource``, the
+        scheduler's periodic tasks) run on such threads until their service
+        is stopped.
+        """
+        if self._up:
+            LOG.warning('The embedded Nova is still up at exit; stopping it')
+            self.stop()
 
     def _setUp(self):
         # Imported here: importing nova.tests applies nova's concurrency
