@@ -38,9 +38,10 @@ from testtools import content
 
 #: Seconds the subprocess may take: a guard against a hang only.
 HANG_GUARD = 900
-#: The subprocess writes every thread's stack to its stderr and exits this
-#: many seconds before the guard (faulthandler).
-STACKS_BEFORE_GUARD = 30
+#: At the guard the subprocess writes every thread's stack to its stderr
+#: and exits (faulthandler); one that could not is killed this many seconds
+#: later.
+KILL_AFTER_GUARD = 30
 #: Seconds before the guard at which the script's own waits end (its
 #: budget, in the environment variable OPIE_NATIVE_BUDGET).
 BUDGET_BEFORE_GUARD = 120
@@ -183,14 +184,15 @@ def run_native(test, script, hang_guard=HANG_GUARD):
     natively (its ``native`` and ``eventlet_patched`` keys).
 
     The script's stderr is attached to the test as the detail
-    ``subprocess-stderr``. When the script has not ended
-    :data:`STACKS_BEFORE_GUARD` seconds before ``hang_guard``, it writes
-    every thread's stack to its stderr and exits (faulthandler), and the
-    test fails with the stacks of the threads that were not idle. The
+    ``subprocess-stderr``. When the script has not ended after
+    ``hang_guard`` seconds, it writes every thread's stack to its stderr
+    and exits (faulthandler; killed :data:`KILL_AFTER_GUARD` seconds
+    later if it could not), and the test fails with the stacks of the
+    threads that were not idle. The
     script may bound its own waits by ``OPIE_NATIVE_BUDGET`` (seconds,
     :data:`BUDGET_BEFORE_GUARD` before the guard, in its environment).
 
-    :param hang_guard: seconds before the run is killed (> 60).
+    :param hang_guard: seconds the run may take.
     """
     env = dict(os.environ)
     env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
@@ -199,12 +201,12 @@ def run_native(test, script, hang_guard=HANG_GUARD):
     armed = ('import faulthandler; '
              'faulthandler.dump_traceback_later(%d, exit=True); '
              'exec(compile(%r, "<string>", "exec"), {"__name__": "__main__"})'
-             % (hang_guard - STACKS_BEFORE_GUARD, script))
+             % (hang_guard, script))
     proc = subprocess.Popen([sys.executable, '-c', armed],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     try:
-        out, err = proc.communicate(timeout=hang_guard)
+        out, err = proc.communicate(timeout=hang_guard + KILL_AFTER_GUARD)
         killed = False
     except subprocess.TimeoutExpired:
         proc.kill()
@@ -215,12 +217,12 @@ def run_native(test, script, hang_guard=HANG_GUARD):
     if dump:
         test.fail('the native-threading subprocess hung: not ended after '
                   '%d s; its busy threads (most recent call first):\n%s'
-                  % (hang_guard - STACKS_BEFORE_GUARD,
+                  % (hang_guard,
                      busy_stacks(err[dump.start():])))
     if killed:
         test.fail('the native-threading subprocess hung and was killed after '
                   '%d s without dumping its stacks; its stderr ends:\n%s'
-                  % (hang_guard, err[-3000:]))
+                  % (hang_guard + KILL_AFTER_GUARD, err[-3000:]))
     lines = [x for x in out.splitlines() if x.startswith('{')]
     test.assertEqual(0, proc.returncode, err[-3000:])
     test.assertTrue(lines, err[-3000:])
@@ -260,7 +262,7 @@ class RunNativeHangTest(testtools.TestCase):
                   'stuck()\n')
         error = self.assertRaises(
             self.failureException, run_native, self, script,
-            STACKS_BEFORE_GUARD + 15)
+            15)
         self.assertIn('the native-threading subprocess hung', str(error))
         # the main thread's stack, innermost call first
         self.assertIn('line 3 in stuck', str(error))
