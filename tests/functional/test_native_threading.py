@@ -160,18 +160,20 @@ finally:
 
 
 #: Threads of the dump that only wait for work (idle pool workers, the
-#: in-memory message bus's listeners, periodic tasks between two runs).
+#: in-memory message bus's listeners, periodic tasks and tooz's heartbeat
+#: between two runs), by their innermost frames.
 _IDLE_MARKS = ('in _wait_for_work', '_drivers/impl_fake.py", line 8',
-               'loopingcall.py", line 84 in _sleep')
+               'loopingcall.py", line 84 in _sleep',
+               'in _beat_forever_until_stopped')
 
 
 def busy_stacks(dump):
     """The thread stacks of a faulthandler dump, less the idle ones
-    (:data:`_IDLE_MARKS`, in a thread's two innermost frames).
+    (:data:`_IDLE_MARKS` in one of a thread's four innermost frames).
     """
     blocks = re.split(r'\n(?=(?:Thread|Current thread) 0x)', dump)
     kept = [b for b in blocks
-            if not any(m in '\n'.join(b.splitlines()[1:3])
+            if not any(m in '\n'.join(b.splitlines()[1:5])
                        for m in _IDLE_MARKS)]
     return '%s\n(%d idle threads left out)' % (
         '\n'.join(kept), len(blocks) - len(kept))
