@@ -698,7 +698,8 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
                                      flavor_id=self.flavor_ids['medium'],
                                      networks='none')
             posted.append(self.api.post_server({'server': req}))
-        servers = [self._wait_for_state_change(s, 'ACTIVE') for s in posted]
+        servers = [self._wait_for_state_change(
+            s, 'ACTIVE', max_retries=self.BOOT_POLLS) for s in posted]
         self.assertEqual(4, len(servers))
         for host in self.HOSTS:
             used = self.full_used(host)
