@@ -269,3 +269,34 @@ class RunNativeHangTest(testtools.TestCase):
         # the main thread's stack, innermost call first
         self.assertIn('line 3 in stuck', str(error))
         self.assertIn('subprocess-stderr', self.getDetails())
+
+
+class EmbeddedCloudExitTest(testtools.TestCase):
+    """A program that raises with the embedded Nova still up ends: the
+    cloud is stopped at interpreter exit (else futurist's exit handler
+    waits for ever for the services' periodic-task threads).
+    """
+
+    #: Seconds the program may take: a guard against a hang only (a
+    #: one-host cloud starts in about a minute at a load of 20).
+    EXIT_GUARD = 300
+
+    def test_raise_with_the_cloud_up(self):
+        script = ('from opie_sched.demo import cloud as cloud_mod\n'
+                  'cloud_mod.use_native_threading()\n'
+                  'cloud = cloud_mod.EmbeddedCloud(hosts=1).start()\n'
+                  'raise RuntimeError("left up")\n')
+        env = dict(os.environ)
+        env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
+        try:
+            proc = subprocess.run([sys.executable, '-c', script],
+                                  capture_output=True, text=True, env=env,
+                                  timeout=self.EXIT_GUARD)
+        except subprocess.TimeoutExpired as exc:
+            self.fail('the program did not end within %d s; its stderr '
+                      'ends: %s' % (self.EXIT_GUARD, (exc.stderr or b'')[
+                          -3000:]))
+        self.assertIn('RuntimeError: left up', proc.stderr)
+        self.assertIn('The embedded Nova is still up at exit; stopping it',
+                      proc.stderr)
+        self.assertEqual(1, proc.returncode, proc.stderr[-3000:])
