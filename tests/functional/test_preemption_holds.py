@@ -14,6 +14,7 @@ failing deletes, release timeouts, disk-only shortfalls, maximum lifetime,
 alternates, and two scheduler services racing on the same hosts.
 """
 
+import itertools
 import threading
 import time
 from unittest import mock
@@ -509,6 +510,18 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
             'scheduler', host='scheduler2',
             manager=base.OPIE_MANAGER)).service
         self.useFixture(nova_fixtures.ConfPatcher(host='fake-mini'))
+        # the planners that asked for a host's lock, and who read inside it
+        self._race = threading.Condition()
+        self._at_lock = []
+        self._inside = []
+        self.interleaved = None
+
+    def arrived_at_lock(self, name):
+        """A planner asks for the lock ``name`` (noted for a host's lock)."""
+        if name.startswith('opie-preempt-'):
+            with self._race:
+                self._at_lock.append(threading.current_thread().name)
+                self._race.notify_all()
 
     def separate_coordinators(self):
         """Each planner thread gets a tooz coordinator of its own (as two
@@ -528,12 +541,20 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
             url = locks.default_url(locks_conf())
         coords = {}
         mutex = threading.Lock()
+        arrived = self.arrived_at_lock
+
+        class Coordinator(locks.Coordinator):
+            """The product's coordinator, noting who asks for a lock."""
+
+            def lock(self, name, timeout):
+                arrived(name)
+                return super().lock(name, timeout)
 
         def per_thread(conf):
             name = threading.current_thread().name
             with mutex:
                 if name not in coords:
-                    coords[name] = locks.Coordinator(url, name)
+                    coords[name] = Coordinator(url, name)
                     self.addCleanup(coords[name].stop)
                 return coords[name]
 
@@ -542,21 +563,26 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
         return coords
 
     def force_interleaving(self):
-        """The first planner to read the host's state waits (up to 3 s)
-        inside its lock for the second one to read it too: with a lock
-        that excludes, the second cannot, and reads after the first one's
-        reservations; with one that does not, both read the same state.
+        """The first planner to read the host's state holds it, inside its
+        lock, until the second planner has asked for the lock (up to 30 s:
+        a guard only), then up to 3 s more for the second one to read it
+        too: with a lock that excludes, the second cannot, and reads after
+        the first one's reservations; with one that does not, both read
+        the same state. :attr:`interleaved` tells whether the second
+        planner did ask while the first one was inside (else the two ran
+        one after the other and the test proved nothing).
         """
         original = reservations.fresh_host_view
-        inside = []
-        second = threading.Event()
+        race, at_lock, inside = self._race, self._at_lock, self._inside
 
         def gated(*args, **kwargs):
-            inside.append(threading.current_thread().name)
-            if len(inside) == 1:
-                second.wait(3)
-            else:
-                second.set()
+            with race:
+                inside.append(threading.current_thread().name)
+                race.notify_all()
+                if len(inside) == 1:
+                    race.wait_for(lambda: len(set(at_lock)) >= 2, 30)
+                    self.interleaved = len(set(at_lock)) >= 2
+                    race.wait_for(lambda: len(inside) >= 2, 3)
             return original(*args, **kwargs)
 
         self.useFixture(fixtures.MockPatchObject(
@@ -596,6 +622,10 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
         chosen = [inst.uuid for view in views for item in view.pending
                   for inst, _ in item.plan.victims]
         self.assertEqual(2, len(coords))
+        # the race took place: the second planner asked for the host's
+        # lock while the first one was reading the host under it
+        self.assertTrue(self.interleaved, (self._at_lock, self._inside))
+        self.assertEqual(2, len(set(self._inside)), self._inside)
         # Whichever planner took the lock first saw both claims and chose
         # for the whole overcommit; the other saw those victims reserved
         # and chose none: two victims in all, the two cheapest (billing
@@ -615,21 +645,61 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
         self.assertEqual({pre[2]['id'], pre[3]['id']}, self.live_uuids())
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
 
+    def schedulers_in_turn(self):
+        """The message bus hands the scheduler topic's requests to the two
+        services in turn, as RabbitMQ hands a queue's messages to its
+        consumers: oslo.messaging's in-memory bus gives each to whichever
+        service polls first, which can be the same one every time.
+
+        :returns: ``{service host: number of select_destinations calls it
+            handled}``, filled as they come.
+        """
+        from oslo_messaging._drivers import impl_fake
+        services = [self.scheduler, self.scheduler2]
+        handled = {svc.host: 0 for svc in services}
+        turn = itertools.cycle([svc.host for svc in services])
+        mutex = threading.Lock()
+        deliver = impl_fake.FakeExchange.deliver_message
+
+        def in_turn(exchange, topic, ctxt, message, server=None,
+                    fanout=False, reply_q=None):
+            if (topic == 'scheduler' and server is None and not fanout
+                    and message.get('method') == 'select_destinations'):
+                with mutex:
+                    server = next(turn)
+            return deliver(exchange, topic, ctxt, message, server=server,
+                           fanout=fanout, reply_q=reply_q)
+
+        self.useFixture(fixtures.MockPatchObject(
+            impl_fake.FakeExchange, 'deliver_message', in_turn))
+        for svc in services:
+            def counted(*args, _host=svc.host,
+                        _real=svc.manager.select_destinations, **kwargs):
+                with mutex:
+                    handled[_host] += 1
+                return _real(*args, **kwargs)
+            self.useFixture(fixtures.MockPatchObject(
+                svc.manager, 'select_destinations', counted))
+        return handled
+
     def test_concurrent_normal_boots(self):
-        # End to end through the API; the in-memory message bus hands the
-        # requests to either scheduler service (the multi-process cloud's
+        # End to end through the API; the message bus hands the requests
+        # to the two scheduler services in turn (the multi-process cloud's
         # Tempest tier races real workers).
+        handled = self.schedulers_in_turn()
         pre = []
         for host in self.HOSTS:
             pre += self.fill_with_preemptibles(
                 host, 'medium', [100 + i for i in range(4)])
+        filled = dict(handled)
         posted = []
         for i in range(4):
             req = self._build_server(name='normal-%d' % i,
                                      flavor_id=self.flavor_ids['medium'],
                                      networks='none')
             posted.append(self.api.post_server({'server': req}))
-        servers = [self._wait_for_state_change(s, 'ACTIVE') for s in posted]
+        servers = [self._wait_for_state_change(
+            s, 'ACTIVE', max_retries=self.BOOT_POLLS) for s in posted]
         self.assertEqual(4, len(servers))
         for host in self.HOSTS:
             used = self.full_used(host)
@@ -639,3 +709,9 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
         alive = self.live_uuids()
         self.assertEqual(4, len([p for p in pre if p['id'] not in alive]))
         self.assertEqual(8, len(alive))
+        # both scheduler services placed normal servers
+        normals = {host: count - filled[host]
+                   for host, count in handled.items()}
+        self.assertEqual(4, sum(normals.values()), normals)
+        for host, count in normals.items():
+            self.assertGreaterEqual(count, 1, normals)
