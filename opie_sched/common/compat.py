@@ -30,9 +30,10 @@ nova  how a service process is patched       executors to drop before fork
                                              reset_all_executors()``
 ====  =====================================  ==============================
 
-oslo.service: 4.2 (2025.2) added the backends (``oslo_service.backend``,
-the threading one and ``backend.base.ServiceBase``); 4.1 (2025.1) has the
-eventlet implementation only, ``ServiceBase`` in ``oslo_service.service``.
+oslo.service: 4.2 (2025.2) added the threading backend,
+``backend.get_backend_type()`` and ``backend.base.ServiceBase``; 4.1
+(2025.1) has an ``oslo_service.backend`` package with the eventlet
+implementation only, and ``ServiceBase`` in ``oslo_service.service``.
 
 Only ``os`` and ``sys`` (imported by the interpreter at its start anyway)
 are imported at module level, so that a console script may import this
@@ -161,11 +162,13 @@ def use_native_threading():
 
 def service_backend():
     """oslo.service's ``backend`` module, None on oslo.service < 4.2 (no
-    backends: eventlet only).
+    threading backend: eventlet only).
     """
     try:
         from oslo_service import backend
     except ImportError:
+        return None
+    if not hasattr(backend, 'get_backend_type'):  # 4.1
         return None
     return backend
 
@@ -177,6 +180,9 @@ def service_base():
     try:
         from oslo_service.backend import base
     except ImportError:
+        base = None
+    cls = getattr(base, 'ServiceBase', None)
+    if cls is None:  # 4.1
         from oslo_service import service
-        return service.ServiceBase
-    return base.ServiceBase
+        cls = service.ServiceBase
+    return cls
