@@ -23,9 +23,10 @@ reconciler lock on ``[opie_preemption] coordination_url``: start it on
 several hosts and one acts at a time.
 """
 
-# Native threads, as nova's own services; this also selects oslo.service's
-# threading backend.
-from nova import monkey_patch; monkey_patch.patch(backend='threading')  # noqa
+# Patched as the installed nova's own services are (native threads on nova
+# 33 and 34, eventlet on 31 and 32); this also selects oslo.service's
+# backend (opie_sched.common.compat).
+from opie_sched.common import compat; compat.patch_nova_service()  # noqa
 
 import sys  # noqa: E402
 

@@ -12,9 +12,10 @@
 """``opie-scheduler``: nova-scheduler with the opie manager.
 
 A drop-in replacement for the ``nova-scheduler`` console script (same
-configuration files and arguments): Nova 34 has no pluggable scheduler
-driver, so the only way to run the preemption phase inside the scheduler is
-to start the scheduler service with :class:`OpieSchedulerManager`.
+configuration files and arguments): Nova (31 to 34) has no pluggable
+scheduler driver, so the only way to run the preemption phase inside the
+scheduler is to start the scheduler service with
+:class:`OpieSchedulerManager`.
 
 It refuses to start (exit code 1, ERROR logged) when its locks would be
 tooz's file driver -- ``[opie_preemption] coordination_url`` unset or
@@ -24,8 +25,10 @@ exclude the workers of one host only
 lock directory would fall inside a Python install directory.
 """
 
-# Nova's scheduler runs with native threads; patch before anything else.
-from nova import monkey_patch; monkey_patch.patch(backend='threading')  # noqa
+# Patch before anything else, as the installed nova's own nova-scheduler
+# does (native threads on nova 33 and 34, eventlet on 31 and 32 unless
+# OS_NOVA_DISABLE_EVENTLET_PATCHING says otherwise).
+from opie_sched.common import compat; compat.patch_nova_service()  # noqa
 
 import sys  # noqa: E402
 
@@ -37,7 +40,6 @@ from nova import config  # noqa: E402
 from nova import objects  # noqa: E402
 from nova.scheduler import rpcapi  # noqa: E402
 from nova import service  # noqa: E402
-from nova import thread_pool_factory  # noqa: E402
 
 from opie_sched import conf as opie_conf  # noqa: E402
 
@@ -62,6 +64,6 @@ def main():
                                     manager=MANAGER)
     workers = CONF.scheduler.workers or processutils.get_worker_count()
     # Worker processes are forked: let each build its own executors.
-    thread_pool_factory.reset_all_executors()
+    compat.reset_executors()
     service.serve(server, workers=workers)
     service.wait()

@@ -18,5 +18,9 @@
   node as a nova-compute provider config file.
 * :mod:`.utilisation` -- how busy a host really is (stevedore namespace
   ``opie_sched.utilisation``).
-* :mod:`.coordination` -- tooz leadership and locks for every service.
+* :mod:`.coordination` -- the companion services' daemons (oslo.service)
+  and, from :mod:`.leadership`, tooz leadership and locks for every
+  service (the scheduler plugin imports :mod:`.leadership` alone);
+* :mod:`.compat` -- every difference between the nova (31 to 34) and
+  oslo.service series supported.
 """

@@ -40,14 +40,20 @@ or tooz's file driver on one machine; the daemon itself is oslo.service's:
 """
 
 import abc
-import os
 import sys
 import threading
 
 from oslo_log import log as logging
-from oslo_service.backend import base as service_base
+
+from opie_sched.common import compat
+from opie_sched.common import leadership
 
 LOG = logging.getLogger(__name__)
+
+#: Kept in :mod:`.leadership` (the scheduler plugin needs them without
+#: oslo.service); re-exported for the services.
+start_coordinator = leadership.start_coordinator
+Leadership = leadership.Leadership
 
 
 class _NoEventlet:
@@ -73,9 +79,14 @@ def use_threading_backend():
     ``monkey_patch.patch(backend='threading')`` makes the same choice (or
     eventlet's, when the operator configures Nova so).
 
-    :returns: the selected ``oslo_service.backend.BackendType``.
+    :returns: the selected ``oslo_service.backend.BackendType``; None on
+        oslo.service < 4.2 (2025.1), which has no backends: the daemons
+        then run on its eventlet implementation, unpatched, as nothing of
+        theirs needs green sockets.
     """
-    from oslo_service import backend
+    backend = compat.service_backend()
+    if backend is None:
+        return None
     if backend.get_backend_type() is None:
         if 'eventlet' not in sys.modules and not any(
                 isinstance(f, _NoEventlet) for f in sys.meta_path):
@@ -84,117 +95,7 @@ def use_threading_backend():
     return backend.get_backend_type()
 
 
-def start_coordinator(url, member_id):
-    """A started tooz coordinator on ``url`` (heartbeat thread on).
-
-    For the file driver (``file://DIR``) the directory is created.
-
-    :param url: tooz backend URL.
-    :param member_id: this member's id (str).
-    :raises tooz.coordination.ToozError: the backend is unreachable.
-    """
-    from tooz import coordination as tooz_coordination
-    if url.startswith('file://'):
-        os.makedirs(url[len('file://'):], exist_ok=True)
-    coord = tooz_coordination.get_coordinator(url, member_id.encode())
-    coord.start(start_heart=True)
-    return coord
-
-
-class Leadership:
-    """Leadership held through one tooz lock, re-checked at every round.
-
-    Rule: a member acts as leader for a round only when :meth:`check`
-    returned True at the start of that round. :meth:`check` takes the lock
-    without blocking when it is free, and when this member already holds
-    it, asks the backend again whether it still does
-    (``Lock.is_still_owner()``; on drivers without it, such as etcd3gw,
-    the lock's ``heartbeat()`` must succeed). Ownership is never cached:
-    after a lost backend session (a Redis key or etcd lease expired while
-    this member could not heartbeat, a broken connection) the check fails,
-    the lock is given up, and this member stops acting as leader until it
-    takes the lock again -- so a second member that took the expired lock
-    is the only leader. A file lock (one machine) is released by the
-    kernel when its process dies.
-
-    Backend errors count as "not the leader" (logged).
-
-    :param coordinator: a callable returning the started tooz coordinator
-        (called at every check, so it may be started lazily).
-    :param name: the lock's name (str).
-    :param member_id: this member's id, for messages.
-    """
-
-    def __init__(self, coordinator, name, member_id=''):
-        self._coordinator = coordinator
-        self.name = name
-        self.member_id = member_id
-        self._lock = None
-        self._mutex = threading.Lock()
-
-    @property
-    def held(self):
-        """True when the last :meth:`check` found this member leading."""
-        return self._lock is not None
-
-    def _still_owner(self):
-        import tooz
-        try:
-            try:
-                return bool(self._lock.is_still_owner())
-            except tooz.NotImplemented:
-                return bool(self._lock.heartbeat())
-        except Exception:
-            LOG.exception('%s: could not confirm the ownership of lock %s',
-                          self.member_id, self.name)
-            return False
-
-    def _forget(self):
-        lock, self._lock = self._lock, None
-        try:
-            lock.release()
-        except Exception:
-            LOG.debug('Releasing the lost lock %s failed', self.name,
-                      exc_info=True)
-
-    def check(self):
-        """True when this member leads now (the lock taken or confirmed).
-
-        :returns: bool; False on any backend error.
-        """
-        with self._mutex:
-            if self._lock is not None:
-                if self._still_owner():
-                    return True
-                LOG.warning('%s lost the lock %s (backend session lost or '
-                            'lock expired): no longer acting as its holder',
-                            self.member_id, self.name)
-                self._forget()
-            try:
-                lock = self._coordinator().get_lock(self.name.encode())
-                if not lock.acquire(blocking=False):
-                    return False
-            except Exception:
-                LOG.exception('%s: could not try the lock %s',
-                              self.member_id, self.name)
-                return False
-            self._lock = lock
-            LOG.info('%s holds the lock %s', self.member_id, self.name)
-            return True
-
-    def release(self):
-        """Give the lock up (no-op when not held)."""
-        with self._mutex:
-            if self._lock is None:
-                return
-            lock, self._lock = self._lock, None
-            try:
-                lock.release()
-            except Exception:
-                LOG.exception('Could not release lock %s', self.name)
-
-
-class PeriodicService(service_base.ServiceBase):
+class PeriodicService(compat.service_base()):
     """An oslo.service service running :meth:`run_round` every ``interval``
     seconds.
 
@@ -246,8 +147,8 @@ class PeriodicService(service_base.ServiceBase):
             raise
 
     def _start(self):
-        from oslo_service import backend
-        if backend.get_backend_type() is None:
+        backend = compat.service_backend()
+        if backend is not None and backend.get_backend_type() is None:
             # Not through serve() (a test, an embedding program): native
             # threads all the same, eventlet's import left alone.
             backend.init_backend(backend.BackendType.THREADING)
@@ -407,7 +308,7 @@ def serve(conf, service):
                          lambda signo, frame: service.request_stop())
     launcher = oslo_service.Launcher(conf)
     LOG.info('%s: running (oslo.service %s backend)', service.name,
-             backend_type.value)
+             'eventlet' if backend_type is None else backend_type.value)
     launcher.launch_service(service)
     service.wait_for_stop_request()
     if service.start_error is None:

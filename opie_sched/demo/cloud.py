@@ -155,16 +155,13 @@ def use_native_threading():
 
     :returns: True if the process is (now) in native threading mode; False
         if eventlet was already imported or patched in (e.g. by a test
-        runner that imported nova's functional tests first): the services
-        then run under eventlet.
+        runner that imported nova's functional tests first), or nova is
+        older than 34: the services then run under eventlet.
     """
-    from nova import monkey_patch
-    if monkey_patch.is_patched():
-        return False
-    if 'eventlet' not in sys.modules:
-        os.environ[NO_EVENTLET_ENV] = '1'
-        monkey_patch.patch(backend='threading')
-    return not monkey_patch.is_patched() and 'eventlet' not in sys.modules
+    # nova's series differ here (opie_sched.common.compat): before nova
+    # 34 the services stay under eventlet and False is returned.
+    from opie_sched.common import compat
+    return compat.use_native_threading()
 
 
 class _LogToFile(fixtures.Fixture):

@@ -45,7 +45,7 @@ import uuid
 
 from oslo_log import log as logging
 
-from opie_sched.common import coordination
+from opie_sched.common import leadership as coordination
 
 LOG = logging.getLogger(__name__)
 

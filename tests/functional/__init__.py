@@ -19,9 +19,10 @@ transaction context, and a compute build that saves its ComputeNode while
 another green thread reads through the same context fails with "Can't
 upgrade a READER transaction to a WRITER mid-transaction". So patch here,
 before any functional test module is imported, as nova's own
-``nova/tests/__init__.py`` does.
+``nova/tests/__init__.py`` does, the way of the installed nova series
+(:func:`opie_sched.common.compat.patch_for_nova_tests`).
 """
 
-from nova import monkey_patch
+from opie_sched.common import compat
 
-monkey_patch.patch()
+compat.patch_for_nova_tests()

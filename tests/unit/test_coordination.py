@@ -385,7 +385,7 @@ class LeadershipTest(testtools.TestCase):
         # The backend session expired and another member took the lock.
         self.lock.still_owner = False
         self.lock.free = False
-        with self.assertLogs('opie_sched.common.coordination', 'WARNING'):
+        with self.assertLogs('opie_sched.common.leadership', 'WARNING'):
             self.assertFalse(self.lead.check())
         self.assertFalse(self.lead.held)
         self.assertFalse(self.lead.check())
@@ -394,7 +394,7 @@ class LeadershipTest(testtools.TestCase):
         self.assertTrue(self.lead.check())
         self.lock.still_owner = RuntimeError('connection lost')
         self.lock.free = False
-        with self.assertLogs('opie_sched.common.coordination', 'ERROR'):
+        with self.assertLogs('opie_sched.common.leadership', 'ERROR'):
             self.assertFalse(self.lead.check())
 
     def test_driver_without_is_still_owner_uses_heartbeat(self):

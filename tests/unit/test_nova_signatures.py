@@ -11,10 +11,16 @@
 # under the License.
 """Pins every nova signature opie_sched overrides or relies on, so that a
 nova release changing one fails here, by name, instead of breaking the
-scheduler at run time.
+scheduler at run time, and the start-up of the console scripts that run
+nova's service code on the installed nova series
+(:class:`ConsoleScriptStartupTest`).
 """
 
 import inspect
+import json
+import os
+import subprocess
+import sys
 
 import testtools
 
@@ -135,3 +141,75 @@ class NovaSignatureTest(testtools.TestCase):
         with nova_context.target_cell(nova_context.get_admin_context(),
                                       cell) as cctxt:
             self.assertEqual(cell.uuid, cctxt.cell_uuid)
+
+
+#: Imports the console-script modules that start a nova service (each
+#: patches the process for the installed series at import, so in a process
+#: of its own), then prints what their start-up calls in nova as JSON.
+_STARTUP = """
+import importlib, inspect, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+from nova import config, objects, service
+from nova.scheduler import rpcapi
+from opie_sched.common import compat
+eventlet = sys.modules.get('eventlet')
+print(json.dumps({
+    'series': compat.nova_series(),
+    'eventlet': bool(eventlet and
+                     eventlet.patcher.is_monkey_patched('thread')),
+    'parse_args': list(inspect.signature(config.parse_args).parameters),
+    'create': list(inspect.signature(service.Service.create).parameters),
+    'serve': list(inspect.signature(service.serve).parameters),
+    'wait': callable(service.wait),
+    'register_all': callable(objects.register_all),
+    'min_version_cache': callable(
+        objects.Service.enable_min_version_cache),
+    'topic': rpcapi.RPC_TOPIC,
+    'reset': compat.reset_executors(),
+}))
+"""
+
+
+class ConsoleScriptStartupTest(testtools.TestCase):
+    """The start-up of the console scripts that run nova's service code
+    (opie-scheduler, opie-reconciler) on the installed nova series: their
+    modules import (the series' patching, :mod:`opie_sched.common.compat`)
+    and nova's start-up calls have the arguments they pass.
+    """
+
+    MODULES = ('opie_sched.cmd.scheduler', 'opie_sched.cmd.reconciler')
+
+    #: Per series: patched with eventlet (OS_NOVA_DISABLE_EVENTLET_PATCHING
+    #: unset), and the executors dropped before the workers fork.
+    SERIES = {
+        31: (True, []),
+        32: (True, ['utils.destroy_scatter_gather_executor',
+                    'utils.destroy_default_executor']),
+        33: (False, ['utils.destroy_scatter_gather_executor',
+                     'utils.destroy_default_executor']),
+        34: (False, ['thread_pool_factory.reset_all_executors']),
+    }
+
+    def test_service_start_up(self):
+        env = dict(os.environ)
+        env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
+        proc = subprocess.run(
+            [sys.executable, '-c', _STARTUP] + list(self.MODULES),
+            capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(0, proc.returncode, proc.stderr[-3000:])
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertIn(got['series'], self.SERIES,
+                      'nova %s is not a supported series' % got['series'])
+        eventlet, reset = self.SERIES[got['series']]
+        self.assertEqual(eventlet, got['eventlet'])
+        self.assertEqual(reset, got['reset'])
+        self.assertEqual('argv', got['parse_args'][0])
+        # Service.create(binary=, topic=, manager=) as opie-scheduler calls
+        for arg in ('binary', 'topic', 'manager'):
+            self.assertIn(arg, got['create'])
+        self.assertEqual(['server', 'workers'], got['serve'][:2])
+        self.assertTrue(got['wait'])
+        self.assertTrue(got['register_all'])
+        self.assertTrue(got['min_version_cache'])
+        self.assertEqual('scheduler', got['topic'])

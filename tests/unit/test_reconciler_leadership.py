@@ -305,7 +305,7 @@ with mock.patch.object(cmd.config, 'parse_args'), \\
         mock.patch.object(cmd.logging, 'setup'), \\
         mock.patch.object(cmd.objects, 'register_all'), \\
         mock.patch.object(cmd.objects.Service, 'enable_min_version_cache'), \\
-        mock.patch.object(cmd.thread_pool_factory, 'reset_all_executors'), \\
+        mock.patch.object(cmd.compat, 'reset_executors'), \\
         mock.patch.object(cmd.service, 'serve'), \\
         mock.patch.object(cmd.service, 'wait'), \\
         mock.patch.object(locks, 'startup_error',

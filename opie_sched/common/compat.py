@@ -1,0 +1,188 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Every difference between the nova and oslo.service series opie_sched
+supports, in one place.
+
+Supported: nova 31 (OpenStack 2025.1, SLURP) to 34 (2026.2); each series
+is tested with its own constraints (``tools/constraints-nova3N.txt``,
+``tox -e py3-nova3N``). The differences met at start-up:
+
+====  =====================================  ==============================
+nova  how a service process is patched       executors to drop before fork
+====  =====================================  ==============================
+31    ``import nova.monkey_patch`` patches   none (green threads only)
+      eventlet in, no ``patch()``
+32    ``monkey_patch.patch()``: eventlet     ``nova.utils.destroy_*_
+      unless ``OS_NOVA_DISABLE_EVENTLET_     executor()``
+      PATCHING`` is set
+33    ``monkey_patch.patch(backend=...)``    ``nova.utils.destroy_*_
+                                             executor()``
+34    ``monkey_patch.patch(backend=...)``    ``nova.thread_pool_factory.
+                                             reset_all_executors()``
+====  =====================================  ==============================
+
+oslo.service: 4.2 (2025.2) added the threading backend,
+``backend.get_backend_type()`` and ``backend.base.ServiceBase``; 4.1
+(2025.1) has an ``oslo_service.backend`` package with the eventlet
+implementation only, and ``ServiceBase`` in ``oslo_service.service``.
+
+Only ``os`` and ``sys`` (imported by the interpreter at its start anyway)
+are imported at module level, so that a console script may import this
+module before it patches the process.
+"""
+
+import os
+import sys
+
+#: The nova series (major version) from which the embedded demo cloud runs
+#: nova's services in native threading mode; before it they run under
+#: eventlet (nova 33's compute and conductor do not finish a build there).
+NATIVE_THREADING_SERIES = 34
+
+#: The environment variable nova reads to leave eventlet out.
+NO_EVENTLET_ENV = 'OS_NOVA_DISABLE_EVENTLET_PATCHING'
+
+
+def nova_series():
+    """The installed nova's major version (int, e.g. 31), None without
+    nova.
+    """
+    from importlib import metadata
+    try:
+        version = metadata.version('nova')
+    except metadata.PackageNotFoundError:
+        return None
+    return int(version.split('.')[0])
+
+
+def patch_nova_service():
+    """Patch this process as the installed nova's own nova-scheduler does.
+
+    Call it first thing in a console script that runs nova's service code,
+    before any other import. nova 31 patches eventlet in when
+    ``nova.monkey_patch`` is imported (no ``patch`` function); nova 32's
+    ``patch()`` takes no backend and patches eventlet unless
+    ``OS_NOVA_DISABLE_EVENTLET_PATCHING`` is set; nova 33 and 34 take
+    ``backend='threading'`` (the environment variable still overrides it).
+    oslo.service's backend is selected by nova's ``patch`` accordingly.
+
+    :returns: ``'eventlet'`` or ``'threading'``, the mode now in force.
+    """
+    from nova import monkey_patch  # nova 31: patches here
+    patch = getattr(monkey_patch, 'patch', None)
+    if patch is not None:
+        try:
+            patch(backend='threading')
+        except TypeError:  # nova 32: patch() has no backend argument
+            patch()
+    patched = getattr(monkey_patch, 'is_patched', None)
+    if patched is None:  # nova 31: eventlet unless told otherwise
+        return 'eventlet' if 'eventlet' in sys.modules and \
+            _eventlet_patched() else 'threading'
+    return 'eventlet' if patched() else 'threading'
+
+
+def _eventlet_patched():
+    import eventlet.patcher
+    return eventlet.patcher.is_monkey_patched('thread')
+
+
+def patch_for_nova_tests():
+    """Patch eventlet in as nova's functional test package does (every
+    series runs its functional fixtures under eventlet): nova 31 on the
+    import of ``nova.monkey_patch``, nova 32 to 34 through ``patch()``
+    (eventlet by default).
+    """
+    from nova import monkey_patch  # nova 31: patches here
+    patch = getattr(monkey_patch, 'patch', None)
+    if patch is not None:
+        patch()
+
+
+def reset_executors():
+    """Drop nova's process-wide executors before worker processes fork,
+    so that each worker builds its own (as nova-scheduler does): nova 34's
+    ``thread_pool_factory.reset_all_executors()``, nova 32 and 33's
+    ``utils.destroy_scatter_gather_executor()`` and
+    ``destroy_default_executor()``; nova 31 has none (green threads).
+
+    :returns: the names of the functions called (list of str).
+    """
+    try:
+        from nova import thread_pool_factory
+    except ImportError:
+        thread_pool_factory = None
+    if thread_pool_factory is not None:
+        thread_pool_factory.reset_all_executors()
+        return ['thread_pool_factory.reset_all_executors']
+    from nova import utils
+    called = []
+    for name in ('destroy_scatter_gather_executor',
+                 'destroy_default_executor'):
+        func = getattr(utils, name, None)
+        if func is not None:
+            func()
+            called.append('utils.' + name)
+    return called
+
+
+def use_native_threading():
+    """Run nova's services in this process in native threading mode, where
+    the installed nova supports it (:data:`NATIVE_THREADING_SERIES` and
+    later).
+
+    Must be called before anything imports nova's service fixtures
+    (``nova.tests``, whose import patches eventlet in unless told not to).
+    On an older nova, nothing is changed (not even ``nova.monkey_patch``
+    imported: on nova 31 that import patches eventlet in).
+
+    :returns: True if the process is (now) in native threading mode; False
+        if eventlet was already imported or patched in, or nova is older.
+    """
+    series = nova_series()
+    if series is not None and series < NATIVE_THREADING_SERIES:
+        return False
+    from nova import monkey_patch
+    if monkey_patch.is_patched():
+        return False
+    if 'eventlet' not in sys.modules:
+        os.environ[NO_EVENTLET_ENV] = '1'
+        monkey_patch.patch(backend='threading')
+    return not monkey_patch.is_patched() and 'eventlet' not in sys.modules
+
+
+def service_backend():
+    """oslo.service's ``backend`` module, None on oslo.service < 4.2 (no
+    threading backend: eventlet only).
+    """
+    try:
+        from oslo_service import backend
+    except ImportError:
+        return None
+    if not hasattr(backend, 'get_backend_type'):  # 4.1
+        return None
+    return backend
+
+
+def service_base():
+    """oslo.service's ``ServiceBase`` class, wherever the installed
+    oslo.service keeps it (``backend.base`` from 4.2, ``service`` before).
+    """
+    try:
+        from oslo_service.backend import base
+    except ImportError:
+        base = None
+    cls = getattr(base, 'ServiceBase', None)
+    if cls is None:  # 4.1
+        from oslo_service import service
+        cls = service.ServiceBase
+    return cls
