@@ -154,6 +154,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
     """SchedulerManager with the preemption phase and the reconciler."""
 
     def __init__(self, *args, **kwargs):
+        opie_conf.validate(CONF)  # refuse to start: one line (issue 33)
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler()
         self._opie_last_reconcile = None
