@@ -66,6 +66,7 @@ from nova.scheduler import manager as nova_manager
 from opie_sched import conf as opie_conf
 from opie_sched.preemption import planner
 from opie_sched.scheduler import actions
+from opie_sched.scheduler import extra_specs
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import reconciler
@@ -165,6 +166,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
     def _schedule(self, context, spec_obj, instance_uuids,
                   alloc_reqs_by_rp_uuid, provider_summaries,
                   allocation_request_version=None, return_alternates=False):
+        extra_specs.refuse_invalid(spec_obj)  # any microversion (issue 33)
         view = hosts.RequestView(context.elevated(), provider_summaries)
         view.request_id = context.request_id
         view.set_policy(self._policy_for(view.ctx, spec_obj, instance_uuids,

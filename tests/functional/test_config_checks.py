@@ -1,0 +1,108 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Configuration and flavors checked before they hurt (issue 33), on a
+real in-process Nova:
+
+* the opie scheduler manager refuses to start with a cost module that is
+  not installed, in one line;
+* a flavor whose ``opie:`` extra specs nova accepted (below microversion
+  2.86 nova does not validate extra specs) is refused by the scheduler:
+  its server goes to ERROR with a fault naming the bad spec, never a
+  silent normal server.
+"""
+
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.functional.api import client as api_client
+
+from opie_sched.conf import validation
+from opie_sched.scheduler import extra_specs
+from tests.functional import base
+
+
+class ManagerStartTest(base.OpieNovaTestCase):
+
+    HOSTS = ('host1',)
+    EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False}}
+
+    def start_scheduler(self):
+        """A second opie scheduler service, as opie-scheduler creates it
+        (nova's Service.create builds the manager).
+        """
+        return self.useFixture(nova_fixtures.ServiceFixture(
+            'scheduler', host='sched2', manager=base.OPIE_MANAGER)).service
+
+    def test_unknown_cost_module_refuses_to_start(self):
+        self.flags(cost_modules=['billing_period', 'nonexistent'],
+                   group='opie_preemption')
+        exc = self.assertRaises(validation.ConfigError, self.start_scheduler)
+        self.assertEqual(
+            "invalid opie configuration: [opie_preemption] cost_modules: "
+            "unknown plugin 'nonexistent' (namespace "
+            "opie_sched.preemption.costs; installed: billing_period, count, "
+            "runtime, waste)", str(exc))
+        # the same service with installed modules starts
+        self.flags(cost_modules=['billing_period', 'count:2'],
+                   group='opie_preemption')
+        self.assertEqual('nova-scheduler', self.start_scheduler().binary)
+
+
+class InvalidExtraSpecsTest(base.OpieNovaTestCase):
+
+    HOSTS = ('host1',)
+    EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False}}
+
+    def flavor_at(self, microversion, name, specs):
+        api = self.api_fixture.admin_api
+        before, api.microversion = api.microversion, microversion
+        try:
+            flavor = api.post_flavor({'flavor': {
+                'name': name, 'vcpus': 2, 'ram': 4000, 'disk': 40}})
+            api.post_extra_spec(flavor['id'], {'extra_specs': specs})
+        finally:
+            api.microversion = before
+        self.flavor_ids[name] = flavor['id']
+        return flavor['id']
+
+    def test_nova_refuses_them_from_2_86(self):
+        exc = self.assertRaises(
+            api_client.OpenStackApiException, self.flavor_at, '2.86',
+            'maybe', {'opie:preemptible': 'maybe'})
+        self.assertEqual(400, exc.response.status_code)
+
+    def test_scheduler_refuses_them_below_2_86(self):
+        for name, specs, named in (
+                ('maybe', {'opie:preemptible': 'maybe'},
+                 "opie:preemptible=maybe: 'maybe' is not a valid "
+                 "boolean-like value"),
+                ('typo', {'opie:premptible': 'true'},
+                 "opie:premptible=true: extra spec 'opie:premptible' does "
+                 "not appear to be a valid extra spec"),
+                ('half', {'resources:CUSTOM_PREEMPTIBLE_VCPU': '2'},
+                 'resources:CUSTOM_PREEMPTIBLE_VCPU=2 requests preemptible '
+                 'capacity but opie:preemptible is not set')):
+            self.flavor_at('2.85', name, specs)
+            server = self.boot(name, expected='ERROR')
+            fault = self.api.get_server(server['id'])['fault']['message']
+            self.assertIn('No valid host was found. flavor %s has invalid '
+                          'opie: extra specs: ' % name, fault)
+            self.assertIn(named, fault)
+        # a normal flavor still boots
+        self.assertEqual('ACTIVE', self.boot('small')['status'])
+
+    def test_flavor_problems_of_the_paper_flavors(self):
+        from nova import context as nova_context
+        from nova import objects
+        ctxt = nova_context.get_admin_context()
+        for name in ('small', 'small.preemptible'):
+            flavor = objects.Flavor.get_by_flavor_id(
+                ctxt, self.flavor_ids[name])
+            self.assertEqual([], extra_specs.flavor_problems(flavor), name)
