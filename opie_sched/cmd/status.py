@@ -374,7 +374,11 @@ class Checks(upgradecheck.UpgradeCommands):
         return CoordinationCheck(self.conf, hosts)()
 
     def _check_placement_retries(self):
-        return PlacementRetryCheck(self.conf.placement_config_file)()
+        try:
+            path = self.conf.placement_config_file
+        except cfg.NoSuchOptError:  # run in-process, without CLI_OPTS
+            path = None
+        return PlacementRetryCheck(path)()
 
     def _check_inventory(self):
         return PreemptibleInventoryCheck(placement_inventories)()

@@ -20,6 +20,7 @@ real in-process Nova:
   silent normal server.
 """
 
+import fixtures
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
 
@@ -55,7 +56,7 @@ class ManagerStartTest(base.OpieNovaTestCase):
         self.assertEqual('nova-scheduler', self.start_scheduler().binary)
 
 
-class InvalidExtraSpecsTest(base.OpieNovaTestCase):
+class _FlavorsTestCase(base.OpieNovaTestCase):
 
     HOSTS = ('host1',)
     EXTRA_FLAGS = {'opie_reconciler': {'run_in_scheduler': False}}
@@ -71,6 +72,9 @@ class InvalidExtraSpecsTest(base.OpieNovaTestCase):
             api.microversion = before
         self.flavor_ids[name] = flavor['id']
         return flavor['id']
+
+
+class InvalidExtraSpecsTest(_FlavorsTestCase):
 
     def test_nova_refuses_them_from_2_86(self):
         exc = self.assertRaises(
@@ -106,3 +110,45 @@ class InvalidExtraSpecsTest(base.OpieNovaTestCase):
             flavor = objects.Flavor.get_by_flavor_id(
                 ctxt, self.flavor_ids[name])
             self.assertEqual([], extra_specs.flavor_problems(flavor), name)
+
+
+class StatusFlavorCheckTest(_FlavorsTestCase):
+    """``opie-status upgrade check`` on this cloud: its flavors read from
+    nova's API database, one with a spec nova accepted at 2.85.
+    """
+
+    def test_bad_flavor_fails_the_upgrade_check(self):
+        import io
+        import os
+        from unittest import mock
+
+        import nova.conf
+        from oslo_upgradecheck import upgradecheck
+
+        from opie_sched.cmd import status
+
+        checks = status.Checks(nova.conf.CONF, configure_db=False)
+        self.assertEqual(upgradecheck.Code.SUCCESS,
+                         checks._check_flavors().code)
+        self.flavor_at('2.85', 'm1.maybe', {'opie:preemptible': 'maybe'})
+        result = checks._check_flavors()
+        self.assertEqual(upgradecheck.Code.FAILURE, result.code)
+        self.assertIn('1 of %d flavors' % len(status.nova_flavors()),
+                      result.details)
+        self.assertIn("m1.maybe (%s): opie:preemptible=maybe: 'maybe' is not "
+                      "a valid boolean-like value." % self.flavor_ids[
+                          'm1.maybe'], result.details)
+        # the whole command's table (doc/source/cli/opie-status.rst shows it)
+        placement_conf = os.path.join(self.useFixture(
+            fixtures.TempDir()).path, 'placement.conf')
+        with open(placement_conf, 'w') as f:
+            f.write('[placement]\nallocation_conflict_retry_count = 1\n')
+        self.useFixture(fixtures.MockPatchObject(
+            status, 'DEFAULT_PLACEMENT_CONF', placement_conf))
+        with mock.patch('sys.stdout', new=io.StringIO()) as out:
+            code = checks.check()
+        self.assertEqual(upgradecheck.Code.FAILURE, code)
+        self.assertIn("Check: Flavors' opie: extra specs", out.getvalue())
+        if os.environ.get('OPIE_STATUS_SAMPLE'):
+            with open(os.environ['OPIE_STATUS_SAMPLE'], 'w') as f:
+                f.write(out.getvalue())
