@@ -152,3 +152,36 @@ class StatusFlavorCheckTest(_FlavorsTestCase):
         if os.environ.get('OPIE_STATUS_SAMPLE'):
             with open(os.environ['OPIE_STATUS_SAMPLE'], 'w') as f:
                 f.write(out.getvalue())
+
+    def test_opie_sched_flavor_check(self):
+        import contextlib
+        from importlib import metadata
+        import io
+        import json
+
+        from opie_sched.demo import clients
+
+        cli = self.useFixture(clients.RealClients(self))
+        [script] = metadata.entry_points(group='console_scripts',
+                                         name='opie-sched')
+
+        def check():
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), \
+                    contextlib.redirect_stderr(err):
+                rc = script.load()(cli.auth_args + ['flavor', 'check',
+                                                    '-f', 'json'])
+            return rc, json.loads(out.getvalue() or '[]'), err.getvalue()
+
+        self.assertEqual((0, [], ''), check())
+        bad = self.flavor_at('2.85', 'm1.bid', {'opie:bid': 'abc',
+                                                'opie:max_lifetime': '-5'})
+        rc, rows, err = check()
+        self.assertEqual(1, rc, err)
+        self.assertEqual(
+            [{'id': bad, 'name': 'm1.bid', 'problem':
+              "opie:bid=abc: 'abc' is not of the format "
+              "'[0-9]+(\\.[0-9]+)?'."},
+             {'id': bad, 'name': 'm1.bid', 'problem':
+              "opie:max_lifetime=-5: '-5' is less than the min value of "
+              "'0'."}], rows)
