@@ -89,7 +89,7 @@ class CoordinationCheck(object):
                           'more than one host, [opie_preemption] '
                           'coordination_url must be a backend every '
                           'scheduler host reaches (etcd3, redis, ...).'
-                          % (type(exc).__name__, exc))
+                          % (type(exc).__name__, _one_line(exc)))
         if local and len(hosts) > 1:
             return Result(Code.FAILURE,
                           'nova-scheduler runs on %d hosts (%s) but '
@@ -288,7 +288,9 @@ class FlavorSpecsCheck(object):
 
 
 def _one_line(exc):
-    return ' '.join(str(exc).split())
+    """``exc`` on one line, without the SQL statement of a database error.
+    """
+    return ' '.join(str(exc).split('[SQL:', 1)[0].split())
 
 
 def nova_flavors(context=None):
