@@ -14,6 +14,11 @@
 ``opie-sched flavor create-preemptible BASE [--name NAME]`` creates the
 preemptible twin of flavor BASE (see
 :func:`opie_sched.common.flavors.create_preemptible_twin`) and shows it.
+
+``opie-sched flavor check`` lists every flavor whose ``opie:`` extra
+specs the scheduler refuses (:func:`opie_sched.scheduler.extra_specs.
+problems`; nova validates them only at API microversion 2.86 or later),
+one row per problem, and exits 1 when there is any.
 """
 
 from opie_sched.cmd import cli
@@ -73,3 +78,47 @@ class CreatePreemptible(cli.ShowOne):
             conn, parsed_args.base, name=parsed_args.name,
             is_public=parsed_args.is_public)
         return flavor_fields(flavor)
+
+
+#: Columns of ``opie-sched flavor check``.
+CHECK_COLUMNS = ('id', 'name', 'problem')
+
+
+def flavor_check_rows(conn):
+    """``[(id, name, problem)]`` of every flavor (private ones included
+    for an admin) whose ``opie:`` extra specs cannot be honoured.
+
+    :param conn: an ``openstack.connection.Connection``.
+    """
+    from opie_sched.scheduler import extra_specs
+
+    compute = conn.compute
+    rows = []
+    for flavor in compute.flavors(details=True, is_public='none'):
+        specs = flavor.extra_specs
+        if specs is None:  # a cloud below microversion 2.61
+            specs = compute.fetch_flavor_extra_specs(flavor).extra_specs
+        found = extra_specs.problems(
+            specs or {}, flavor.vcpus, flavor.ram,
+            flavors.disk_gb(flavor.disk, flavor.ephemeral, flavor.swap))
+        rows.extend((flavor.id, flavor.name, p) for p in found)
+    return sorted(rows, key=lambda r: (r[1], r[0]))
+
+
+class Check(cli.Lister):
+    """List the flavors whose opie: extra specs the scheduler refuses.
+
+    Every flavor is checked (nova accepts any opie: value below API
+    microversion 2.86): each opie: extra spec known and parseable, and
+    opie:preemptible agreeing with the resource classes requested. One
+    row per problem; exit status 1 when there is any, 0 when none.
+    Needs opie_sched[scheduler] (nova's validators).
+    """
+
+    def take_action(self, parsed_args):
+        self._rows = flavor_check_rows(cli.connect(self.app.options))
+        return CHECK_COLUMNS, self._rows
+
+    def run(self, parsed_args):
+        super().run(parsed_args)
+        return 1 if self._rows else 0

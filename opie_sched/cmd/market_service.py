@@ -53,6 +53,8 @@ def _conf(argv):
     conf.register_cli_opt(cfg.SubCommandOpt(
         'command', title='commands', handler=_add_commands))
     conf(argv, project='opie_sched', prog='opie-market')
+    from opie_sched.conf import validation
+    validation.validate(conf)  # a cfg.Error: one line, exit 2
     logging.setup(conf, 'opie-market')
     return conf
 

@@ -93,6 +93,7 @@ def main():
     CONF.register_cli_opts(cli_opts)
     config.parse_args(sys.argv)
     logging.setup(CONF, 'nova')
+    opie_conf.validate(CONF)  # one line, exit 1 (cmd/launch.py)
     objects.register_all()
     from opie_sched.scheduler import locks
     from opie_sched.scheduler import reconciler

@@ -52,6 +52,7 @@ def main():
     opie_conf.register_opts(CONF)
     config.parse_args(sys.argv)
     logging.setup(CONF, 'nova')
+    opie_conf.validate(CONF)  # one line, exit 1 (cmd/launch.py)
     objects.register_all()
     objects.Service.enable_min_version_cache()
     from opie_sched.scheduler import locks

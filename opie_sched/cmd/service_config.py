@@ -31,7 +31,9 @@ def parse(argv, prog, register_opts, group, once_help, dry_run_help,
         overrides.
     :param once_help: help text of ``--once``.
     :param dry_run_help: help text of ``--dry-run``.
-    :raises oslo_config.cfg.Error: bad arguments or configuration files.
+    :raises oslo_config.cfg.Error: bad arguments or configuration files,
+        or options the service cannot honour
+        (:class:`opie_sched.conf.validation.ConfigError`).
     """
     conf = conf or cfg.ConfigOpts()
     logging.register_options(conf)
@@ -43,4 +45,6 @@ def parse(argv, prog, register_opts, group, once_help, dry_run_help,
     conf(argv, project='opie_sched', prog=prog)
     if conf.dry_run:
         conf.set_override('dry_run', True, group=group)
+    from opie_sched.conf import validation
+    validation.validate(conf)
     return conf

@@ -20,20 +20,25 @@ defaults: ``/etc/nova/nova.conf``)::
         upgrade check [--json]
 
 Each check is one small class, its rule in its docstring. Exit status
-(oslo.upgradecheck): 0 all succeeded, 1 a warning, 2 a failure, 255 a
-check raised. A check that cannot read what it needs (database, Placement,
-file) says so as a warning and names the manual check; it never passes
-on what it did not see.
+(oslo.upgradecheck): 0 all succeeded, 1 a warning, 2 a failure; 255 when
+the configuration files cannot be read (one line on stderr, no check
+runs). A check that cannot read what it needs (database, Placement, file)
+says so as a warning and names the manual check; it never passes on what
+it did not see. A check that breaks is a failure naming the error, never
+a traceback.
 """
 
 import configparser
 import os
 import sys
 
+import functools
+
 from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
 from opie_sched.common import flavors
+from opie_sched.conf import validation
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -84,7 +89,7 @@ class CoordinationCheck(object):
                           'more than one host, [opie_preemption] '
                           'coordination_url must be a backend every '
                           'scheduler host reaches (etcd3, redis, ...).'
-                          % (type(exc).__name__, exc))
+                          % (type(exc).__name__, _one_line(exc)))
         if local and len(hosts) > 1:
             return Result(Code.FAILURE,
                           'nova-scheduler runs on %d hosts (%s) but '
@@ -212,6 +217,95 @@ class PreemptibleInventoryCheck(object):
                       'preemptible inventory.' % len(computes))
 
 
+class OptionsCheck(object):
+    """Every opie option is one the services can honour.
+
+    The same rules opie-scheduler, opie-reconciler and the companion
+    services apply when they start (:mod:`opie_sched.conf.validation`):
+    every value within its type, range and choices, every cost module and
+    plugin installed, cross-option rules, no misspelt option or section
+    in an ``opie_*`` section of the files. Failure naming each problem:
+    the services refuse to start with this configuration.
+    """
+
+    name = 'opie options'
+
+    def __init__(self, conf):
+        self.conf = conf
+
+    def __call__(self):
+        found = validation.problems(self.conf)
+        if found:
+            return Result(Code.FAILURE,
+                          '%d problem(s); the opie services refuse to start '
+                          'with them: %s' % (len(found), '; '.join(found)))
+        return Result(Code.SUCCESS, 'Every opie option is valid.')
+
+
+class FlavorSpecsCheck(object):
+    """Every flavor's ``opie:`` extra specs can be honoured.
+
+    Nova validates extra specs only for requests at API microversion 2.86
+    or later, so a flavor can hold any ``opie:`` value. Checked for every
+    flavor, public or not (:func:`opie_sched.scheduler.extra_specs.
+    problems`): each ``opie:`` spec valid (known key, parseable value), and
+    the marker ``opie:preemptible`` and the resource classes agree (a
+    marked flavor requests the preemptible classes with its own amounts
+    and 0 of the standard ones; an unmarked one no preemptible class).
+    Failure naming each such flavor: opie-scheduler refuses every request
+    for them (NoValidHost naming the spec). A warning when the flavors
+    cannot be read.
+    """
+
+    name = 'Flavors\' opie: extra specs'
+
+    def __init__(self, flavor_list):
+        self.flavor_list = flavor_list
+
+    def __call__(self):
+        from opie_sched.scheduler import extra_specs
+        try:
+            flavor_list = list(self.flavor_list())
+        except Exception as exc:
+            return Result(Code.WARNING,
+                          'Could not list the flavors (%s: %s). Check '
+                          'manually: opie-sched flavor check.'
+                          % (type(exc).__name__, _one_line(exc)))
+        bad = []
+        for flavor in flavor_list:
+            found = extra_specs.flavor_problems(flavor)
+            if found:
+                bad.append('%s (%s): %s' % (flavor.name, flavor.flavorid,
+                                           '; '.join(found)))
+        if bad:
+            return Result(Code.FAILURE,
+                          '%d of %d flavors have opie: extra specs the '
+                          'scheduler refuses (their servers go to ERROR): '
+                          '%s' % (len(bad), len(flavor_list),
+                                  ' | '.join(bad)))
+        return Result(Code.SUCCESS, 'The opie: extra specs of all %d '
+                      'flavors are valid.' % len(flavor_list))
+
+
+def _one_line(exc):
+    """``exc`` on one line, without the SQL statement of a database error.
+    """
+    return ' '.join(str(exc).split('[SQL:', 1)[0].split())
+
+
+def nova_flavors(context=None):
+    """Every flavor of nova's API database, private ones included, with
+    its extra specs (nova ``Flavor`` objects).
+
+    :raises Exception: the API database cannot be read.
+    """
+    from nova import context as nova_context
+    from nova import objects
+
+    ctxt = context or nova_context.get_admin_context()
+    return objects.FlavorList.get_all(ctxt, inactive=False)
+
+
 def nova_scheduler_hosts(context=None):
     """Hosts of the non-deleted nova-scheduler services of every cell
     (nova's database, as ``nova-manage``/``nova-status`` read it).
@@ -282,35 +376,94 @@ class Checks(upgradecheck.UpgradeCommands):
         return CoordinationCheck(self.conf, hosts)()
 
     def _check_placement_retries(self):
-        return PlacementRetryCheck(self.conf.placement_config_file)()
+        try:
+            path = self.conf.placement_config_file
+        except cfg.NoSuchOptError:  # run in-process, without CLI_OPTS
+            path = None
+        return PlacementRetryCheck(path)()
 
     def _check_inventory(self):
         return PreemptibleInventoryCheck(placement_inventories)()
 
+    def _check_options(self):
+        return OptionsCheck(self.conf)()
+
+    def _check_flavors(self):
+        def flavor_list():
+            self._db()
+            return nova_flavors()
+        return FlavorSpecsCheck(flavor_list)()
+
     # oslo.upgradecheck calls each as func(self).
     _upgrade_checks = (
+        (OptionsCheck.name, _check_options),
         (CoordinationCheck.name, _check_coordination),
         (PlacementRetryCheck.name, _check_placement_retries),
         (PreemptibleInventoryCheck.name, _check_inventory),
+        (FlavorSpecsCheck.name, _check_flavors),
     )
+
+
+def _no_traceback(check):
+    """A check that breaks is a failure naming the error (oslo.upgradecheck
+    would print a traceback and exit 255).
+    """
+    @functools.wraps(check)
+    def guarded(self):
+        try:
+            return check(self)
+        except Exception as exc:
+            return Result(Code.FAILURE, 'The check itself failed: %s: %s'
+                          % (type(exc).__name__, _one_line(exc)))
+    return guarded
+
+
+Checks._upgrade_checks = tuple((name, _no_traceback(check))
+                               for name, check in Checks._upgrade_checks)
+
+
+def _native_threads():
+    """Nova's threading mode before nova is imported, as nova's own
+    commands do: otherwise futurist (imported by nova) imports eventlet,
+    which prints its deprecation warning on every run.
+    """
+    from nova import monkey_patch
+    monkey_patch.patch(backend='threading')
+
+
+def _profiler_opts(conf):
+    """nova's ``[profiler]`` options (osprofiler's), as nova's
+    ``config.parse_args`` registers them: nova's database code reads them.
+    """
+    from oslo_utils import importutils
+    profiler = importutils.try_import('osprofiler.opts')
+    if profiler:
+        profiler.set_defaults(conf)
 
 
 def main(argv=None):
     """``opie-status``: nova's configuration (project ``nova``) with
     opie_sched's options.
     """
-    import nova.conf
-    from nova import objects
+    try:
+        _native_threads()  # reads --config-file already
+        import nova.conf
+        from nova import objects
 
-    from opie_sched import conf as opie_conf
+        from opie_sched import conf as opie_conf
 
-    conf = nova.conf.CONF
-    opie_conf.register_opts(conf)
-    conf.register_cli_opts(CLI_OPTS)
-    objects.register_all()
-    return upgradecheck.main(conf, project='nova',
-                             upgrade_command=Checks(conf),
-                             argv=sys.argv[1:] if argv is None else argv)
+        conf = nova.conf.CONF
+        opie_conf.register_opts(conf)
+        _profiler_opts(conf)
+        conf.register_cli_opts(CLI_OPTS)
+        objects.register_all()
+        return upgradecheck.main(conf, project='nova',
+                                 upgrade_command=Checks(conf),
+                                 argv=sys.argv[1:] if argv is None else argv)
+    except cfg.Error as exc:
+        sys.stderr.write('opie-status: cannot read the configuration: %s\n'
+                         % _one_line(exc))
+        return 255
 
 
 if __name__ == '__main__':

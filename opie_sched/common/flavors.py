@@ -273,6 +273,43 @@ def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
     return problems
 
 
+def resource_class_problems(extra_specs, vcpus=None, ram_mb=None,
+                            disk_gb=None):
+    """Whether the marker and the resource classes of a flavor agree.
+
+    A flavor marked preemptible (``opie:preemptible`` true) must be a
+    valid preemptible flavor (:func:`check_preemptible_flavor`, amounts
+    compared for the sizes given); a flavor not marked (marker absent or
+    false) must request none of the preemptible classes, else its servers
+    would use preemptible capacity while counted as normal instances. A
+    marker that is not boolean-like is left to the extra-spec validators.
+
+    :param extra_specs: mapping str -> str, or None.
+    :returns: list of str, one sentence per problem; empty when they agree.
+    """
+    specs = extra_specs or {}
+    try:
+        marker = _marker(specs)
+    except ValueError:
+        return []
+    if marker:
+        return check_preemptible_flavor(specs, vcpus, ram_mb, disk_gb)
+    out = []
+    for key in sorted(specs):
+        match = _RESOURCES_KEY.match(key)
+        if not match or match.group(2) not in PREEMPTIBLE_CLASSES:
+            continue
+        try:
+            amount = _as_int(specs[key])
+        except ValueError:
+            amount = None
+        if amount != 0:
+            out.append('%s=%s requests preemptible capacity but %s is %s'
+                       % (key, specs[key], MARKER_KEY,
+                          'not set' if marker is None else 'false'))
+    return out
+
+
 def is_preemptible(extra_specs, vcpus=None, ram_mb=None, disk_gb=None):
     """Whether a flavor (by its extra specs) is preemptible.
 

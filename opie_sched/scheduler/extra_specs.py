@@ -17,6 +17,14 @@ registered nova rejects unknown ``opie:*`` flavor extra specs (API
 microversion 2.86 and later), which catches typos such as
 ``opie:premptible``.
 
+Nova calls them only for requests at microversion 2.86 or later; below it
+any ``opie:*`` value is stored as given. So the same validators are the
+single source of :func:`problems`, which the scheduler applies to every
+request (:func:`refuse_invalid`: ``NoValidHost`` naming the bad spec,
+never a server scheduled as something its flavor does not say), and
+which ``opie-sched flavor check`` and ``opie-status upgrade check`` apply
+to every flavor.
+
 This module must stay importable by nova-api on its own: it imports nothing
 but nova's validator base and the pure registry of interruption
 behaviours (:mod:`opie_sched.preemption.behaviours`: stevedore and
@@ -111,3 +119,86 @@ EXTRA_SPEC_VALIDATORS = [
 def register():
     """The validators of the ``opie`` namespace (nova's plugin hook)."""
     return EXTRA_SPEC_VALIDATORS
+
+
+#: Namespace prefix of the opie extra specs.
+PREFIX = 'opie:'
+
+
+def _one_line(text):
+    return ' '.join(str(text).split())
+
+
+def spec_problems(extra_specs):
+    """One sentence per ``opie:*`` extra spec that nova's validators (the
+    ones above, with the namespace's unknown-key rule) refuse.
+
+    :param extra_specs: mapping str -> str, or None.
+    :returns: list of str, e.g. ``["opie:preemptible=maybe: 'maybe' is not
+        a valid boolean-like value."]``; sorted by key.
+    """
+    from nova.api.validation.extra_specs import validators
+    from nova import exception
+
+    out = []
+    for key, value in sorted((extra_specs or {}).items()):
+        if not key.startswith(PREFIX):
+            continue
+        try:
+            validators.validate(key, value)
+        except exception.ValidationError as exc:
+            reason = _one_line(exc)
+            reason = reason.split('Validation failed; ', 1)[-1]
+            out.append('%s=%s: %s' % (key, value, reason))
+    return out
+
+
+def problems(extra_specs, vcpus=None, ram_mb=None, disk_gb=None):
+    """Every reason why a flavor's ``opie:`` extra specs cannot be honoured:
+    :func:`spec_problems`, then whether the marker and the resource
+    classes agree (:func:`opie_sched.common.flavors.
+    resource_class_problems`; amounts compared for the sizes given).
+
+    :param extra_specs: mapping str -> str, or None.
+    :param vcpus: the flavor's vCPUs, ``ram_mb`` its RAM in MB,
+        ``disk_gb`` its disk as :func:`opie_sched.common.flavors.disk_gb`
+        counts it; None: not compared.
+    :returns: list of str, one sentence per problem; empty when valid.
+    """
+    from opie_sched.common import flavors
+
+    out = spec_problems(extra_specs)
+    out.extend(flavors.resource_class_problems(extra_specs, vcpus, ram_mb,
+                                               disk_gb))
+    return out
+
+
+def flavor_problems(flavor):
+    """:func:`problems` of a nova ``Flavor`` object (sizes compared)."""
+    from opie_sched.common import flavors
+
+    return problems(
+        getattr(flavor, 'extra_specs', None), flavor.vcpus,
+        flavor.memory_mb, flavors.disk_gb(flavor.root_gb,
+                                          flavor.ephemeral_gb,
+                                          getattr(flavor, 'swap', 0) or 0))
+
+
+def refuse_invalid(spec_obj):
+    """Refuse to schedule a request whose flavor has invalid ``opie:``
+    extra specs (whatever the microversion the flavor was written at).
+
+    :param spec_obj: nova ``RequestSpec``.
+    :raises nova.exception.NoValidHost: the reason names the flavor and
+        every problem (the instance goes to ERROR with it as its fault).
+    """
+    flavor = getattr(spec_obj, 'flavor', None)
+    if flavor is None:
+        return
+    found = flavor_problems(flavor)
+    if found:
+        from nova import exception
+        raise exception.NoValidHost(reason=(
+            'flavor %s has invalid opie: extra specs: %s (opie-sched '
+            'flavor check lists every such flavor)'
+            % (getattr(flavor, 'name', '?'), '; '.join(found))))

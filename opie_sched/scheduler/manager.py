@@ -72,6 +72,7 @@ from nova.scheduler import manager as nova_manager
 from opie_sched import conf as opie_conf
 from opie_sched.preemption import planner
 from opie_sched.scheduler import actions
+from opie_sched.scheduler import extra_specs
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import reconciler
@@ -221,6 +222,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
     """SchedulerManager with the preemption phase and the reconciler."""
 
     def __init__(self, *args, **kwargs):
+        opie_conf.validate(CONF)  # refuse to start: one line (issue 33)
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler()
         self._opie_last_reconcile = None
@@ -232,6 +234,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
     def _schedule(self, context, spec_obj, instance_uuids,
                   alloc_reqs_by_rp_uuid, provider_summaries,
                   allocation_request_version=None, return_alternates=False):
+        extra_specs.refuse_invalid(spec_obj)  # any microversion (issue 33)
         view = hosts.RequestView(context.elevated(), provider_summaries)
         view.request_id = context.request_id
         view.set_policy(self._policy_for(view.ctx, spec_obj, instance_uuids,

@@ -236,3 +236,56 @@ class ClientImportsTest(testtools.TestCase):
         code, _, err = _probe(['opie_sched.scheduler.hosts'])
         self.assertNotEqual(0, code)
         self.assertIn('must not import nova', err)
+
+
+#: What a client host must not get: the services' concurrency stack.
+NOT_ON_A_CLIENT = ('eventlet', 'oslo-messaging', 'oslo-service')
+
+_CLIENT_PROBE = '''
+import importlib.metadata as m, json
+from cliff import commandmanager
+names = sorted({d.metadata['Name'].lower().replace('_', '-')
+                .replace('.', '-') for d in m.distributions()})
+# the 'openstack spot' commands, loaded as python-openstackclient does
+mgr = commandmanager.CommandManager('openstack.spot.v1')
+loaded = []
+for name, ep in sorted(mgr):
+    loaded.append(name)
+    ep.load()
+[ext] = m.entry_points(group='openstack.cli.extension', name='spot')
+plugin = ext.load()
+print(json.dumps({'dists': names, 'spot': loaded,
+                  'api_version': plugin.API_VERSION_OPTION}))
+'''
+
+
+class CleanVenvInstallTest(testtools.TestCase):
+    """``pip install '.[client]'`` in a new virtualenv (PyPI, or this
+    machine's pip configuration; bounded by a timeout): none of
+    :data:`NOT_ON_A_CLIENT` is installed, and every ``openstack spot``
+    command of the plugin loads.
+    """
+
+    def test_client_extra_in_a_clean_venv(self):
+        import fixtures
+        venv = os.path.join(self.useFixture(fixtures.TempDir()).path, 'v')
+        subprocess.run([sys.executable, '-m', 'venv', venv], check=True,
+                       timeout=120)
+        python = os.path.join(venv, 'bin', 'python')
+        pip = subprocess.run(
+            [python, '-m', 'pip', 'install', '-q', '--disable-pip-version-'
+             'check', ROOT + '[client]'], capture_output=True, text=True,
+            timeout=900)
+        self.assertEqual(0, pip.returncode, pip.stderr[-3000:])
+        probe = subprocess.run([python, '-c', _CLIENT_PROBE],
+                               capture_output=True, text=True, timeout=120,
+                               cwd=venv)
+        self.assertEqual(0, probe.returncode, probe.stderr[-3000:])
+        out = json.loads(probe.stdout.strip().splitlines()[-1])
+        self.assertEqual([], [n for n in NOT_ON_A_CLIENT
+                              if n in out['dists']])
+        self.assertNotIn('nova', out['dists'])
+        self.assertIn('opie-sched', out['dists'])
+        self.assertIn('spot price list', out['spot'])
+        self.assertIn('spot bid set', out['spot'])
+        self.assertEqual('os_spot_api_version', out['api_version'])

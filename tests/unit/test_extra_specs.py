@@ -92,3 +92,53 @@ class ExtraSpecValidatorsTest(testtools.TestCase):
         specs[flavors.BID_KEY] = '0.10'
         for name, value in specs.items():
             self.assertValid(name, value)
+
+
+class ProblemsTest(testtools.TestCase):
+    """:func:`extra_specs.problems`: the validators above and whether the
+    marker and the resource classes agree, for any flavor.
+    """
+
+    def test_valid_flavors_have_none(self):
+        specs = flavors.preemptible_extra_specs(2, 4000, 40)
+        specs.update({'opie:bid': '0.05', 'opie:max_lifetime': '3600',
+                      'opie:interruption_behavior': 'shelve'})
+        self.assertEqual([], extra_specs.problems(specs, 2, 4000, 40))
+        self.assertEqual([], extra_specs.problems({'hw:cpu_policy':
+                                                   'dedicated'}, 2, 4000, 40))
+        self.assertEqual([], extra_specs.problems(None))
+
+    def test_each_bad_value_named(self):
+        found = extra_specs.problems({
+            'opie:preemptible': 'maybe', 'opie:premptible': 'true',
+            'opie:bid': 'abc', 'opie:max_lifetime': '-5',
+            'opie:interruption_behavior': 'explode', 'other:key': 'x'})
+        self.assertEqual([
+            "opie:bid=abc: 'abc' is not of the format '[0-9]+(\\.[0-9]+)?'.",
+            'opie:interruption_behavior=explode: \'explode\' is not one of: '
+            'delete, stop, shelve.',
+            "opie:max_lifetime=-5: '-5' is less than the min value of '0'.",
+            "opie:preemptible=maybe: 'maybe' is not a valid boolean-like "
+            "value.",
+            "opie:premptible=true: extra spec 'opie:premptible' does not "
+            "appear to be a valid extra spec."], found)
+
+    def test_marker_and_classes_must_agree(self):
+        # marked, but normal capacity requested
+        found = extra_specs.problems({'opie:preemptible': 'true'}, 2, 4000,
+                                     40)
+        self.assertIn('resources:VCPU is missing: it must be 0 so that the '
+                      'flavor uses no normal capacity', found)
+        # preemptible capacity without the marker (or with it false)
+        for marker in ({}, {'opie:preemptible': 'false'}):
+            specs = dict(marker, **{'resources:CUSTOM_PREEMPTIBLE_VCPU':
+                                    '2'})
+            found = extra_specs.problems(specs, 2, 4000, 40)
+            self.assertEqual(1, len(found), found)
+            self.assertIn('requests preemptible capacity but '
+                          'opie:preemptible is', found[0])
+        # amounts that are not the flavor's
+        specs = flavors.preemptible_extra_specs(2, 4000, 40)
+        found = extra_specs.problems(specs, 4, 4000, 40)
+        self.assertEqual(["resources:CUSTOM_PREEMPTIBLE_VCPU=2 does not "
+                          "match the flavor's 4 vCPU"], found)

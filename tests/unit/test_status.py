@@ -190,6 +190,131 @@ class CommandTest(testtools.TestCase):
         out = json.loads(proc.stdout[proc.stdout.index('{'):])
         codes = {c['check']: c['result'] for c in out['checks']}
         self.assertEqual(
-            {status.CoordinationCheck.name: Code.WARNING,
+            {status.OptionsCheck.name: Code.SUCCESS,
+             status.CoordinationCheck.name: Code.WARNING,
              status.PlacementRetryCheck.name: Code.FAILURE,
-             status.PreemptibleInventoryCheck.name: Code.WARNING}, codes)
+             status.PreemptibleInventoryCheck.name: Code.WARNING,
+             status.FlavorSpecsCheck.name: Code.WARNING}, codes)
+        # no eventlet deprecation noise, no traceback
+        self.assertNotIn('Eventlet', proc.stderr)
+        self.assertNotIn('Traceback', proc.stdout + proc.stderr)
+
+    def run_status(self, *args):
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        return subprocess.run(
+            [sys.executable, '-m', 'opie_sched.cmd.launch', 'opie-status']
+            + list(args), env=env, capture_output=True, text=True,
+            timeout=120, cwd=ROOT)
+
+    def test_missing_config_file_is_one_line(self):
+        proc = self.run_status('--config-file', '/nonexistent/nova.conf',
+                               'upgrade', 'check')
+        self.assertEqual(255, proc.returncode)
+        self.assertEqual('', proc.stdout)
+        self.assertEqual(['opie-status: cannot read the configuration: '
+                          'Failed to find some config files: '
+                          '/nonexistent/nova.conf'],
+                         proc.stderr.splitlines())
+
+    def test_bad_options_fail_and_are_named(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[api_database]\nconnection = sqlite:///%s/a.db\n'
+                    '[database]\nconnection = sqlite:///%s/m.db\n'
+                    '[opie_preemption]\ncost_modules = nonexistent\n'
+                    'cost_module = count\n' % (tmp, tmp))
+        proc = self.run_status('--config-file', path, 'upgrade', 'check',
+                               '--json')
+        self.assertEqual(2, proc.returncode, proc.stderr[-2000:])
+        out = json.loads(proc.stdout[proc.stdout.index('{'):])
+        checks = {c['check']: c for c in out['checks']}
+        options = checks[status.OptionsCheck.name]
+        self.assertEqual(Code.FAILURE, options['result'])
+        self.assertIn("unknown plugin 'nonexistent'", options['details'])
+        self.assertIn('did you mean cost_modules?', options['details'])
+        # nova's [profiler] options are registered: the database checks
+        # read the (empty) sqlite databases instead of NoSuchOptError
+        for name in (status.CoordinationCheck.name,
+                     status.FlavorSpecsCheck.name):
+            self.assertNotIn('NoSuchOptError', checks[name]['details'])
+        self.assertNotIn('Traceback', proc.stdout + proc.stderr)
+
+
+class OptionsCheckTest(testtools.TestCase):
+
+    def test_valid_and_invalid(self):
+        conf = cfg.ConfigOpts()
+        opie_conf.register_opts(conf)
+        conf([])
+        fixture = self.useFixture(config_fixture.Config(conf))
+        self.assertEqual(Code.SUCCESS, status.OptionsCheck(conf)().code)
+        fixture.config(cost_modules=['count', 'nope'],
+                       group='opie_preemption')
+        result = status.OptionsCheck(conf)()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn("unknown plugin 'nope'", result.details)
+
+
+class FakeFlavor(object):
+
+    def __init__(self, name, extra_specs, vcpus=2, memory_mb=4000,
+                 root_gb=40):
+        self.name = self.flavorid = name
+        self.extra_specs = extra_specs
+        self.vcpus, self.memory_mb, self.root_gb = vcpus, memory_mb, root_gb
+        self.ephemeral_gb = self.swap = 0
+
+
+class FlavorSpecsCheckTest(testtools.TestCase):
+
+    def check(self, flavor_list):
+        return status.FlavorSpecsCheck(lambda: flavor_list)()
+
+    def test_valid_flavors(self):
+        from opie_sched.common import flavors
+        result = self.check([
+            FakeFlavor('m1', {}),
+            FakeFlavor('m1.preemptible',
+                       flavors.preemptible_extra_specs(2, 4000, 40))])
+        self.assertEqual(Code.SUCCESS, result.code, result.details)
+        self.assertIn('all 2 flavors', result.details)
+
+    def test_bad_flavors_fail_and_are_named(self):
+        result = self.check([
+            FakeFlavor('ok', {}),
+            FakeFlavor('maybe', {'opie:preemptible': 'maybe'}),
+            FakeFlavor('half', {'opie:preemptible': 'true'})])
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('2 of 3 flavors', result.details)
+        self.assertIn("maybe (maybe): opie:preemptible=maybe", result.details)
+        self.assertIn('half (half): resources:VCPU is missing',
+                      result.details)
+
+    def test_unreadable_flavors_warn(self):
+        def broken():
+            raise RuntimeError('no api database')
+        result = status.FlavorSpecsCheck(broken)()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('opie-sched flavor check', result.details)
+
+
+class ProfilerOptionsTest(testtools.TestCase):
+    """nova's database code reads ``[profiler]`` when osprofiler is
+    installed (the devcloud's config failed with ``NoSuchOptError:
+    profiler``); opie-status registers them as nova's parse_args does.
+    osprofiler is not in the py3 environment: a stand-in module plays it.
+    """
+
+    def test_registered_when_osprofiler_is_there(self):
+        import types
+        calls = []
+        fake = types.ModuleType('osprofiler.opts')
+        fake.set_defaults = lambda conf: calls.append(conf)
+        parent = types.ModuleType('osprofiler')
+        parent.opts = fake
+        self.useFixture(fixtures.MonkeyPatch('sys.modules', dict(
+            sys.modules, osprofiler=parent, **{'osprofiler.opts': fake})))
+        conf = cfg.ConfigOpts()
+        status._profiler_opts(conf)
+        self.assertEqual([conf], calls)
