@@ -181,7 +181,9 @@ def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
     Checked: the marker is present and true; ``resources:VCPU``,
     ``resources:MEMORY_MB`` and ``resources:DISK_GB`` are present and 0;
     the three preemptible classes are requested in the unsuffixed group with
-    the flavor's amounts (a disk amount of 0 may be left out); no CPU
+    the flavor's amounts, except the disk, which may also be 0 or left out
+    (a flavor whose disks are volumes, as the twin of a ``resources:DISK_GB=0``
+    flavor is: it holds no local disk); no CPU
     pinning (``hw:cpu_policy`` dedicated/mixed or ``resources:PCPU``) and no
     granular group requests standard capacity, since that would be taken from
     the normal capacity Placement keeps for normal instances.
@@ -231,7 +233,7 @@ def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
                                    minimum):
         key = 'resources:%s' % rc
         if key not in specs:
-            if want is None or want > 0:
+            if rc != DISK_GB_CLASS and (want is None or want > 0):
                 problems.append('%s is missing%s' % (
                     key, '' if want is None else
                     ' (the flavor has %d %s)' % (want, unit)))
@@ -240,6 +242,8 @@ def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
             value = _as_int(specs[key])
         except ValueError:
             problems.append('%s=%r is not an integer' % (key, specs[key]))
+            continue
+        if rc == DISK_GB_CLASS and value == 0:
             continue
         if want is not None and value != want:
             problems.append('%s=%d does not match the flavor\'s %d %s'
