@@ -226,7 +226,9 @@ def judge(claim, values, baseline=None):
     :param baseline: optional, direction claims on a difference: the
         baseline arm's values (same seeds), for the relative effect.
     :returns: :class:`Verdict`.
-    :raises ClaimError: see :func:`estimate`; a baseline whose mean is 0.
+    :raises ClaimError: see :func:`estimate`.
+
+    A baseline whose mean is 0 gives no relative effect (None).
     """
     values = [float(v) for v in values]
     e = estimate(values)
@@ -234,10 +236,8 @@ def judge(claim, values, baseline=None):
         verdict, reason = _direction(claim, e)
         if baseline is not None:
             base = float(np.mean(list(baseline)))
-            if base == 0:
-                raise ClaimError('claim %r: baseline mean is 0, no '
-                                 'relative effect' % claim.name)
-            effect, kind = e.mean / abs(base), 'rel. diff'
+            effect = e.mean / abs(base) if base else None
+            kind = 'rel. diff'
         elif e.sd:
             effect, kind = (e.mean - claim.reference) / e.sd, 'Cohen d'
         else:
@@ -296,8 +296,7 @@ def interval_text(e, unit=''):
 
 def effect_text(v):
     if v.effect is None:
-        return '%s n/a' % v.effect_kind if v.effect_kind == 'Cohen d' \
-            else '-'
+        return '%s n/a' % v.effect_kind
     if v.effect_kind == 'Cohen d':
         return 'd = %.2f' % v.effect
     return '%+.1f %% %s' % (100 * v.effect, v.effect_kind)
