@@ -344,6 +344,24 @@ class ThemisValueTest(testtools.TestCase):
                 row['market_vs_edf_star_job'])
         # verdicts on every row: 2 readings x (3 or 4 claims) per factor
         self.assertEqual(2 * 4 + 2 * 3, len(result['fig5b_verdicts']))
+        # Fig. 5(b) over 2 seeds: 4 claims at high load, 2 at light load,
+        # each once; the first seed's rows are the table's
+        claims = result['fig5b_claims']
+        self.assertEqual([0, 1], result['claim_seeds'])
+        self.assertEqual(6, len({c['claim'] for c in claims}))
+        by = {c['claim']: c for c in claims}
+        ratio = by['factor 0.1: market/FCFS about 2']
+        self.assertEqual(2, ratio['n'])
+        self.assertAlmostEqual(result['rows'][0]['market_vs_fcfs'],
+                               ratio['values'][0])
+        self.assertEqual(sum(result['tally'][
+            themis.FIG5B_SCENARIO].values()), len(claims))
+        sens = result['fig5b_sensitivity']
+        self.assertEqual([x[0] for x in themis.FIG5B_SETTINGS],
+                         [r['setting'] for r in sens])
+        self.assertAlmostEqual(sum(ratio['values']) / 2,
+                               sens[0]['market_vs_fcfs'][0.1])
+        self.assertIn('shares per host', text)
         # the trace's span is computed, not quoted
         self.assertGreater(result['span_days'], 0)
         self.assertIn('%.1f days' % result['span_days'], text)
