@@ -1139,7 +1139,7 @@ def _f(x, fmt='%.2f'):
     return '-' if x is None else fmt % x
 
 
-def themis_value(reduced=False, seed=0, directory=None):
+def themis_value(reduced=False, seed=0, directory=None, count=None):
     """The ``themis-value`` scenario: ``(result, text)``.
 
     Full: the first 1000 HPC2N jobs at the ten inter-arrival factors
@@ -1210,7 +1210,10 @@ def themis_value(reduced=False, seed=0, directory=None):
                   'deadline (the remaining work the market\'s controllers '
                   'also use).', '']
     result['fig5b_verdicts'] = fig5b_verdicts(result['rows'])
-    claim_seeds = list(range(seed, seed + (2 if reduced else 10)))
+    if count is not None and count < 1:
+        raise ValueError('count must be >= 1, got %r' % (count,))
+    claim_seeds = list(range(seed, seed + (count or (2 if reduced
+                                                     else 10))))
     claim_factors = factors if reduced else CLAIM_FACTORS
     runs = fig5b_over_seeds(
         path, seed, count, claim_factors, claim_seeds,
@@ -1222,6 +1225,7 @@ def themis_value(reduced=False, seed=0, directory=None):
     result['tally'] = {k: dict(c) for k, c in verdicts.tally(judged).items()}
     result['fig5b_sensitivity'] = sens
     result['claim_seeds'] = claim_seeds
+    result['seed_count'] = len(claim_seeds)
     names = [j.claim.name for j in judged]
     lines += [
         'Themis HPCC\'12 Fig. 5(b) judged over %d seeds (%d..%d: deadline '
