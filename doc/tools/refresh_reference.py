@@ -174,6 +174,19 @@ reason, never tuned toward the paper's number::
 The paper's table next to ours is the ``report`` field (``-c report -f
 value`` prints it alone); ``-f json`` has the scenario's whole result.
 
+Where a scenario judges a paper's claims over seeds (``diehard-table2``,
+``themis-value``'s Fig. 5(b), ``gossip-redistribution``), it uses one set
+of rules, ``opie_sched.simulator.verdicts``: ours is the mean over the
+seeds with a 95 % Student-t interval; a direction claim holds only when
+the interval excludes the reference on the paper's side (fails when it
+excludes it on the other side, undecided when it contains it); a
+magnitude claim holds when the mean lies in a stated band (20 % of the
+paper's value unless the paper gives one), fails when the whole interval
+lies outside it, and is undecided otherwise. Each claim is counted once
+and each scenario prints its tally, then a sensitivity table: the same
+claims under the choices of ours that can flip them, beside the papers'
+text.
+
 ``--reduced`` runs the small version of the same experiment that the unit
 tests run (seconds instead of minutes); without it, the full experiment.
 

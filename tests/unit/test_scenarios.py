@@ -736,7 +736,9 @@ class RPMFig3Test(testtools.TestCase):
                                           '2', '-f', 'json']))
             self.assertEqual('ok', json.loads(out.getvalue())['report'])
         self.assertEqual([('rpm-weights', False, 4, 2),
-                          ('rpm-fig3', False, 4, 2)], captured)
+                          ('rpm-fig3', False, 4, 2),
+                          ('gossip-redistribution', False, 4, 2),
+                          ('themis-value', False, 4, 2)], captured)
         err = self.useFixture(fixtures.MonkeyPatch(
             'sys.stderr', io.StringIO())).new_value
         self.assertEqual(2, cli.main(['simulate', '--scenario',
