@@ -857,16 +857,19 @@ FIG5B_SETTINGS = (
 )
 #: The papers' text on the pooling and the value reading.
 FIG5B_TEXT = (
-    ('pooling', 'HPCC\'12 §IV.C: "a cluster of 120 nodes" with 2 CPUs '
-     'each; VMs of an application are rebalanced by migrations ("a '
-     'maximum number of virtual machine migrations"), whose count the '
-     'papers do not fix'),
-    ('value', 'HPCC\'12 §IV.C: the budget is in "credits/resource unit/'
+    ('pooling', 'HPCC\'12 §III.B: "if we apply the proportional-share '
+     'policy to allocate to a virtual machine a proportion from the entire '
+     'cluster, we can reach a situation in which virtual machines cannot '
+     'be accommodated on the hosts"; migrations rebalance them, and the '
+     'algorithm "stops if a maximum number of virtual machine migrations '
+     'is reached" (not given); SLO paper §4: "120 nodes with two ... '
+     'processors each"'),
+    ('value', 'HPCC\'12 §IV.C: "B_base = 60 credits/resource unit/'
      'scheduling period"; SLO paper Table 1 gives utilities in B'),
-    ('EDF', 'HPCC\'12 §IV.C compares with "Earliest Deadline First" '
-     'without saying whether it drops jobs that cannot finish'),
+    ('EDF', 'HPCC\'12 §IV.C: "EDF (earliest deadline first)", "QoS-'
+     'aware"; whether it drops jobs that cannot finish is not said'),
     ('budget', 'ours B = 60 / deadline factor (SLO paper §4.4); HPCC\'12 '
-     'says B_base / deadline; not varied here'),
+     '§IV.B: "B=B_base/deadline"; not varied here'),
 )
 
 
