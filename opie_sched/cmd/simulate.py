@@ -58,8 +58,9 @@ NASA_TRACE = 'NASA-iPSC-1993-3.1-cln.swf.gz'
 #: Named scenarios that take ``--discovery``.
 DISCOVERY_SCENARIOS = ('rpm-vs-ffd',)
 #: Named scenarios that take ``--seed-count`` (their full run defaults to
-#: the thesis' 10 runs).
-SEED_COUNT_SCENARIOS = ('rpm-weights', 'rpm-fig3')
+#: the papers' 10 runs).
+SEED_COUNT_SCENARIOS = ('rpm-weights', 'rpm-fig3', 'gossip-redistribution',
+                        'themis-value')
 #: Job numbers of the generated backfill start above this, so they never
 #: collide with a trace's.
 BACKFILL_JOB_BASE = 1000000000
@@ -488,8 +489,8 @@ class Simulate(cli.ShowOne):
         p.add_argument('--seed-count', type=int, default=None, metavar='N',
                        help='--scenario %s: runs (seeds --seed .. --seed + '
                             'N - 1) averaged or judged; default: the '
-                            'thesis\' 10 (1 with --reduced)'
-                            % ' or '.join(SEED_COUNT_SCENARIOS))
+                            'papers\' 10 (fewer with --reduced)'
+                            % ', '.join(SEED_COUNT_SCENARIOS))
         p.add_argument('--long', action='store_true',
                        help='named scenarios: also show the result\'s '
                             'nested fields in the table and value formats '

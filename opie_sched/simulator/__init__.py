@@ -35,6 +35,8 @@ recorded metrics):
 * :mod:`.engine` — event-driven time (arrivals, departures, preemptions) and
   the recorded time series;
 * :mod:`.report` — summary table, CSV and PNG;
+* :mod:`.verdicts` — a paper's claims judged over seeds by one set of
+  rules (mean, 95 % interval, effect size, verdict, tally);
 * :mod:`.scenarios` — the registry of the named paper scenarios, one module
   each: :mod:`.diehard_table2`, :mod:`.diehard_tables34`,
   :mod:`.repacking_tables`, :mod:`.repacking_tables45` (both on

@@ -41,21 +41,31 @@ lifetimes are at least 20 timesteps, a new VM goes to the most utilised
 *active* PM of its entry peer's view (the peer included) that fits
 under α (a random one under Random).
 
-Two readings are printed side by side:
+The claims of §5.1-5.3 are judged over the paper's 10 runs (seeds
+``seed`` .. ``seed + 9``) by :mod:`opie_sched.simulator.verdicts`, and the
+Merge+Imb vs Merge claims again under each choice of ours that can flip
+them (:data:`SETTINGS`, the paper's text beside each):
 
-* **Redistribution trigger** (``trigger``): Alg. 2 redistributes a pair
-  only when its CPU *and* memory sums are at least C_PM (third branch;
-  eq. 6's φ = 1), :data:`~opie_sched.consolidation.gossip
-  .TRIGGER_BOTH_FULL`, the paper's; our earlier reading redistributed
-  every pair that could not merge under α,
-  :data:`~opie_sched.consolidation.gossip.TRIGGER_NO_MERGE`.
 * **Placement of a new VM** (``placement``): Paper III does not describe
   it; the only place it wakes an idle PM is Offload (Alg. 3), and it
   reports batch rejections that Merge+Imb lowers by balancing the PMs
   (§5.2), which needs VMs to be refused by the *active* PMs: ``active``
-  (the reading the paper implies) rejects a VM that no active PM of the
-  view fits; ``wake`` (our earlier rule) wakes a sleeping PM of the
-  view, so with 21 PMs in a view a VM is practically never rejected.
+  (ours) rejects a VM that no active PM of the view fits; ``wake`` puts
+  it on any PM of the view (a sleeping one when no active one fits), so
+  with 21 PMs in a view a VM is practically never rejected.
+* **Merge direction** (``merge``): ours empties the peer whose VMs cost
+  less memory to move (:data:`MERGE_LESS`); Alg. 2 as printed empties the
+  one with more (:data:`MERGE_MORE`, :class:`MergeMoreMemory`).
+* **Redistribution trigger** (``trigger``): Alg. 2 redistributes a pair
+  only when its CPU *and* memory sums are at least C_PM (third branch;
+  eq. 6's φ = 1), :data:`~opie_sched.consolidation.gossip
+  .TRIGGER_BOTH_FULL`; the other reading redistributes every pair that
+  cannot merge under α, :data:`~opie_sched.consolidation.gossip
+  .TRIGGER_NO_MERGE`.
+
+Merge+Imb's redistribution searches single moves either way and
+one-for-one swaps only (:class:`opie_sched.consolidation.gossip.Gossip`),
+a bounded neighbourhood of the pair's 2-D bin packing.
 
 ``run(strategy, vms_per_pm=8.0)`` runs the same experiment on a four
 times heavier load.
@@ -68,12 +78,15 @@ its :class:`~opie_sched.simcore.clock.StepClock`; the protocol
 virtual mapping, whose plan the scenario then migrates.
 """
 
+import collections
+
 import numpy as np
 
 from opie_sched.consolidation import gossip
 from opie_sched.consolidation import overlay as overlay_mod
 from opie_sched.simcore import clock
 from opie_sched.simcore import hosts as hosts_mod
+from opie_sched.simulator import verdicts
 
 #: Paper III Table 1: name -> (vCPU % of a PM, memory % of a PM, GB).
 VM_TYPES = {
@@ -105,21 +118,64 @@ PAPER_FIG5_K = (10, 20, 30, 50)
 
 #: New-VM placement rules (see the module docstring).
 PLACE_ACTIVE, PLACE_WAKE = ('active', 'wake')
-#: The readings printed side by side: (trigger, placement); the first is
-#: the paper's.
-READINGS = ((gossip.TRIGGER_BOTH_FULL, PLACE_ACTIVE),
-            (gossip.TRIGGER_NO_MERGE, PLACE_ACTIVE),
-            (gossip.TRIGGER_BOTH_FULL, PLACE_WAKE),
-            (gossip.TRIGGER_NO_MERGE, PLACE_WAKE))
+#: Which peer a Merge empties: ``less`` memory (ours, the cheaper
+#: direction of eq. 7-8, :class:`opie_sched.consolidation.gossip.Gossip`)
+#: or ``more`` (Alg. 2 as printed: "if m_me(t) >= m_k(t) then add the
+#: references of VMs on me to VM_k", :class:`MergeMoreMemory`).
+MERGE_LESS, MERGE_MORE = ('less', 'more')
+#: The settings of the sensitivity table: (label, trigger, placement,
+#: merge direction); the first is the one of the claims.
+SETTINGS = (
+    ('ours (Alg. 2 trigger, active PMs, Merge empties less memory)',
+     gossip.TRIGGER_BOTH_FULL, PLACE_ACTIVE, MERGE_LESS),
+    ('new VMs on any PM of the view', gossip.TRIGGER_BOTH_FULL,
+     PLACE_WAKE, MERGE_LESS),
+    ('Merge empties more memory (Alg. 2 as printed)',
+     gossip.TRIGGER_BOTH_FULL, PLACE_ACTIVE, MERGE_MORE),
+    ('redistribute whenever no merge', gossip.TRIGGER_NO_MERGE,
+     PLACE_ACTIVE, MERGE_LESS),
+)
+#: The paper's text beside each choice (Paper III §4-5).
+SETTING_TEXT = (
+    ('new-VM placement', 'not described; the only step that wakes an '
+     'idle PM is Offload (Alg. 3), and §5.2 reports "lower rejections of '
+     'VM requests" with Merge+Imb'),
+    ('Merge direction', 'Alg. 2: "if (m_me(t) >= m_k(t)) then Add the '
+     'references of VMs on me to VM_k. Tag me as to-be-idled."'),
+    ('redistribution trigger', 'Alg. 2: "else if (c_me(t) + c_k(t) >= '
+     'C_PM) & (m_me(t) + m_k(t) >= M_PM) then Select a distribution of '
+     'VMs that minimizes the total Imbalance"'),
+    ('runs', '§4: "All results presented are the average of 10 '
+     'simulation runs with the same configuration"'),
+)
 
 FULL = dict(pms=200, steps=1000, monitor_every=20, view=20,
             seconds_per_step=86.4, max_cycles=15, min_lifetime=20.0,
-            runs=3, vms_per_pm=2.0, trigger=gossip.TRIGGER_BOTH_FULL,
-            placement=PLACE_ACTIVE)
+            runs=10, vms_per_pm=2.0, trigger=gossip.TRIGGER_BOTH_FULL,
+            placement=PLACE_ACTIVE, merge=MERGE_LESS)
 REDUCED = dict(pms=40, steps=200, monitor_every=20, view=10,
                seconds_per_step=432.0, max_cycles=10, min_lifetime=20.0,
-               runs=1, vms_per_pm=2.0, trigger=gossip.TRIGGER_BOTH_FULL,
-               placement=PLACE_ACTIVE)
+               runs=2, vms_per_pm=2.0, trigger=gossip.TRIGGER_BOTH_FULL,
+               placement=PLACE_ACTIVE, merge=MERGE_LESS)
+
+
+class MergeMoreMemory(gossip.Gossip):
+    """The protocol with Alg. 2's Merge as printed: of a pair that fits
+    under α, the peer with *more* memory is emptied (ties: ``me``).
+    Everything else is :class:`~opie_sched.consolidation.gossip.Gossip`.
+    """
+
+    def _merge(self, me, k):
+        src, dst = (me, k) if self.m[me] >= self.m[k] else (k, me)
+        if (len(self._movable(src)) != len(self.vms[src])
+                or not self.receives[dst]):
+            src, dst = dst, src
+            if (len(self._movable(src)) != len(self.vms[src])
+                    or not self.receives[dst]):
+                return False
+        self._move(list(self.vms[src]), src, dst, 'merge')
+        return True
+
 
 ORDER = (gossip.RANDOM, gossip.INCREMENTAL, gossip.MERGE, gossip.MERGE_IMB)
 _LABEL = {gossip.RANDOM: 'Random', gossip.INCREMENTAL: 'Incremental',
@@ -225,8 +281,10 @@ def _used(host, cpu, mem, pms):
 def run(strategy, seed=0, trace=None, **params):
     """One run of ``strategy``; dict of means over the monitoring epochs
     (``cpu``, ``mem``, ``active``, ``power``, ``imbalance``) and totals
-    (``migrations``, ``rejections`` of batch VMs, ``overload_time`` in
-    PM-timesteps, ``cycles``).
+    (``migrations``, ``rejections`` of batch VMs, ``arrivals``: VMs
+    placed or rejected after the initial placement, ``overload_time`` in
+    PM-timesteps, ``cycles``). ``params`` override :data:`FULL`, among
+    them ``merge``: :data:`MERGE_LESS` or :data:`MERGE_MORE`.
 
     :param trace: optional list receiving, for the first epoch, one
         ``metrics`` dict per gossip cycle (Fig. 2).
@@ -243,7 +301,9 @@ def run(strategy, seed=0, trace=None, **params):
     host = dc.host
     every = cfg['monitor_every']
     totals = {'migrations': 0, 'rejections': 0, 'overload_time': 0,
-              'cycles': 0}
+              'cycles': 0, 'arrivals': 0}
+    protocol = (MergeMoreMemory if cfg.get('merge') == MERGE_MORE
+                else gossip.Gossip)
     samples = []
     placed_before = np.zeros(len(host), dtype=bool)
     epochs = len(range(0, cfg['steps'], every))
@@ -264,11 +324,12 @@ def run(strategy, seed=0, trace=None, **params):
         dc.refresh()
         if epoch > 0:
             totals['rejections'] += rejected
+            totals['arrivals'] += len(new)
         cpu = np.where(host >= 0, cpu, 0.0)
         mem = np.where(host >= 0, mem, 0.0)
-        proto = gossip.Gossip(pms, cpu, mem, gb, host, sampling,
-                              strategy=strategy, rng=rng,
-                              trigger=cfg['trigger'])
+        proto = protocol(pms, cpu, mem, gb, host, sampling,
+                         strategy=strategy, rng=rng,
+                         trigger=cfg['trigger'])
         over = [int(sum(proto.overloaded(p) for p in range(pms)))]
 
         def on_cycle(n, g, epoch=epoch):
@@ -316,50 +377,168 @@ def _mean(rows, key):
     return float(np.mean([r[key] for r in rows]))
 
 
-def gossip_redistribution(reduced=False, seed=0, table=None):
-    """Paper III Figs. 2-5, paper vs ours; ``(result, text)``."""
+SCENARIO = 'gossip-redistribution'
+_SRC = 'Paper III §5.2'
+#: Merge+Imb vs Merge claims: metric -> (sign of Merge+Imb - Merge, the
+#: paper's words).
+_DIRECTIONS = collections.OrderedDict([
+    ('rejections', (-1, '28% lower rejections')),
+    ('overload_time', (-1, '12.6 % faster offload')),
+    ('power', (-1, '3.2 % lower power consumption')),
+    ('migrations', (+1, '25% more migration')),
+    ('imbalance', (-1, 'lower imbalance (Fig. 4a)')),
+])
+
+
+def _pct(imb, merge):
+    """Per-seed relative difference, % (None when a Merge value is 0)."""
+    if any(m == 0 for m in merge):
+        return None
+    return [100.0 * (i - m) / m for i, m in zip(imb, merge)]
+
+
+def merge_imb_claims(merge, imb, scenario=SCENARIO):
+    """Paper III §5.2's Merge+Imb vs Merge claims judged over the seeds:
+    per metric a direction claim on the per-seed difference (baseline
+    Merge) and, where the paper gives a percentage, a magnitude claim on
+    the per-seed relative difference (default 20 % band). A magnitude
+    whose Merge value is 0 on a seed (no rejections at all) is not
+    judged. ``merge``/``imb``: lists of :func:`run` dicts, same seeds.
+    """
+    out = []
+    for key, (sign, words) in _DIRECTIONS.items():
+        m = [r[key] for r in merge]
+        i = [r[key] for r in imb]
+        out.append(verdicts.judge(verdicts.Claim(
+            scenario, 'Merge+Imb %s than Merge: %s' % (
+                'more' if sign > 0 else 'less', key),
+            words, _SRC, sign=sign),
+            [a - b for a, b in zip(i, m)], baseline=m))
+        if key in PAPER_MERGE_IMB:
+            rel = _pct(i, m)
+            if rel is not None:
+                out.append(verdicts.judge(verdicts.Claim(
+                    scenario, 'Merge+Imb vs Merge: %s %+g %%' % (
+                        key, PAPER_MERGE_IMB[key]),
+                    '%+g %%' % PAPER_MERGE_IMB[key], _SRC,
+                    verdicts.MAGNITUDE, target=PAPER_MERGE_IMB[key],
+                    unit=' %'), rel))
+    return out
+
+
+def other_claims(by_seed, fig2_runs, fig5_runs, scenario=SCENARIO):
+    """The remaining claims over the seeds: Incremental has the lowest
+    utilisation and the most active PMs after Random (Fig. 3a-c: per
+    seed, against the better of Merge and Merge+Imb); Fig. 2, Merge+Imb
+    reaches a high utilisation (90 % of its final CPU) within 2-3 cycles
+    and converges at the 7th (magnitudes, the paper's band 2-3 and our
+    default band around 7); Fig. 5, k = 50 converges in fewer cycles than
+    k = 10.
+    """
+    inc, mer, imb = (by_seed[gossip.INCREMENTAL], by_seed[gossip.MERGE],
+                     by_seed[gossip.MERGE_IMB])
+    out = [
+        verdicts.judge(verdicts.Claim(
+            scenario, 'Incremental CPU utilisation below Merge and '
+            'Merge+Imb', 'lowest after Random (Fig. 3a)', 'Paper III §5.2',
+            sign=-1),
+            [a['cpu'] - max(b['cpu'], c['cpu'])
+             for a, b, c in zip(inc, mer, imb)],
+            baseline=[max(b['cpu'], c['cpu']) for b, c in zip(mer, imb)]),
+        verdicts.judge(verdicts.Claim(
+            scenario, 'Incremental active PMs above Merge and Merge+Imb',
+            'most after Random (Fig. 3c)', 'Paper III §5.2'),
+            [a['active'] - max(b['active'], c['active'])
+             for a, b, c in zip(inc, mer, imb)],
+            baseline=[max(b['active'], c['active'])
+                      for b, c in zip(mer, imb)]),
+    ]
+    if fig2_runs:
+        out += [
+            verdicts.judge(verdicts.Claim(
+                scenario, 'Fig. 2: Merge+Imb at 90 % of its final CPU '
+                'within 2-3 cycles', '2 to 3 cycles', 'Paper III §5.1.1',
+                verdicts.MAGNITUDE, target=2.5, band=(2.0, 3.0)),
+                [r['cycle_to_90pct_of_final_cpu'] for r in fig2_runs]),
+            verdicts.judge(verdicts.Claim(
+                scenario, 'Fig. 2: Merge+Imb converges at cycle 7',
+                '7th cycle', 'Paper III §5.1.1', verdicts.MAGNITUDE,
+                target=PAPER_FIG2['converged_at']),
+                [r['cycles'] for r in fig2_runs])]
+    if fig5_runs and len(fig5_runs) > 1:
+        ks = sorted(fig5_runs)
+        out.append(verdicts.judge(verdicts.Claim(
+            scenario, 'Fig. 5: k=%d converges in fewer cycles than k=%d'
+            % (ks[-1], ks[0]), 'larger view converges faster',
+            'Paper III §5.3', sign=-1),
+            [a - b for a, b in zip(fig5_runs[ks[-1]], fig5_runs[ks[0]])],
+            baseline=fig5_runs[ks[0]]))
+    return out
+
+
+def _fig2(strategy, params, seed):
+    cycles, moved, trace = convergence(strategy, params['view'], seed=seed,
+                                       **params)
+    final = trace[-1]
+    high = next((i for i, tr in enumerate(trace)
+                 if tr['cpu'] >= 0.9 * final['cpu']), len(trace) - 1)
+    return {'cycles': cycles, 'migrations': moved,
+            'cycle_to_90pct_of_final_cpu': high,
+            'cpu': [tr['cpu'] for tr in trace],
+            'mem': [tr['mem'] for tr in trace]}
+
+
+def gossip_redistribution(reduced=False, seed=0, table=None, count=None):
+    """Paper III Figs. 2-5, paper vs ours, claims judged over ``runs``
+    seeds (``seed`` .. ``seed + runs - 1``; full: the paper's 10 runs)
+    and the sensitivity of the Merge+Imb claims to our choices
+    (:data:`SETTINGS`); ``(result, text)``. ``count``: seeds instead of
+    the configuration's ``runs`` (e.g. 10 on the reduced configuration).
+    """
     if table is None:
         from opie_sched.simulator.tables import text_table as table
-    params = REDUCED if reduced else FULL
+    params = dict(REDUCED if reduced else FULL)
+    if count is not None:
+        if count < 1:
+            raise ValueError('count must be >= 1, got %r' % (count,))
+        params['runs'] = count
     runs = params['runs']
+    seeds = list(range(seed, seed + runs))
     cache = {}
 
-    def averaged(strategy, trigger, placement):
+    def per_seed(strategy, trigger, placement, merge):
         # Merge (and Random, Incremental) never redistribute: the trigger
-        # cannot change them.
+        # cannot change them; only Merge and Merge+Imb merge.
         if strategy != gossip.MERGE_IMB:
             trigger = params['trigger']
-        key = (strategy, trigger, placement)
+        if strategy not in (gossip.MERGE, gossip.MERGE_IMB):
+            merge = params['merge']
+        key = (strategy, trigger, placement, merge)
         if key not in cache:
-            rows = [run(strategy, seed=seed + r,
-                        **dict(params, trigger=trigger,
-                               placement=placement))
-                    for r in range(runs)]
-            cache[key] = {k: _mean(rows, k) for k in rows[0]}
+            cache[key] = [run(strategy, seed=s,
+                              **dict(params, trigger=trigger,
+                                     placement=placement, merge=merge))
+                          for s in seeds]
         return cache[key]
 
-    # Figs. 3-4 under the paper's readings
-    by = {s: averaged(s, params['trigger'], params['placement'])
-          for s in ORDER}
-    # Fig. 2
-    fig2 = {}
-    for strategy in (gossip.MERGE, gossip.MERGE_IMB):
-        cycles, moved, trace = convergence(strategy, params['view'],
-                                           seed=seed, **params)
-        final = trace[-1]
-        high = next((i for i, tr in enumerate(trace)
-                     if tr['cpu'] >= 0.9 * final['cpu']), len(trace) - 1)
-        fig2[strategy] = {'cycles': cycles, 'migrations': moved,
-                          'cycle_to_90pct_of_final_cpu': high,
-                          'cpu': [tr['cpu'] for tr in trace],
-                          'mem': [tr['mem'] for tr in trace]}
+    def averaged(rows):
+        return {k: _mean(rows, k) for k in rows[0]}
+
+    base = (params['trigger'], params['placement'], params['merge'])
+    by_seed = {s: per_seed(s, *base) for s in ORDER}
+    by = {s: averaged(rows) for s, rows in by_seed.items()}
+    # Fig. 2, every seed
+    fig2_runs = {s: [_fig2(s, params, x) for x in seeds]
+                 for s in (gossip.MERGE, gossip.MERGE_IMB)}
+    fig2 = {s: dict(rows[0], seed=seed) for s, rows in fig2_runs.items()}
     # Fig. 5
-    fig5 = {}
+    fig5, fig5_runs = {}, {}
     for k in PAPER_FIG5_K:
         if k >= params['pms']:
             continue
-        rows = [convergence(gossip.MERGE_IMB, k, seed=seed + r, **params)
-                for r in range(runs)]
+        rows = [convergence(gossip.MERGE_IMB, k, seed=x, **params)
+                for x in seeds]
+        fig5_runs[k] = [float(r[0]) for r in rows]
         fig5[k] = {'cycles': float(np.mean([r[0] for r in rows])),
                    'migrations': float(np.mean([r[1] for r in rows]))}
     merge, imb = by[gossip.MERGE], by[gossip.MERGE_IMB]
@@ -369,6 +548,9 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
                 if merge[key] else None)
 
     compare = {key: rel(key) for key in PAPER_MERGE_IMB}
+    judged = merge_imb_claims(by_seed[gossip.MERGE],
+                              by_seed[gossip.MERGE_IMB])
+    judged += other_claims(by_seed, fig2_runs[gossip.MERGE_IMB], fig5_runs)
     cycles_imb = fig2[gossip.MERGE_IMB]['cycles']
     eq13 = {'pms': params['pms'], 'cycles': cycles_imb,
             'bytes': eq13_bandwidth(params['pms'], cycles_imb),
@@ -376,33 +558,50 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
                                                  cycles_imb),
             'paper': PAPER_EQ13}
     readings = []
-    for trigger, placement in READINGS:
-        m = averaged(gossip.MERGE, trigger, placement)
-        i = averaged(gossip.MERGE_IMB, trigger, placement)
+    for label, trigger, placement, direction in SETTINGS:
+        m_rows = per_seed(gossip.MERGE, trigger, placement, direction)
+        i_rows = per_seed(gossip.MERGE_IMB, trigger, placement, direction)
+        m, i = averaged(m_rows), averaged(i_rows)
+        mine = merge_imb_claims(m_rows, i_rows, scenario=label)
         readings.append({
-            'trigger': trigger, 'placement': placement,
-            'merge': m, 'merge_imb': i,
+            'setting': label, 'trigger': trigger, 'placement': placement,
+            'merge_direction': direction, 'merge': m, 'merge_imb': i,
             'ours': {key: (100.0 * (i[key] - m[key]) / m[key]
                            if m[key] else None)
                      for key in PAPER_MERGE_IMB},
-            'direction_holds': {
-                key: (i[key] - m[key]) * PAPER_MERGE_IMB[key] > 0
-                for key in PAPER_MERGE_IMB}})
-    result = {'scenario': 'gossip-redistribution', 'reduced': reduced,
-              'seed': seed, 'params': dict(params), 'strategies': by,
+            'rejected_share': {
+                'merge': m['rejections'] / m['arrivals']
+                if m['arrivals'] else None,
+                'merge_imb': i['rejections'] / i['arrivals']
+                if i['arrivals'] else None},
+            'verdicts': {v.claim.name: v.verdict for v in mine},
+            'tally': dict(verdicts.tally(mine)[label])})
+    result = {'scenario': SCENARIO, 'reduced': reduced,
+              'seed': seed, 'seeds': seeds, 'seed_count': runs,
+              'params': dict(params),
+              'strategies': by,
               'merge_imb_vs_merge': {'paper': PAPER_MERGE_IMB,
                                      'ours': compare},
               'fig2': fig2, 'fig5': fig5, 'readings': readings,
-              'eq13': eq13}
+              'eq13': eq13, 'claims': [j.as_dict() for j in judged],
+              'tally': {k: dict(c)
+                        for k, c in verdicts.tally(judged).items()}}
 
     def pct(v):
         return '-' if v is None else '%+.1f %%' % v
 
+    claim_names = [v for v in readings[0]['verdicts']]
+    short = {}
+    for name in claim_names:
+        if name.startswith('Merge+Imb vs Merge: '):
+            short[name] = name.split(': ')[1].split(' ')[0] + ' mag.'
+        else:
+            short[name] = name.rsplit(': ', 1)[1] + ' dir.'
     text = [
-        'Paper III Figs. 3-4 (%d PMs, %d VMs, k=%d, %d run(s); the paper: '
-        '100,000 PMs, 200,000 VMs, 10 runs): ours'
-        % (params['pms'], int(params['vms_per_pm'] * params['pms']),
-           params['view'], runs),
+        'Paper III Figs. 3-4 (%d PMs, %d VMs, k=%d, mean of %d runs, seeds '
+        '%d..%d; the paper: 100,000 PMs, 200,000 VMs, mean of 10 runs): '
+        'ours' % (params['pms'], int(params['vms_per_pm'] * params['pms']),
+                  params['view'], runs, seeds[0], seeds[-1]),
         table(['strategy', 'CPU %', 'mem %', 'active PMs', 'power W',
                'imbalance', 'migrations', 'rejections', 'overload t'],
               [[_LABEL[s], '%.1f' % (100 * by[s]['cpu']),
@@ -411,40 +610,40 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
                 '%.0f' % by[s]['migrations'], '%.1f' % by[s]['rejections'],
                 '%.0f' % by[s]['overload_time']] for s in ORDER]),
         '',
-        'Merge+Imb relative to Merge (Paper III §5.2):',
+        'Merge+Imb relative to Merge (Paper III §5.2), ratio of the means:',
         table(['metric', 'paper', 'ours'],
               [[key, pct(PAPER_MERGE_IMB[key]), pct(compare[key])]
                for key in PAPER_MERGE_IMB]),
         '',
-        'Both readings side by side (trigger: Alg. 2 "c_me + c_k >= C_PM '
-        '& m_me + m_k >= M_PM" = both-full, vs "cannot merge under alpha" '
-        '= no-merge; placement: active PMs only, only Offload wakes an '
-        'idle PM (Alg. 3) = active, vs wake a sleeping PM of the view = '
-        'wake). Merge+Imb vs Merge, %; rejections are batch VMs, '
-        'Merge / Merge+Imb:',
-        table(['trigger', 'placement', 'rejections', 'overload t',
-               'power', 'migrations', 'rej. M / M+I',
-               'direction holds'],
-              [[r['trigger'], r['placement']]
+        'Paper III claims judged over the %d seeds (magnitudes on the '
+        'per-seed relative difference Merge+Imb vs Merge):' % runs,
+        verdicts.claims_table(judged),
+        verdicts.tally_text(judged),
+        verdicts.RULES_TEXT,
+        '',
+        'Sensitivity: the Merge+Imb vs Merge claims under each of our '
+        'choices, same seeds (relative differences of the means; '
+        'rejected = batch VMs rejected / batch VMs arriving after the '
+        'initial placement, Merge / Merge+Imb):',
+        table(['setting', 'rejections', 'overload t', 'power',
+               'migrations', 'rejected M / M+I']
+              + [short[n] for n in claim_names] + ['hold/fail/undec.'],
+              [[r['setting']]
                + [pct(r['ours'][key]) for key in PAPER_MERGE_IMB]
-               + ['%.1f / %.1f' % (r['merge']['rejections'],
-                                   r['merge_imb']['rejections']),
-                  '%d of %d' % (sum(r['direction_holds'].values()),
-                                len(PAPER_MERGE_IMB))]
+               + ['%s / %s' % tuple(
+                   '-' if x is None else '%.0f %%' % (100 * x)
+                   for x in (r['rejected_share']['merge'],
+                             r['rejected_share']['merge_imb']))]
+               + [r['verdicts'].get(n, '-') for n in claim_names]
+               + ['%d/%d/%d' % (r['tally']['holds'], r['tally']['fails'],
+                                r['tally']['undecided'])]
                for r in readings]),
-        'first row = the readings the table above uses (the paper\'s)',
+        'The paper on these choices:',
+    ] + ['  %s: %s' % t for t in SETTING_TEXT] + [
         '',
-        'imbalance: paper lower with Merge+Imb (Fig. 4a); ours %.4f vs '
-        '%.4f' % (imb['imbalance'], merge['imbalance']),
-        'Incremental: paper lowest utilisation and most active PMs after '
-        'Random (Fig. 3a-c); ours CPU %.1f %% (Merge %.1f, Merge+Imb '
-        '%.1f), active %.1f (Merge %.1f, Merge+Imb %.1f)' % (
-            100 * by['incremental']['cpu'], 100 * merge['cpu'],
-            100 * imb['cpu'], by['incremental']['active'],
-            merge['active'], imb['active']),
-        '',
-        'Paper III Fig. 2 (constant load, from a random placement): paper '
-        'high utilisation within 2-3 cycles, converged at cycle 7',
+        'Paper III Fig. 2 (constant load, from a random placement; seed '
+        '%d shown, every seed judged above): paper high utilisation '
+        'within 2-3 cycles, converged at cycle 7' % seed,
         table(['strategy', 'cycle >= 90 % of final CPU', 'converged at',
                'CPU % per cycle'],
               [[_LABEL[s], fig2[s]['cycle_to_90pct_of_final_cpu'],
@@ -452,18 +651,18 @@ def gossip_redistribution(reduced=False, seed=0, table=None):
                 ' '.join('%.0f' % (100 * v) for v in fig2[s]['cpu'])]
                for s in fig2]),
         '',
-        'Paper III Fig. 5 (Merge+Imb, static load): paper larger k '
-        'converges faster, less and less so',
+        'Paper III Fig. 5 (Merge+Imb, static load, mean over the seeds): '
+        'paper larger k converges faster, less and less so',
         table(['k', 'cycles', 'migrations'],
               [[k, '%.1f' % v['cycles'], '%.0f' % v['migrations']]
                for k, v in sorted(fig5.items())]),
         '',
         'Paper III eq. 13 (PMs x cycles x %d messages x %d bytes): ours '
-        '%.3f MB (%d PMs, Merge+Imb converged in %d cycles, Fig. 2 run); '
-        'at the paper\'s 100,000 PMs with our cycles %.0f MB; paper %.0f '
-        'MB (100,000 PMs, 7 cycles)' % (
+        '%.3f MB (%d PMs, Merge+Imb converged in %d cycles, Fig. 2 run of '
+        'seed %d); at the paper\'s 100,000 PMs with our cycles %.0f MB; '
+        'paper %.0f MB (100,000 PMs, 7 cycles)' % (
             EQ13_MESSAGES, EQ13_BYTES, eq13['bytes'] / 1e6, eq13['pms'],
-            eq13['cycles'], eq13['bytes_at_paper_pms'] / 1e6,
+            eq13['cycles'], seed, eq13['bytes_at_paper_pms'] / 1e6,
             PAPER_EQ13['megabytes']),
     ]
     return result, '\n'.join(text)

@@ -18,10 +18,12 @@ import io
 import json
 
 import fixtures
+import numpy as np
 import testtools
 
 from opie_sched.cmd import cli
 from opie_sched.consolidation import gossip
+from opie_sched.consolidation import overlay
 from opie_sched.simulator import gossip_fig5
 from opie_sched.simulator import gossip_redistribution as gr
 from opie_sched.simulator import p2p_consolidation as pc
@@ -190,30 +192,61 @@ class GossipScenarioTest(testtools.TestCase):
         self.assertEqual(168e6, gr.eq13_bandwidth(100000, 7))
         self.assertIn('eq. 13', self.text)
 
-    def test_both_readings(self):
+    def test_settings_side_by_side(self):
         readings = self.result['readings']
-        self.assertEqual(list(gr.READINGS),
-                         [(r['trigger'], r['placement']) for r in readings])
-        # the first reading is the one of the main table
+        self.assertEqual([x[0] for x in gr.SETTINGS],
+                         [r['setting'] for r in readings])
+        # the first setting is the one of the main table and the claims
         self.assertEqual(self.result['strategies']['merge-imb'],
                          readings[0]['merge_imb'])
-        by = {(r['trigger'], r['placement']): r for r in readings}
-        active = by[('both-full', 'active')]
-        wake = by[('both-full', 'wake')]
+        by = {r['setting']: r for r in readings}
+        active = readings[0]
+        wake = by['new VMs on any PM of the view']
         # waking a sleeping PM of a view of k + 1 PMs: nothing refused;
         # active PMs only: batch VMs are refused once consolidated
         self.assertEqual(0, wake['merge']['rejections'])
         self.assertGreater(active['merge']['rejections'], 0)
+        self.assertGreater(active['rejected_share']['merge'], 0.2)
         # Alg. 2's trigger redistributes fewer pairs than "cannot merge"
         self.assertLess(
-            wake['merge_imb']['migrations'],
-            by[('no-merge', 'wake')]['merge_imb']['migrations'])
-        # with PMs woken, redistributing lowers the imbalance (Fig. 4a)
-        for trigger in gossip.TRIGGERS:
-            r = by[(trigger, 'wake')]
-            self.assertLess(r['merge_imb']['imbalance'],
-                            r['merge']['imbalance'])
-        self.assertIn('both-full', self.text)
+            active['merge_imb']['migrations'],
+            by['redistribute whenever no merge']['merge_imb']['migrations'])
+        # the Merge direction changes Merge itself
+        more = by['Merge empties more memory (Alg. 2 as printed)']
+        self.assertNotEqual(active['merge'], more['merge'])
+        for r in readings:
+            self.assertEqual(sum(r['tally'].values()), len(r['verdicts']))
+        self.assertIn('Alg. 2 as printed', self.text)
+
+    def test_claims_over_the_seeds(self):
+        claims = self.result['claims']
+        self.assertEqual(len(claims), len({c['claim'] for c in claims}))
+        self.assertEqual([0, 1], self.result['seeds'])
+        by = {c['claim']: c for c in claims}
+        mig = by['Merge+Imb more than Merge: migrations']
+        self.assertEqual(2, mig['n'])
+        strat = self.result['strategies']
+        self.assertAlmostEqual(
+            strat['merge-imb']['migrations'] - strat['merge']['migrations'],
+            mig['mean'])
+        self.assertIn(mig['verdict'], ('holds', 'fails', 'undecided'))
+        self.assertIn('Merge+Imb vs Merge: migrations +25 %', by)
+        self.assertIn('gossip-redistribution: ', self.text)
+
+    def test_merge_direction(self):
+        # Alg. 2 as printed empties the peer with more memory; ours the
+        # one with less
+        sampling = overlay.PeerSampling(2, 1, seed=0)
+        cpu, mem = np.array([0.1, 0.1]), np.array([0.2, 0.3])
+        host = np.array([0, 1])
+        ours = gossip.Gossip(2, cpu, mem, mem, host, sampling,
+                             strategy=gossip.MERGE)
+        printed = gr.MergeMoreMemory(2, cpu, mem, mem, host, sampling,
+                                     strategy=gossip.MERGE)
+        self.assertTrue(ours.decide(0, 1))
+        self.assertTrue(printed.decide(0, 1))
+        self.assertEqual([1, 1], ours.assign.tolist())
+        self.assertEqual([0, 0], printed.assign.tolist())
 
     def test_deterministic(self):
         a = gr.run('merge-imb', seed=2, **gr.REDUCED)

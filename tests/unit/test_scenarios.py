@@ -145,16 +145,45 @@ class DieHardTable2Test(testtools.TestCase):
         self.assertGreater(ours[2] - ours[0], 0.01)
         self.assertIn('Table 1', self.text)
 
-    def test_verdicts_over_every_row(self):
-        verdicts = self.result['verdicts']
-        # 4 claims x 2 DH readings x every K of the run
-        self.assertEqual(8, len(verdicts))
-        for v in verdicts:
-            if v['claim'] == 'DH n <= Proportional n':
-                self.assertEqual(
-                    v['holds'], _row(self.result, v['K'], v['reading'])[
-                        'extra'] <= _row(self.result, v['K'],
-                                         'proportional')['extra'])
+    def test_claims_judged_once_over_the_seeds(self):
+        claims = self.result['claims']
+        # 4 direction + 4 magnitude claims per K, each counted once
+        self.assertEqual(8, len(claims))
+        self.assertEqual(len(claims), len({c['claim'] for c in claims}))
+        self.assertEqual({'diehard-table2': {
+            'holds': sum(c['verdict'] == 'holds' for c in claims),
+            'fails': sum(c['verdict'] == 'fails' for c in claims),
+            'undecided': sum(c['verdict'] == 'undecided' for c in claims)}},
+            self.result['tally'])
+        by = {c['claim']: c for c in claims}
+        fewer = by['K=500: DH needs fewer extra tasks than Proportional '
+                   '(n_DH - n_Prop < 0)']
+        self.assertEqual(2, fewer['n'])
+        dh = _row(self.result, 500, 'diehard')
+        prop = _row(self.result, 500, 'proportional')
+        self.assertAlmostEqual(dh['extra'] - prop['extra'], fewer['mean'])
+        # DH needs 18 on every seed: a point interval, inside the band
+        n = by['K=500: DH extra tasks n as Table 2']
+        self.assertEqual(18.0, n['mean'])
+        self.assertEqual('holds', n['verdict'])
+        self.assertIn('ours: mean [95 % CI]', self.text)
+        self.assertIn('diehard-table2: %d hold' % self.result['tally'][
+            'diehard-table2']['holds'], self.text)
+
+    def test_wiring_sensitivity(self):
+        sens = {r['setting']: r for r in self.result['sensitivity']}
+        self.assertEqual(['calibrated', 'four single PDUs',
+                          'four redundant pairs',
+                          'calibrated, literal trim'], list(sens))
+        # the calibrated row is the main table's
+        self.assertEqual(_row(self.result, 500, 'diehard')['extra'],
+                         sens['calibrated']['dh_n'])
+        # one PDU per power domain: covering a PDU failure costs far
+        # more extra tasks than the calibrated wiring
+        self.assertGreater(sens['four single PDUs']['dh_n'],
+                           3 * sens['calibrated']['dh_n'])
+        self.assertIn('3 power nodes', self.text)
+        self.assertIn('(K+n-1)(K+n-2)/2', self.text)
 
     def test_hrf_misses_the_target_at_proportionals_n(self):
         hrf = _row(self.result, 500, 'hrf')
@@ -315,6 +344,24 @@ class ThemisValueTest(testtools.TestCase):
                 row['market_vs_edf_star_job'])
         # verdicts on every row: 2 readings x (3 or 4 claims) per factor
         self.assertEqual(2 * 4 + 2 * 3, len(result['fig5b_verdicts']))
+        # Fig. 5(b) over 2 seeds: 4 claims at high load, 2 at light load,
+        # each once; the first seed's rows are the table's
+        claims = result['fig5b_claims']
+        self.assertEqual([0, 1], result['claim_seeds'])
+        self.assertEqual(6, len({c['claim'] for c in claims}))
+        by = {c['claim']: c for c in claims}
+        ratio = by['factor 0.1: market/FCFS about 2']
+        self.assertEqual(2, ratio['n'])
+        self.assertAlmostEqual(result['rows'][0]['market_vs_fcfs'],
+                               ratio['values'][0])
+        self.assertEqual(sum(result['tally'][
+            themis.FIG5B_SCENARIO].values()), len(claims))
+        sens = result['fig5b_sensitivity']
+        self.assertEqual([x[0] for x in themis.FIG5B_SETTINGS],
+                         [r['setting'] for r in sens])
+        self.assertAlmostEqual(sum(ratio['values']) / 2,
+                               sens[0]['market_vs_fcfs'][0.1])
+        self.assertIn('shares per host', text)
         # the trace's span is computed, not quoted
         self.assertGreater(result['span_days'], 0)
         self.assertIn('%.1f days' % result['span_days'], text)
@@ -689,7 +736,9 @@ class RPMFig3Test(testtools.TestCase):
                                           '2', '-f', 'json']))
             self.assertEqual('ok', json.loads(out.getvalue())['report'])
         self.assertEqual([('rpm-weights', False, 4, 2),
-                          ('rpm-fig3', False, 4, 2)], captured)
+                          ('rpm-fig3', False, 4, 2),
+                          ('gossip-redistribution', False, 4, 2),
+                          ('themis-value', False, 4, 2)], captured)
         err = self.useFixture(fixtures.MonkeyPatch(
             'sys.stderr', io.StringIO())).new_value
         self.assertEqual(2, cli.main(['simulate', '--scenario',

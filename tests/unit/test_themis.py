@@ -109,6 +109,46 @@ class QueueTest(testtools.TestCase):
         self.assertGreater(done[1].finish, done[0].finish)
 
 
+class PerHostSharesTest(testtools.TestCase):
+    """The market's shares computed host by host (pooling sensitivity)."""
+
+    def job(self, jid, tasks, bid):
+        j = themis.Job(jid, 0.0, tasks, 600.0, 2.0, 'deadline-strict')
+        j.bids = {'cpu': bid}
+        return j
+
+    def test_water_filling_on_one_host(self):
+        shares = themis.PerHostShares(hosts=1, cores=2.0)
+        a, b, c = self.job(0, 1, 6.0), self.job(1, 1, 1.0), \
+            self.job(2, 1, 1.0)
+        got = shares.shares([a, b, c])
+        # a's proportional 1.5 cores is capped at one core; the rest is
+        # split evenly: work-conserving
+        self.assertAlmostEqual(1.0, got[0])
+        self.assertAlmostEqual(0.5, got[1])
+        self.assertAlmostEqual(0.5, got[2])
+
+    def test_job_runs_at_its_slowest_vm(self):
+        shares = themis.PerHostShares(hosts=2, cores=2.0)
+        big = self.job(0, 3, 1.0)      # VMs on hosts 0, 1, 0
+        small = self.job(1, 1, 1.0)    # host 1
+        got = shares.shares([big, small])
+        self.assertEqual([0, 1, 0], shares.placed[0])
+        # host 0: two VMs of big, one core each; host 1: big and small
+        # share 2 cores, one each: big's slowest VM gets 1
+        self.assertAlmostEqual(3.0, got[0])
+        busy = self.job(2, 2, 1.0)
+        got = shares.shares([big, small, busy])
+        # fewest VMs first (ties: lowest index): hosts 0 then 1; each
+        # host holds 3 VMs on 2 cores, 2/3 of a core each
+        self.assertEqual([0, 1], shares.placed[2])
+        self.assertAlmostEqual(3 * 2.0 / 3, got[0])
+        self.assertAlmostEqual(2 * 2.0 / 3, got[2])
+        # a job that stops frees its VMs' places
+        shares.shares([small])
+        self.assertEqual([0, 1], shares.count)
+
+
 class VerdictTest(testtools.TestCase):
     """Fig. 5(b) is judged on every factor, both value readings."""
 
