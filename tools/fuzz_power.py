@@ -224,6 +224,8 @@ def main(argv=None):
     parser.add_argument('--timeout', type=float, default=3600)
     parser.add_argument('--list', action='store_true')
     parser.add_argument('--keep-logs', default='')
+    parser.add_argument('--no-baseline', action='store_true',
+                        help='no baseline run (another run made it)')
     args = parser.parse_args(argv)
     muts = MUTATIONS
     if args.only:
@@ -240,6 +242,8 @@ def main(argv=None):
         for mut in muts:
             excluded = tuple(r for r in DEFAULT_EXCLUDED
                              if r not in mut['needs'])
+            if args.no_baseline:
+                baselines.setdefault(excluded, (False, {}, '', 0, ''))
             if excluded not in baselines:
                 tree = os.path.join(work, 'baseline-%d' % len(baselines))
                 copy_tree(tree)
