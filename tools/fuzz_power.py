@@ -202,15 +202,16 @@ def run(tree, examples, steps, excluded, timeout):
             stats = json.load(f)
     problem = ''
     for line in out.splitlines():
-        if line.startswith(('AssertionError', 'Problem:')) or (
-                'opie ' in line and ' although ' in line) or (
-                'over capacity' in line or 'did not see it' in line
-                or 'cost ' in line and 'minimum' in line
-                or 'outlived' in line or 'still deleting' in line
-                or 'past its deadline' in line or 'preempted' in line
-                and 'live migration' in line):
-            problem = line.strip()[:110]
+        if 'AssertionError: ' in line:
+            problem = line.split('AssertionError: ', 1)[1].strip()[:110]
             break
+    if not problem:
+        for line in out.splitlines():
+            if line.startswith(('Traceback', '20')):
+                continue
+            if 'Error: ' in line or 'Exception: ' in line:
+                problem = line.strip()[:110]
+                break
     failed = code not in (0,) if code is not None else None
     return failed, stats, problem, secs, out
 
