@@ -24,8 +24,9 @@ Two modes:
   examples of ``OPIE_FUZZ_STEPS`` steps (default 12), seed
   ``OPIE_FUZZ_SEED`` (default: derandomized), failures shrunk.
 
-Each failing sequence the fuzzer found is kept below as a plain test
-replaying it (``RegressionTest``).
+A failing sequence the fuzzer finds is to be kept as a plain test
+replaying it (:meth:`FuzzCloud.replay`); the runs made so far on main
+(08cc6d0) with the bounded rules found none.
 """
 
 import json
