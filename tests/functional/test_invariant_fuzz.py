@@ -1,0 +1,214 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The invariant fuzzer (issue 30): hypothesis's rule-based state machine
+over the in-process Nova with two opie scheduler services
+(:mod:`tests.functional.fuzz.machine` has the rules and invariants).
+
+Two modes:
+
+* **bounded** (``InvariantFuzzTest.test_bounded``, in the README's test
+  command): seeded (``derandomize``), ``BOUNDED_EXAMPLES`` examples of
+  ``BOUNDED_STEPS`` steps, without the rules of :data:`EXCLUDED_IN_BOUNDED`
+  (each with the hole of issue 30 it hits on main);
+* **long** (``tox -e fuzz``, ``test_long``, skipped unless
+  ``OPIE_FUZZ_EXAMPLES`` is set): every rule, ``OPIE_FUZZ_EXAMPLES``
+  examples of ``OPIE_FUZZ_STEPS`` steps (default 12), seed
+  ``OPIE_FUZZ_SEED`` (default: derandomized), failures shrunk.
+
+A failing sequence the fuzzer finds is to be kept as a plain test
+replaying it (:meth:`FuzzCloud.replay`); the runs made so far on main
+(08cc6d0) with the bounded rules found none.
+"""
+
+import json
+import os
+import time
+
+import fixtures
+from hypothesis import HealthCheck
+from hypothesis import Phase
+from hypothesis import settings
+from hypothesis import stateful
+from testtools import content
+
+from nova.compute import manager as compute_manager
+from nova.tests import fixtures as nova_fixtures
+from nova.virt import fake as fake_virt
+
+from opie_sched.common import flavors
+from opie_sched.preemption import victim_state as vs
+from opie_sched.scheduler import reconciler
+from tests.functional import base
+from tests.functional.fuzz import machine as fuzz_machine
+from tests.functional.fuzz import recorder as fuzz_recorder
+
+#: Rules the bounded mode leaves out while main has the holes of issue 30
+#: they reach (the long mode runs them all):
+#:
+#: * ``fault_shelve``: a refused or lost shelve of a shelve-behaviour
+#:   victim (hole 3);
+#: * ``hang_compute``, ``lose_compute_deletes``: an owner's delete hung
+#:   or lost in ``deleting`` counts as leaving with no deadline (hole 4);
+#: * ``clock_jump``: a normal server resized to ``short.preemptible`` is
+#:   killed by ``max_lifetime`` from its ``created_at`` (hole 2).
+EXCLUDED_IN_BOUNDED = ('fault_shelve', 'hang_compute',
+                       'lose_compute_deletes', 'clock_jump')
+#: 4 examples of 10 steps: about 110 s of CPU (nova's import included),
+#: 2-3 minutes on a quiet 2-core machine; measured 33 minutes of wall
+#: time at a load average of 20-25 (6 examples), hence the timeout factor.
+BOUNDED_EXAMPLES = 4
+BOUNDED_STEPS = 10
+
+
+class FuzzCloud(base.OpieNovaTestCase):
+    """Two hosts, two opie scheduler services, the reconciler driven by
+    the machine (never by the schedulers' periodic task), fast retries,
+    same-host resizes and soft deletes enabled, and the fuzzer's own
+    flavors (a 1-day ``opie:max_lifetime`` one, a shelve-behaviour one).
+    """
+
+    HOSTS = ('host1', 'host2')
+    #: OS_TEST_TIMEOUT (300 s in tox) x 8: the bounded mode takes 2-3
+    #: minutes on a quiet 2-core machine, ten times that on a loaded one
+    TIMEOUT_SCALING_FACTOR = 8
+    EXTRA_FLAGS = {
+        'opie_reconciler': {'run_in_scheduler': False},
+        'opie_preemption': {'release_timeout': 3, 'retry_interval': 1,
+                            'max_retry_interval': 1, 'max_attempts': 2,
+                            'poll_interval': 0.1, 'stop_grace_period': 1},
+        None: {'allow_resize_to_same_host': True,
+                    'reclaim_instance_interval': 3600},
+    }
+    HOST_SIZE = (base.cloud.HOST['vcpus'], base.cloud.HOST['memory_mb'],
+                 base.cloud.HOST['disk_gb'])
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(nova_fixtures.ConfPatcher(host='scheduler2'))
+        self.scheduler2 = self.useFixture(nova_fixtures.ServiceFixture(
+            'scheduler', host='scheduler2',
+            manager=base.OPIE_MANAGER)).service
+        self.useFixture(nova_fixtures.ConfPatcher(host='fake-mini'))
+        self.PAPER_SIZES = {}
+        for name, size in base.PAPER_FLAVORS.items():
+            self.PAPER_SIZES[name] = size
+            self.PAPER_SIZES[name + '.preemptible'] = size
+        medium = base.PAPER_FLAVORS['medium']
+        for name, extra in (
+                ('short.preemptible', {reconciler.LIFETIME_KEY: str(
+                    fuzz_machine.SHORT_LIFETIME)}),
+                ('shelving.preemptible', {vs.BEHAVIOR_SPEC: vs.SHELVE}),
+                ('stopping.preemptible', {vs.BEHAVIOR_SPEC: vs.STOP})):
+            self.flavor_ids[name] = self._create_flavor(
+                name=name, vcpu=medium[0], memory_mb=medium[1],
+                disk=medium[2], ephemeral=0,
+                extra_spec=dict(flavors.preemptible_extra_specs(*medium),
+                                **extra))
+            self.PAPER_SIZES[name] = medium
+        self.recorder = fuzz_recorder.Recorder()
+        self.recorder.install(self.useFixture)
+        self.cloud = fuzz_machine.Cloud(self, self.recorder)
+        self._hang_destroys(self.cloud)
+        self._lose_compute_deletes(self.cloud)
+        self.addCleanup(self.cloud.heal)
+
+    def _hang_destroys(self, cloud):
+        """While ``cloud.hang`` is set, a compute's destroy hangs until
+        ``cloud.hung`` (the compute recovers) or 60 s.
+        """
+        real = fake_virt.FakeDriver.destroy
+
+        def destroy(driver, context, instance, *args, **kwargs):
+            if cloud.hang.is_set():
+                cloud.hung.wait(60)
+            return real(driver, context, instance, *args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            fake_virt.FakeDriver, 'destroy', destroy))
+
+    def _lose_compute_deletes(self, cloud):
+        """While ``cloud.lose_compute_deletes`` is set, the computes drop
+        the deletes they receive (the RPC cast is lost: the instance stays
+        in task state ``deleting``).
+        """
+        real = compute_manager.ComputeManager.terminate_instance
+
+        def terminate_instance(manager, context, instance, bdms):
+            if cloud.lose_compute_deletes:
+                return None
+            return real(manager, context, instance, bdms)
+
+        self.useFixture(fixtures.MockPatchObject(
+            compute_manager.ComputeManager, 'terminate_instance',
+            terminate_instance))
+
+    def run_machine(self, examples, steps, excluded=(), seed=None,
+                    shrink=False):
+        cls = fuzz_machine.make_machine(self.cloud, excluded)
+        phases = [Phase.explicit, Phase.generate]
+        if shrink:
+            phases.append(Phase.shrink)
+        opts = settings(
+            max_examples=examples, stateful_step_count=steps,
+            deadline=None, database=None, derandomize=seed is None,
+            phases=phases, report_multiple_bugs=False,
+            suppress_health_check=list(HealthCheck))
+        if seed is not None:
+            cls = stateful.seed(seed)(cls)
+        started = time.monotonic()
+        try:
+            stateful.run_state_machine_as_test(cls, settings=opts)
+        finally:
+            stats = dict(self.cloud.stats, seconds=round(
+                time.monotonic() - started, 1))
+            self.addDetail('fuzz-stats', content.text_content(
+                json.dumps(stats, indent=1, sort_keys=True)))
+            path = os.environ.get('OPIE_FUZZ_STATS')
+            if path:
+                with open(path, 'w') as out:
+                    json.dump(stats, out, indent=1, sort_keys=True)
+
+    def replay(self, steps):
+        """Replay a sequence the fuzzer found: ``steps`` is a list of
+        ``(rule name, {argument: value})``; the invariants run after each
+        step and the final convergence at the end, as in a fuzzed example.
+        Raises AssertionError with the problems when one fails.
+        """
+        cls = fuzz_machine.make_machine(self.cloud)
+        machine = cls()
+        try:
+            machine.nothing_wrong_destroyed_and_decisions_exact()
+            for name, kwargs in steps:
+                getattr(machine, name)(**kwargs)
+                machine.nothing_wrong_destroyed_and_decisions_exact()
+        finally:
+            machine.teardown()
+
+
+class InvariantFuzzTest(FuzzCloud):
+
+    def test_bounded(self):
+        self.run_machine(BOUNDED_EXAMPLES, BOUNDED_STEPS,
+                         excluded=EXCLUDED_IN_BOUNDED)
+
+    def test_long(self):
+        examples = os.environ.get('OPIE_FUZZ_EXAMPLES')
+        if not examples:
+            self.skipTest('long mode: set OPIE_FUZZ_EXAMPLES (tox -e fuzz)')
+        seed = os.environ.get('OPIE_FUZZ_SEED')
+        excluded = tuple(r for r in os.environ.get(
+            'OPIE_FUZZ_EXCLUDE', '').split(',') if r)
+        self.run_machine(int(examples),
+                         int(os.environ.get('OPIE_FUZZ_STEPS', '12')),
+                         excluded=excluded,
+                         seed=int(seed) if seed else None,
+                         shrink=os.environ.get('OPIE_FUZZ_SHRINK') != '0')
