@@ -56,6 +56,41 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
 
     RUN_ON_REBUILD = False
 
+    def filter_all(self, filter_obj_list, spec_obj):
+        """Nova's per-host filtering, after one bulk read of the instances
+        of every candidate host whose full state the request does not fit
+        (a request that may preempt asks, per such host, whether preemption
+        can make its room: :meth:`_preemption_makes_room`). The read is one
+        query per cell for all of them, never one per host.
+
+        :param filter_obj_list: iterable of HostState.
+        :returns: generator of the HostStates that pass.
+        """
+        host_states = list(filter_obj_list)
+        try:
+            self._load_needy(host_states, spec_obj)
+        except Exception:
+            # the per-host check reads what it still needs, or fails closed
+            LOG.exception('PreemptibleFullStateFilter: the bulk read of '
+                          'the candidate hosts failed')
+        return super().filter_all(host_states, spec_obj)
+
+    @staticmethod
+    def _load_needy(host_states, spec_obj):
+        view = hosts.current_view()
+        if view is None or len(host_states) < 2:
+            return
+        preemptible, request = view.request_facts(spec_obj)
+        if preemptible:
+            return
+        needy = []
+        for hs in host_states:
+            capacity, used = hosts.full_state(hs, view)
+            if not request.fits_in(capacity - used):
+                needy.append(hs)
+        if needy and not view.decision().fit_full_state:
+            view.host_views(needy, request=request)
+
     def host_passes(self, host_state, spec_obj):
         try:
             view = hosts.current_view()

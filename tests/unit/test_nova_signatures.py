@@ -69,6 +69,18 @@ class NovaSignatureTest(testtools.TestCase):
             self.assertEqual(len(expected) + (1 if expected[0] != 'self'
                                               else 0), len(ours), name)
 
+    def test_filter_all_overridden_by_the_full_state_filter(self):
+        # PreemptibleFullStateFilter reads its candidate hosts in bulk
+        # before nova's per-host filtering
+        from nova.scheduler import filters as nova_filters
+
+        from opie_sched.scheduler import filters
+        expected = ['self', 'filter_obj_list', 'spec_obj']
+        self.assertEqual(expected,
+                         params(nova_filters.BaseHostFilter.filter_all))
+        self.assertEqual(expected, params(
+            filters.PreemptibleFullStateFilter.filter_all))
+
     def test_consume_selected_host_is_a_staticmethod_in_nova(self):
         self.assertIsInstance(
             inspect.getattr_static(nova_manager.SchedulerManager,
