@@ -173,6 +173,27 @@ def problems(extra_specs, vcpus=None, ram_mb=None, disk_gb=None):
     return out
 
 
+def scheduling_problems(extra_specs):
+    """The problems of :func:`refuse_invalid`: :func:`spec_problems`, and
+    for a flavor marked preemptible or requesting a preemptible class,
+    what keeps it from being a whole preemptible flavor (the marker itself
+    and the amounts not compared).
+
+    :param extra_specs: mapping str -> str, or None.
+    :returns: list of str, one sentence per problem; empty when valid.
+    """
+    from opie_sched.common import flavors
+    from opie_sched.preemption import ownership
+
+    specs = dict(extra_specs or {})
+    out = spec_problems(specs)
+    # an unparseable marker is in spec_problems already
+    if ownership.marked(specs) or ownership.requests_preemptible(specs):
+        specs[ownership.MARKER_KEY] = 'true'
+        out.extend(flavors.check_preemptible_flavor(specs))
+    return out
+
+
 def flavor_problems(flavor):
     """:func:`problems` of a nova ``Flavor`` object (sizes compared)."""
     from opie_sched.common import flavors
@@ -186,7 +207,18 @@ def flavor_problems(flavor):
 
 def refuse_invalid(spec_obj):
     """Refuse to schedule a request whose flavor has invalid ``opie:``
-    extra specs (whatever the microversion the flavor was written at).
+    extra specs (whatever the microversion the flavor was written at):
+    values nova's validators refuse, or a flavor marked preemptible or
+    requesting preemptible classes that is not a whole preemptible flavor
+    (:func:`opie_sched.common.flavors.check_preemptible_flavor`: standard
+    classes at 0, the preemptible classes requested). A flavor whose
+    classes are whole but whose marker is missing or false is scheduled
+    as what its classes say (the ownership model logs the disagreement at
+    ERROR). Amounts that differ from the flavor's sizes are not refused
+    here either (Placement claims what the flavor requests, and refusing
+    would also stop the moves of servers already running):
+    :func:`flavor_problems` reports both to ``opie-status`` and
+    ``opie-sched flavor check``.
 
     :param spec_obj: nova ``RequestSpec``.
     :raises nova.exception.NoValidHost: the reason names the flavor and
@@ -195,7 +227,7 @@ def refuse_invalid(spec_obj):
     flavor = getattr(spec_obj, 'flavor', None)
     if flavor is None:
         return
-    found = flavor_problems(flavor)
+    found = scheduling_problems(getattr(flavor, 'extra_specs', None))
     if found:
         from nova import exception
         raise exception.NoValidHost(reason=(

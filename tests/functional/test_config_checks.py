@@ -91,8 +91,8 @@ class InvalidExtraSpecsTest(_FlavorsTestCase):
                  "opie:premptible=true: extra spec 'opie:premptible' does "
                  "not appear to be a valid extra spec"),
                 ('half', {'resources:CUSTOM_PREEMPTIBLE_VCPU': '2'},
-                 'resources:CUSTOM_PREEMPTIBLE_VCPU=2 requests preemptible '
-                 'capacity but opie:preemptible is not set')):
+                 'resources:VCPU is missing: it must be 0 so that the '
+                 'flavor uses no normal capacity')):
             self.flavor_at('2.85', name, specs)
             server = self.boot(name, expected='ERROR')
             fault = self.api.get_server(server['id'])['fault']['message']
