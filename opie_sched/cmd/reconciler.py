@@ -39,6 +39,7 @@ from nova import objects  # noqa: E402
 
 from opie_sched.common import coordination  # noqa: E402
 from opie_sched import conf as opie_conf  # noqa: E402
+from opie_sched.conf import validation  # noqa: E402
 
 CONF = nova.conf.CONF
 LOG = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ def main():
     CONF.register_cli_opts(cli_opts)
     config.parse_args(sys.argv)
     logging.setup(CONF, 'nova')
-    opie_conf.validate(CONF)  # one line, exit 1 (cmd/launch.py)
+    validation.validate(CONF)  # one line, exit 1 (cmd/launch.py)
     objects.register_all()
     from opie_sched.scheduler import locks
     from opie_sched.scheduler import reconciler

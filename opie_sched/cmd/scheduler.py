@@ -42,6 +42,7 @@ from nova.scheduler import rpcapi  # noqa: E402
 from nova import service  # noqa: E402
 
 from opie_sched import conf as opie_conf  # noqa: E402
+from opie_sched.conf import validation  # noqa: E402
 
 CONF = nova.conf.CONF
 LOG = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def main():
     opie_conf.register_opts(CONF)
     config.parse_args(sys.argv)
     logging.setup(CONF, 'nova')
-    opie_conf.validate(CONF)  # one line, exit 1 (cmd/launch.py)
+    validation.validate(CONF)  # one line, exit 1 (cmd/launch.py)
     objects.register_all()
     objects.Service.enable_min_version_cache()
     from opie_sched.scheduler import locks

@@ -295,15 +295,3 @@ def list_opts():
             (reconciler_group, reconciler_opts)] + rpm_opts.list_opts() \
         + autoscaler_opts.list_opts() + repacker_opts.list_opts() \
         + credentials.list_opts()
-
-
-def validate(conf):
-    """Refuse a configuration the services cannot honour (see
-    :mod:`opie_sched.conf.validation`): every opie option of ``conf`` read,
-    cost modules and other plugins loaded, misspelt options found.
-
-    :raises opie_sched.conf.validation.ConfigError: one line naming every
-        problem.
-    """
-    from opie_sched.conf import validation
-    validation.validate(conf)

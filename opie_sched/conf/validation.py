@@ -72,11 +72,14 @@ def known_options():
     """
     from opie_sched import conf as opie_conf
     lists = list(opie_conf.list_opts())
-    try:
-        from opie_sched.services.market import opts as market_opts
-        lists += market_opts.list_opts()
-    except ImportError:  # an install without the market's oslo.db
-        lists.append(('opie_market', []))
+    # the market's options, by the oslo.config.opts entry point its
+    # sample generator uses (the market sits in a layer above this module)
+    for ep in importlib.metadata.entry_points(group='oslo.config.opts',
+                                              name='opie_sched.market'):
+        try:
+            lists += ep.load()()
+        except ImportError:  # an install without the market's oslo.db
+            lists.append(('opie_market', []))
     known = {}
     for group, opts in lists:
         name = getattr(group, 'name', group)
@@ -226,15 +229,6 @@ def _repacker(conf, opts):
     return out
 
 
-def _market(conf, opts):
-    from opie_sched.services.market import settings
-    try:
-        settings.Settings.from_conf(opts)
-    except settings.ConfigError as exc:
-        return ['[opie_market] %s' % _one_line(exc)]
-    return []
-
-
 #: The checks beyond oslo.config's, by group: ``(conf, group attr) ->
 #: [sentence]``; run only when every option of the group was readable.
 GROUP_CHECKS = {
@@ -243,8 +237,26 @@ GROUP_CHECKS = {
     'opie_reliability': _reliability,
     'opie_autoscaler': _autoscaler,
     'opie_repacker': _repacker,
-    'opie_market': _market,
 }
+
+#: Entry point group of the companion services' checks of their own
+#: option group (``group name = module:function(conf, group attr) ->
+#: [sentence]``): the services sit in a layer above this module, so their
+#: checks are found by name, never imported here.
+CHECKS_NAMESPACE = 'opie_sched.config_checks'
+
+
+def _group_check(group):
+    check = GROUP_CHECKS.get(group)
+    if check is not None:
+        return check
+    for ep in importlib.metadata.entry_points(group=CHECKS_NAMESPACE,
+                                              name=group):
+        try:
+            return ep.load()
+        except ImportError:  # the service's extra is not installed
+            return None
+    return None
 
 
 def problems(conf):
@@ -261,7 +273,7 @@ def problems(conf):
             continue
         bad = _values(conf, group)
         out.extend(bad)
-        check = GROUP_CHECKS.get(group)
+        check = _group_check(group)
         if check is not None and not bad:
             out.extend(check(conf, conf[group]))
     return out

@@ -70,6 +70,7 @@ from nova import context as nova_context
 from nova.scheduler import manager as nova_manager
 
 from opie_sched import conf as opie_conf
+from opie_sched.conf import validation
 from opie_sched.preemption import planner
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import extra_specs
@@ -222,7 +223,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
     """SchedulerManager with the preemption phase and the reconciler."""
 
     def __init__(self, *args, **kwargs):
-        opie_conf.validate(CONF)  # refuse to start: one line (issue 33)
+        validation.validate(CONF)  # refuse to start: one line (issue 33)
         super().__init__(*args, **kwargs)
         self.reconciler = reconciler.Reconciler()
         self._opie_last_reconcile = None

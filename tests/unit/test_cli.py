@@ -92,7 +92,8 @@ class CLITestCase(testtools.TestCase):
 
 #: Every command of opie-sched (setup.cfg [entry_points] opie_sched.cli).
 COMMANDS = {
-    'demo', 'preempt explain', 'preempt list', 'flavor create-preemptible',
+    'demo', 'preempt explain', 'preempt list', 'flavor check',
+    'flavor create-preemptible',
     'provider-config', 'reliability plan', 'repack plan', 'repack simulate',
     'market allocate', 'market demo', 'simulate', 'devcloud up',
     'devcloud status', 'devcloud down', 'devcloud scheduler-conf'}
@@ -206,8 +207,9 @@ class RegistrationTest(CLITestCase):
         self.assertEqual('opie-sched: error: bogus is not an opie-sched '
                          'command (see opie-sched --help)', lines[1])
         self.assertEqual('opie-sched: error: flavor is not an opie-sched '
-                         'command; did you mean: flavor create-preemptible '
-                         '(see opie-sched --help)', lines[2])
+                         'command; did you mean: flavor check, flavor '
+                         'create-preemptible (see opie-sched --help)',
+                         lines[2])
         self.assertEqual(
             "opie-sched provider-config: error: argument --vcpus: invalid "
             "int value: 'x' (see --help)", lines[4])

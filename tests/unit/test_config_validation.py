@@ -118,7 +118,7 @@ class ValidationTest(testtools.TestCase):
     def test_validate_raises_one_line(self):
         conf = self.conf('[opie_preemption]\ncost_modules = nonexistent\n'
                          'cost_module = count\n')
-        exc = self.assertRaises(validation.ConfigError, opie_conf.validate,
+        exc = self.assertRaises(validation.ConfigError, validation.validate,
                                 conf)
         self.assertEqual(2, len(exc.problems))
         self.assertNotIn('\n', str(exc))

@@ -131,7 +131,13 @@ class CheckPreemptibleFlavorTest(testtools.TestCase):
     def test_zero_disk_may_be_left_out(self):
         specs = with_(resources__CUSTOM_PREEMPTIBLE_DISK_GB=None)
         self.assertEqual([], self.check(specs, (2, 4096, 0)))
-        self.assertProblem('CUSTOM_PREEMPTIBLE_DISK_GB is missing', specs)
+        # whatever the flavor's disk: its disks are volumes (issue 30
+        # hole 9, the twin of a resources:DISK_GB=0 flavor)
+        self.assertEqual([], self.check(specs, (2, 4096, 40)))
+        self.assertEqual([], self.check(
+            with_(resources__CUSTOM_PREEMPTIBLE_DISK_GB='0'), (2, 4096, 40)))
+        self.assertProblem('does not match the flavor', with_(
+            resources__CUSTOM_PREEMPTIBLE_DISK_GB='20'))
 
     def test_without_sizes_amounts_must_be_positive(self):
         specs = with_(resources__CUSTOM_PREEMPTIBLE_VCPU='0')
@@ -164,10 +170,11 @@ class CheckPreemptibleFlavorTest(testtools.TestCase):
     def test_everything_wrong_reports_everything(self):
         problems = flavors.check_preemptible_flavor(
             {'resources:VCPU': '2'}, 2, 4096, 40)
-        self.assertEqual(7, len(problems), problems)
+        # (a missing preemptible disk is a disk of 0: no problem)
+        self.assertEqual(6, len(problems), problems)
 
     def test_none_specs(self):
-        self.assertEqual(7, len(flavors.check_preemptible_flavor(None)))
+        self.assertEqual(6, len(flavors.check_preemptible_flavor(None)))
 
 
 class IsPreemptibleTest(testtools.TestCase):
@@ -202,8 +209,12 @@ class IsPreemptibleTest(testtools.TestCase):
                                 flavors.is_preemptible,
                                 {'opie:preemptible': 'true'})
         self.assertIsInstance(exc, ValueError)
-        self.assertEqual(6, len(exc.problems))
+        # three standard classes missing, the preemptible vCPU and RAM
+        # missing; a missing preemptible disk is a disk of 0 (its disks
+        # are volumes), no problem
+        self.assertEqual(5, len(exc.problems))
         self.assertIn('resources:VCPU is missing', str(exc))
+        self.assertNotIn('resources:CUSTOM_PREEMPTIBLE_DISK_GB', str(exc))
         self.assertRaises(flavors.InvalidPreemptibleFlavor,
                           flavors.is_preemptible, VALID, 4, 4096, 40)
 

@@ -159,3 +159,20 @@ class Settings:
         if self.refused_demand_window is None:
             return 2 * self.period_seconds + self.notice_period
         return self.refused_demand_window
+
+
+def config_problems(conf, opts):
+    """The market's check of its option group for
+    :mod:`opie_sched.conf.validation` (entry point
+    ``opie_sched.config_checks = opie_market``): what
+    :meth:`Settings.from_conf` refuses.
+
+    :param conf: the parsed ``cfg.ConfigOpts``; ``opts`` its
+        ``[opie_market]`` group.
+    :returns: list of str, one sentence; empty when valid.
+    """
+    try:
+        Settings.from_conf(opts)
+    except ConfigError as exc:
+        return ['[opie_market] %s' % ' '.join(str(exc).split())]
+    return []
