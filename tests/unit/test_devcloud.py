@@ -209,14 +209,14 @@ class TestRender(testtools.TestCase):
         """
         from nova.conf import notifications as nova_notifications
         from oslo_config import cfg
-        import oslo_messaging
+        from oslo_messaging import opts as messaging_opts
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'nova.conf')
         with open(path, 'w') as f:
             f.write(text)
         conf = cfg.ConfigOpts()
         nova_notifications.register_opts(conf)
-        for group, opts in oslo_messaging.opts.list_opts():
+        for group, opts in messaging_opts.list_opts():
             if group == 'oslo_messaging_notifications':
                 conf.register_opts(opts, group=group)
         conf(['--config-file', path], project='nova')
