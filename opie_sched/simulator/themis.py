@@ -1163,6 +1163,7 @@ def themis_value(reduced=False, seed=0, directory=None, count=None):
     except TraceMissing as exc:
         result.update(skipped=True, reason=str(exc))
         return result, 'themis-value: skipped: %s' % exc
+    seed_count = count  # the parameter; count is the job count below
     if reduced:
         count, factors = 150, (0.1, 1.0)
         experiments = ((False, False),)
@@ -1213,9 +1214,9 @@ def themis_value(reduced=False, seed=0, directory=None, count=None):
                   'deadline (the remaining work the market\'s controllers '
                   'also use).', '']
     result['fig5b_verdicts'] = fig5b_verdicts(result['rows'])
-    if count is not None and count < 1:
-        raise ValueError('count must be >= 1, got %r' % (count,))
-    claim_seeds = list(range(seed, seed + (count or (2 if reduced
+    if seed_count is not None and seed_count < 1:
+        raise ValueError('count must be >= 1, got %r' % (seed_count,))
+    claim_seeds = list(range(seed, seed + (seed_count or (2 if reduced
                                                      else 10))))
     claim_factors = factors if reduced else CLAIM_FACTORS
     runs = fig5b_over_seeds(
