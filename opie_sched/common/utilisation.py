@@ -49,7 +49,8 @@ import threading
 import time
 
 from oslo_log import log as logging
-from stevedore import driver
+
+from opie_sched.common import plugins
 
 LOG = logging.getLogger(__name__)
 
@@ -255,14 +256,11 @@ def load_source(name, history_length=10, sample_interval=0.0):
         source = _cache.get(key)
         if source is None:
             try:
-                mgr = driver.DriverManager(
-                    NAMESPACE, name, invoke_on_load=True,
-                    invoke_kwds={'sample_interval': sample_interval})
-            except Exception as exc:
-                raise UtilisationError(
-                    'cannot load utilisation source %r from %s: %s'
-                    % (name, NAMESPACE, exc))
-            source = mgr.driver
+                source = plugins.load(
+                    NAMESPACE, name, kind='utilisation source',
+                    kwargs={'sample_interval': sample_interval})
+            except plugins.PluginError as exc:
+                raise UtilisationError(str(exc)) from exc
             _cache.clear()
             _cache[key] = source
     return source

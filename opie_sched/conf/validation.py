@@ -45,6 +45,8 @@ import os
 
 from oslo_config import cfg
 
+from opie_sched.common import plugins
+
 #: Prefix of the option groups (and configuration file sections) of opie.
 PREFIX = 'opie_'
 
@@ -157,17 +159,15 @@ def _values(conf, group):
     return out
 
 
-def _entry_point_names(namespace):
-    return {ep.name for ep in
-            importlib.metadata.entry_points(group=namespace)}
-
-
 def _plugin(group, option, value, namespace):
-    if value in _entry_point_names(namespace):
+    """The sentence of :class:`~opie_sched.common.plugins.PluginNotFound`
+    when ``value`` is not a plugin of ``namespace``.
+    """
+    names = plugins.names(namespace)
+    if value in names:
         return []
-    names = sorted(_entry_point_names(namespace))
-    return ['[%s] %s: unknown plugin %r (namespace %s; installed: %s)'
-            % (group, option, value, namespace, ', '.join(names) or 'none')]
+    return ['[%s] %s: %s' % (group, option, plugins.PluginNotFound(
+        namespace, value, 'plugin', names))]
 
 
 def _preemption(conf, opts):

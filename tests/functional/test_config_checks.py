@@ -47,8 +47,8 @@ class ManagerStartTest(base.OpieNovaTestCase):
         exc = self.assertRaises(validation.ConfigError, self.start_scheduler)
         self.assertEqual(
             "invalid opie configuration: [opie_preemption] cost_modules: "
-            "unknown plugin 'nonexistent' (namespace "
-            "opie_sched.preemption.costs; installed: billing_period, count, "
+            "unknown plugin 'nonexistent' (entry-point group "
+            "opie_sched.preemption.costs; available: billing_period, count, "
             "runtime, waste)", str(exc))
         # the same service with installed modules starts
         self.flags(cost_modules=['billing_period', 'count:2'],

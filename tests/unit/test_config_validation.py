@@ -63,8 +63,9 @@ class ValidationTest(testtools.TestCase):
                               'billing_period,nonexistent:2\n')
         self.assertEqual(1, len(found), found)
         self.assertIn("cost_modules: unknown plugin 'nonexistent' "
-                      "(namespace opie_sched.preemption.costs; installed: "
-                      "billing_period, count, runtime, waste)", found[0])
+                      "(entry-point group opie_sched.preemption.costs; "
+                      "available: billing_period, count, runtime, waste)",
+                      found[0])
 
     def test_bad_multiplier(self):
         found = self.problems('[opie_preemption]\ncost_modules = count:-1\n')
@@ -186,6 +187,6 @@ class LaunchTest(testtools.TestCase):
         self.assertEqual(
             ["opie-scheduler refuses to start: invalid opie configuration: "
              "[opie_preemption] cost_modules: unknown plugin 'nonexistent' "
-             "(namespace opie_sched.preemption.costs; installed: "
+             "(entry-point group opie_sched.preemption.costs; available: "
              "billing_period, count, runtime, waste)"],
             proc.stderr.splitlines())

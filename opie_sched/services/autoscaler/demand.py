@@ -38,6 +38,8 @@ import numbers
 import os
 import time
 
+from opie_sched.common import plugins
+
 NAMESPACE = 'opie_sched.autoscaler.demand'
 
 
@@ -270,17 +272,13 @@ def load(spec, where='demand'):
                           '"source", got %r' % (where, spec))
     options = dict(spec)
     name = options.pop('source')
-    from stevedore import driver
-    from stevedore import exception as sv_exc
     try:
-        mgr = driver.DriverManager(NAMESPACE, name, invoke_on_load=False)
-    except (sv_exc.NoMatches, RuntimeError):
-        from stevedore import extension
-        known = sorted(extension.ExtensionManager(NAMESPACE).names())
-        raise DemandError('%s: unknown demand source %r (known: %s)'
-                          % (where, name, ', '.join(known) or 'none'))
+        source = plugins.load(NAMESPACE, name, kind='demand source',
+                              invoke=False)
+    except plugins.PluginError as exc:
+        raise DemandError('%s: %s' % (where, exc)) from exc
     try:
-        return mgr.driver(**options)
+        return source(**options)
     except TypeError as exc:
         raise DemandError('%s: bad options for the %s source: %s'
                           % (where, name, exc))

@@ -88,8 +88,7 @@ import datetime
 import decimal
 import math
 
-from stevedore import driver
-
+from opie_sched.common import plugins
 from opie_sched.market import pricing
 from opie_sched.market import slo
 from opie_sched.services.autoscaler import spot
@@ -393,22 +392,15 @@ def load_policy(spec, what='slo'):
     name = spec['policy']
     params = {k: v for k, v in spec.items() if k != 'policy'}
     try:
-        mgr = driver.DriverManager(NAMESPACE, name, invoke_on_load=True,
-                                   invoke_args=(params, what))
-    except PolicyError:
-        raise
-    except Exception as exc:  # stevedore: NoMatches, load errors
-        if isinstance(getattr(exc, '__cause__', None), PolicyError):
-            raise exc.__cause__
-        raise PolicyError('%s: unknown policy %r (known: %s): %s' % (
-            what, name, ', '.join(policy_names()), exc))
-    return mgr.driver
+        return plugins.load(NAMESPACE, name, kind='SLO policy',
+                            args=(params, what), passthrough=(PolicyError,))
+    except plugins.PluginError as exc:
+        raise PolicyError('%s: %s' % (what, exc)) from exc
 
 
 def policy_names():
-    """Names of the installed SLO policies."""
-    from stevedore import extension
-    return sorted(extension.ExtensionManager(NAMESPACE).names())
+    """Sorted names of the installed SLO policies."""
+    return plugins.names(NAMESPACE)
 
 
 # -- talking to the market ----------------------------------------------------

@@ -47,20 +47,15 @@ after the move over 2); ``terms`` holds the normalised data transfer
 are 0.
 """
 
-import logging
-
 import numpy as np
-from stevedore import driver
-from stevedore import exception as sv_exc
 
+from opie_sched.common import plugins
 from opie_sched.conf import repacker as opts_mod
 from opie_sched.consolidation import gossip
 from opie_sched.consolidation import overlay as overlay_mod
 from opie_sched.consolidation import p2p
 from opie_sched.rpm import model as rpm
 from opie_sched.rpm import planner
-
-LOG = logging.getLogger(__name__)
 
 #: stevedore namespace of the strategies.
 NAMESPACE = 'opie_sched.repacker.strategies'
@@ -410,47 +405,22 @@ class TabuStrategy(Strategy):
 
 # -- loading -----------------------------------------------------------------
 
-#: The strategies shipped in this module (used when the installed package
-#: metadata predates the entry points, e.g. an old editable install).
-BUILTIN = {'rpm': RPMStrategy, 'p2p': P2PStrategy, 'gossip': GossipStrategy,
-           'tabu': TabuStrategy}
-
-
-def _reraise(manager, entrypoint, exc):
-    raise exc
-
-
 def load(conf, name=None):
     """The strategy ``name`` (default ``[opie_repacker] strategy``),
     constructed with ``conf``.
 
-    :raises StrategyError: unknown name or a plugin failing to load.
+    :raises StrategyError: unknown name or a plugin failing to load (the
+        message of :class:`opie_sched.common.plugins.PluginError`, which
+        is its ``__cause__``).
     """
     name = name or conf[opts_mod.GROUP].strategy
     try:
-        manager = driver.DriverManager(
-            NAMESPACE, name, invoke_on_load=True, invoke_args=(conf,),
-            on_load_failure_callback=_reraise)
-        return manager.driver
-    except sv_exc.NoMatches:
-        if name in BUILTIN:
-            LOG.warning('Strategy %s is not registered in %s (stale '
-                        'package metadata?); using the built-in one',
-                        name, NAMESPACE)
-            return BUILTIN[name](conf)
-        raise StrategyError('unknown repacker strategy %r (known: %s)'
-                            % (name, ', '.join(sorted(names()))))
-    except Exception as exc:
-        raise StrategyError('repacker strategy %r failed to load: %s: %s'
-                            % (name, type(exc).__name__, exc))
+        return plugins.load(NAMESPACE, name, kind='repacker strategy',
+                            args=(conf,))
+    except plugins.PluginError as exc:
+        raise StrategyError(str(exc)) from exc
 
 
 def names():
-    """Names of the available strategies (entry points and built-ins)."""
-    from stevedore import extension
-    found = set(BUILTIN)
-    try:
-        found.update(extension.ExtensionManager(NAMESPACE).names())
-    except Exception:   # pragma: no cover - broken metadata
-        LOG.exception('Listing %s failed', NAMESPACE)
-    return found
+    """Sorted names of the installed strategies."""
+    return plugins.names(NAMESPACE)

@@ -1,0 +1,108 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Tests of opie_sched.common.plugins, on the installed entry points."""
+
+import logging
+
+import fixtures
+import testtools
+
+from opie_sched.common import plugins
+from opie_sched.common import utilisation
+from opie_sched.services.autoscaler import demand
+from opie_sched.services.autoscaler import policies
+from opie_sched.services.repacker import strategies
+
+DEMAND = demand.NAMESPACE
+
+
+class LoadTest(testtools.TestCase):
+
+    def test_names_are_the_installed_entry_points(self):
+        self.assertEqual(['file', 'http', 'static'], plugins.names(DEMAND))
+        self.assertEqual([], plugins.names('opie_sched.no.such.group'))
+
+    def test_load_constructs_the_plugin(self):
+        source = plugins.load(DEMAND, 'static', args=(3,))
+        self.assertIsInstance(source, demand.StaticDemand)
+        self.assertIs(demand.FileDemand,
+                      plugins.load(DEMAND, 'file', invoke=False))
+
+    def test_unknown_name_names_group_name_and_available(self):
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
+        for bad in ('carrier-pigeon', None, 3, ['file']):
+            exc = self.assertRaises(plugins.PluginNotFound, plugins.load,
+                                    DEMAND, bad, kind='demand source')
+            self.assertEqual(
+                'unknown demand source %r (entry-point group %s; '
+                'available: file, http, static)' % (bad, DEMAND), str(exc))
+            self.assertEqual((DEMAND, bad, ['file', 'http', 'static']),
+                             (exc.group, exc.name, exc.available))
+            self.assertIsInstance(exc, plugins.PluginError)
+        # told before stevedore is asked: no warning of its own
+        self.assertEqual('', logs.output)
+
+    def test_import_failure_is_a_load_error(self):
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.common.plugins.driver.DriverManager',
+            side_effect=ImportError('No module named numpyy')))
+        exc = self.assertRaises(plugins.PluginLoadError, plugins.load,
+                                DEMAND, 'file', kind='demand source')
+        self.assertEqual(
+            "demand source 'file' (entry-point group %s) failed to load: "
+            "ImportError: No module named numpyy" % DEMAND, str(exc))
+        self.assertIsInstance(exc.__cause__, ImportError)
+
+    def test_constructor_failure_is_a_load_error_unless_passed_through(self):
+        exc = self.assertRaises(plugins.PluginLoadError, plugins.load,
+                                DEMAND, 'file', kwargs={'pth': '/x'})
+        self.assertIsInstance(exc.cause, TypeError)
+        self.assertIn("plugin 'file' (entry-point group %s) failed to "
+                      "load: TypeError:" % DEMAND, str(exc))
+        # a family's own error for bad options passes unchanged
+        self.assertRaises(demand.DemandError, plugins.load, DEMAND,
+                          'static', args=('many',),
+                          passthrough=(demand.DemandError,))
+
+
+class FamiliesTest(testtools.TestCase):
+    """Every family moved onto the loader says the same sentence."""
+
+    def test_same_message_in_every_family(self):
+        conf = self.useFixture(fixtures.MockPatch(
+            'opie_sched.services.repacker.strategies.opts_mod')).mock
+        cases = [
+            (strategies.StrategyError,
+             lambda: strategies.load(conf, name='rmp'),
+             'repacker strategy', 'rmp', strategies.NAMESPACE),
+            (policies.PolicyError,
+             lambda: policies.load_policy({'policy': 'rmp'}),
+             'SLO policy', 'rmp', policies.NAMESPACE),
+            (demand.DemandError,
+             lambda: demand.load({'source': 'rmp'}),
+             'demand source', 'rmp', demand.NAMESPACE),
+            (utilisation.UtilisationError,
+             lambda: utilisation.load_source('rmp'),
+             'utilisation source', 'rmp', utilisation.NAMESPACE),
+        ]
+        for error, call, kind, name, group in cases:
+            exc = self.assertRaises(error, call)
+            self.assertIsInstance(exc.__cause__, plugins.PluginNotFound)
+            self.assertIn("unknown %s %r (entry-point group %s; available: "
+                          "%s)" % (kind, name, group,
+                                   ', '.join(plugins.names(group))),
+                          str(exc))
+
+    def test_repacker_has_no_built_in_fallback(self):
+        self.assertFalse(hasattr(strategies, 'BUILTIN'))
+        self.assertEqual(['gossip', 'p2p', 'rpm', 'tabu'],
+                         strategies.names())
