@@ -286,6 +286,11 @@ class OpieSched(cliff_app.App):
         logging.basicConfig(
             level=logging.DEBUG if debug else logging.WARNING,
             format='%s: %%(levelname)s: %%(message)s' % PROG)
+        # stevedore warns "Could not load NAME" for a plugin name not
+        # installed; every loader of opie_sched then raises an error naming
+        # the name and the installed ones, which is the one line to show.
+        logging.getLogger('stevedore').setLevel(
+            logging.DEBUG if debug else logging.ERROR)
 
     def interact(self):
         # No interactive shell: a command is required.
@@ -384,17 +389,41 @@ def connect(options):
     :param options: the App's parsed global options (a command's
         ``self.app.options``).
     :raises openstack.exceptions.ConfigException: unknown cloud.
-    :raises keystoneauth1.exceptions.ClientException: missing or invalid
+    :raises NoCredentials: no cloud named and no credentials given
+        (keystoneauth's ``MissingRequiredOptions``, as its ``__cause__``).
+    :raises keystoneauth1.exceptions.ClientException: invalid
         authentication options.
     """
+    from keystoneauth1 import exceptions as ksa_exc
     import openstack
     from openstack import config as os_config
 
     picked = argparse.Namespace(**{
         k: getattr(options, k) for k in getattr(options, 'cloud_dests', ())
         if hasattr(options, k)})
-    region = os_config.OpenStackConfig().get_one(argparse=picked)
+    try:
+        region = os_config.OpenStackConfig().get_one(argparse=picked)
+    except ksa_exc.MissingRequiredOptions as exc:
+        raise NoCredentials([opt.dest for opt in exc.options]) from exc
     return openstack.connection.Connection(config=region)
+
+
+class NoCredentials(Exception):
+    """No cloud to talk to: ``--os-cloud`` / ``OS_CLOUD`` names none and
+    the ``--os-*`` options / ``OS_*`` variables lack ``missing`` (the
+    keystoneauth option names, e.g. ``['auth_url']``).
+    """
+
+    def __init__(self, missing):
+        self.missing = list(missing)
+        flags = ', '.join('--os-%s (OS_%s)' % (m.replace('_', '-'),
+                                              m.upper())
+                          for m in self.missing)
+        super().__init__(
+            'no cloud credentials (missing %s): name a cloud of clouds.yaml '
+            'with --os-cloud NAME or OS_CLOUD, or give %s and the other '
+            '--os-* options or OS_* variables of your credentials'
+            % (', '.join(self.missing), flags))
 
 
 def _expected_errors(cmd):
@@ -402,6 +431,7 @@ def _expected_errors(cmd):
         errors = list(getattr(cmd, 'errors', ()) or ())
     except ImportError:
         errors = []
+    errors.append(NoCredentials)
     try:
         from openstack import exceptions as sdk_exc
         errors.append(sdk_exc.SDKException)

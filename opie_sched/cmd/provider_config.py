@@ -75,23 +75,34 @@ def manual_provider(args):
 
 
 def write_output(text, path):
-    """Write ``text`` to ``path`` atomically, or to stdout for ``-``."""
+    """Write ``text`` to ``path`` atomically, or to stdout for ``-``.
+
+    The text goes to a temporary file beside ``path``, renamed over it.
+
+    :raises OSError: ``path`` cannot be written; the error names ``path``
+        (not the temporary file) and keeps the original as ``__cause__``.
+    """
     if path in (None, '-'):
         sys.stdout.write(text)
         return
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.opie-sched-',
-                               suffix='.yaml.tmp')
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.opie-sched-',
+                                   suffix='.yaml.tmp')
         with os.fdopen(fd, 'w') as f:
             f.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    except BaseException as exc:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror or str(exc),
+                          path) from exc
         raise
 
 

@@ -13,6 +13,7 @@
 
 import io
 import json
+import logging
 import os
 
 import fixtures
@@ -64,6 +65,8 @@ class CLITestCase(testtools.TestCase):
             'OS_CLIENT_SECURE_FILE', os.path.join(tmp, 'secure.yaml')))
         self.useFixture(fixtures.EnvironmentVariable('HOME', tmp))
         self.log = self.useFixture(fixtures.FakeLogger())
+        stevedore_log = logging.getLogger('stevedore')
+        self.addCleanup(stevedore_log.setLevel, stevedore_log.level)
         self.stdout = io.StringIO()
         self.stderr = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
@@ -216,6 +219,17 @@ class RegistrationTest(CLITestCase):
         self.assertIn("argument -f/--format: invalid choice: 'csv'",
                       lines[5])
 
+    def test_unknown_cost_module_is_one_line(self):
+        snap = os.path.join(self.tmp, 'snap.json')
+        with open(snap, 'w') as f:
+            json.dump({'request': {'vcpus': 1, 'memory_mb': 1, 'disk_gb': 1},
+                       'hosts': []}, f)
+        self.assertEqual(1, self.run_cli('preempt', 'explain', snap,
+                                         '--cost', 'nonexistent'))
+        self.assertOneLineError("unknown cost module 'nonexistent'")
+        # stevedore's own "Could not load nonexistent" warning is not shown
+        self.assertNotIn('nonexistent', self.log.output)
+
     def test_subcommand_help(self):
         self.assertEqual(0, self.run_cli('provider-config', '--help'))
         self.assertIn('--from-placement', self.stdout.getvalue())
@@ -286,7 +300,23 @@ class ProviderConfigCommandTest(CLITestCase):
         self.assertEqual(1, self.run_cli(
             'provider-config', '--vcpus', '4', '--memory-mb', '8192',
             '--disk-gb', '100', '--output', path))
-        self.assertOneLineError('No such file or directory')
+        self.assertEqual(
+            "opie-sched: error: [Errno 2] No such file or directory: %r\n"
+            % path, self.stderr.getvalue())
+        # the path given, not the temporary file beside it
+        self.assertNotIn('.tmp', self.stderr.getvalue())
+        # a directory given as the output: its name, and nothing left over
+        self.stderr.truncate(0)
+        self.stderr.seek(0)
+        a_dir = os.path.join(self.tmp, 'a-dir')
+        os.mkdir(a_dir)
+        self.assertEqual(1, self.run_cli(
+            'provider-config', '--vcpus', '4', '--memory-mb', '8192',
+            '--disk-gb', '100', '--output', a_dir))
+        self.assertOneLineError('Is a directory: %r' % a_dir)
+        self.assertNotIn('.tmp', self.stderr.getvalue())
+        self.assertEqual([], [n for n in os.listdir(self.tmp)
+                              if n.endswith('.tmp')])
 
     def test_invalid_values(self):
         self.assertEqual(1, self.run_cli(
@@ -467,4 +497,9 @@ class ConnectTest(CLITestCase):
             'OS_CLIENT_CONFIG_FILE', os.path.join(self.tmp, 'none.yaml')))
         self.assertEqual(1, self.run_cli('flavor', 'create-preemptible',
                                          'm1.small'))
-        self.assertOneLineError('auth_url')
+        self.assertOneLineError(
+            'opie-sched: error: no cloud credentials (missing auth_url): '
+            'name a cloud of clouds.yaml with --os-cloud NAME or OS_CLOUD, '
+            'or give --os-auth-url (OS_AUTH_URL) and the other --os-* '
+            'options or OS_* variables of your credentials\n')
+        self.assertNotIn('Auth plugin requires', self.stderr.getvalue())
