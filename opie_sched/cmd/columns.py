@@ -120,12 +120,17 @@ def plain(value):
     return json.loads(json.dumps(value, default=_default))
 
 
-def table(header, rows):
-    """A plain text table (PrettyTable, left-aligned, no vertical rules)
-    of ``rows`` (lists of cells) under ``header``.
+def table(header, rows, align=None):
+    """A plain text table (PrettyTable, no vertical rules) of ``rows``
+    (lists of cells) under ``header``.
+
+    :param align: one of ``'l'``, ``'r'``, ``'c'`` per column (default:
+        every column left-aligned).
     """
     t = prettytable.PrettyTable(header)
     t.align = 'l'
+    for name, side in zip(header, align or ()):
+        t.align[name] = side
     t.border = True
     t.hrules = prettytable.HRuleStyle.HEADER \
         if hasattr(prettytable, 'HRuleStyle') else prettytable.HEADER

@@ -34,6 +34,7 @@ nova reverts is asked for again (up to three times).
 import logging
 import os
 import sys
+import textwrap
 import time
 
 from cliff import columns as cliff_columns
@@ -112,7 +113,7 @@ RESULT_ROWS = (
     ('  preemptible', lambda r, w: r.preemptible_requests, '%d'),
     ('servers booted', lambda r, w: r.servers_booted, '%d'),
     ('normal requests failed', lambda r, w: r.normal_failed, '%d'),
-    ('preemptible requests rejected (no room)',
+    ('preemptible rejected (no room)',
      lambda r, w: r.preemptible_rejected, '%d'),
     ('preemption decisions', lambda r, w: r.preemption_decisions, '%d'),
     ('instances preempted', lambda r, w: r.preemptions, '%d'),
@@ -159,7 +160,8 @@ class Results(cliff_columns.FormattableColumn):
         self.labels = [r.label for r in results]
 
     def human_readable(self):
-        return columns.table(['metric'] + self.labels, self.lines)
+        return columns.table(['metric'] + self.labels, self.lines,
+                             align=['l'] + ['r'] * len(self.labels))
 
 
 def _run(cmd, args):
@@ -178,7 +180,8 @@ def _run(cmd, args):
                          'cloud named with --os-cloud places as its '
                          'nova.conf says ([opie_preemption] '
                          'transparent_normal_placement)')
-    from opie_sched.demo import report
+    # the report's packages (matplotlib) missing: said before replaying
+    from opie_sched.demo import report  # noqa: F401
 
     requests, source = _requests(args)
     if not requests:
@@ -198,36 +201,78 @@ def _run(cmd, args):
     if not args.no_baseline:
         baseline = replay_on(
             [r for r in requests if not r.preemptible], 'normal only')
+    return report_fields(
+        where, source,
+        'as configured on the cloud' if remote else
+        NORMAL_PLACEMENT[args.normal_placement or 'transparent'][1],
+        with_pre, baseline, args.output_dir, remote=remote)
+
+
+#: Width of the demo's text values (the table of ``-f table`` is this plus
+#: the longest field name and the borders: under 100 columns).
+TEXT_WIDTH = 70
+
+
+def wrapped(text, width=TEXT_WIDTH, indent='  '):
+    """``text`` with each line wrapped at ``width`` columns, continuation
+    lines indented by ``indent`` (a long item stays visibly one item).
+    """
+    out = []
+    for line in text.splitlines() or ['']:
+        out.extend(textwrap.wrap(line, width, subsequent_indent=indent,
+                                 break_on_hyphens=False) or [''])
+    return '\n'.join(out)
+
+
+def _text(value):
+    """A text value: the same for machines, :func:`wrapped` for people."""
+    return columns.Text(value, wrapped(value))
+
+
+def report_fields(where, source, placement, with_pre, baseline, output_dir,
+                  remote=False):
+    """``(fields, values)`` of the demo's report (a cliff ShowOne).
+
+    :param where: the cloud, in words; ``source``: the workload, in words;
+        ``placement``: how normal requests are placed, in words.
+    :param with_pre: :class:`~opie_sched.demo.replay.ReplayResult` of the
+        replay with preemptible requests; ``baseline`` the one without
+        (or None).
+    :param output_dir: where the CSV time series and the PNG plot go.
+
+    Long texts are wrapped at :data:`TEXT_WIDTH` columns in their human
+    form (``-f table``), unchanged in the machine formats.
+    """
+    from opie_sched.demo import report
     results = [with_pre] + ([baseline] if baseline else [])
     fields = ['cloud', 'workload', 'normal placement', 'results']
-    values = [where, source,
-              'as configured on the cloud' if remote else
-              NORMAL_PLACEMENT[args.normal_placement or 'transparent'][1],
+    values = [_text(where), _text(source), _text(placement),
               Results(results)]
     if baseline:
         window = report.common_window(results)
         gain = 100 * (with_pre.utilisation(window=window)
                       - baseline.utilisation(window=window))
         fields.append('conclusion')
-        values.append('preemptible backfilling adds %.1f points of vCPU '
-                      'utilisation; normal requests failed: %d with '
-                      'backfilling vs %d without'
-                      % (gain, with_pre.normal_failed,
-                         baseline.normal_failed))
+        values.append(_text(
+            'preemptible backfilling adds %.1f points of vCPU '
+            'utilisation; normal requests failed: %d with '
+            'backfilling vs %d without'
+            % (gain, with_pre.normal_failed, baseline.normal_failed)))
         fields.append('normal outcomes')
-        values.append(report.comparison_text(with_pre, baseline))
+        values.append(_text(report.comparison_text(with_pre, baseline)))
     fields.append('failed normal requests')
-    values.append('\n'.join(report.failure_report(results)))
+    values.append(_text('\n'.join(report.failure_report(results))))
     if remote:
         fields.append('note')
-        values.append('on a remote cloud the preemption cost is not '
-                      'published, and cost modules see the servers\' real '
-                      'ages, not trace time')
+        values.append(_text(
+            'on a remote cloud the preemption cost is not '
+            'published, and cost modules see the servers\' real '
+            'ages, not trace time'))
     fields += ['time_series', 'plot']
     values += [
-        report.write_csv(os.path.join(args.output_dir, 'utilisation.csv'),
+        report.write_csv(os.path.join(output_dir, 'utilisation.csv'),
                          results),
-        report.plot(os.path.join(args.output_dir, 'utilisation.png'),
+        report.plot(os.path.join(output_dir, 'utilisation.png'),
                     with_pre, baseline,
                     title='opie_sched demo (%s): %s' % (where, source))]
     return fields, values

@@ -100,3 +100,87 @@ class DemoOptionsTest(testtools.TestCase):
     def test_flavor_names(self):
         self.assertEqual('demo.c2m4000d40',
                          targets.flavor_name('demo.', 2, 4000, 40))
+
+
+def _replays():
+    """Two replays of one workload with long failure reasons."""
+    from opie_sched.demo import replay
+    a = replay.ReplayResult(
+        'with backfilling', 32.0, requests=100, normal_requests=70,
+        preemptible_requests=30, normal_failed=2, preemptible_rejected=4,
+        servers_booted=120, preemptions=9, preemption_cost=12345.0,
+        preemption_decisions=7, wall_seconds=800)
+    b = replay.ReplayResult('normal only', 32.0, requests=70,
+                            normal_requests=70, normal_failed=1,
+                            servers_booted=90, wall_seconds=500)
+    for r in (a, b):
+        r.samples = [replay.Sample(0, 10, 5), replay.Sample(3600, 12, 8),
+                     replay.Sample(7200, 0, 0)]
+    room = {'host%d' % i: (i, 4000 * i, 40 * i) for i in range(1, 5)}
+    big = replay.NormalFailure('1234', 3725, (8, 16000, 160), 3, 2,
+                               'No valid host was found. ', room)
+    a.failures = [big, replay.NormalFailure(
+        '1299', 7325, (4, 8000, 80), 1, 1, 'No valid host was found. '
+        'There are not enough hosts available.', room)]
+    b.failures = [big]
+    return a, b
+
+
+class DemoReportTest(testtools.TestCase):
+    """What a person reads: the report of ``-f table`` at 100 columns."""
+
+    def render(self, fields, values, *argv):
+        app = cli.OpieSched(['demo'])
+        options, _ = app.parser.parse_known_args(['demo'])
+        app.options = options
+        factory, name, _ = app.command_manager.find_command(['demo'])
+        cmd = factory(app, options, cmd_name=name)
+        args = cmd.get_parser('opie-sched demo').parse_args(list(argv))
+        cmd.formatter = cmd._formatter_plugins[args.formatter].obj
+        app.stdout = io.StringIO()
+        cmd.produce_output(args, fields, values)
+        return app.stdout.getvalue()
+
+    def setUp(self):
+        super().setUp()
+        from opie_sched.demo import report
+        self.report = report
+        self.a, self.b = _replays()
+        out = self.useFixture(fixtures.TempDir()).path
+        self.fields, self.values = demo.report_fields(
+            '4 hosts x (8 vCPU, 16000 MB, 200 GB) in-process',
+            'generated (seed 42)', demo.NORMAL_PLACEMENT['transparent'][1],
+            self.a, self.b, out)
+
+    def test_table_fits_100_columns(self):
+        text = self.render(self.fields, self.values)
+        widest = max(text.splitlines(), key=len)
+        self.assertLessEqual(len(widest), 100, text)
+        # every word of every failure reason is still there, in order
+        reasons = self.report.failure_report([self.a, self.b])
+        shown = ' '.join(' '.join(line.strip('| ').split())
+                         for line in text.splitlines()
+                         if line.startswith(('| failed normal', '|   ')))
+        for reason in reasons:
+            self.assertIn(' '.join(reason.split()), shown)
+
+    def test_results_are_an_aligned_table(self):
+        text = self.render(self.fields, self.values)
+        rows = [line.split('|')[2].rstrip() for line in text.splitlines()
+                if 'total preemption cost' in line or
+                'vCPU utilisation, all' in line or
+                'metric' in line]
+        # numbers right-aligned under their replay's label
+        ends = {len(row) for row in rows}
+        self.assertEqual(1, len(ends), rows)
+        self.assertTrue(rows[0].endswith('normal only'), rows)
+        self.assertEqual(['12345', '0'], rows[1].split()[-2:])
+
+    def test_machine_formats_keep_the_text(self):
+        import json
+        doc = json.loads(self.render(self.fields, self.values, '-f',
+                                     'json'))
+        self.assertEqual('\n'.join(self.report.failure_report(
+            [self.a, self.b])), doc['failed normal requests'])
+        self.assertEqual(demo.NORMAL_PLACEMENT['transparent'][1],
+                         doc['normal placement'])
