@@ -285,7 +285,9 @@ class Cloud:
     # -- up ---------------------------------------------------------------
 
     def up(self, settings, replace=False):
-        """Start the cloud; return the summary dict.
+        """Start the cloud; return its :meth:`status` (the summary with,
+        per service, whether it is alive, its processes, memory and
+        health).
 
         :raises AlreadyUpError: services of this state directory run and
             ``replace`` is false.
@@ -311,7 +313,7 @@ class Cloud:
                       'vhost': self.layout.vhost, 'status': 'starting'}
         self._save()
         try:
-            return self._up(settings)
+            self._up(settings)
         except BaseException as exc:
             if isinstance(exc, process.ServiceError) and exc.log:
                 exc.tail = process.tail(exc.log)
@@ -319,6 +321,7 @@ class Cloud:
                      '(logs kept in %s)' % self.layout.logs)
             self.down(keep_logs=True)
             raise
+        return self.status()
 
     def _start(self, name, argv, env):
         log = self.layout.log(name)
@@ -413,7 +416,6 @@ class Cloud:
         self.state['status'] = 'up'
         self.state['start_seconds'] = round(time.monotonic() - t0, 1)
         self._save()
-        return self.summary()
 
     def _nova_services(self, settings):
         conn = bootstrap.admin_connection(settings)

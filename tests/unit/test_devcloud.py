@@ -762,6 +762,30 @@ class TestCLI(testtools.TestCase):
         self.assertIn('--replace', err)
         check.assert_not_called()
 
+    def test_up_shows_state_processes_rss_and_health(self):
+        from opie_sched.devcloud import cloud
+        root = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.devcloud.preflight.check'))
+        self.useFixture(fixtures.MockPatchObject(
+            cloud.Cloud, '_nova_services', return_value=[]))
+
+        def fake_up(cloud_self, settings):
+            # one real service process, as _up starts them
+            pid = cloud_self._start('opie-market', ['sleep', '60'], None)
+            self.addCleanup(process.stop, pid, 1.0)
+            cloud_self.state['status'] = 'up'
+            cloud_self._save()
+            return cloud_self.summary()
+        self.useFixture(fixtures.MockPatchObject(cloud.Cloud, '_up',
+                                                 fake_up))
+        code, out, _err = self._run(['devcloud', 'up', '--state-dir', root])
+        self.assertEqual(0, code, _err)
+        [row] = [line for line in out.splitlines() if 'opie-market' in line]
+        name, pid, state, procs, rss, health = row.strip('| ').split()
+        self.assertEqual(('alive', '1', 'running'), (state, procs, health))
+        self.assertGreater(float(rss), 0.0)
+
     def test_status_without_cloud(self):
         root = self.useFixture(fixtures.TempDir()).path
         code, out, err = self._run(['devcloud', 'status', '--state-dir',
