@@ -23,7 +23,9 @@ the DevStack plugin: both run ``opie-scheduler --config-file nova.conf
 scheduler-conf``.
 """
 
+import dataclasses
 import secrets
+import typing
 
 #: nova's default ``[filter_scheduler] enabled_filters`` (nova 34).
 NOVA_DEFAULT_FILTERS = (
@@ -130,6 +132,7 @@ PREEMPTIBLE_CLASSES = ('CUSTOM_PREEMPTIBLE_VCPU',
                        'CUSTOM_PREEMPTIBLE_DISK_GB')
 
 
+@dataclasses.dataclass(eq=False)
 class Settings:
     """The parameters of one devcloud (stored in its state file).
 
@@ -190,106 +193,92 @@ class Settings:
         with reliability or several scheduler hosts.
     """
 
-    FIELDS = ('ports', 'computes', 'scheduler_workers', 'compute_vcpus',
-              'compute_ram_mb', 'compute_disk_gb', 'allocation_ratio',
-              'password', 'prefix', 'host', 'mysql', 'rabbit', 'debug',
-              'with_autoscaler', 'with_repacker', 'neutron',
-              'preemptible_cpu_ratio', 'market_period', 'market_notice',
-              'market_tick', 'market_capacity_source', 'reliability',
-              'scheduler_hosts', 'notifications', 'stock_scheduler',
-              'unified_limits')
+    ports: dict
+    computes: int = 2
+    scheduler_workers: int = 2
+    compute_vcpus: int = 8
+    compute_ram_mb: int = 16000
+    compute_disk_gb: int = 200
+    allocation_ratio: float = 1.0
+    password: typing.Optional[str] = None
+    prefix: str = '/usr'
+    host: str = '127.0.0.1'
+    mysql: str = 'root@127.0.0.1:3306'
+    rabbit: str = 'guest:guest@127.0.0.1:5672'
+    debug: bool = False
+    with_autoscaler: bool = False
+    with_repacker: bool = False
+    neutron: str = 'server'
+    preemptible_cpu_ratio: typing.Optional[float] = None
+    market_period: typing.Optional[int] = None
+    market_notice: typing.Optional[int] = None
+    market_tick: typing.Optional[float] = None
+    market_capacity_source: typing.Optional[str] = None
+    reliability: bool = False
+    scheduler_hosts: int = 1
+    notifications: bool = False
+    stock_scheduler: bool = False
+    unified_limits: bool = True
 
-    def __init__(self, ports, computes=2, scheduler_workers=2,
-                 compute_vcpus=8, compute_ram_mb=16000, compute_disk_gb=200,
-                 allocation_ratio=1.0, password=None, prefix='/usr',
-                 host='127.0.0.1', mysql='root@127.0.0.1:3306',
-                 rabbit='guest:guest@127.0.0.1:5672', debug=False,
-                 with_autoscaler=False, with_repacker=False,
-                 neutron='server', preemptible_cpu_ratio=None,
-                 market_period=None, market_notice=None, market_tick=None,
-                 market_capacity_source=None, reliability=False,
-                 scheduler_hosts=1, notifications=False,
-                 stock_scheduler=False, unified_limits=True):
-        for name, value in (('computes', computes),
-                            ('scheduler_workers', scheduler_workers),
-                            ('scheduler_hosts', scheduler_hosts),
-                            ('compute_vcpus', compute_vcpus),
-                            ('compute_ram_mb', compute_ram_mb),
-                            ('compute_disk_gb', compute_disk_gb)):
+    def __post_init__(self):
+        for name in ('computes', 'scheduler_workers', 'scheduler_hosts',
+                     'compute_vcpus', 'compute_ram_mb', 'compute_disk_gb'):
+            value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError('%s must be an integer >= 1, got %r'
                                  % (name, value))
-        if compute_ram_mb <= 512:
+        if self.compute_ram_mb <= 512:
             raise ValueError('compute_ram_mb must exceed the 512 MB nova '
                              'reserves for the host, got %r'
-                             % compute_ram_mb)
-        if neutron not in NEUTRON_MODES:
+                             % self.compute_ram_mb)
+        if self.neutron not in NEUTRON_MODES:
             raise ValueError('neutron must be one of %s, got %r'
-                             % (', '.join(NEUTRON_MODES), neutron))
-        for name, value in (('allocation_ratio', allocation_ratio),
-                            ('preemptible_cpu_ratio',
-                             preemptible_cpu_ratio)):
+                             % (', '.join(NEUTRON_MODES), self.neutron))
+        for name in ('allocation_ratio', 'preemptible_cpu_ratio'):
+            value = getattr(self, name)
             if value is None and name != 'allocation_ratio':
                 continue
             if isinstance(value, bool) or not isinstance(
                     value, (int, float)) or not 0 < value < float('inf'):
                 raise ValueError('%s must be a number > 0, got %r'
                                  % (name, value))
-        for name, value, low in (('market_period', market_period, 1),
-                                 ('market_notice', market_notice, 0),
-                                 ('market_tick', market_tick, 0.1)):
+        for name, low in (('market_period', 1), ('market_notice', 0),
+                          ('market_tick', 0.1)):
+            value = getattr(self, name)
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(
                     value, (int, float)) or not low <= value < float('inf'):
                 raise ValueError('%s must be a number >= %g, got %r'
                                  % (name, low, value))
-        if market_period is not None and market_period != int(
-                market_period):
-            raise ValueError('market_period must be whole seconds, got %r'
-                             % market_period)
-        if market_notice is not None and market_notice != int(
-                market_notice):
-            raise ValueError('market_notice must be whole seconds, got %r'
-                             % market_notice)
-        if stock_scheduler and (reliability or scheduler_hosts > 1):
+        for name in ('market_period', 'market_notice'):
+            value = getattr(self, name)
+            if value is not None and value != int(value):
+                raise ValueError('%s must be whole seconds, got %r'
+                                 % (name, value))
+        if self.stock_scheduler and (self.reliability
+                                     or self.scheduler_hosts > 1):
             raise ValueError('stock_scheduler runs one stock nova-scheduler '
                              'host without opie_sched: reliability and '
                              'scheduler_hosts > 1 need opie-scheduler')
-        if market_capacity_source not in (None,) + CAPACITY_SOURCES:
+        if self.market_capacity_source not in (None,) + CAPACITY_SOURCES:
             raise ValueError('market_capacity_source must be one of %s, got '
                              '%r' % (', '.join(CAPACITY_SOURCES),
-                                     market_capacity_source))
-        self.ports = dict(ports)
-        self.computes = computes
-        self.scheduler_workers = scheduler_workers
-        self.scheduler_hosts = scheduler_hosts
-        self.compute_vcpus = compute_vcpus
-        self.compute_ram_mb = compute_ram_mb
-        self.compute_disk_gb = compute_disk_gb
-        self.allocation_ratio = float(allocation_ratio)
-        self.password = password or secrets.token_hex(12)
-        self.prefix = prefix
-        self.host = host
-        self.mysql = mysql
-        self.rabbit = rabbit
-        self.debug = debug
-        self.with_autoscaler = with_autoscaler
-        self.with_repacker = with_repacker
-        self.neutron = neutron
-        self.preemptible_cpu_ratio = (None if preemptible_cpu_ratio is None
-                                      else float(preemptible_cpu_ratio))
-        self.market_period = (None if market_period is None
-                              else int(market_period))
-        self.market_notice = (None if market_notice is None
-                              else int(market_notice))
-        self.market_tick = (None if market_tick is None
-                            else float(market_tick))
-        self.market_capacity_source = market_capacity_source
-        self.reliability = bool(reliability)
-        self.notifications = bool(notifications)
-        self.stock_scheduler = bool(stock_scheduler)
-        self.unified_limits = bool(unified_limits)
+                                     self.market_capacity_source))
+        self.ports = dict(self.ports)
+        self.allocation_ratio = float(self.allocation_ratio)
+        self.password = self.password or secrets.token_hex(12)
+
+        def optional(kind, value):
+            return None if value is None else kind(value)
+        self.preemptible_cpu_ratio = optional(float,
+                                              self.preemptible_cpu_ratio)
+        self.market_period = optional(int, self.market_period)
+        self.market_notice = optional(int, self.market_notice)
+        self.market_tick = optional(float, self.market_tick)
+        for name in ('reliability', 'notifications', 'stock_scheduler',
+                     'unified_limits'):
+            setattr(self, name, bool(getattr(self, name)))
 
     @property
     def cpu_allocation_ratio(self):
@@ -301,11 +290,19 @@ class Settings:
         return self.preemptible_cpu_ratio
 
     def to_dict(self):
-        return {name: getattr(self, name) for name in self.FIELDS}
+        """The fields as a JSON-able dict (the state file's
+        ``settings``).
+        """
+        return {f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self)}
 
     @classmethod
     def from_dict(cls, data):
-        kwargs = {k: v for k, v in data.items() if k in cls.FIELDS}
+        """The settings of a state file's dict; keys that are no field
+        are ignored.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
         # a cloud started before the devcloud used unified limits
         kwargs.setdefault('unified_limits', False)
         return cls(**kwargs)
