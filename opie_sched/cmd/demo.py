@@ -249,15 +249,8 @@ def report_fields(where, source, placement, with_pre, baseline, output_dir,
     values = [_text(where), _text(source), _text(placement),
               Results(results)]
     if baseline:
-        window = report.common_window(results)
-        gain = 100 * (with_pre.utilisation(window=window)
-                      - baseline.utilisation(window=window))
         fields.append('conclusion')
-        values.append(_text(
-            'preemptible backfilling adds %.1f points of vCPU '
-            'utilisation; normal requests failed: %d with '
-            'backfilling vs %d without'
-            % (gain, with_pre.normal_failed, baseline.normal_failed)))
+        values.append(_text(report.conclusion(with_pre, baseline)))
         fields.append('normal outcomes')
         values.append(_text(report.comparison_text(with_pre, baseline)))
     fields.append('failed normal requests')

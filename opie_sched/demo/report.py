@@ -9,7 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The demo's report: a summary table, a CSV time series and a PNG plot."""
+"""The demo's report: its sentences, a CSV time series and a PNG plot
+(the table is :func:`opie_sched.cmd.demo.report_fields`).
+"""
 
 import csv
 import os
@@ -29,60 +31,17 @@ def common_window(results):
     return min(s for s, _ in spans), max(e for _, e in spans)
 
 
-def summary(with_pre, baseline, cost_unit='s'):
-    """Text table comparing the replay with and without backfilling.
-
-    :param with_pre: :class:`~opie_sched.demo.replay.ReplayResult` of the
-        replay with preemptible instances.
-    :param baseline: the same replay with normal requests only, or None.
-
-    Utilisation is measured over one window for both replays: from the
-    first request to the last server's end in either of them.
+def conclusion(with_pre, baseline):
+    """The replays compared in one sentence: the vCPU utilisation
+    backfilling adds (percentage points, over :func:`common_window`) and
+    the normal requests failed in each.
     """
-    results = [with_pre] + ([baseline] if baseline else [])
-    window = common_window(results)
-    rows = [
-        ('requests (normal / preemptible)', lambda r: '%d (%d / %d)' % (
-            r.requests, r.normal_requests, r.preemptible_requests)),
-        ('servers booted', lambda r: '%d' % r.servers_booted),
-        ('normal requests failed', lambda r: '%d' % r.normal_failed),
-        ('preemptible requests rejected (no room)',
-         lambda r: '%d' % r.preemptible_rejected),
-        ('preemption decisions', lambda r: '%d' % r.preemption_decisions),
-        ('instances preempted', lambda r: '%d' % r.preemptions),
-        ('total preemption cost (%s)' % cost_unit,
-         lambda r: 'n/a' if r.preemption_cost is None
-         else '%.0f' % r.preemption_cost),
-        ('vCPU utilisation, all', lambda r: '%.1f %%' % (
-            100 * r.utilisation(window=window))),
-        ('vCPU utilisation, normal', lambda r: '%.1f %%' % (
-            100 * r.utilisation(('normal',), window=window))),
-        ('vCPU utilisation, preemptible', lambda r: '%.1f %%' % (
-            100 * r.utilisation(('preemptible',), window=window))),
-        ('wall time (s)', lambda r: '%.0f' % r.wall_seconds),
-    ]
-    head = ['%-42s' % ''] + ['%24s' % r.label for r in results]
-    lines = [''.join(head), '-' * len(''.join(head))]
-    for name, fmt in rows:
-        lines.append('%-42s' % name + ''.join('%24s' % fmt(r)
-                                              for r in results))
-    if baseline:
-        gain = 100 * (with_pre.utilisation(window=window)
-                      - baseline.utilisation(window=window))
-        lines.append('')
-        lines.append('preemptible backfilling adds %.1f points of vCPU '
-                     'utilisation; normal requests failed: %d with '
-                     'backfilling vs %d without'
-                     % (gain, with_pre.normal_failed,
-                        baseline.normal_failed))
-        lines.append('normal outcomes: %s'
-                     % comparison_text(with_pre, baseline))
-    for r in results:
-        if r.failures:
-            lines.append('')
-            lines.append('failed normal requests, %s:' % r.label)
-            lines.extend('  ' + line for line in failure_lines(r))
-    return '\n'.join(lines)
+    window = common_window([with_pre, baseline])
+    gain = 100 * (with_pre.utilisation(window=window)
+                  - baseline.utilisation(window=window))
+    return ('preemptible backfilling adds %.1f points of vCPU utilisation; '
+            'normal requests failed: %d with backfilling vs %d without'
+            % (gain, with_pre.normal_failed, baseline.normal_failed))
 
 
 def size_text(size):
@@ -154,13 +113,13 @@ def failure_report(results):
     servers, same reason) in every replay is named once, prefixed
     ``every replay``. ``['none']`` when no normal request failed.
     """
-    per_replay = [dict(zip(((f.job_id, f.t) for f in r.failures),
+    per_replay = [list(zip(((f.job_id, f.t) for f in r.failures),
                            failure_lines(r))) for r in results]
     lines = []
     for i, r in enumerate(results):
-        for key, line in per_replay[i].items():
+        for key, line in per_replay[i]:
             if len(results) > 1 and all(
-                    p.get(key) == line for p in per_replay):
+                    (key, line) in p for p in per_replay):
                 if i == 0:
                     lines.append('every replay: ' + line)
             else:

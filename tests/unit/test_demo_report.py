@@ -13,6 +13,7 @@
 
 import testtools
 
+from opie_sched.cmd import demo
 from opie_sched.demo import replay
 from opie_sched.demo import report
 
@@ -47,19 +48,20 @@ class UtilisationWindowTest(testtools.TestCase):
                                                          window=window))
         self.assertEqual(0.75, self.with_pre.utilisation(window=window))
 
-    def test_summary_uses_the_common_window(self):
-        text = report.summary(self.with_pre, self.baseline)
-        self.assertIn('adds 50.0 points', text)
+    def test_report_uses_the_common_window(self):
+        self.assertIn('adds 50.0 points',
+                      report.conclusion(self.with_pre, self.baseline))
+        text = demo.Results([self.with_pre, self.baseline]).human_readable()
         normal = [line for line in text.splitlines()
-                  if line.startswith('vCPU utilisation, normal')][0]
-        self.assertEqual(['25.0', '%', '25.0', '%'], normal.split()[-4:])
+                  if 'vCPU utilisation, normal' in line][0]
+        self.assertEqual(['25.0', '25.0'], normal.split()[-2:])
 
     def test_unknown_preemption_cost_is_not_a_number(self):
         # a remote cloud does not publish the preemption cost
         self.with_pre.preemption_cost = None
-        text = report.summary(self.with_pre, self.baseline)
+        text = demo.Results([self.with_pre, self.baseline]).human_readable()
         row = [line for line in text.splitlines()
-               if line.startswith('total preemption cost')][0]
+               if 'total preemption cost' in line][0]
         self.assertEqual(['n/a', '0'], row.split()[-2:])
 
 
@@ -147,7 +149,7 @@ class FailureReasonTest(testtools.TestCase):
         self.assertEqual('no fault recorded',
                          report.failure_reason(failure(None, None)))
 
-    def test_lines_and_summary_name_every_failure(self):
+    def test_lines_and_report_name_every_failure(self):
         r = result('with backfilling', [(0, 4, 0), (10, 0, 0)])
         r.failures = [failure(self.NO_CANDIDATES, None),
                       failure(self.NO_CANDIDATES, None, count=3, failed=2)]
@@ -159,9 +161,8 @@ class FailureReasonTest(testtools.TestCase):
              'job j7 at t=1:02:05, 3 x 4 vCPU / 8000 MB / 80 GB (2 failed): '
              'no allocation candidates: no host had 4 vCPU / 8000 MB / 80 '
              'GB free in the normal state'], lines)
-        text = report.summary(r, None)
-        self.assertIn('failed normal requests, with backfilling:', text)
-        self.assertIn('  ' + lines[1], text)
+        self.assertEqual(['with backfilling: ' + line for line in lines],
+                         report.failure_report([r]))
 
     def test_failure_named_once_when_alike_in_every_replay(self):
         a = result('with backfilling', [(0, 4, 0), (10, 0, 0)])
