@@ -462,13 +462,27 @@ def fits(state, inst, destination, policy, consolidate=False):
         return False
     if consolidate and not state.placed[destination]:
         return False
-    cpu_req, mem_req = state.requested(destination)
+    return admits(host, state.requested(destination),
+                  state.used(destination), inst, policy.alpha)
+
+
+def admits(host, requested, used, inst, alpha):
+    """RPM's admission rule (Paper IV eq. 2) for ``inst`` on ``host``: the
+    requested vCPU and MB stay within what Nova allows
+    (:attr:`Host.cpu_allowed`, :attr:`Host.memory_allowed`) and the used
+    CPU and RAM stay <= ``alpha`` of the host's capacity.
+
+    :param requested: ``(vCPU, MB)`` the host's instances request now.
+    :param used: ``(CPU, MB)`` they use now.
+    :param alpha: the utilisation bound, a fraction (0..1].
+    """
+    cpu_req, mem_req = requested
     if (cpu_req + inst.vcpus > host.cpu_allowed + 1e-9
             or mem_req + inst.memory_mb > host.memory_allowed + 1e-9):
         return False
-    cpu, mem = state.used(destination)
-    return ((cpu + inst.cpu) / host.vcpus <= policy.alpha + 1e-9
-            and (mem + inst.memory) / host.memory_mb <= policy.alpha + 1e-9)
+    cpu, mem = used
+    return ((cpu + inst.cpu) / host.vcpus <= alpha + 1e-9
+            and (mem + inst.memory) / host.memory_mb <= alpha + 1e-9)
 
 
 def move_terms(state, inst, source, destination, policy, dt_bound):

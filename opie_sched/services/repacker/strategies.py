@@ -101,8 +101,7 @@ class RPMStrategy(Strategy):
 class _Projection:
     """The hosts' projected state while a plan is built: instances per
     host, used and requested sums, and the fit rule shared by every new
-    strategy (the one of :func:`planner.fits`: requests within what Nova
-    allows, used CPU and RAM <= α after the move, accepting hosts).
+    strategy: an accepting host and :func:`planner.admits` (RPM's rule).
     """
 
     def __init__(self, hosts, alpha):
@@ -131,15 +130,8 @@ class _Projection:
 
     def fits(self, inst, i):
         h = self.hosts[i]
-        if not h.accepts:
-            return False
-        cpu_r, mem_r = self.requested(i)
-        if (cpu_r + inst.vcpus > h.cpu_allowed + 1e-9
-                or mem_r + inst.memory_mb > h.memory_allowed + 1e-9):
-            return False
-        cpu, mem = self.used(i)
-        return ((cpu + inst.cpu) / h.vcpus <= self.alpha + 1e-9
-                and (mem + inst.memory) / h.memory_mb <= self.alpha + 1e-9)
+        return h.accepts and planner.admits(h, self.requested(i),
+                                            self.used(i), inst, self.alpha)
 
     def move(self, inst, source, destination):
         self.placed[source].remove(inst)
