@@ -64,24 +64,17 @@ def main(argv=None):
         coordination.use_threading_backend()
     from opie_sched.services.autoscaler import service as service_mod
     service = service_mod.AutoscalerService(conf)
-    try:
-        service.start()
-    except Exception as exc:
-        LOG.error('Cannot join the coordination backend %s: %s',
-                  conf.opie_autoscaler.coordination_url, exc)
-        return 1
-    try:
-        if conf.once:
-            outcomes = service.run_once()
-            for out in outcomes:
-                LOG.info('Application %s: %s %s', out.app, out.action,
-                         out.reason)
-            return 1 if any(o.action == 'error' for o in outcomes) else 0
-        LOG.info('opie-autoscaler running every %g s',
-                 conf.opie_autoscaler.interval)
-        return coordination.serve(conf, service.service('opie-autoscaler'))
-    finally:
-        service.stop()
+
+    def once():
+        outcomes = service.run_once()
+        for out in outcomes:
+            LOG.info('Application %s: %s %s', out.app, out.action,
+                     out.reason)
+        return 1 if any(o.action == 'error' for o in outcomes) else 0
+    return service_config.run(
+        conf, service, 'opie-autoscaler',
+        conf.opie_autoscaler.coordination_url, once,
+        'opie-autoscaler running every %g s' % conf.opie_autoscaler.interval)
 
 
 if __name__ == '__main__':

@@ -84,25 +84,18 @@ def main(argv=None, conn=None):
                          'opie_sched[repacker] (%s)\n' % exc)
         return 1
     service = service_mod.RepackerService(conf, conn=conn, out=_print)
-    try:
-        service.start()
-    except Exception as exc:
-        LOG.error('Cannot join the coordination backend %s: %s',
-                  service_mod.coordination_url(conf), exc)
-        return 1
-    try:
-        if conf.once:
-            period = service.run_once()
-            if period.status == 'error':
-                sys.stderr.write('opie-repacker: error: %s\n' % period.error)
-                return 1
-            return 3 if period.status == 'locked' else 0
-        LOG.info('opie-repacker: sampling every %g s, planning every %g s',
-                 conf.opie_repacker.sample_interval,
-                 conf.opie_repacker.interval)
-        return coordination.serve(conf, service.service('opie-repacker'))
-    finally:
-        service.stop()
+
+    def once():
+        period = service.run_once()
+        if period.status == 'error':
+            sys.stderr.write('opie-repacker: error: %s\n' % period.error)
+            return 1
+        return 3 if period.status == 'locked' else 0
+    return service_config.run(
+        conf, service, 'opie-repacker',
+        service_mod.coordination_url(conf), once,
+        'opie-repacker: sampling every %g s, planning every %g s'
+        % (conf.opie_repacker.sample_interval, conf.opie_repacker.interval))
 
 
 if __name__ == '__main__':

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Command-line configuration shared by the companion services' scripts.
+"""Command-line configuration and the run shared by the companion
+services' scripts.
 
 ``opie-autoscaler`` and ``opie-repacker`` read oslo.config files
 (``--config-file``), take ``--once`` (one round, then exit) and
@@ -18,6 +19,10 @@
 
 from oslo_config import cfg
 from oslo_log import log as logging
+
+from opie_sched.common import coordination
+
+LOG = logging.getLogger(__name__)
 
 
 def parse(argv, prog, register_opts, group, once_help, dry_run_help,
@@ -48,3 +53,32 @@ def parse(argv, prog, register_opts, group, once_help, dry_run_help,
     from opie_sched.conf import validation
     validation.validate(conf)
     return conf
+
+
+def run(conf, service, prog, coordination_url, once, running):
+    """Run a companion service: join the coordination backend, then one
+    round (``--once``) or the oslo.service loop until SIGTERM / SIGINT;
+    the service is stopped in the end.
+
+    :param service: an object with ``start()`` (joins the backend),
+        ``service(name)`` (the oslo.service service) and ``stop()``.
+    :param prog: the program name (the oslo.service service's name).
+    :param coordination_url: named when the backend cannot be joined.
+    :param once: ``() -> exit code`` of one round, run with ``--once``.
+    :param running: the log line saying the loop runs.
+    :returns: the exit code: 1 when the backend cannot be joined, else
+        ``once()``'s or the loop's.
+    """
+    try:
+        service.start()
+    except Exception as exc:
+        LOG.error('Cannot join the coordination backend %s: %s',
+                  coordination_url, exc)
+        return 1
+    try:
+        if conf.once:
+            return once()
+        LOG.info(running)
+        return coordination.serve(conf, service.service(prog))
+    finally:
+        service.stop()
