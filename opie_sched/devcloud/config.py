@@ -349,20 +349,12 @@ def render(sections):
 
 
 def _authtoken(settings, username):
-    """``[keystone_authtoken]`` of a service validating tokens."""
-    return {
-        'www_authenticate_uri': settings.auth_url,
-        'auth_url': settings.auth_url,
-        'auth_type': 'password',
-        'username': username,
-        'password': settings.password,
-        'project_name': 'service',
-        'user_domain_name': 'Default',
-        'project_domain_name': 'Default',
-        'region_name': REGION,
-        'memcached_servers': None,
-        'service_token_roles_required': True,
-    }
+    """``[keystone_authtoken]`` of a service validating tokens: its
+    :func:`_service_auth` and keystonemiddleware's own options.
+    """
+    return dict({'www_authenticate_uri': settings.auth_url},
+                **_service_auth(settings, username),
+                memcached_servers=None, service_token_roles_required=True)
 
 
 def _service_auth(settings, username):

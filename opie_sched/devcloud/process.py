@@ -38,17 +38,29 @@ class ServiceError(Exception):
         self.log = log
 
 
+def _log(log, argv):
+    """``log`` opened for appending (its directory made), after a line
+    naming the time and ``argv``.
+    """
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    out = open(log, 'ab')
+    try:
+        out.write(('\n==== %s: %s\n' % (
+            time.strftime('%Y-%m-%d %H:%M:%S'), ' '.join(argv))).encode())
+        out.flush()
+    except BaseException:
+        out.close()
+        raise
+    return out
+
+
 def start(name, argv, log, env=None, cwd=None):
     """Start ``argv`` detached (own session), output appended to ``log``.
 
     :returns: the pid.
     :raises ServiceError: the program cannot be executed.
     """
-    os.makedirs(os.path.dirname(log), exist_ok=True)
-    with open(log, 'ab') as out:
-        out.write(('\n==== %s: %s\n' % (
-            time.strftime('%Y-%m-%d %H:%M:%S'), ' '.join(argv))).encode())
-        out.flush()
+    with _log(log, argv) as out:
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out,
@@ -215,11 +227,7 @@ def run(argv, log, env=None, timeout=600, name=None):
     :raises ServiceError: non-zero exit or timeout.
     """
     name = name or os.path.basename(argv[0])
-    os.makedirs(os.path.dirname(log), exist_ok=True)
-    with open(log, 'ab') as out:
-        out.write(('\n==== %s: %s\n' % (
-            time.strftime('%Y-%m-%d %H:%M:%S'), ' '.join(argv))).encode())
-        out.flush()
+    with _log(log, argv) as out:
         try:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out,
                                   stderr=subprocess.STDOUT, env=env,
