@@ -47,9 +47,9 @@ KIND_OUT_OF_BID = 'out_of_bid'
 KIND_OUT_OF_CREDIT = 'out_of_credit'
 
 #: Why a notice is withdrawn from a server resized to a normal flavor.
-NOT_PREEMPTIBLE = ('no longer preemptible (its flavor lost the marker '
-                   'opie:preemptible=true, e.g. a resize to a normal '
-                   'flavor): it left the market')
+NOT_PREEMPTIBLE = ('no longer preemptible (its flavor requests no '
+                   'CUSTOM_PREEMPTIBLE_* class, e.g. after a resize to a '
+                   'normal flavor): it left the market')
 
 #: The flavor extra spec that chooses a server's interruption behaviour
 #: (a registered one, :data:`.settings.BEHAVIORS`; the scheduler's key too,
@@ -207,8 +207,10 @@ class Enforcer:
     def _still_victim(self, notice, info):
         """Whether a noticed server is still to be preempted now.
 
-        Only a preemptible server (the flavor marker, the scheduler's
-        definition) in no transition is ever preempted.
+        Only a preemptible server (the ownership model's rule: the
+        preemptible classes its flavor copy requests,
+        :attr:`.cloud.ServerInfo.preemptible`) in no transition is ever
+        preempted.
         """
         if not info.preemptible:
             return False
