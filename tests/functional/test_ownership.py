@@ -310,3 +310,30 @@ class VolumeBootedDiskTest(_OwnershipBase):
         bfv = self._wait_for_state_change(bfv, 'VERIFY_RESIZE')
         self.assertEqual('host2', self.server_host(bfv))
         self.assertEqual((4, 8000, 0), self.full_used('host2'))
+
+
+class FlavorWithoutLimitTest(_OwnershipBase):
+    """A flavor's ``opie:max_lifetime=0`` overrides the cloud-wide limit
+    through the reconciler's whole lifetime round (issue 30, tests that
+    could not catch): its servers are never ended, whatever their age,
+    while another flavor's as old are.
+    """
+
+    EXTRA_FLAGS = dict(_OwnershipBase.EXTRA_FLAGS,
+                       opie_preemption={'max_lifetime': 3600})
+
+    def test_flavor_zero_means_no_limit(self):
+        specs = dict(flavors.preemptible_extra_specs(2, 4000, 40),
+                     **{reconciler.LIFETIME_KEY: '0'})
+        self.flavor_ids['forever.preemptible'] = self._create_flavor(
+            name='forever.preemptible', vcpu=2, memory_mb=4000, disk=40,
+            ephemeral=0, extra_spec=specs)
+        forever = self.boot('forever.preemptible', name='forever')
+        limited = self.boot('medium.preemptible', name='limited')
+        for server in (forever, limited):
+            self.set_runtime(server['id'], 10 ** 5)
+        [plan] = reconciler.Reconciler().run_once()
+        self.assertEqual([limited['id']], [i.uuid for i, _ in plan.victims])
+        self._wait_until_deleted(limited)
+        self.assertEqual({forever['id']}, self.live_uuids())
+        self.assertEqual([], reconciler.Reconciler().run_once())
