@@ -440,10 +440,10 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         (:meth:`_known_over`), else as Placement's usages show it now.
         """
         rp_uuid = host_state.uuid
-        if view.provider_state(rp_uuid) is None:
-            capacity, used = hosts.full_state(host_state, view)
-            if (used - capacity).fits_in(planner.model.ZERO):
-                return
+        # Without a usable summary (a provider without a standard class's
+        # inventory), the worker's own HostState is never the judge: it
+        # does not see other workers' claims. Placement's inventories and
+        # usages below decide.
         # A summary without preemptible usage proves nothing about now: a
         # preemptible claim may have landed since (its own check ran
         # before this claim). The usages read below decides.
