@@ -109,3 +109,23 @@ class EnforcementByClassesTest(testtools.TestCase):
         self.assertEqual([], self.cloud.terminated)
         self.assertEqual(models.CANCELLED,
                          self.store.notices()[0]['state'])
+
+    def test_cancel_keeps_a_notice_the_scheduler_gave_since(self):
+        # a suspected item of issue 30: the market withdraws its notice
+        # (the bid was raised) after the scheduler chose the same server
+        # as a victim and wrote its own notice in the same keys: the
+        # guest keeps the scheduler's notice
+        self.contended()
+        eng = self.engine()
+        self.assertEqual(['s0'], eng.tick(base.T0).notices)
+        self.cloud.set_metadata('s0', {'opie:bid': '5'})
+        scheduler_notice = {
+            base.engine.NOTICE_KEY: 'preemption at 2026-01-01T00:00:30Z '
+                                    '(delete): preempted by the scheduler',
+            base.engine.DEADLINE_KEY: '2026-01-01T00:00:30Z'}
+        self.cloud.set_metadata('s0', scheduler_notice)
+        report = eng.tick(base.T0 + 600)
+        self.assertEqual(([], ['s0']), (report.preempted, report.cancelled))
+        meta = self.cloud.by_uuid['s0'].metadata
+        self.assertEqual(scheduler_notice, {
+            k: meta.get(k) for k in scheduler_notice})
