@@ -92,6 +92,51 @@ def requested_amounts(extra_specs):
     return found
 
 
+PREEMPTIBLE_DISK_KEY = 'resources:CUSTOM_PREEMPTIBLE_DISK_GB'
+
+
+def volume_booted_specs(extra_specs, ephemeral_gb, swap_mb):
+    """The extra specs a server that boots from a volume claims with:
+    ``resources:CUSTOM_PREEMPTIBLE_DISK_GB`` lowered to the local disk such
+    a server uses, its ephemeral disk plus its swap (GB, swap rounded up),
+    never raised above the flavor's amount.
+
+    The rule is nova's own for ``DISK_GB``: a request spec with ``is_bfv``
+    leaves the root disk out of the disk it asks Placement for
+    (``nova.scheduler.utils.ResourceRequest.from_request_spec``: ephemeral
+    + swap, root only when not ``is_bfv``). A preemptible flavor asks for
+    its disk in the preemptible class instead (``resources:DISK_GB=0``),
+    where nova's rule does not reach, so without this a volume-booted
+    preemptible server holds a root disk it never uses on its host, and a
+    normal server needing that disk preempts it for nothing (issue 30,
+    hole 9). The minimum (not the amount less the root disk) keeps the
+    rule idempotent and never asks more than the flavor does; for a twin
+    made by ``opie-sched flavor create-preemptible`` (amount = root +
+    ephemeral + swap) both are the same.
+
+    :param extra_specs: the flavor's extra specs (mapping str -> str).
+    :param ephemeral_gb: the flavor's ephemeral disk, GB (None = 0).
+    :param swap_mb: the flavor's swap, MB (None = 0).
+    :returns: a new dict when the amount is lowered; otherwise
+        ``extra_specs`` itself (no such key, a malformed amount, or an
+        amount already within ephemeral + swap).
+    """
+    specs = extra_specs or {}
+    value = specs.get(PREEMPTIBLE_DISK_KEY)
+    if value is None:
+        return extra_specs
+    try:
+        amount = int(str(value).strip())
+    except (TypeError, ValueError):
+        return extra_specs
+    local = int(ephemeral_gb or 0) + -(-int(swap_mb or 0) // 1024)
+    if amount <= local:
+        return extra_specs
+    lowered = dict(specs)
+    lowered[PREEMPTIBLE_DISK_KEY] = str(max(local, 0))
+    return lowered
+
+
 def requests_preemptible(extra_specs):
     """True when a flavor (its extra specs) requests a preemptible class
     from Placement: what its servers will hold, what Placement enforces.

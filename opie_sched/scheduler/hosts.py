@@ -206,7 +206,9 @@ _PREEMPTIBLE_INDEX = dict(zip(flavors.PREEMPTIBLE_CLASSES, range(3)))
 def summary_state(summary):
     """``(capacity, used)`` of a provider summary of ``GET
     /allocation_candidates`` (Placement's own figures, as nova fetched them
-    for the request), or None when a standard class is missing.
+    for the request), or None when VCPU or MEMORY_MB is missing (a
+    provider without a ``DISK_GB`` inventory, whose disks are volumes, has
+    a disk capacity of 0 GB: Placement admits no disk claim there).
 
     capacity = (total − reserved) × allocation ratio of VCPU, MEMORY_MB and
     DISK_GB (Placement's ``capacity``); used = the standard plus the
@@ -215,8 +217,9 @@ def summary_state(summary):
     """
     resources = (summary or {}).get('resources') or {}
     try:
-        capacity = model.Resources(*(resources[rc]['capacity']
-                                     for rc in flavors.STANDARD_CLASSES))
+        capacity = model.Resources(*(
+            resources[rc]['capacity'] if rc in resources or rc != 'DISK_GB'
+            else 0 for rc in flavors.STANDARD_CLASSES))
     except (KeyError, TypeError):
         return None
     used = [0, 0, 0]

@@ -65,8 +65,12 @@ from oslo_log import log as logging
 from oslo_service import periodic_task
 from oslo_utils import timeutils
 
+import oslo_messaging as messaging
+
 import nova.conf
 from nova import context as nova_context
+from nova import exception
+from nova import objects
 from nova.scheduler import manager as nova_manager
 
 from opie_sched import conf as opie_conf
@@ -76,6 +80,7 @@ from opie_sched.scheduler import actions
 from opie_sched.scheduler import extra_specs
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reconciler
 from opie_sched.scheduler import reservations
 from opie_sched.scheduler import transparent
@@ -231,6 +236,49 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         self._alternates = _AlternatesBook()
 
     # -- the request wrapper ------------------------------------------------
+
+    @messaging.expected_exceptions(exception.NoValidHost)
+    def select_destinations(
+            self, context, request_spec=None, filter_properties=None,
+            spec_obj=nova_manager.SchedulerManager._sentinel,
+            instance_uuids=None, return_objects=False,
+            return_alternates=False):
+        """nova's ``select_destinations``, a request that boots from a
+        volume claiming no preemptible root disk.
+
+        nova reads the resources to claim from the request spec
+        (``resources_from_request_spec``) before any scheduler hook, and
+        leaves the root disk out of ``DISK_GB`` for ``is_bfv``; a
+        preemptible flavor asks for its disk in
+        ``CUSTOM_PREEMPTIBLE_DISK_GB``, which that rule does not reach. For
+        the whole pass (candidates, filters, weighers, claims, victims) the
+        request's flavor is a copy with that amount lowered to ephemeral +
+        swap (:func:`opie_sched.scheduler.ownership.volume_booted_flavor`),
+        the request's own flavor put back afterwards (the copy is never
+        saved: the conductor keeps its own request spec).
+        """
+        if spec_obj is self._sentinel:
+            spec_obj = objects.RequestSpec.from_primitives(
+                context, request_spec, filter_properties)
+        own = None
+        try:
+            lowered = ownership.volume_booted_flavor(spec_obj)
+        except Exception:
+            LOG.exception('Could not read whether request %s boots from a '
+                          'volume; its flavor is claimed as it is',
+                          context.request_id)
+            lowered = None
+        if lowered is not None:
+            own = spec_obj.flavor
+            spec_obj.flavor = lowered
+        try:
+            return super().select_destinations(
+                context, spec_obj=spec_obj, instance_uuids=instance_uuids,
+                return_objects=return_objects,
+                return_alternates=return_alternates)
+        finally:
+            if own is not None:
+                spec_obj.flavor = own
 
     def _schedule(self, context, spec_obj, instance_uuids,
                   alloc_reqs_by_rp_uuid, provider_summaries,
@@ -392,10 +440,10 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         (:meth:`_known_over`), else as Placement's usages show it now.
         """
         rp_uuid = host_state.uuid
-        if view.provider_state(rp_uuid) is None:
-            capacity, used = hosts.full_state(host_state, view)
-            if (used - capacity).fits_in(planner.model.ZERO):
-                return
+        # Without a usable summary (a provider without a standard class's
+        # inventory), the worker's own HostState is never the judge: it
+        # does not see other workers' claims. Placement's inventories and
+        # usages below decide.
         # A summary without preemptible usage proves nothing about now: a
         # preemptible claim may have landed since (its own check ran
         # before this claim). The usages read below decides.

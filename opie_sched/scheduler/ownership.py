@@ -46,7 +46,10 @@ rows, migrations, Placement allocations).
 * **Size** is what the server holds in Placement (:func:`flavor_resources`:
   the flavor's ``resources:`` overrides win over its sizes, so a flavor
   with ``resources:DISK_GB=0`` holds no disk, and a preemptible flavor
-  holds its ``CUSTOM_PREEMPTIBLE_*`` amounts).
+  holds its ``CUSTOM_PREEMPTIBLE_*`` amounts; a server booted from a
+  volume holds no root disk, in ``DISK_GB`` as nova counts it and in
+  ``CUSTOM_PREEMPTIBLE_DISK_GB`` as the scheduler claims it,
+  :func:`volume_booted_flavor`).
 """
 
 import threading
@@ -167,10 +170,13 @@ def flavor_resources(flavor, boot_from_volume=False):
     (a ``resources:DISK_GB=0`` flavor holds no disk; a preemptible one its
     ``CUSTOM_PREEMPTIBLE_*`` amounts).
     """
-    return _held(getattr(flavor, 'extra_specs', None) or {},
-                 flavor.vcpus, flavor.memory_mb,
-                 disk_gb(flavor.root_gb, flavor.ephemeral_gb,
-                         getattr(flavor, 'swap', 0) or 0, boot_from_volume))
+    swap = getattr(flavor, 'swap', 0) or 0
+    specs = getattr(flavor, 'extra_specs', None) or {}
+    if boot_from_volume:
+        specs = rules.volume_booted_specs(specs, flavor.ephemeral_gb, swap)
+    return _held(specs, flavor.vcpus, flavor.memory_mb,
+                 disk_gb(flavor.root_gb, flavor.ephemeral_gb, swap,
+                         boot_from_volume))
 
 
 def request_resources(spec_obj):
@@ -180,11 +186,48 @@ def request_resources(spec_obj):
     """
     flavor = getattr(spec_obj, 'flavor', None)
     swap = getattr(flavor, 'swap', 0) or 0 if flavor is not None else 0
-    bfv = bool(spec_obj.obj_attr_is_set('is_bfv') and spec_obj.is_bfv) \
+    bfv = request_is_bfv(spec_obj) \
         if hasattr(spec_obj, 'obj_attr_is_set') else False
     specs = getattr(flavor, 'extra_specs', None) or {}
+    if bfv:
+        specs = rules.volume_booted_specs(specs, spec_obj.ephemeral_gb, swap)
     return _held(specs, spec_obj.vcpus, spec_obj.memory_mb,
                  disk_gb(spec_obj.root_gb, spec_obj.ephemeral_gb, swap, bfv))
+
+
+def request_is_bfv(spec_obj):
+    """True for a RequestSpec of a server booted from a volume (nova's
+    ``is_bfv``, set by the API at boot and healed by the conductor for
+    older request specs).
+    """
+    return bool(spec_obj.obj_attr_is_set('is_bfv') and spec_obj.is_bfv)
+
+
+def volume_booted_flavor(spec_obj):
+    """The flavor a volume-booted request claims with, or None when it is
+    the request's own.
+
+    For a RequestSpec with ``is_bfv`` whose flavor asks for more
+    ``CUSTOM_PREEMPTIBLE_DISK_GB`` than the server's local disk
+    (ephemeral + swap), a copy of the flavor with that amount lowered
+    (:func:`opie_sched.preemption.ownership.volume_booted_specs`, nova's
+    rule for ``DISK_GB``); the copy is never saved.
+
+    :param spec_obj: nova ``RequestSpec``.
+    :returns: a nova ``Flavor`` (a clone) or None.
+    """
+    flavor = getattr(spec_obj, 'flavor', None) \
+        if spec_obj.obj_attr_is_set('flavor') else None
+    if flavor is None or not request_is_bfv(spec_obj):
+        return None
+    specs = flavor.extra_specs if 'extra_specs' in flavor else {}
+    lowered = rules.volume_booted_specs(specs, flavor.ephemeral_gb,
+                                        getattr(flavor, 'swap', 0) or 0)
+    if lowered is specs:
+        return None
+    clone = flavor.obj_clone()
+    clone.extra_specs = lowered
+    return clone
 
 
 def instance_boots_from_volume(instance):

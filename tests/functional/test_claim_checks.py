@@ -284,3 +284,80 @@ class RenewalAtEveryClaimTest(_Base):
                          (state.state, state.request_id))
         self.assertGreater(state.since, old + datetime.timedelta(
             seconds=100), 'the lease was not renewed')
+
+
+class NoDiskInventoryTest(_Base):
+    """A suspected item of issue 30: on a host whose provider has no
+    ``DISK_GB`` inventory (its disks are volumes: Ceph-style flavors with
+    ``resources:DISK_GB=0``), the request's provider summary was unusable,
+    so the post-claim check fell back to the worker's own HostState and
+    returned without a lock or a Placement read when that HostState (which
+    does not see another worker's claims) showed room.
+    """
+
+    HOSTS = ('host1',)
+
+    def test_claim_on_a_host_without_disk_inventory_is_checked(self):
+        ceph = {'resources:DISK_GB': '0'}
+        self.flavor_ids['ceph'] = self._create_flavor(
+            name='ceph', vcpu=4, memory_mb=8000, disk=80, ephemeral=0,
+            extra_spec=ceph)
+        self.flavor_ids['ceph.preemptible'] = self._create_flavor(
+            name='ceph.preemptible', vcpu=4, memory_mb=8000, disk=80,
+            ephemeral=0, extra_spec=flavors.preemptible_extra_specs(
+                4, 8000, 0))
+        rp = self._get_provider_uuid_by_host('host1')
+        # what this worker's HostState knows: the host before the
+        # preemptible claims (another worker's)
+        node = self.placement.get('/resource_providers/%s/usages'
+                                  % rp).body['usages']
+        self.assertEqual(0, sum(node.values()))
+        preemptibles = [self.boot('ceph.preemptible', name='p%d' % i)
+                        for i in range(2)]
+        # the provider summary the normal request read: no DISK_GB
+        inventories = self._get_provider_inventory(rp)
+        usages = self.placement.get('/resource_providers/%s/usages'
+                                    % rp).body['usages']
+        summary = {rp: {'resources': {
+            rc: {'capacity': (inv['total'] - inv['reserved'])
+                 * inv['allocation_ratio'], 'used': usages.get(rc, 0)}
+            for rc, inv in inventories.items() if rc != 'DISK_GB'}}}
+        # the normal claim lands (the preemption phase bypassed), then its
+        # host's provider loses the DISK_GB inventory nothing claims
+        self.flags(enabled=False, group='opie_preemption')
+        normal = self.boot('ceph', name='normal')
+        self.flags(enabled=True, group='opie_preemption')
+        del inventories['DISK_GB']
+        self._update_inventory(rp, {
+            'resource_provider_generation': self.placement.get(
+                '/resource_providers/%s' % rp).body['generation'],
+            'inventories': inventories})
+        self.assertNotIn('DISK_GB', self._get_provider_inventory(rp))
+        ctx = nova_context.get_admin_context()
+        ctx.request_id = 'req-no-disk'
+        view = hosts.RequestView(ctx, summary)
+        view.set_policy(lambda: hosts.Decision(hosts.BOOT, True, False,
+                                               False))
+        cell = self.cell_mappings['cell1'].uuid
+        stale = types.SimpleNamespace(
+            uuid=rp, host='host1', nodename='host1', cell_uuid=cell,
+            updated=None, vcpus_total=CAPACITY[0], cpu_allocation_ratio=1.0,
+            total_usable_ram_mb=CAPACITY[1], ram_allocation_ratio=1.0,
+            free_ram_mb=CAPACITY[1] - 8000, total_usable_disk_gb=0,
+            disk_allocation_ratio=1.0, vcpus_used=4, disk_mb_used=0)
+        flavor = objects.Flavor.get_by_flavor_id(ctx, self.flavor_ids['ceph'])
+        spec = objects.RequestSpec(flavor=flavor, num_instances=1,
+                                   is_bfv=False)
+        hosts.set_current_view(view)
+        self.addCleanup(hosts.set_current_view, None)
+        with mock.patch.object(nova_manager.SchedulerManager,
+                               '_consume_selected_host'):
+            self.scheduler.manager._consume_selected_host(
+                stale, spec, instance_uuid=normal['id'])
+        # one preemptible reserved as the victim, from Placement's figures
+        [item] = view.pending
+        [(victim, _)] = item.plan.victims
+        self.assertIn(victim.uuid, {p['id'] for p in preemptibles})
+        state = vs.VictimState.from_metadata(self.sysmeta(victim.uuid))
+        self.assertEqual((vs.RESERVED, ctx.request_id),
+                         (state.state, state.request_id))

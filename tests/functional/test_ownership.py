@@ -33,12 +33,14 @@ from nova import context as nova_context
 from nova.db.main import api as main_db
 from nova.db.main import models as main_models
 from nova import objects
+from nova.tests import fixtures as nova_fixtures
 
 from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reconciler
 from opie_sched.scheduler import reservations
+from tests.functional import base
 from tests.functional import test_placement_decisions
 
 _Base = test_placement_decisions._Base
@@ -264,3 +266,74 @@ class SoftDeletedVictimTest(_OwnershipBase):
         self._wait_until_deleted(victim)
         self.assertTrue(self.db_instance(victim['id']).deleted)
         self.assertEqual({other['id']}, self.all_live_uuids())
+
+
+class VolumeBootedDiskTest(_OwnershipBase):
+    """Hole 9, boot from volume: a preemptible server booted from a volume
+    holds no root disk on its host (nova's rule for ``DISK_GB``, applied to
+    ``CUSTOM_PREEMPTIBLE_DISK_GB``), so a normal server needing that disk
+    preempts nobody, and a move of it claims no root disk either.
+    """
+
+    HOSTS = ('host1', 'host2')
+
+    def boot_from_volume(self, flavor, host, name):
+        server = self._build_server(name=name, image_uuid='',
+                                    flavor_id=self.flavor_ids[flavor],
+                                    networks='none', host=host)
+        server['block_device_mapping_v2'] = [{
+            'boot_index': 0, 'source_type': 'volume',
+            'destination_type': 'volume',
+            'uuid': nova_fixtures.CinderFixture.IMAGE_BACKED_VOL}]
+        server = self.api.post_server({'server': server})
+        return self._wait_for_state_change(server, 'ACTIVE')
+
+    def test_volume_booted_preemptible_holds_no_root_disk(self):
+        # a normal server with a disk as large as the host's but for the
+        # volume-booted server's (unused) root disk
+        disk = base.HOST['disk_gb'] - 40
+        self.flavor_ids['diskful'] = self._create_flavor(
+            name='diskful', vcpu=4, memory_mb=8000, disk=disk, ephemeral=0)
+        bfv = self.boot_from_volume('large.preemptible', 'host1', 'bfv')
+        usage = self.usages('host1')
+        self.assertEqual((4, 8000, 0), tuple(
+            usage.get(rc, 0) for rc in flavors.PREEMPTIBLE_CLASSES))
+        normal = self.boot('diskful', host='host1', name='normal')
+        # nobody was preempted for disk the preemptible never used
+        self.assertEqual({bfv['id'], normal['id']}, self.live_uuids())
+        self.assertEqual((8, 16000, disk), self.full_used('host1'))
+        # the server's own flavor is untouched by the claim's copy
+        self.assertEqual('80', self.api.get_server(bfv['id'])['flavor'][
+            'extra_specs']['resources:CUSTOM_PREEMPTIBLE_DISK_GB'])
+        # a cold migration claims no root disk on its destination either
+        self.api.post_server_action(bfv['id'], {'migrate': None})
+        bfv = self._wait_for_state_change(bfv, 'VERIFY_RESIZE')
+        self.assertEqual('host2', self.server_host(bfv))
+        self.assertEqual((4, 8000, 0), self.full_used('host2'))
+
+
+class FlavorWithoutLimitTest(_OwnershipBase):
+    """A flavor's ``opie:max_lifetime=0`` overrides the cloud-wide limit
+    through the reconciler's whole lifetime round (issue 30, tests that
+    could not catch): its servers are never ended, whatever their age,
+    while another flavor's as old are.
+    """
+
+    EXTRA_FLAGS = dict(_OwnershipBase.EXTRA_FLAGS,
+                       opie_preemption={'max_lifetime': 3600})
+
+    def test_flavor_zero_means_no_limit(self):
+        specs = dict(flavors.preemptible_extra_specs(2, 4000, 40),
+                     **{reconciler.LIFETIME_KEY: '0'})
+        self.flavor_ids['forever.preemptible'] = self._create_flavor(
+            name='forever.preemptible', vcpu=2, memory_mb=4000, disk=40,
+            ephemeral=0, extra_spec=specs)
+        forever = self.boot('forever.preemptible', name='forever')
+        limited = self.boot('medium.preemptible', name='limited')
+        for server in (forever, limited):
+            self.set_runtime(server['id'], 10 ** 5)
+        [plan] = reconciler.Reconciler().run_once()
+        self.assertEqual([limited['id']], [i.uuid for i, _ in plan.victims])
+        self._wait_until_deleted(limited)
+        self.assertEqual({forever['id']}, self.live_uuids())
+        self.assertEqual([], reconciler.Reconciler().run_once())

@@ -175,6 +175,36 @@ class HeldResourcesTest(testtools.TestCase):
                            ephemeral_gb=0, swap=0, extra_specs={}),
             boot_from_volume=True)))
 
+    def test_volume_booted_preemptible_holds_no_root_disk(self):
+        # issue 30, hole 9: nova's is_bfv rule for DISK_GB, applied to the
+        # preemptible disk class (never raised, idempotent)
+        key = rules.PREEMPTIBLE_DISK_KEY
+        specs = flavors.preemptible_extra_specs(2, 4000, 40 + 10 + 1)
+        lowered = rules.volume_booted_specs(specs, 10, 512)
+        self.assertEqual('11', lowered[key])
+        self.assertEqual('51', specs[key])
+        self.assertIs(lowered, rules.volume_booted_specs(lowered, 10, 512))
+        ceph = flavors.preemptible_extra_specs(2, 4000, 0)
+        self.assertIs(ceph, rules.volume_booted_specs(ceph, 10, 0))
+        self.assertIs(PRE, rules.volume_booted_specs(PRE, 40, 0))
+        bad = dict(PRE, **{key: 'lots'})
+        self.assertIs(bad, rules.volume_booted_specs(bad, 0, 0))
+        self.assertEqual({}, rules.volume_booted_specs({}, 0, 0))
+        pre = objects.Flavor(name='p', vcpus=2, memory_mb=4000, root_gb=40,
+                             ephemeral_gb=0, swap=0, extra_specs=dict(PRE))
+        self.assertEqual((2, 4000, 0), tuple(ownership.flavor_resources(
+            pre, boot_from_volume=True)))
+        spec = objects.RequestSpec(flavor=pre, is_bfv=True)
+        self.assertEqual((2, 4000, 0),
+                         tuple(ownership.request_resources(spec)))
+        clone = ownership.volume_booted_flavor(spec)
+        self.assertEqual('0', clone.extra_specs[key])
+        self.assertEqual('40', pre.extra_specs[key])
+        self.assertIsNone(ownership.volume_booted_flavor(
+            objects.RequestSpec(flavor=pre, is_bfv=False)))
+        self.assertIsNone(ownership.volume_booted_flavor(
+            objects.RequestSpec(flavor=pre)))
+
     def test_provider_instances_pin_a_migration_owner(self):
         rows = {}
         for uuid in ('mover', 'other'):

@@ -49,6 +49,14 @@ class SummaryStateTest(testtools.TestCase):
         self.assertIsNone(hosts.summary_state({'resources': {
             'VCPU': {'capacity': 8, 'used': 0}}}))
         self.assertIsNone(hosts.summary_state(None))
+        # no DISK_GB inventory (disks are volumes): no disk capacity, the
+        # summary still the judge (issue 30, a suspected item)
+        capacity, used = hosts.summary_state({'resources': {
+            'VCPU': {'capacity': 8, 'used': 4},
+            'MEMORY_MB': {'capacity': 16000, 'used': 8000},
+            PRE['VCPU']: {'capacity': 8, 'used': 4}}})
+        self.assertEqual(((8, 16000, 0), (8, 8000, 0)),
+                         (tuple(capacity), tuple(used)))
 
     def test_view_adds_its_own_claims(self):
         view = hosts.RequestView(mock.Mock(), {uuids.rp: summary(8, 2)})

@@ -118,9 +118,10 @@ class DiskAccountingTest(testtools.TestCase):
         bfv = instance(uuids.v, normal, image_ref='')
         self.assertEqual(12, hosts.instance_info(bfv, now=NOW)
                          .resources.disk_gb)
-        # a preemptible flavor holds its CUSTOM_PREEMPTIBLE_DISK_GB, as
-        # nova claims it (the resources: override is not volume-aware)
-        self.assertEqual(52, hosts.flavor_resources(
+        # a preemptible flavor booted from a volume holds no root disk in
+        # CUSTOM_PREEMPTIBLE_DISK_GB either, as the scheduler claims it
+        # (nova's is_bfv rule for DISK_GB; issue 30, hole 9)
+        self.assertEqual(12, hosts.flavor_resources(
             flv, boot_from_volume=True).disk_gb)
 
     def test_resources_overrides_win(self):

@@ -18,15 +18,74 @@ the market makes; :class:`ServerInfo` is a server as the market sees it.
 
 import dataclasses
 import datetime
+import threading
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from opie_sched.common import flavors
 from opie_sched.market import pricing
+from opie_sched.preemption import ownership
 from opie_sched.services.market import opts
 
 LOG = logging.getLogger(__name__)
+
+# flavors whose marker disagreement was logged ({flavor name: message}):
+# once per process and flavor, not once per server per tick
+_reported = {}
+_reported_lock = threading.Lock()
+_REPORTED_MAX = 1024
+
+
+def is_preemptible(extra_specs, flavor_name=None):
+    """Whether a server is preemptible, by the ownership model's rule: its
+    own flavor copy requests a ``CUSTOM_PREEMPTIBLE_*`` class in its
+    unsuffixed ``resources:`` group
+    (:func:`opie_sched.preemption.ownership.requests_preemptible`).
+
+    The truth is the server's embedded flavor (Nova's copy of the flavor
+    in the instance, shown by the API with its extra specs since
+    microversion 2.47), not the consumer's Placement allocations: Nova
+    builds every Placement claim of the server from that copy (its boot,
+    and again at each move, unshelve and evacuation), so the classes it
+    requests are what Placement holds and will hold; the scheduler's own
+    re-check before every destructive step reads the same copy
+    (:func:`opie_sched.scheduler.ownership.may_be_victim`). Allocations
+    would cost one Placement read per server and tick, and a boot not
+    placed yet (priced as demand) holds none. Where the two can differ
+    (the source allocation of an unconfirmed resize belongs to the
+    migration, not to the server) the scheduler's model pins the server;
+    the market confirms such a resize before acting on it.
+
+    The marker ``opie:preemptible`` is a consistency check only: a
+    disagreement is logged at ERROR once per flavor and process, and the
+    classes decide.
+
+    :param extra_specs: the embedded flavor's extra specs (mapping str ->
+        str, or None: no extra specs shown, a normal server).
+    :param flavor_name: the flavor's name, for the message.
+    :returns: bool.
+    """
+    specs = extra_specs or {}
+    preemptible = ownership.requests_preemptible(specs)
+    if preemptible != ownership.marked(specs):
+        _report(specs, flavor_name)
+    return preemptible
+
+
+def _report(specs, flavor_name):
+    message = ownership.disagreement(specs, flavor_name or '')
+    if message is None:
+        return
+    key = flavor_name or ''
+    with _reported_lock:
+        if _reported.get(key) == message:
+            return
+        if len(_reported) >= _REPORTED_MAX:
+            _reported.clear()
+        _reported[key] = message
+    LOG.error('Inconsistent preemptible flavor: %s', message)
+
 
 #: Server statuses of a move or rebuild in progress: enforcement waits
 #: (Nova refuses a stop or delete in the middle). VERIFY_RESIZE is not
@@ -82,6 +141,7 @@ class ServerInfo:
     name: str = None
     task_state: str = None
     fault: str = None
+    flavor_name: str = None
 
     @property
     def refused(self):
@@ -98,10 +158,11 @@ class ServerInfo:
 
     @property
     def preemptible(self):
-        """The flavor marker (:func:`opie_sched.common.flavors.
-        is_marked_preemptible`), the scheduler's definition.
+        """The ownership model's rule (:func:`is_preemptible`): the
+        preemptible resource classes its flavor copy requests, the marker
+        only checked against them.
         """
-        return flavors.is_marked_preemptible(self.extra_specs)
+        return is_preemptible(self.extra_specs, self.flavor_name)
 
     @property
     def busy(self):
@@ -131,7 +192,8 @@ def _server_info(server):
         metadata=dict(server.metadata or {}),
         created_at=epoch(server.created_at), name=server.name,
         task_state=getattr(server, 'task_state', None),
-        fault=_fault_text(getattr(server, 'fault', None)))
+        fault=_fault_text(getattr(server, 'fault', None)),
+        flavor_name=flavor.get('original_name') or flavor.get('name'))
 
 
 class Cloud:

@@ -47,9 +47,9 @@ KIND_OUT_OF_BID = 'out_of_bid'
 KIND_OUT_OF_CREDIT = 'out_of_credit'
 
 #: Why a notice is withdrawn from a server resized to a normal flavor.
-NOT_PREEMPTIBLE = ('no longer preemptible (its flavor lost the marker '
-                   'opie:preemptible=true, e.g. a resize to a normal '
-                   'flavor): it left the market')
+NOT_PREEMPTIBLE = ('no longer preemptible (its flavor requests no '
+                   'CUSTOM_PREEMPTIBLE_* class, e.g. after a resize to a '
+                   'normal flavor): it left the market')
 
 #: The flavor extra spec that chooses a server's interruption behaviour
 #: (a registered one, :data:`.settings.BEHAVIORS`; the scheduler's key too,
@@ -149,7 +149,7 @@ class Enforcer:
                 LOG.exception('could not read server %s', uuid)
                 continue
             if info is not None and not info.busy and not info.preemptible:
-                self._cancel(notice, NOT_PREEMPTIBLE, report)
+                self._cancel(notice, NOT_PREEMPTIBLE, report, info)
 
     def behavior(self, info):
         """What happens to ``info`` (:class:`.cloud.ServerInfo`) at its
@@ -191,13 +191,38 @@ class Enforcer:
             LOG.exception('could not write the notice on server %s', uuid)
         return action
 
-    def _cancel(self, notice, why, report):
+    def _cancel(self, notice, why, report, info=None):
+        """Withdraw a notice: its state ``cancelled`` (once, of several
+        replicas), then its keys removed from the server's metadata only
+        while they still show the market's deadline. The scheduler and the
+        reconciler write their own notice in the same keys when they
+        choose the server as a victim; theirs is kept. (Nova has no
+        conditional metadata delete: a scheduler notice written between
+        this read and the delete is still lost; the window is one API
+        round trip, not a period.)
+
+        :param info: the server as just read (:class:`.cloud.ServerInfo`),
+            or None: read it here.
+        """
         uuid = notice['server_uuid']
         if not self.store.set_notice_state(uuid, models.CANCELLED):
             return
         report.cancelled.append(uuid)
         LOG.info('server %s: preemption notice withdrawn (%s)', uuid, why)
         try:
+            if info is None:
+                info = self.cloud.get_server(uuid)
+            if info is None:
+                return
+            shown = (info.metadata or {}).get(DEADLINE_KEY)
+            if shown != market_cloud.iso(notice['deadline']):
+                # the notice keys are shared with the scheduler and the
+                # reconciler (opie_sched.scheduler.actions.give_notice):
+                # a notice with another deadline is theirs, given since
+                # (the server was chosen as a victim); it stays
+                LOG.info('server %s: the notice shown (deadline %s) is '
+                         'not the market\'s; kept', uuid, shown)
+                return
             self.cloud.delete_metadata(uuid, [NOTICE_KEY, DEADLINE_KEY])
         except Exception:
             LOG.exception('could not remove the notice of server %s', uuid)
@@ -207,8 +232,10 @@ class Enforcer:
     def _still_victim(self, notice, info):
         """Whether a noticed server is still to be preempted now.
 
-        Only a preemptible server (the flavor marker, the scheduler's
-        definition) in no transition is ever preempted.
+        Only a preemptible server (the ownership model's rule: the
+        preemptible classes its flavor copy requests,
+        :attr:`.cloud.ServerInfo.preemptible`) in no transition is ever
+        preempted.
         """
         if not info.preemptible:
             return False
@@ -352,7 +379,7 @@ class Enforcer:
         if taken:
             self.store.set_notice_state(uuid, models.NOTICED,
                                         expected=models.PREEMPTED)
-        self._cancel(notice, why, report)
+        self._cancel(notice, why, report, info)
         return False
 
     def _send(self, uuid, info, first):

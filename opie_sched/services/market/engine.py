@@ -16,11 +16,11 @@ Each period of ``period_seconds`` (aligned on the epoch, see
 (:class:`Leadership`) settles the period once (:meth:`MarketEngine.tick`):
 
 1. **Prices** (Merkat eq. 1, work-conserving): the running preemptible
-   servers (flavor marker ``opie:preemptible=true``,
-   :func:`opie_sched.common.flavors.is_marked_preemptible`, the scheduler's
-   definition too) and their bids are read through openstacksdk
-   (:class:`Cloud`); a bid is server metadata ``opie:bid`` > flavor extra
-   spec ``opie:bid`` > the configured default
+   servers (their flavor copy requests a ``CUSTOM_PREEMPTIBLE_*`` class,
+   :func:`opie_sched.services.market.cloud.is_preemptible`, the ownership
+   model's rule, the scheduler's too) and their bids are read through
+   openstacksdk (:class:`Cloud`); a bid is server metadata ``opie:bid`` >
+   flavor extra spec ``opie:bid`` > the configured default
    (:func:`opie_sched.market.bids.resolve_bid`). Invalid bids are logged
    and count as 0 (they never change a price). Each pool's price per
    resource clears the market with the flavors as maximum allocations
