@@ -16,9 +16,13 @@ headroom 0 on a generated workload, the default's rule, and a slice of a
 shared trace (skipped when the traces are absent).
 """
 
+import io
+import json
+
 import fixtures
 import testtools
 
+from opie_sched.cmd import cli
 from opie_sched.preemption import costs
 from opie_sched.simulator import cloud as cloud_mod
 from opie_sched.simulator import engine
@@ -218,6 +222,18 @@ class TraceSliceTest(testtools.TestCase):
         self.assertIn('skipped: trace NASA-iPSC-1993-3.1-cln.swf.gz not '
                       'found', text)
         self.assertIsNone(result['recommended_fraction'])
+
+    def test_cli_passes_traces_dir_and_limit(self):
+        out = self.useFixture(fixtures.MonkeyPatch('sys.stdout',
+                                                   io.StringIO())).new_value
+        empty = self.useFixture(fixtures.TempDir()).path
+        rc = cli.main(['simulate', '--scenario', 'headroom-tradeoff',
+                       '--traces-dir', empty, '--limit', '7', '-f', 'json'])
+        self.assertEqual(0, rc)
+        data = json.loads(out.getvalue())
+        self.assertEqual('headroom-tradeoff', data['scenario'])
+        self.assertEqual(3, len(data['skipped']))
+        self.assertIn(empty, data['skipped']['HPC2N'])
 
     def test_nasa_slice(self):
         name = ht.TRACES[0][0]
