@@ -171,9 +171,9 @@ TRACES = (
 #: one's (the whole of each trace is too long to replay five times on a
 #: shared 2-core machine; see the docs page for the measured wall time).
 FULL_JOBS = {
-    'NASA-iPSC-1993-3.1-cln.swf.gz': 1500,
-    'HPC2N-2002-2.2-cln.swf.gz': 300,
-    'lublin_256.swf.gz': 600,
+    'NASA-iPSC-1993-3.1-cln.swf.gz': 1000,
+    'HPC2N-2002-2.2-cln.swf.gz': 200,
+    'lublin_256.swf.gz': 300,
 }
 REDUCED_JOBS = 60
 #: vCPU offered by the preemptible backfill, fraction of capacity.
