@@ -861,7 +861,8 @@ def recommend(tables_by_trace, target=TARGET_SHARE, shapes=SHAPES):
 def _most_notice_per_point(tables_by_trace, target, shapes):
     """The fall-back rule: the size and shape that buy the most points of
     full-notice share per point of utilisation given up, on the worst
-    trace (``min`` over traces of the ratio, maximised).
+    trace (``min`` over traces of the ratio, maximised; ties go to the
+    smaller size).
     """
     best = None
     keys = set.intersection(*[set(t) for t in tables_by_trace.values()])
@@ -874,12 +875,13 @@ def _most_notice_per_point(tables_by_trace, target, shapes):
             gain = 100.0 * ((r['full_notice_share'] or 0.0)
                             - (base['full_notice_share'] or 0.0))
             ratios.append(gain / max(r['utilisation_given_up_pts'], 0.01))
-        score = min(ratios)
-        if best is None or score > best[0]:
-            best = (score, shape, fraction)
+        # ties: the smaller size (then the shape's name)
+        key = (round(min(ratios), 9), -fraction, shape)
+        if best is None or key > best[0]:
+            best = (key, shape, fraction)
     if best is None:
         return None, None, 'no headroom size was replayed'
-    score, shape, fraction = best
+    (score, _, _), shape, fraction = best
     return shape, fraction, (
         'no size or shape tried gives %.0f %% of victims the full notice '
         'on every trace; this one buys the most: %.1f points of victims '
