@@ -337,22 +337,6 @@ class Cloud:
         self._changed(host, info.resources, info.preemptible, -1)
         return host, info, t
 
-    def set_leaving(self, uuid, leaving=True):
-        """Mark a running instance as leaving (or not): it keeps its room
-        in both states, but the :meth:`view` of its host shows it
-        ``leaving``, so :func:`~opie_sched.preemption.planner.plan_host`
-        counts its room as free and never chooses it again, as the
-        scheduler treats a reserved victim. (The vectorised filters and
-        :meth:`best_plan`'s lower bounds do not know the flag: callers
-        that mark instances plan with ``plan_host``/``rank_hosts`` over
-        :meth:`view`.)
-
-        :raises KeyError: ``uuid`` is not running.
-        """
-        vm = self._where[uuid][0]
-        self._info[vm] = dataclasses.replace(self._info[vm],
-                                             leaving=bool(leaving))
-
     def start_time(self, uuid):
         """Simulated second at which ``uuid`` started."""
         return self._where[uuid][1]

@@ -52,13 +52,17 @@ Headroom
     deadline). After every event (arrival, departure, deadline) the
     reconciler, idealised to react at once, compares: when ``F < H`` in
     some dimension it chooses, among the preemptible servers not yet under
-    notice, the cheapest set that frees ``H - F`` (clipped to what they
-    hold) with the project's exact selection
+    notice, the cheapest set that frees ``H - F`` with the project's exact
+    selection
     (:func:`opie_sched.preemption.victims.select_victims`, the cost
     modules of ``[opie_preemption] cost_modules``, default
     ``billing_period``) over the pooled candidates of the aggregate, marks
     them at risk and gives them notice: deadline = now +
-    ``notice_seconds`` (120 s). A victim is terminated at its deadline
+    ``notice_seconds`` (120 s). When even all of them cannot free
+    ``H - F``, nothing is taken (as the reconciler of the ``headroom``
+    branch, :mod:`opie_sched.preemption.headroom` there: a best effort,
+    never a reason to empty the cloud of its preemptible servers). A
+    victim is terminated at its deadline
     (its guest never powers off early: the worst case for whoever waits;
     early release is not modelled). A victim whose own run ends before its
     deadline leaves as it would have anyway and is not counted as a
@@ -73,7 +77,10 @@ Shapes
     ``ceil(H / 8 vCPU)`` of them; to restore one the reconciler runs the
     scheduler's own choice for a server of :data:`SLOT`
     (:func:`~opie_sched.preemption.planner.rank_hosts` over the hosts
-    without a slot, exact victims on the best one). The trace jobs are
+    without a slot, exact victims on the best one; each host holds at most
+    one slot here and costs add up, so slot by slot cheapest is the
+    cheapest set of hosts, as the ``headroom`` branch's exact
+    per-host-then-dynamic-programme choice). The trace jobs are
     gangs of whole-host servers: free room summed over the cloud can be
     crumbs no such server fits (the first table measured showed it).
 Preemptible requests
@@ -81,32 +88,37 @@ Preemptible requests
     fitting host by name, and admitted only when they leave ``F >= H``:
     a preemptible server placed in the headroom would be noticed at once
     (headroom 0 admits as today); with ``slots``, the first host by name
-    where it leaves enough slots.
+    where it leaves enough slots. ``keep_out=False`` admits them wherever
+    the full state fits, as a scheduler without such a filter does; the
+    reconciler then notices whoever refills the headroom.
 Normal requests
     A server whose request fits the full state of some host takes the
-    first such host: *not slowed*. Otherwise the scheduler's ranking
-    (:func:`opie_sched.preemption.planner.rank_hosts` over the hosts whose
-    normal state fits, victims under notice counted as leaving, as the
-    scheduler counts reserved victims) picks the host and any further
-    victims it needs (:func:`~opie_sched.preemption.planner.plan_host`,
-    exact): those are a *burst* beyond the headroom and are preempted at
-    once with 0 s notice. If the host also needs room held by victims
-    under notice, ``mode`` says what happens:
+    first such host: *not slowed*. Otherwise ``mode`` says what the
+    scheduler does:
 
-    ``cut`` (the scheduler as issue 31 specifies it: beyond the headroom
-    the normal request preempts at once)
-        the cheapest of them covering what is missing
-        (:func:`~opie_sched.preemption.victims.select_victims`) are
-        terminated now; each got the notice it had so far (its notice is
-        *cut*). The request does not wait in simulated time; it is
-        counted as *slowed*: it holds a scheduler thread while its victims
-        are deleted, as every preempting boot does today.
+    ``cut`` (the scheduler as issue 31 specifies it and the ``headroom``
+    branch builds it: beyond the headroom the normal request preempts at
+    once)
+        the scheduler's ranking
+        (:func:`opie_sched.preemption.planner.rank_hosts` over the hosts
+        whose normal state fits) picks the host and its exact victims
+        (:func:`~opie_sched.preemption.planner.plan_host`), victims under
+        notice being ordinary candidates at their cost (the ``headroom``
+        branch's ``noticed`` state is a running candidate for every actor
+        but the reconciler). They are terminated now: a victim under
+        notice got the notice it had so far (its notice is *cut*), any
+        other 0 s (a *burst* victim). The request does not wait in
+        simulated time; it is counted as *slowed*: it holds a scheduler
+        thread while its victims are deleted, as every preempting boot
+        does today.
     ``honour``
-        the server is claimed at once (its host's full state over
-        capacity, as a Nova claim is) and *waits* until enough of those
-        victims reached their deadline: wait = that deadline - arrival
-        (at most ``notice_seconds``); a request waits as long as its
-        longest-waiting server.
+        the same ranking with victims under notice counted as leaving
+        (room on its way): burst victims, if the host needs more, go at
+        once with 0 s; the server is claimed at once (its host's full
+        state over capacity, as a Nova claim is) and *waits* until enough
+        victims under notice reached their deadline: wait = that deadline
+        - arrival (at most ``notice_seconds``); a request waits as long
+        as its longest-waiting server.
 
     "Waited" in the table is therefore: a normal request that found no
     host with free room for one of its servers at arrival. Under ``cut``
@@ -317,12 +329,17 @@ class HeadroomSimulator:
     :param shape: one of :data:`SHAPES`.
     :param slot: :class:`~opie_sched.preemption.model.Resources` of one
         slot (``shape='slots'``; default :data:`SLOT`).
+    :param keep_out: keep preemptible requests out of the headroom (the
+        model's assumption); False admits them wherever the full state
+        fits, as a scheduler without such a filter would, and the
+        reconciler notices again whoever refills it.
     :raises ValueError: a fraction outside 0..1, an unknown mode or shape
         or a negative notice.
     """
 
     def __init__(self, cloud, cost_policy, fraction=0.0, mode='cut',
-                 notice=NOTICE_SECONDS, shape='sum', slot=None):
+                 notice=NOTICE_SECONDS, shape='sum', slot=None,
+                 keep_out=True):
         if not 0.0 <= fraction <= 1.0:
             raise ValueError('headroom fraction must be in 0..1, got %r'
                              % (fraction,))
@@ -335,6 +352,7 @@ class HeadroomSimulator:
             raise ValueError('unknown shape %r: expected one of %s'
                              % (shape, ', '.join(SHAPES)))
         self.shape = shape
+        self.keep_out = bool(keep_out)
         self.slot = model.Resources(*(slot or SLOT))
         self._slot = np.asarray(self.slot, dtype=float)
         self.cloud = cloud
@@ -381,7 +399,6 @@ class HeadroomSimulator:
         self.noticed[uuid] = _Noticed(t, t + self.notice, res, host)
         self._noticed_sum += res
         self._noticed_host[host] += res
-        self.cloud.set_leaving(uuid, True)
         queue.push(t + self.notice, ('deadline', uuid))
 
     def _forget(self, uuid):
@@ -403,7 +420,7 @@ class HeadroomSimulator:
         now = cloud_mod.to_datetime(t)
         candidates, where = [], {}
         for host in np.flatnonzero(cloud.pre[:, 0] > 0):
-            view = cloud.view(int(host))
+            view = self._view(int(host), True)
             mine = planner.instance_costs(view, self.policy, now)
             candidates.extend(mine)
             where.update((inst.uuid, int(host)) for inst, _ in mine)
@@ -411,11 +428,14 @@ class HeadroomSimulator:
             return
         held = np.asarray(model.Resources.total(
             i.resources for i, _ in candidates), dtype=float)
-        need = model.Resources(*np.minimum(deficit, held).tolist())
-        if need.is_zero():
+        if (held < deficit - 1e-9).any():
+            # every candidate cannot free the deficit: nothing is taken
+            # (a best effort ahead of demand, never a reason to empty the
+            # cloud of its preemptible servers)
             return
-        selection = victims_mod.select_victims(candidates, need)
-        if selection is None:          # cannot happen: need <= held
+        selection = victims_mod.select_victims(
+            candidates, model.Resources(*deficit.tolist()))
+        if selection is None:
             return
         for inst, _ in selection.victims:
             self._give_notice(inst.uuid, np.asarray(inst.resources, float),
@@ -438,8 +458,9 @@ class HeadroomSimulator:
             if not idx.size:
                 return
             now = now or cloud_mod.to_datetime(t)
-            best = planner.rank_hosts([cloud.view(int(i)) for i in idx],
-                                      self.slot, self.policy, now)[0]
+            best = planner.rank_hosts(
+                [self._view(int(i), True) for i in idx], self.slot,
+                self.policy, now)[0]
             if not best.feasible or not best.victims:
                 return
             host = cloud.index[best.host]
@@ -492,9 +513,18 @@ class HeadroomSimulator:
                 self._noticed_sum += entry.resources
                 self._noticed_host[entry.host] += entry.resources
 
-    def _noticed_on(self, host):
-        return [i for i in self.cloud.instances(host)
-                if i.uuid in self.noticed]
+    def _view(self, host, noticed_leaving):
+        """The host's :class:`~opie_sched.preemption.model.HostView`, its
+        victims under notice shown leaving (the reconciler's view, and the
+        scheduler's under ``honour``) or as ordinary candidates (the
+        scheduler's under ``cut``).
+        """
+        view = self.cloud.view(host)
+        if noticed_leaving and self.noticed:
+            view.instances = [
+                dataclasses.replace(i, leaving=True)
+                if i.uuid in self.noticed else i for i in view.instances]
+        return view
 
     def _place_normal(self, res, uuid, t, run, undo):
         """One normal server; ``(ok, slowed kind, wait seconds)``."""
@@ -508,40 +538,37 @@ class HeadroomSimulator:
         if not idx.size:
             return False, None, 0.0
         now = cloud_mod.to_datetime(t)
-        plans = planner.rank_hosts([cloud.view(int(i)) for i in idx], res,
-                                   self.policy, now)
+        honour = self.mode == 'honour'
+        plans = planner.rank_hosts([self._view(int(i), honour) for i in idx],
+                                   res, self.policy, now)
         best = plans[0]
         if not best.feasible:
             return False, None, 0.0
         host = cloud.index[best.host]
-        kind = 'burst' if best.victims else None
+        kinds = set()
         for inst, _ in best.victims:
-            self._terminate(inst.uuid, t, run, undo, cut=False)
+            cut = inst.uuid in self.noticed
+            kinds.add('cut' if cut else 'burst')
+            self._terminate(inst.uuid, t, run, undo, cut=cut)
+        wait = 0.0
         missing = np.clip(np.asarray(res, float) - cloud.free_full[host],
                           0.0, None)
-        wait = 0.0
-        if (missing > 1e-9).any():
-            kind = kind or 'cut'
-            noticed = self._noticed_on(host)
-            if self.mode == 'cut':
-                # the exact selection refuses leaving instances: choose
-                # among copies that are not, by the same costs
-                cands = planner.instance_costs(
-                    cloud.view(host), self.policy, now,
-                    instances=[dataclasses.replace(i, leaving=False)
-                               for i in noticed])
-                chosen = victims_mod.select_victims(
-                    cands, model.Resources(*missing.tolist()))
-                for inst, _ in chosen.victims:
-                    self._terminate(inst.uuid, t, run, undo, cut=True)
-            else:
-                freed = np.zeros(3)
-                for inst in sorted(noticed, key=lambda i: (
-                        self.noticed[i.uuid].deadline, i.uuid)):
-                    freed += np.asarray(inst.resources, float)
-                    wait = self.noticed[inst.uuid].deadline - t
-                    if (freed >= missing - 1e-9).all():
-                        break
+        if honour and (missing > 1e-9).any():
+            # the room of victims under notice: wait for their deadlines
+            kinds.add('cut')
+            freed = np.zeros(3)
+            noticed = [i for i in cloud.instances(host)
+                       if i.uuid in self.noticed]
+            for inst in sorted(noticed, key=lambda i: (
+                    self.noticed[i.uuid].deadline, i.uuid)):
+                freed += np.asarray(inst.resources, float)
+                wait = self.noticed[inst.uuid].deadline - t
+                if (freed >= missing - 1e-9).all():
+                    break
+        kind = 'burst' if 'burst' in kinds else (
+            'cut' if kinds else None)
+        if kinds == {'burst', 'cut'}:
+            kind = 'both'
         cloud.add(host, uuid, res, False, t)
         undo.append(('added', uuid))
         return True, kind, wait
@@ -552,7 +579,7 @@ class HeadroomSimulator:
         True when a host fits but only by using the headroom.
         """
         cloud = self.cloud
-        if not self.fraction:
+        if not self.fraction or not self.keep_out:
             return cloud.first_full_fit(res), False
         need = np.asarray(res, float)
         if self.shape == 'sum':
@@ -592,7 +619,9 @@ class HeadroomSimulator:
             if not ok:
                 self._undo(undo, run)
                 return False
-            if kind:
+            if kind == 'both':
+                kinds.update(('burst', 'cut'))
+            elif kind:
                 kinds.add(kind)
             waits.append(wait)
         if kinds:

@@ -144,6 +144,31 @@ class HeadroomModelTest(testtools.TestCase):
         self.assertEqual([], run.victim_ids)
         self.assertEqual(0, run.sim.preemptions)
 
+    def test_nothing_taken_when_the_deficit_cannot_be_freed(self):
+        # H = 8 vCPU; after N2 only 4 are free and the one preemptible
+        # server holds 2: it is not noticed (never empty the cloud)
+        reqs = [_req(1, 0, 2, True), _req(2, 10, 6, False),
+                _req(3, 20, 4, False)]
+        run = _sim(2, 0.5).run(reqs)
+        self.assertEqual(0, run.headroom_victims)
+        self.assertEqual([], run.victim_ids)
+
+    def test_without_keep_out_the_headroom_is_refilled_and_renoticed(self):
+        # H = one host: P2 and P3 take the free host in turn and are
+        # noticed each time (P2 started last: the cheapest)
+        reqs = [_req(1, 0, 8, True), _req(2, 5, 8, True),
+                _req(3, 200, 8, True)]
+        sim = ht.HeadroomSimulator(
+            cloud_mod.Cloud.uniform(2),
+            costs.load_policy('billing_period', period=3600), 0.5,
+            keep_out=False)
+        run = sim.run(reqs, horizon=400)
+        self.assertEqual(['r00000001-000', 'r00000002-000'], run.victim_ids)
+        self.assertEqual([120.0, 120.0], run.notices)
+        kept = _sim(2, 0.5).run(reqs, horizon=400)
+        self.assertEqual([], kept.victim_ids)
+        self.assertEqual(2, kept.preemptible_kept_out)
+
     def test_bad_arguments(self):
         self.assertRaises(ValueError, _sim, 1, 1.5)
         self.assertRaises(ValueError, _sim, 1, 0.1, 'never')
