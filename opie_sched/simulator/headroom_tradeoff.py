@@ -144,6 +144,7 @@ given up, on their worst trace.
 import dataclasses
 import math
 import os
+import time
 
 import numpy as np
 
@@ -180,8 +181,9 @@ TRACES = (
     ('lublin_256.swf.gz', 'Lublin 256'),
 )
 #: Trace jobs replayed per trace: the full run's prefix and the reduced
-#: one's (the whole of each trace is too long to replay five times on a
-#: shared 2-core machine; see the docs page for the measured wall time).
+#: one's. Each workload is replayed 17 times (headroom 0, then 4 sizes x
+#: 2 shapes x 2 modes); these prefixes took about ten minutes per trace on
+#: the shared 2-core machine (the docs page gives the measured times).
 FULL_JOBS = {
     'NASA-iPSC-1993-3.1-cln.swf.gz': 1000,
     'HPC2N-2002-2.2-cln.swf.gz': 200,
@@ -643,7 +645,6 @@ class HeadroomSimulator:
             the last arrival).
         :returns: :class:`HeadroomRun`.
         """
-        import time
         cloud = self.cloud
         arrivals = clock.Arrivals(requests, key=lambda r: (r.submit,
                                                            r.job_id),
