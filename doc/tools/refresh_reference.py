@@ -149,6 +149,12 @@ SCENARIOS = [
      '50, wall time and peak memory measured; two readings of '
      '"converge"; eq. 13\'s bandwidth at 50,000 PMs from the measured '
      'cycles.', '[PaperIII]_ Fig. 5 and eq. 13'),
+    ('headroom-tradeoff',
+     'Notice given to victims vs normal requests slowed vs utilisation '
+     'given up, at headroom 0, 2.5, 5, 10 and 20 % (summed, or in slots '
+     'of the largest normal server), on prefixes of the NASA, HPC2N and '
+     'Lublin traces; the model, the table and the recommended default: '
+     ':doc:`headroom-tradeoff`.', None),
 ]
 
 SIMULATOR_INTRO = '''\
@@ -197,6 +203,7 @@ Every scenario runs on the one shared engine described in
    :hidden:
 
    core
+   headroom-tradeoff
 
 .. important::
 

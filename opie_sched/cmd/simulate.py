@@ -61,6 +61,9 @@ DISCOVERY_SCENARIOS = ('rpm-vs-ffd',)
 #: the papers' 10 runs).
 SEED_COUNT_SCENARIOS = ('rpm-weights', 'rpm-fig3', 'gossip-redistribution',
                         'themis-value')
+#: Named scenarios that replay the shared traces and take ``--traces-dir``
+#: and ``--limit`` (trace jobs per trace).
+TRACE_SCENARIOS = ('headroom-tradeoff',)
 #: Job numbers of the generated backfill start above this, so they never
 #: collide with a trace's.
 BACKFILL_JOB_BASE = 1000000000
@@ -316,6 +319,24 @@ def _seed_count_kwargs(args):
     return {'count': args.seed_count}
 
 
+def _trace_kwargs(args):
+    """The scenario's keyword arguments for ``--traces-dir`` and
+    ``--limit`` (:data:`TRACE_SCENARIOS` only; nasa-backfill reads them
+    itself).
+    """
+    if args.scenario not in TRACE_SCENARIOS:
+        return {}
+    kwargs = {}
+    if args.traces_dir is not None:
+        kwargs['directory'] = args.traces_dir
+    if args.limit is not None:
+        if args.limit < 1:
+            raise cli.UsageError('--limit must be >= 1, got %d'
+                                 % args.limit)
+        kwargs['jobs'] = args.limit
+    return kwargs
+
+
 def _run_registered(name, reduced, seed, **kwargs):
     """``(result, text, seconds)`` of a scenario of the registry, with
     ``kwargs`` (e.g. ``discovery``) passed to the scenario's function.
@@ -342,6 +363,7 @@ def _run_named(args):
     """
     kwargs = _discovery_kwargs(args)
     kwargs.update(_seed_count_kwargs(args))
+    kwargs.update(_trace_kwargs(args))
     result, text, seconds = _run_registered(
         args.scenario, args.reduced, args.seed, **kwargs)
     nested = args.long or args.formatter in ('json', 'yaml')
@@ -458,7 +480,8 @@ class Simulate(cli.ShowOne):
                        help='share of generated requests that are preemptible')
         p.add_argument('--limit', type=int, default=None,
                        help='map at most this many trace jobs (nasa-backfill: '
-                            'default 1000)')
+                            'default 1000; headroom-tradeoff: per trace, '
+                            'default its full run\'s prefix)')
         p.add_argument('--max-jobs', type=int, default=None,
                        help='read at most this many trace lines')
         p.add_argument('--preemptible', metavar='RULE',
@@ -473,8 +496,9 @@ class Simulate(cli.ShowOne):
                        help='nasa-backfill: vCPU offered by the preemptible '
                             'backfill, as a fraction of capacity')
         p.add_argument('--traces-dir', default=None,
-                       help='nasa-backfill: where the NASA trace is (default: '
-                            '../shared/traces next to the repository)')
+                       help='nasa-backfill, headroom-tradeoff: where the '
+                            'traces are (default: ../shared/traces next to '
+                            'the repository)')
         p.add_argument('--progress-every', type=int, default=None,
                        help='print progress every N arrivals (0: never)')
         p.add_argument('--no-plot', action='store_true', help='skip the PNG')

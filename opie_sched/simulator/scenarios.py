@@ -87,6 +87,10 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
 ``gossip-fig5``
     Merge+Imb convergence for k = 10, 20, 30, 50 on 50,000 PMs
     (:mod:`opie_sched.simulator.gossip_fig5`); thesis Paper III Fig. 5.
+``headroom-tradeoff``
+    Notice given to victims vs normal requests slowed vs utilisation given
+    up, at several headroom sizes on the NASA, HPC2N and Lublin traces
+    (:mod:`opie_sched.simulator.headroom_tradeoff`); issue 31, no paper.
 """
 
 import collections
@@ -96,6 +100,7 @@ from opie_sched.simulator import diehard_table2
 from opie_sched.simulator import diehard_tables34
 from opie_sched.simulator import gossip_fig5
 from opie_sched.simulator import gossip_redistribution
+from opie_sched.simulator import headroom_tradeoff
 from opie_sched.simulator import p2p_consolidation
 from opie_sched.simulator import preemption_latency
 from opie_sched.simulator import repacking_single
@@ -125,6 +130,7 @@ SCENARIOS = collections.OrderedDict([
     ('rpm-weights', rpm_weights.rpm_weights),
     ('rpm-fig3', rpm_fig3.rpm_fig3),
     ('gossip-fig5', gossip_fig5.gossip_fig5),
+    ('headroom-tradeoff', headroom_tradeoff.headroom_tradeoff),
 ])
 
 
