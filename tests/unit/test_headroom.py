@@ -1,0 +1,174 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Headroom rules (:mod:`opie_sched.preemption.headroom`): the option's
+syntax, the pool's deficit and the victims against the brute-force oracle,
+what counts as released early.
+"""
+
+import datetime
+import os
+import random
+
+import fixtures
+from oslo_config import cfg
+import testtools
+
+from opie_sched import conf as opie_conf
+from opie_sched.conf import validation
+from opie_sched.preemption import costs
+from opie_sched.preemption import headroom
+from opie_sched.preemption import model
+from opie_sched.preemption import victims
+
+NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+SIZES = [(1, 2000, 20), (2, 4000, 40), (4, 8000, 80)]
+
+
+def inst(uuid, runtime, res, preemptible=True, leaving=False):
+    return model.InstanceInfo(
+        uuid=uuid, resources=model.Resources(*res), preemptible=preemptible,
+        launched_at=NOW - datetime.timedelta(seconds=runtime),
+        leaving=leaving)
+
+
+def host(name, instances, capacity=(8, 16000, 200)):
+    used = model.Resources.total(i.resources for i in instances)
+    return model.HostView(name=name, capacity=model.Resources(*capacity),
+                          used=used, instances=instances)
+
+
+class ParseTest(testtools.TestCase):
+
+    def test_syntax(self):
+        self.assertFalse(headroom.parse('0').enabled)
+        self.assertFalse(headroom.parse('').enabled)
+        self.assertEqual(0.1, headroom.parse('10%').fraction)
+        self.assertEqual(0.25, headroom.parse('0.25').fraction)
+        self.assertEqual(model.Resources(4, 8192, 0),
+                         headroom.parse('8192 MB, 4 vcpu').amount)
+        self.assertEqual(model.Resources(0, 0, 100),
+                         headroom.parse('100 GB').amount)
+        for bad in ('1', '150%', '-2', 'nan', '4 cores', '4 vcpu, 1 vcpu',
+                    'lots'):
+            self.assertRaises(ValueError, headroom.parse, bad)
+
+    def test_target(self):
+        cap = model.Resources(16, 32000, 400)
+        self.assertEqual(model.Resources(1.6, 3200, 40),
+                         headroom.parse('10%').target(cap))
+        self.assertEqual(model.Resources(4, 0, 0),
+                         headroom.parse('4 vcpu').target(cap))
+
+    def test_option_refused_at_start(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'a.conf')
+        with open(path, 'w') as f:
+            f.write('[opie_preemption]\nheadroom = 4 cores\n')
+        conf = cfg.ConfigOpts()
+        opie_conf.register_opts(conf)
+        conf(['--config-file', path])
+        found = validation.problems(conf)
+        self.assertEqual(1, len(found), found)
+        self.assertIn('[opie_preemption] headroom', found[0])
+        self.assertIn("unknown unit 'cores'", found[0])
+
+
+class PlanPoolTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.policy = costs.CostPolicy([(costs.BillingPeriodCost(
+            period=3600), 1.0)])
+
+    def test_nothing_when_headroom_is_kept(self):
+        h = host('a', [inst('p1', 10, SIZES[1])])
+        plan = headroom.plan_pool('pool', [h], headroom.parse('6 vcpu'),
+                                  self.policy, NOW)
+        self.assertFalse(plan.needs_preemption)
+        self.assertEqual((), plan.victims)
+
+    def test_leaving_counts_as_free_and_is_no_candidate(self):
+        h = host('a', [inst('p1', 10, SIZES[2], leaving=True),
+                       inst('p2', 20, SIZES[2])])
+        plan = headroom.plan_pool('pool', [h], headroom.parse('4 vcpu'),
+                                  self.policy, NOW)
+        self.assertFalse(plan.needs_preemption)
+
+    def test_infeasible_takes_nothing(self):
+        h = host('a', [inst('n', 10, SIZES[2], preemptible=False),
+                       inst('p', 10, SIZES[2])])
+        plan = headroom.plan_pool('pool', [h], headroom.parse('6 vcpu'),
+                                  self.policy, NOW)
+        self.assertTrue(plan.needs_preemption)
+        self.assertFalse(plan.feasible)
+        self.assertEqual((), plan.victims)
+
+    def test_matches_the_brute_force_oracle(self):
+        """Random pools of 2-3 hosts: the plan's cost is the brute-force
+        minimum over the pool's candidates, and it covers the deficit.
+        """
+        rng = random.Random(31)
+        checked = 0
+        for _ in range(400):
+            views = []
+            n = 0
+            for h in range(rng.randint(2, 3)):
+                insts, used = [], [0, 0, 0]
+                for _ in range(rng.randint(0, 4)):
+                    size = rng.choice(SIZES)
+                    if used[0] + size[0] > 8:
+                        break
+                    used = [u + s for u, s in zip(used, size)]
+                    insts.append(inst('u%02d' % n, rng.randint(0, 7200),
+                                      size,
+                                      preemptible=rng.random() < 0.8))
+                    n += 1
+                views.append(host('h%d' % h, insts))
+            room = headroom.parse(rng.choice(
+                ['4 vcpu', '6 vcpu, 12000 MB', '25%', '0.4', '100 GB']))
+            plan = headroom.plan_pool('pool', views, room, self.policy, NOW)
+            cands = [(i, self.policy.instance_cost(i, v, NOW))
+                     for v in views for i in v.preemptible_instances]
+            want = victims.brute_force_victims(cands, plan.deficit,
+                                               method='python')
+            if not plan.needs_preemption:
+                continue
+            if want is None:
+                self.assertFalse(plan.feasible)
+                continue
+            self.assertTrue(plan.feasible)
+            checked += 1
+            self.assertAlmostEqual(want.total_cost, plan.total_cost,
+                                   places=6)
+            freed = model.Resources.total(i.resources
+                                          for _, i, _ in plan.victims)
+            self.assertTrue(plan.deficit.fits_in(freed))
+            self.assertEqual(want.uuids, tuple(sorted(
+                i.uuid for _, i, _ in plan.victims)))
+        # the cases decided are not a handful
+        self.assertGreater(checked, 60)
+
+
+class ReleasedEarlyTest(testtools.TestCase):
+
+    def test_states(self):
+        r = headroom.released_early
+        self.assertFalse(r('active', None, 1))
+        self.assertTrue(r('active', None, 4))      # guest shut down
+        self.assertTrue(r('active', None, 6))      # crashed
+        self.assertTrue(r('active', 'powering-off', 1))
+        self.assertTrue(r('stopped', None, 4))
+        self.assertTrue(r('active', 'shelving', 1))
+        self.assertTrue(r('shelved_offloaded', None, 0))
+        self.assertTrue(r('active', 'deleting', 1))
+        self.assertTrue(r('active', None, 1, deleted=True))
+        self.assertFalse(r('active', 'rebooting', 1))
