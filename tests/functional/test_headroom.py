@@ -21,6 +21,7 @@ import threading
 import time
 
 import fixtures
+import testtools.content
 
 from oslo_utils import timeutils
 
@@ -91,14 +92,13 @@ class HeadroomOracleTest(base.OpieNovaTestCase, _Headroom):
         normal = self.boot('medium', host='host2', name='normal')
         rec = self.reconciler()
         ctx = nova_context.get_admin_context()
-        [plan] = rec.run_once(ctx)
-        noticed = {u for u, vs in self.records().items()
-                   if vs.state == victim_state.NOTICED}
-
-        # the oracle, on the same reading of the pool at one instant
+        # the oracle's reading of the pool, costed at one instant
         now = timeutils.utcnow(with_timezone=True)
         policy = weights.cost_policy()
         views = [hv for _, hv in rec.host_views(ctx)]
+        [plan] = rec.run_once(ctx)
+        noticed = {u for u, vs in self.records().items()
+                   if vs.state == victim_state.NOTICED}
         free = model.Resources.total(v.projected_free().clip_negative()
                                      for v in views)
         deficit = tuple(max(t - f, 0) for t, f in
@@ -229,6 +229,10 @@ class EarlyReleaseTest(base.OpieNovaTestCase, _Headroom):
         normal = self._wait_for_state_change(normal, 'ACTIVE',
                                              max_retries=120)
         took = time.time() - start
+        active_after = time.time() - powered.get('at', start)
+        self.addDetail('seconds', testtools.content.text_content(
+            'boot %.2f s, ACTIVE %.2f s after the power-off, notice %d s'
+            % (took, active_after, self.NOTICE)))
         t.join(5)
         self.assertIn('at', powered)
         self.assertNotIn(p[0]['id'], self.live_uuids())

@@ -136,11 +136,23 @@ class PlanPoolTest(testtools.TestCase):
             room = headroom.parse(rng.choice(
                 ['4 vcpu', '6 vcpu, 12000 MB', '25%', '0.4', '100 GB']))
             plan = headroom.plan_pool('pool', views, room, self.policy, NOW)
+            # the deficit, counted here: free = sum of each host's
+            # capacity - used, leaving instances not used
+            cap = [sum(v.capacity[d] for v in views) for d in range(3)]
+            free = [sum(max(v.capacity[d] - sum(
+                i.resources[d] for i in v.instances if not i.leaving), 0)
+                for v in views) for d in range(3)]
+            target = (room.amount if room.amount is not None
+                      else [room.fraction * c for c in cap])
+            deficit = model.Resources(*(max(t - f, 0)
+                                        for t, f in zip(target, free)))
+            self.assertEqual(deficit, plan.deficit)
             cands = [(i, self.policy.instance_cost(i, v, NOW))
                      for v in views for i in v.preemptible_instances]
-            want = victims.brute_force_victims(cands, plan.deficit,
+            want = victims.brute_force_victims(cands, deficit,
                                                method='python')
-            if not plan.needs_preemption:
+            if deficit.is_zero():
+                self.assertFalse(plan.needs_preemption)
                 continue
             if want is None:
                 self.assertFalse(plan.feasible)
