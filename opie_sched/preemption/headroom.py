@@ -63,6 +63,7 @@ _UNITS = {'vcpu': 0, 'vcpus': 0, 'cpu': 0, 'cpus': 0,
           'mb': 1, 'mib': 1,
           'gb': 2, 'gib': 2}
 _TERM = re.compile(r'^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$')
+_SLOTS = re.compile(r'^\s*([0-9]+)\s*[x\u00d7]\s+(.+)$')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,10 +80,15 @@ class Headroom:
     amount: model.Resources = None
     fraction: float = None
     text: str = ''
+    #: > 0: ``amount`` is one slot's size and the pool must hold this many
+    #: free slots (each inside one host)
+    slots: int = 0
 
     @property
     def enabled(self):
         """False for a headroom of 0 (off)."""
+        if self.slots:
+            return True
         if self.fraction is not None:
             return self.fraction > 0
         return self.amount is not None and not self.amount.is_zero()
@@ -110,9 +116,11 @@ def parse(text):
 
     :param text: ``0`` or empty (off); a fraction ``0.1`` or a percentage
         ``10%`` (of the pool's capacity in every dimension; below 1,
-        resp. 100 %); or amounts ``4 vcpu``, ``8192 MB``, ``100 GB``,
+        resp. 100 %); amounts ``4 vcpu``, ``8192 MB``, ``100 GB``,
         comma-separated, in any order and subset (MB is RAM, GB is disk,
-        as everywhere in opie; a dimension not named is 0).
+        as everywhere in opie; a dimension not named is 0), summed over
+        the pool's hosts; or slots ``N x <amounts>`` (``2 x 8 vcpu,
+        16000 MB``): N free rooms of that size, each inside one host.
     :returns: :class:`Headroom`.
     :raises ValueError: for anything else (a negative, NaN or infinite
         number, a fraction >= 1, an unknown or repeated unit).
@@ -121,6 +129,16 @@ def parse(text):
     s = raw.strip()
     if not s or s in ('0', '0.0', '0%'):
         return dataclasses.replace(OFF, text=raw)
+    m = _SLOTS.match(s)
+    if m:
+        count = int(m.group(1))
+        slot = parse(m.group(2))
+        if slot.amount is None or slot.amount.is_zero():
+            raise ValueError('headroom %r: a slot is amounts with their '
+                             'units' % raw)
+        if count == 0:
+            return dataclasses.replace(OFF, text=raw)
+        return Headroom(amount=slot.amount, slots=count, text=raw)
     if s.endswith('%'):
         value = _number(s[:-1], raw) / 100.0
         return _fraction(value, raw)
@@ -231,6 +249,14 @@ def pool_capacity(views):
     return model.Resources.total(v.capacity for v in views)
 
 
+def host_slots(free, slot):
+    """Whole slots of size ``slot`` in ``free`` (one host's free room),
+    the dimensions of the slot that are 0 not counted; >= 0.
+    """
+    counts = [math.floor(f / d + 1e-9) for f, d in zip(free, slot) if d > 0]
+    return max(min(counts), 0) if counts else 0
+
+
 def plan_pool(pool, views, headroom, policy, now):
     """The cheapest victims restoring a pool's headroom.
 
@@ -243,6 +269,8 @@ def plan_pool(pool, views, headroom, policy, now):
     :returns: :class:`PoolPlan`.
     :raises opie_sched.preemption.costs.CostModuleError: on a bad cost.
     """
+    if headroom.slots:
+        return _plan_slots(pool, views, headroom, policy, now)
     target = headroom.target(pool_capacity(views))
     free = pool_free(views)
     deficit = (target - free).clip_negative()
@@ -260,6 +288,63 @@ def plan_pool(pool, views, headroom, policy, now):
     return PoolPlan(pool, target, free, deficit, victims=tuple(
         (host_of[inst.uuid], inst, cost) for inst, cost in
         selection.victims), total_cost=selection.total_cost)
+
+
+def _plan_slots(pool, views, headroom, policy, now):
+    """:func:`plan_pool` for a headroom of slots.
+
+    Each host holds ``host_slots(projected free, slot)`` slots. When the
+    pool holds K fewer than wanted, for every host and j = 1..K the exact
+    selection gives the cheapest victims making j more slots there (need =
+    ((slots now + j) × slot − free), clipped at 0); a dynamic programme
+    over the hosts then picks how many slots each host makes, at the
+    least total cost, exactly K in all (making j + 1 slots on a host never
+    costs less than j: any set freeing j + 1 frees j). Exact because
+    hosts are independent: a victim frees room on its own host only.
+    """
+    slot = headroom.amount
+    want = headroom.slots
+    target = model.Resources(*(d * want for d in slot))
+    free = pool_free(views)
+    have = sum(host_slots(v.projected_free(), slot) for v in views)
+    missing = max(want - have, 0)
+    deficit = model.Resources(*(d * missing for d in slot))
+    if not missing:
+        return PoolPlan(pool, target, free, model.ZERO)
+    # options[h] = [(j, cost, victims)] for j = 1.. while feasible
+    options = []
+    for view in sorted(views, key=lambda v: v.name):
+        cands = planner.instance_costs(view, policy, now)
+        pfree = view.projected_free()
+        now_slots = host_slots(pfree, slot)
+        opts = []
+        for j in range(1, missing + 1):
+            need = (model.Resources(*(d * (now_slots + j) for d in slot))
+                    - pfree).clip_negative()
+            sel = victims_mod.select_victims(cands, need) if cands else None
+            if sel is None:
+                break
+            opts.append((j, sel.total_cost, tuple(
+                (view.name, inst, cost) for inst, cost in sel.victims)))
+        options.append(opts)
+    # best[k] = (cost, victims) making k slots with the hosts seen so far
+    best = {0: (0.0, ())}
+    for opts in options:
+        nxt = dict(best)
+        for k, (cost, chosen) in best.items():
+            for j, c, vic in opts:
+                kk = k + j
+                if kk > missing:
+                    break
+                cand = (cost + c, chosen + vic)
+                if kk not in nxt or cand[0] < nxt[kk][0] - 1e-9:
+                    nxt[kk] = cand
+        best = nxt
+    if missing not in best:
+        return PoolPlan(pool, target, free, deficit, feasible=False)
+    cost, chosen = best[missing]
+    return PoolPlan(pool, target, free, deficit, victims=chosen,
+                    total_cost=cost)
 
 
 def describe(plan):

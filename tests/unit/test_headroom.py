@@ -15,6 +15,7 @@ what counts as released early.
 """
 
 import datetime
+import itertools
 import os
 import random
 
@@ -167,6 +168,90 @@ class PlanPoolTest(testtools.TestCase):
             self.assertEqual(want.uuids, tuple(sorted(
                 i.uuid for _, i, _ in plan.victims)))
         # the cases decided are not a handful
+        self.assertGreater(checked, 60)
+
+
+class PlanSlotsTest(testtools.TestCase):
+    """A headroom of slots (``N x <amounts>``): free rooms inside one host
+    each, against an enumeration of every subset of the pool's
+    candidates.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.policy = costs.CostPolicy([(costs.BillingPeriodCost(
+            period=3600), 1.0)])
+
+    def test_syntax(self):
+        room = headroom.parse('2 x 8 vcpu, 16000 MB')
+        self.assertEqual((2, model.Resources(8, 16000, 0)),
+                         (room.slots, room.amount))
+        self.assertFalse(headroom.parse('0 x 4 vcpu').enabled)
+        self.assertRaises(ValueError, headroom.parse, '2 x 0.5')
+        self.assertEqual(2, headroom.host_slots((9, 40000, 0), (4, 0, 0)))
+
+    def test_crumbs_are_no_slot(self):
+        # 2 vCPU free on each of two hosts: 4 vCPU summed, no 4 vCPU slot
+        views = [host('a', [inst('a1', 100, SIZES[1]),
+                            inst('a2', 200, SIZES[1]),
+                            inst('a3', 300, SIZES[1])]),
+                 host('b', [inst('b1', 50, SIZES[1]),
+                            inst('b2', 60, SIZES[1]),
+                            inst('b3', 70, SIZES[1])])]
+        self.assertFalse(headroom.plan_pool(
+            'p', views, headroom.parse('4 vcpu'), self.policy,
+            NOW).needs_preemption)
+        plan = headroom.plan_pool('p', views, headroom.parse('1 x 4 vcpu'),
+                                  self.policy, NOW)
+        self.assertEqual(['b1'], [i.uuid for _, i, _ in plan.victims])
+
+    def test_matches_enumeration(self):
+        rng = random.Random(7)
+        checked = 0
+        for _ in range(300):
+            views = []
+            n = 0
+            for h in range(rng.randint(2, 3)):
+                insts, used = [], 0
+                for _ in range(rng.randint(0, 4)):
+                    size = rng.choice(SIZES)
+                    if used + size[0] > 8:
+                        break
+                    used += size[0]
+                    insts.append(inst('u%02d' % n, rng.randint(1, 3599),
+                                      size, preemptible=rng.random() < 0.8))
+                    n += 1
+                views.append(host('h%d' % h, insts))
+            room = headroom.parse(rng.choice(
+                ['1 x 4 vcpu', '2 x 4 vcpu', '1 x 8 vcpu, 16000 MB',
+                 '3 x 2 vcpu', '2 x 1 vcpu, 4000 MB']))
+            plan = headroom.plan_pool('p', views, room, self.policy, NOW)
+            cands = [(v.name, i, self.policy.instance_cost(i, v, NOW))
+                     for v in views for i in v.preemptible_instances]
+
+            def slots(removed):
+                return sum(headroom.host_slots(
+                    v.projected_free() + model.Resources.total(
+                        i.resources for h, i, _ in removed if h == v.name),
+                    room.amount) for v in views)
+
+            best = None
+            for r in range(len(cands) + 1):
+                for combo in itertools.combinations(cands, r):
+                    if slots(combo) >= room.slots:
+                        c = sum(x[2] for x in combo)
+                        if best is None or c < best:
+                            best = c
+            if best == 0:
+                self.assertFalse(plan.needs_preemption)
+                continue
+            if best is None:
+                self.assertFalse(plan.feasible)
+                continue
+            checked += 1
+            self.assertTrue(plan.feasible)
+            self.assertAlmostEqual(best, plan.total_cost, places=6)
+            self.assertGreaterEqual(slots(plan.victims), room.slots)
         self.assertGreater(checked, 60)
 
 
