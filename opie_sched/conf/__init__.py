@@ -144,9 +144,11 @@ preemption_opts = [
              'below 1 (``0.1``) or a percentage (``10%``) of the pool\'s '
              'capacity in every dimension; amounts ``4 vcpu, 8192 MB, 100 '
              'GB`` (any subset, comma-separated; MB is RAM, GB is disk; a '
-             'dimension not named is 0). The room is summed over the '
-             'pool\'s hosts, not one host\'s slot. Refused at start when '
-             'malformed.'),
+             'dimension not named is 0), summed over the pool\'s hosts '
+             '(crumbs on several hosts count); slots ``N x <amounts>`` '
+             '(``1 x 8 vcpu, 16000 MB``) - N free rooms of that size, each '
+             'inside one host (what a normal server of that flavor can '
+             'use). Refused at start when malformed.'),
     cfg.FloatOpt(
         'headroom_notice_seconds', default=120.0, min=0,
         help='Seconds of notice a victim of the headroom gets (at least '
