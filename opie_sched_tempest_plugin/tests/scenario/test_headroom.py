@@ -12,7 +12,7 @@
 """Headroom and early release on a running cloud (issue 31).
 
 opie-scheduler is restarted for the class with ``[opie_preemption]
-headroom`` = one normal server's vCPUs, ``headroom_notice_seconds`` = 120,
+headroom`` = one normal server's size, ``headroom_notice_seconds`` = 120,
 ``notice_seconds`` = 120 and the reconciler every
 ``[opie] chaos_reconciler_interval`` seconds, and restored afterwards
 (needs ``[opie] devcloud_state_dir``, as the chaos scenarios).
@@ -83,7 +83,11 @@ class HeadroomTest(base.OpieBaseTest):
             'opie_reconciler': {
                 'interval': CONF.opie.chaos_reconciler_interval or 5},
             'opie_preemption': {
-                'headroom': '%d vcpu' % cls.normal.size['VCPU'],
+                # one normal server's room in every dimension (the
+                # devcloud overcommits vCPU: RAM binds)
+                'headroom': '%d vcpu, %d MB, %d GB' % (
+                    cls.normal.size['VCPU'], cls.normal.size['MEMORY_MB'],
+                    cls.normal.size.get('DISK_GB', 0)),
                 'headroom_notice_seconds': NOTICE,
                 'headroom_poll_interval': 0.5,
                 'notice_seconds': NOTICE,
