@@ -34,6 +34,7 @@ from opie_sched.conf import autoscaler as autoscaler_opts
 from opie_sched.conf import repacker as repacker_opts
 from opie_sched.conf import rpm as rpm_opts
 from opie_sched.preemption import behaviours
+from opie_sched.preemption import headroom
 
 preemption_group = cfg.OptGroup(
     'opie_preemption',
@@ -123,6 +124,51 @@ preemption_opts = [
              'the notice appears N seconds (within one second: the '
              'deadline is written in whole seconds) before the action, '
              'and every preempting request waits N seconds more.'),
+    cfg.Opt(
+        'headroom', type=headroom.OptionType(), default='0',
+        help='Free room the reconciler keeps in every pool of hosts (each '
+             'host aggregate, and the hosts in no aggregate) ahead of '
+             'demand: when a pool\'s free room (every instance counted, '
+             'those leaving or already under a headroom notice not) falls '
+             'below it, the reconciler chooses, with the exact victim '
+             'selection of the preemption phase, the cheapest preemptible '
+             'servers restoring it (never more), marks them at risk '
+             '(server metadata ``opie:rebalance_recommendation``), gives '
+             'them ``headroom_notice_seconds`` of notice and interrupts '
+             'them at the deadline, or at once when the guest powers '
+             'itself off or the owner stops, shelves or deletes it. A '
+             'normal request beyond the headroom takes victims at once as '
+             'without it (their notice is cut). An aggregate\'s metadata '
+             '``opie_headroom`` (same syntax) overrides this value for its '
+             'hosts. Possible values: ``0`` (default) - off; a fraction '
+             'below 1 (``0.1``) or a percentage (``10%``) of the pool\'s '
+             'capacity in every dimension; amounts ``4 vcpu, 8192 MB, 100 '
+             'GB`` (any subset, comma-separated; MB is RAM, GB is disk; a '
+             'dimension not named is 0), summed over the pool\'s hosts '
+             '(crumbs on several hosts count); slots ``N x <amounts>`` '
+             '(``1 x 8 vcpu, 16000 MB``) - N free rooms of that size, each '
+             'inside one host (what a normal server of that flavor can '
+             'use). Refused at start when malformed.'),
+    cfg.FloatOpt(
+        'headroom_notice_seconds', default=120.0, min=0,
+        help='Seconds of notice a victim of the headroom gets (at least '
+             '``notice_seconds``); no request waits for it, so it is not '
+             'bounded by ``release_timeout``. Default 120, the two '
+             'minutes of the public clouds\' spot instances. Used only '
+             'where ``headroom`` is set.'),
+    cfg.FloatOpt(
+        'headroom_rebalance_seconds', default=0.0, min=0,
+        help='Seconds between the at-risk mark (rebalance recommendation) '
+             'of a headroom victim and its notice. Possible values: 0 '
+             '(default) - both at once; N > 0 - the guest reads it is at '
+             'risk N seconds before its notice (the interruption comes N '
+             '+ ``headroom_notice_seconds`` after the mark).'),
+    cfg.FloatOpt(
+        'headroom_poll_interval', default=1.0, min=0.05,
+        help='Seconds between two checks of the victims under a headroom '
+             'notice: one whose guest powered itself off, or whose owner '
+             'stopped, shelved or deleted it, is interrupted at the next '
+             'check instead of at its deadline (one query per check).'),
     cfg.IntOpt(
         'max_release_waits', default=8, min=0,
         help='Most requests one scheduler worker holds at once while their '

@@ -118,7 +118,13 @@ def notice_metadata(deadline, behavior, reason):
 
 RESERVED = 'reserved'
 TERMINATING = 'terminating'
-STATES = (RESERVED, TERMINATING)
+#: Under a headroom notice (:mod:`opie_sched.scheduler.headroom`): the
+#: guest has its notice and the reconciler acts at ``next_attempt`` (the
+#: deadline). Still running and an ordinary candidate victim for every
+#: other actor (a normal request beyond the headroom may take it at once:
+#: its notice is cut); only the headroom counts its room as on the way.
+NOTICED = 'noticed'
+STATES = (RESERVED, TERMINATING, NOTICED)
 
 #: Cause words: what a victim's owner is told preempted it (the only detail
 #: owners see; hosts, preemptors, requests and costs are for admins).
@@ -126,7 +132,10 @@ CAUSE_SCHEDULER = 'scheduler'
 CAUSE_MARKET = 'market'
 CAUSE_LIFETIME = 'max-lifetime'
 CAUSE_RECONCILER = 'reconciler'
-CAUSES = (CAUSE_SCHEDULER, CAUSE_MARKET, CAUSE_LIFETIME, CAUSE_RECONCILER)
+#: The reconciler keeping a pool's headroom (free room ahead of demand).
+CAUSE_HEADROOM = 'headroom'
+CAUSES = (CAUSE_SCHEDULER, CAUSE_MARKET, CAUSE_LIFETIME, CAUSE_RECONCILER,
+          CAUSE_HEADROOM)
 
 
 def cause_of(preemptor):
@@ -162,7 +171,7 @@ def parse_time(text):
 class VictimState:
     """One victim's service-owned record.
 
-    :param state: ``reserved`` or ``terminating``.
+    :param state: ``reserved``, ``terminating`` or ``noticed``.
     :param preemptor: the uuid of the instance the room is made for, or a
         word naming the cause (``reconciler``, ``max-lifetime``).
     :param since: when the state was entered (aware datetime, UTC).

@@ -66,6 +66,7 @@ from nova import rpc
 
 from opie_sched.notifications import preemption as preempt_notes
 from opie_sched.preemption import behaviours
+from opie_sched.preemption import headroom as headroom_rules
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import ownership
@@ -125,9 +126,12 @@ def _add_fault(cctxt, instance, message, details):
 
 def owner_message(cause):
     """The fault message a victim's owner reads: the cause word only."""
-    return 'Preempted by the %s' % victim_state.cause_of(cause) \
-        if victim_state.cause_of(cause) != victim_state.CAUSE_LIFETIME \
-        else 'Preempted: maximum lifetime reached'
+    word = victim_state.cause_of(cause)
+    if word == victim_state.CAUSE_LIFETIME:
+        return 'Preempted: maximum lifetime reached'
+    if word == victim_state.CAUSE_HEADROOM:
+        return 'Preempted to keep free room for new servers (headroom)'
+    return 'Preempted by the %s' % word
 
 
 def mark_victim(cctxt, instance, cause, details):
@@ -188,6 +192,7 @@ def notify_guests(ctx, batches, action=None):
     seconds = notice_seconds()
     now = timeutils.utcnow(with_timezone=True)
     noticed = []
+    by_cell = {}
     for cell_uuid, uuids, preempted_by in batches:
         cctxt = reservations.cell_context(ctx, cell_uuid)
         try:
@@ -196,13 +201,54 @@ def notify_guests(ctx, batches, action=None):
             LOG.exception('Could not load victims %s to give them notice',
                           uuids)
             continue
-        noticed.extend(give_notice(cctxt, rows, uuids, preempted_by,
-                                   ctx.request_id, action, now, seconds))
+        mine = give_notice(cctxt, rows, uuids, preempted_by,
+                           ctx.request_id, action, now, seconds)
+        noticed.extend(mine)
+        if mine:
+            by_cell.setdefault(cell_uuid, []).extend(mine)
     if noticed and seconds > 0:
         LOG.info('Victims %s got %.1f s of notice; request %s waits for it',
                  sorted(noticed), seconds, ctx.request_id)
-        time.sleep(seconds)
+        wait_notice(ctx, by_cell, seconds)
     return set(noticed)
+
+
+def wait_notice(ctx, by_cell, seconds):
+    """Wait out a notice of ``seconds``, ending early when every victim no
+    longer needs it (:func:`opie_sched.preemption.headroom.
+    released_early`: its guest powered itself off, or its owner stopped,
+    shelved or deleted it), so the waiting request proceeds at once.
+
+    Polling, not events: the victims are read (one query per cell and
+    check) at the spacing of :func:`wait_for` (at once, then 1/8 of the
+    time waited, at least 0.05 s and at most ``[opie_preemption]
+    poll_interval``), so a release is seen within that spacing.
+
+    :param by_cell: ``{cell_uuid: [uuids noticed]}``.
+    :returns: True when the notice ended early.
+    """
+    end = time.monotonic() + seconds
+    interval = CONF.opie_preemption.poll_interval
+
+    def early(inst):
+        return headroom_rules.released_early(
+            inst.vm_state, inst.task_state, inst.power_state,
+            is_deleted(inst))
+
+    for cell_uuid, uuids in by_cell.items():
+        left = end - time.monotonic()
+        if left <= 0 or not wait_for(ctx, cell_uuid, uuids, early, left,
+                                     interval, quiet=True):
+            left = end - time.monotonic()
+            if left > 0:
+                time.sleep(left)
+            return False
+    left = end - time.monotonic()
+    if left > 0:
+        LOG.info('Victims %s released early: the notice ends %.1f s before '
+                 'its deadline', sorted(u for us in by_cell.values()
+                                        for u in us), left)
+    return True
 
 
 def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
@@ -241,9 +287,12 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
                                state.state != victim_state.TERMINATING)
         if verb is None:
             continue  # released already (e.g. shelved and offloaded)
-        notice = victim_state.notice_metadata(
-            deadline, behavior,
-            owner_message(state.preemptor).replace('Preempted', 'preempted'))
+        reason = owner_message(state.preemptor).replace('Preempted',
+                                                        'preempted')
+        earlier = cut_from(inst, deadline)
+        if earlier:
+            reason = 'notice cut (was %s); %s' % (earlier, reason)
+        notice = victim_state.notice_metadata(deadline, behavior, reason)
         try:
             main_db.instance_metadata_update(cctxt, uuid, notice, False)
             noticed.append(uuid)
@@ -254,6 +303,24 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
             LOG.exception('Could not write the preemption notice on %s',
                           uuid)
     return noticed
+
+
+#: System metadata key (service-owned) of a headroom notice's deadline
+#: (:mod:`opie_sched.scheduler.headroom` writes it).
+HEADROOM_DEADLINE_KEY = 'opie_headroom_deadline'
+
+
+def cut_from(inst, deadline):
+    """The deadline of a headroom notice ``inst`` was given and that a new
+    notice of ``deadline`` (ISO text) cuts, or None. Read from the victim's
+    system metadata (service-owned).
+    """
+    sysmeta = getattr(inst, 'system_metadata', None) or {}
+    earlier = victim_state.parse_time(sysmeta.get(HEADROOM_DEADLINE_KEY))
+    new = victim_state.parse_time(deadline)
+    if earlier is None or new is None or earlier <= new:
+        return None
+    return victim_state.format_time(earlier)
 
 
 def withdraw_notice(cctxt, uuid):
@@ -624,7 +691,8 @@ def poll_pause(waited, interval):
     return min(interval, max(FIRST_POLL, POLL_FRACTION * waited))
 
 
-def wait_for(ctx, cell_uuid, uuids, done, timeout, interval, found=None):
+def wait_for(ctx, cell_uuid, uuids, done, timeout, interval, found=None,
+             quiet=False):
     """Poll (one query per round) until ``done(instance)`` holds for all.
 
     The first round checks at once, the next ones are spaced by
@@ -649,8 +717,9 @@ def wait_for(ctx, cell_uuid, uuids, done, timeout, interval, found=None):
         now = time.monotonic()
         left = deadline - now
         if left <= 0:
-            LOG.warning('Timed out after %.1f s waiting for %s',
-                        timeout, sorted(pending))
+            if not quiet:
+                LOG.warning('Timed out after %.1f s waiting for %s',
+                            timeout, sorted(pending))
             return False
         time.sleep(min(poll_pause(now - start, interval), left))
     return True

@@ -38,7 +38,11 @@ host. Each round, per cell:
    preemptible (:func:`opie_sched.scheduler.ownership.lifetime_start`: its
    creation, ``created_at``, which nova never resets, or the resize that
    gave it a preemptible flavor); a server its owner is moving (a resize,
-   a migration, ``VERIFY_RESIZE``) is never ended.
+   a migration, ``VERIFY_RESIZE``) is never ended;
+5. when ``[opie_preemption] headroom`` (or an aggregate's
+   ``opie_headroom``) is set, every pool of hosts whose free room is below
+   its headroom gets the cheapest victims restoring it noticed ahead of
+   demand (:mod:`opie_sched.scheduler.headroom`).
 
 Victims already reserved or terminating count as leaving, so running it
 again (or a second reconciler) changes nothing once hosts are within
@@ -65,6 +69,7 @@ from opie_sched.preemption import model
 from opie_sched.preemption import planner
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
+from opie_sched.scheduler import headroom
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import ownership
@@ -111,6 +116,8 @@ class Reconciler:
         # providers' reserved amounts: the screen judges ComputeNode
         # records in Placement's capacity model
         self._reserved = hosts.ReservedCache()
+        # the headroom step (step 5) and its waiters
+        self.headroom = headroom.Keeper(self)
 
     def placement(self):
         """nova's SchedulerReportClient (made on first use)."""
@@ -194,7 +201,18 @@ class Reconciler:
                 LOG.error('Reconciler: cell %s (%s) could not be read or '
                           'repaired this round; the other cells are '
                           'repaired', cell.uuid, cell.name, exc_info=True)
+        acted.extend(self._keep_headroom(ctx, dry_run))
         return acted
+
+    def _keep_headroom(self, ctx, dry_run):
+        """Step 5: :meth:`opie_sched.scheduler.headroom.Keeper.run`;
+        its failure is logged, never raised (steps 1-4 are done).
+        """
+        try:
+            return self.headroom.run(ctx, dry_run)
+        except Exception:
+            LOG.exception('Reconciler: the headroom step failed this round')
+            return []
 
     # -- 1 and 2: what the scheduler left unfinished -------------------------
 

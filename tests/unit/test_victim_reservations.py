@@ -328,6 +328,11 @@ class TerminateTest(testtools.TestCase):
             actions.main_db, 'instance_metadata_delete', side_effect=remove))
         self.sleep = self.useFixture(fixtures.MockPatch(
             'opie_sched.scheduler.actions.time.sleep')).mock
+        # the notice's wait (which ends early when the victims release:
+        # tests/functional/test_headroom.py) as one sleep of its length
+        self.useFixture(fixtures.MockPatch(
+            'opie_sched.scheduler.actions.wait_notice',
+            side_effect=lambda ctx, by_cell, seconds: self.sleep(seconds)))
 
     def reserved(self, uuid, flv=None, request_id='req-1', **kwargs):
         state = vs.reserve(uuids.p, NOW, request_id, 'details')

@@ -1,0 +1,242 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Headroom (notice ahead of demand) and early release on a real
+in-process Nova: the reconciler's headroom step takes exactly the
+oracle-minimal victims, a normal request beyond the headroom still
+succeeds (cutting a notice), and a guest that powers itself off during
+its notice releases the waiting boot at once.
+"""
+
+import itertools
+import threading
+import time
+
+import fixtures
+import testtools.content
+
+from oslo_utils import timeutils
+
+from nova import context as nova_context
+from nova.compute import power_state
+from nova import objects
+from nova.virt import event as virtevent
+
+from opie_sched.preemption import model
+from opie_sched.preemption import victim_state
+from opie_sched.scheduler import headroom
+from opie_sched.scheduler import hosts
+from opie_sched.scheduler import reconciler
+from opie_sched.scheduler import weights
+from tests.functional import base
+from tests.functional.fuzz import oracle
+from tests.functional import test_preemption
+
+
+class _Headroom(test_preemption._Helpers):
+
+    def reconciler(self):
+        rec = reconciler.Reconciler()
+        self.addCleanup(rec.headroom.stop, 30)
+        return rec
+
+    def records(self):
+        """``{uuid: VictimState}`` of every live server with a record."""
+        ctx = nova_context.get_admin_context()
+        with nova_context.target_cell(
+                ctx, self.cell_mappings['cell1']) as cctxt:
+            insts = objects.InstanceList.get_by_filters(
+                cctxt, {'deleted': False}, expected_attrs=['system_metadata'])
+        return {i.uuid: hosts.victim_state(i) for i in insts
+                if hosts.victim_state(i) is not None}
+
+    def wait_for(self, predicate, timeout=30):
+        end = time.time() + timeout
+        while time.time() < end:
+            if predicate():
+                return True
+            time.sleep(0.1)
+        return False
+
+
+class HeadroomOracleTest(base.OpieNovaTestCase, _Headroom):
+    """Headroom 4 vCPU over two hosts of 8: the pool has 2 vCPU free, so
+    the reconciler must free 2 vCPU more, at the least cost.
+    """
+
+    EXTRA_FLAGS = {'opie_preemption': {'headroom': '4 vcpu',
+                                       'headroom_notice_seconds': 2,
+                                       'headroom_poll_interval': 0.2}}
+
+    def test_takes_exactly_the_oracle_minimal_victims(self):
+        # host1: two large (8 vCPU, full); host2: two small and one medium
+        # (4 vCPU) and a normal medium (2 vCPU): 2 vCPU free in the pool
+        runtimes = {}
+        for s, rt in zip(self.fill_with_preemptibles(
+                'host1', 'large', [1500, 3300]), [1500, 3300]):
+            runtimes[s['id']] = rt
+        for s, rt in zip(self.fill_with_preemptibles(
+                'host2', 'small', [900, 1000]), [900, 1000]):
+            runtimes[s['id']] = rt
+        for s, rt in zip(self.fill_with_preemptibles(
+                'host2', 'medium', [2000]), [2000]):
+            runtimes[s['id']] = rt
+        normal = self.boot('medium', host='host2', name='normal')
+        rec = self.reconciler()
+        ctx = nova_context.get_admin_context()
+        # the oracle's reading of the pool, costed at one instant
+        now = timeutils.utcnow(with_timezone=True)
+        policy = weights.cost_policy()
+        views = [hv for _, hv in rec.host_views(ctx)]
+        [plan] = rec.run_once(ctx)
+        noticed = {u for u, vs in self.records().items()
+                   if vs.state == victim_state.NOTICED}
+        free = model.Resources.total(v.projected_free().clip_negative()
+                                     for v in views)
+        deficit = tuple(max(t - f, 0) for t, f in
+                        zip(model.Resources(4, 0, 0), free))
+        self.assertEqual((2, 0, 0), deficit)
+        cands = {i.uuid: (tuple(i.resources),
+                          policy.instance_cost(i, hv, now))
+                 for hv in views for i in hv.preemptible_instances}
+        self.assertEqual(set(runtimes), set(cands))
+        best = oracle.minimum(list(cands.values()), deficit)
+        chosen = sum(cands[u][1] for u in noticed)
+        self.assertLessEqual(abs(chosen - best),
+                             oracle.TOLERANCE * max(1.0, best))
+        self.assertEqual(noticed, {i.uuid for _, i, _ in plan.victims})
+        # never more than needed: every victim is necessary
+        for u in noticed:
+            freed = [sum(cands[v][0][d] for v in noticed - {u})
+                     for d in range(3)]
+            self.assertFalse(oracle._covers(freed, deficit),
+                             'victim %s was not needed' % u)
+        # at risk and noticed, in what the guest reads
+        for u in noticed:
+            meta = self.guest_metadata(u)['meta']
+            self.assertIn(headroom.AT_RISK_KEY, meta)
+            self.assertIn('(headroom)', meta[hosts.NOTICE_KEY])
+        # a second round takes nothing more: the noticed room counts
+        self.assertEqual([], rec.run_once(ctx))
+        # at the deadline they are deleted, and the headroom holds
+        self.assertTrue(rec.headroom.join(30))
+        for u in noticed:
+            self.assertTrue(self.wait_for(lambda: u not in self.live_uuids()))
+        self.assertEqual([], rec.run_once(ctx))
+        self.assertIn(normal['id'], self.live_uuids())
+
+
+class HeadroomBurstTest(base.OpieNovaTestCase, _Headroom):
+    """A normal request beyond the headroom takes a noticed victim at once:
+    it never fails because of the headroom, and the guest reads that its
+    notice was cut.
+    """
+
+    HOSTS = ('host1',)
+    EXTRA_FLAGS = {'opie_preemption': {'headroom': '2 vcpu',
+                                       'headroom_notice_seconds': 600,
+                                       'headroom_poll_interval': 0.2}}
+
+    def test_normal_request_beyond_headroom_succeeds(self):
+        p = self.fill_with_preemptibles('host1', 'medium',
+                                        [1000, 2000, 3000, 3500])
+        rec = self.reconciler()
+        [plan] = rec.run_once()
+        [(_, victim, _)] = plan.victims
+        self.assertEqual(p[0]['id'], victim.uuid)
+        # its waiter gives the notice at once (headroom_rebalance_seconds
+        # 0)
+        self.assertTrue(self.wait_for(
+            lambda: hosts.NOTICE_KEY in self.guest_metadata(
+                p[0]['id'])['meta']))
+        notices = []
+        real = victim_state.notice_metadata
+
+        def spy(deadline, behavior, reason):
+            notices.append(reason)
+            return real(deadline, behavior, reason)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.preemption.victim_state.notice_metadata', spy))
+        # the burst: a large normal server needs 4 vCPU now, on a host
+        # with none free: it is not refused, it takes the noticed victim
+        # and the next cheapest at once
+        normal = self.boot('large', name='normal')
+        self.assertEqual('host1', self.server_host(normal))
+        self.assertEqual({p[2]['id'], p[3]['id'], normal['id']},
+                         self.live_uuids())
+        # the noticed victim's guest read that its notice was cut, the
+        # other's a plain notice
+        self.assertEqual(1, len([n for n in notices if 'notice cut' in n]),
+                         notices)
+        self.assertEqual(2, len(notices))
+        # the headroom's own deadline finds the victim taken: nothing more
+        self.assertEqual({}, {u: vs for u, vs in self.records().items()
+                              if vs.state == victim_state.NOTICED})
+
+
+class EarlyReleaseTest(base.OpieNovaTestCase, _Headroom):
+    """A victim's guest powers itself off 1 s into a 30 s notice: the
+    waiting normal boot proceeds at once.
+    """
+
+    HOSTS = ('host1',)
+    NOTICE = 30
+    EXTRA_FLAGS = {'opie_preemption': {'notice_seconds': NOTICE,
+                                       'poll_interval': 0.2}}
+
+    def power_off(self, uuid):
+        """What a guest's own shutdown does on a hypervisor: the driver
+        sees the domain stopped and emits the lifecycle event nova's
+        compute handles (it records the power state and stops the server).
+        """
+        compute = self.computes['host1']
+        drv = compute.manager.driver
+        drv.instances[uuid].state = power_state.SHUTDOWN
+        compute.manager.handle_lifecycle_event(virtevent.LifecycleEvent(
+            uuid, virtevent.EVENT_LIFECYCLE_STOPPED))
+
+    def test_guest_power_off_releases_the_waiting_boot(self):
+        p = self.fill_with_preemptibles('host1', 'large', [1000, 2000])
+        powered = {}
+
+        def guest():
+            # the guest's agent: polls its meta_data.json, powers off
+            # 1 s after it reads the notice
+            for _ in itertools.count():
+                meta = self.guest_metadata(p[0]['id']).get('meta', {})
+                if hosts.NOTICE_KEY in meta:
+                    time.sleep(1)
+                    powered['at'] = time.time()
+                    self.power_off(p[0]['id'])
+                    return
+                time.sleep(0.1)
+
+        t = threading.Thread(target=guest, daemon=True)
+        t.start()
+        start = time.time()
+        normal = self.api.post_server({'server': self._build_server(
+            name='normal', flavor_id=self.flavor_ids['large'],
+            networks='none')})
+        normal = self._wait_for_state_change(normal, 'ACTIVE',
+                                             max_retries=120)
+        took = time.time() - start
+        active_after = time.time() - powered.get('at', start)
+        self.addDetail('seconds', testtools.content.text_content(
+            'boot %.2f s, ACTIVE %.2f s after the power-off, notice %d s'
+            % (took, active_after, self.NOTICE)))
+        t.join(5)
+        self.assertIn('at', powered)
+        self.assertNotIn(p[0]['id'], self.live_uuids())
+        # well before the notice's end: released by the power-off
+        self.assertLess(took, self.NOTICE / 2,
+                        'the boot waited the notice out (%.1f s)' % took)
+        self.assertLess(time.time() - powered['at'], self.NOTICE / 2)
