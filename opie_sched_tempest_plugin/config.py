@@ -158,6 +158,14 @@ OpieGroup = [
                     'so that its repairs fit in chaos_converge_timeout. '
                     'Possible values: N >= 1; 0 - keep the cloud\'s '
                     'values (no restart).'),
+    cfg.IntOpt('headroom_notice_seconds', default=60, min=10,
+               help='[opie_preemption] headroom_notice_seconds and '
+                    'notice_seconds opie-scheduler is restarted with for '
+                    'the headroom scenarios (restored afterwards). The '
+                    'tier waits one whole notice out, so the default '
+                    'keeps the README test command in its time budget; '
+                    'the product default (120) is what a cloud gives. '
+                    'Possible values: N >= 10 seconds.'),
     cfg.StrOpt('chaos_report',
                help='File the chaos scenarios append their figures to, one '
                     'line per scenario (the tier\'s runner prints it). '

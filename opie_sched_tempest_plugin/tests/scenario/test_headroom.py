@@ -12,18 +12,20 @@
 """Headroom and early release on a running cloud (issue 31).
 
 opie-scheduler is restarted for the class with ``[opie_preemption]
-headroom`` = one normal server's size, ``headroom_notice_seconds`` = 120,
-``notice_seconds`` = 120 and the reconciler every
+headroom`` = one normal server's size, ``headroom_notice_seconds`` and
+``notice_seconds`` = ``[opie] headroom_notice_seconds`` (60 s in the
+tier, to keep the README test command in its budget; 120 s, the product
+default, was run once: 120.0 s of notice given) and the reconciler every
 ``[opie] chaos_reconciler_interval`` seconds, and restored afterwards
 (needs ``[opie] devcloud_state_dir``, as the chaos scenarios).
 
 * Headroom: a cloud filled with preemptible servers gets exactly one of
   them marked at risk and noticed (``opie:rebalance_recommendation``,
   ``opie:preempt_notice``, ``opie:preempt_deadline`` in its metadata) at
-  least 119 s before its deadline (the deadline is written in whole
+  least the notice less 1 s before its deadline (written in whole
   seconds); it is not interrupted before its deadline; a normal server
   booted after it then lands on free room without preempting.
-* Early release: a normal boot on the full cloud gives its victim 120 s of
+* Early release: a normal boot on the full cloud gives its victim the whole
   notice; the victim's owner stops it 5 s into the notice; the normal
   server is ACTIVE soon after the stop, not after the notice.
 
@@ -52,7 +54,6 @@ SCHEDULER = 'opie-scheduler'
 AT_RISK_KEY = 'opie:rebalance_recommendation'
 NOTICE_KEY = 'opie:preempt_notice'
 DEADLINE_KEY = 'opie:preempt_deadline'
-NOTICE = 120
 
 
 def _epoch(text):
@@ -77,6 +78,7 @@ class HeadroomTest(base.OpieBaseTest):
     def resource_setup(cls):
         super().resource_setup()
         cls.normal, cls.preemptible = cls.flavor_pair()
+        cls.notice = CONF.opie.headroom_notice_seconds
         cls.faults = chaos.Faults(CONF.opie.devcloud_state_dir)
         cls.schedulers = cls.faults.services(SCHEDULER)
         overlay = cls.faults.overlay('headroom-' + SCHEDULER, {
@@ -88,11 +90,11 @@ class HeadroomTest(base.OpieBaseTest):
                 'headroom': '%d vcpu, %d MB, %d GB' % (
                     cls.normal.size['VCPU'], cls.normal.size['MEMORY_MB'],
                     cls.normal.size.get('DISK_GB', 0)),
-                'headroom_notice_seconds': NOTICE,
+                'headroom_notice_seconds': cls.notice,
                 'headroom_poll_interval': 0.5,
-                'notice_seconds': NOTICE,
-                'release_timeout': NOTICE + 60,
-                'reservation_timeout': 3 * NOTICE + 60}})
+                'notice_seconds': cls.notice,
+                'release_timeout': cls.notice + 60,
+                'reservation_timeout': 3 * cls.notice + 60}})
         for name in cls.schedulers:
             argv = cls.faults._service(name)['argv']
             if overlay in argv:
@@ -152,7 +154,7 @@ class HeadroomTest(base.OpieBaseTest):
         # headroom_rebalance_seconds = 0) to the deadline, whole seconds;
         # the poller reads the fill's servers one by one and sees it late
         notice_s = deadline - _epoch(meta[AT_RISK_KEY])
-        self.assertGreaterEqual(notice_s, NOTICE - 1)
+        self.assertGreaterEqual(notice_s, self.notice - 1)
         self.assertGreater(deadline - seen_at, 0)
         # not interrupted before its deadline, gone soon after it
         while victim in self.server_map(self.primary):
@@ -216,7 +218,7 @@ class HeadroomTest(base.OpieBaseTest):
                                                   1),
                      'active_after_stop_s': round(active_after_stop, 1),
                      'boot_s': round(time.monotonic() - start, 1)})
-        self.assertLess(active_after_stop, NOTICE / 4.0,
+        self.assertLess(active_after_stop, self.notice / 4.0,
                         'the boot waited the notice out')
 
     def _headroom_victim(self, fill):
