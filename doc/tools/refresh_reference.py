@@ -24,6 +24,8 @@ command it ran, so that nothing on them pretends to be live::
     .tox/py3/bin/python doc/tools/refresh_reference.py \\
         [--bin-dir .tox/py3/bin] [--only cli|scenarios] [--timeout 600]
         [--reduced NAME,...] [--results DIR] [--scenario NAME,...]
+    .tox/py3/bin/python doc/tools/refresh_reference.py --tally \\
+        [--results DIR]
 
 Commands are run from ``--bin-dir`` (default: the directory of this
 Python). A command that fails leaves a line saying so on the page.
@@ -34,6 +36,11 @@ scenario's output from ``DIR/NAME.json`` (``opie-sched simulate
 that file exists, and the page says which run it is. ``--scenario
 NAME,...`` refreshes only the named scenarios' sections and keeps every
 other section of the page as it is (e.g. after one long run).
+
+The page's introduction carries the tally of the claims judged over
+seeds, by scenario, read from the scenarios' sections (their
+``verdicts.tally_text`` lines) each time the page is written; ``--tally``
+prints that table and runs nothing.
 """
 
 import argparse
@@ -190,6 +197,7 @@ text.
 ``--reduced`` runs the small version of the same experiment that the unit
 tests run (seconds instead of minutes); without it, the full experiment.
 
+{tally}
 Every scenario runs on the one shared engine described in
 :doc:`core`.
 
@@ -374,6 +382,108 @@ def _from_results(results, name):
             count)
 
 
+#: Brackets of the tally block in the page's introduction.
+TALLY_START, TALLY_END = '.. claims-tally-start', '.. claims-tally-end'
+#: A scenario's tally line (opie_sched.simulator.verdicts.tally_text).
+TALLY_LINE = re.compile(
+    r'^\s*(?P<name>\S.*?): (?P<holds>\d+) hold, (?P<fails>\d+) fail, '
+    r'(?P<undecided>\d+) undecided \(of (?P<claims>\d+) claims, each '
+    r'counted once\)\s*$', re.M)
+
+
+def claims_tally(sections):
+    """The tally lines of the scenarios' sections: a list of dicts
+    ``{'section', 'name', 'run', 'measured', 'holds', 'fails',
+    'undecided', 'claims'}`` in page order (``run``: ``full`` or
+    ``reduced``, from the section's own words; ``measured``: its date).
+    """
+    out = []
+    for section, text in sections.items():
+        run_kind = ('reduced' if re.search(r'^Reduced run', text, re.M)
+                    else 'full')
+        when = re.search(r'measured on (\d{4}-\d\d-\d\d)', text)
+        for m in TALLY_LINE.finditer(text):
+            row = {k: int(v) if v.isdigit() else v
+                   for k, v in m.groupdict().items()}
+            row.update(section=section, run=run_kind,
+                       measured=when.group(1) if when else '')
+            out.append(row)
+    return out
+
+
+def tally_table(rows):
+    """``rows`` of :func:`claims_tally` as a plain text table."""
+    head = ['scenario', 'run', 'measured', 'hold', 'fail', 'undecided',
+            'claims']
+    body = [[r['name'], r['run'], r['measured']]
+            + [str(r[k]) for k in ('holds', 'fails', 'undecided',
+                                   'claims')] for r in rows]
+    total = [sum(r[k] for r in rows) for k in ('holds', 'fails',
+                                               'undecided', 'claims')]
+    body.append(['all', '', ''] + [str(t) for t in total])
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+
+    def line(cells):
+        return '  '.join(c.ljust(w) if i < 3 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
+    return '\n'.join([line(head), line(['-' * w for w in widths])]
+                     + [line(b) for b in body]).rstrip()
+
+
+def tally_block(sections):
+    """The introduction's tally of claims, bracketed by
+    :data:`TALLY_START` and :data:`TALLY_END` (rst comments).
+    """
+    rows = claims_tally(sections)
+    text = [TALLY_START, '', fill(
+        'Claims judged over seeds, by scenario (each claim counted once; '
+        'the scenario\'s section below has the claims table, its '
+        'sensitivity table and the command; ``python '
+        'doc/tools/refresh_reference.py --tally`` prints this table from '
+        'the page, or from ``--results DIR``). "reduced" says the run is '
+        'smaller than the full configuration; the section says why:'), '']
+    if rows:
+        text.append(block(tally_table(rows)))
+    else:
+        text.append('(no scenario section with a tally yet)\n')
+    return '\n'.join(text) + TALLY_END + '\n'
+
+
+def with_tally(intro, sections):
+    """``intro`` with its tally block (re)written from ``sections``
+    (inserted before the engine paragraph when the page has none).
+    """
+    new = tally_block(sections)
+    if TALLY_START in intro and TALLY_END in intro:
+        head, rest = intro.split(TALLY_START, 1)
+        return head + new + '\n' + rest.split(TALLY_END, 1)[1].lstrip('\n')
+    anchor = 'Every scenario runs on the one shared engine'
+    if anchor in intro:
+        head, rest = intro.split(anchor, 1)
+        return head + new + '\n' + anchor + rest
+    return intro + '\n' + new
+
+
+def print_tally(results=None, out=sys.stdout):
+    """Print the tally of claims by scenario (:func:`tally_table`) from
+    the simulator page's sections, a scenario's ``results/NAME.json``
+    (``opie-sched simulate -f json``) taking its section's place when it
+    exists. Runs nothing.
+    """
+    with open(os.path.join(SOURCE, 'simulator', 'index.rst')) as f:
+        _, sections = split_sections(f.read())
+    for name, _, _ in SCENARIOS:
+        stored = _from_results(results, name)
+        if stored is not None and stored[0]:
+            path = os.path.join(results, '%s.json' % name)
+            when = datetime.datetime.fromtimestamp(
+                os.path.getmtime(path), datetime.timezone.utc)
+            sections[name] = '%s, measured on %s\n%s' % (
+                'Reduced run' if stored[2] else 'Full run',
+                when.date().isoformat(), stored[0])
+    print(tally_table(claims_tally(sections)), file=out)
+
+
 def split_sections(text):
     """``(intro, {name: section})`` of the simulator page's text.
 
@@ -414,12 +524,13 @@ def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None,
     if only:
         with open(path) as f:
             intro, kept = split_sections(f.read())
-    parts = [intro]
+    done = {}
     for name, what, paper in SCENARIOS:
         if only and name not in only:
             if name in kept:
-                parts.append(kept[name])
+                done[name] = kept[name]
             continue
+        parts = done[name] = []
         parts.append('%s\n' % title(name, '='))
         parts.append(fill(what + (' Paper: %s.' % paper if paper else ''))
                      + '\n\n')
@@ -461,7 +572,13 @@ def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None,
                           'time, %s):' % (kind, date, shown, seconds or 0.0,
                                           how))
                      + '\n\n' + block(text) + '\n')
-    write(path, ''.join(parts).rstrip() + '\n')
+    done = {name: text if isinstance(text, str) else ''.join(text)
+            for name, text in done.items()}
+    if '{tally}' in intro:
+        intro = intro.replace('{tally}\n', tally_block(done) + '\n')
+    else:
+        intro = with_tally(intro, done)
+    write(path, (intro + ''.join(done.values())).rstrip() + '\n')
 
 
 def write(path, text):
@@ -489,7 +606,14 @@ def main(argv=None):
                         help='comma-separated scenarios: refresh only their '
                              'sections of the simulator page, keep the '
                              'others')
+    parser.add_argument('--tally', action='store_true',
+                        help='print the tally of claims judged over seeds, '
+                             'by scenario, from the simulator page (and '
+                             '--results), and stop; runs nothing')
     args = parser.parse_args(argv)
+    if args.tally:
+        print_tally(args.results)
+        return 0
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     if args.only in (None, 'cli'):
         refresh_cli(args.bin_dir, date, args.timeout)
