@@ -103,9 +103,11 @@ SCENARIOS = [
      'market\'s suspend/resume operations under every reading of the '
      'papers\' counts (VMs or jobs, per period or most in one); Merkat '
      'Alg. 1 vs FCFS + backfilling over a curve of loads; Fig. 5(b)\'s '
-     'claims at high load and at the lightest load judged over 10 seeds, '
-     'each once, and their sensitivity to the value reading, the EDF '
-     'baseline and a per-host market (no pooling of the 240 CPUs).',
+     'six claims judged over 10 seeds, each once (at high load over the '
+     'factors 0.1-0.3 together, at the lightest load), and their '
+     'sensitivity to the pooling of the 240 CPUs (per-host markets, 120 x '
+     '2 and 240 x 1 CPUs), the budget rule (B = 60 / deadline factor or '
+     'B_base / deadline), the value reading and the EDF baseline.',
      '[Themis2012]_ Fig. 5, [ThemisSLO2013]_ Figs. 2 and 3, [Merkat2013]_ '
      '§5.4.3'),
     ('rpm-vs-ffd',
