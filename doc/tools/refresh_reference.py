@@ -370,8 +370,9 @@ SEED_COUNTS = {'gossip-redistribution': 10, 'themis-value': 10}
 
 
 def _from_results(results, name):
-    """``(report, seconds, reduced, seed count or None)`` of
-    ``results/NAME.json``, or None.
+    """``(report, seconds, reduced, seed count or None, parallel or
+    None)`` of ``results/NAME.json``, or None (``parallel``: the
+    ``tools/parallel_seeds.py`` summary when that tool made the file).
     """
     import json
     path = os.path.join(results or '', '%s.json' % name)
@@ -381,7 +382,7 @@ def _from_results(results, name):
         data = json.load(f)
     count = data.get('seed_count') if name in SEED_COUNTS else None
     return (data.get('report'), data.get('runtime_s'), data.get('reduced'),
-            count)
+            count, data.get('parallel'))
 
 
 #: Brackets of the tally block in the page's introduction.
@@ -548,11 +549,20 @@ def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None,
         shown = 'opie-sched simulate %s --output-dir DIR' % ' '.join(args)
         stored = _from_results(results, name)
         if stored is not None and stored[0]:
-            text, seconds, small, count = stored
+            text, seconds, small, count, parallel = stored
             shown = 'opie-sched simulate --scenario %s%s%s -f json' % (
                 name, ' --reduced' if small else '',
                 ' --seed-count %d' % count if count else '')
             how = 'its ``report`` field'
+            if parallel:
+                how += (
+                    '; computed by ``tools/parallel_seeds.py %s %d%s`` '
+                    'under ``nice -n 10``, whose %d worker processes ran '
+                    'the seeds\' calls and whose parent then ran the '
+                    'scenario on them, which gives the command\'s '
+                    'result' % (name, parallel['workers'],
+                                ' reduced' if small else '',
+                                parallel['workers']))
         else:
             print(shown, file=sys.stderr)
             how = 'start-up included'
