@@ -97,6 +97,20 @@ def work(task):
         _, seed, count, factors = task
         themis.fig5b_over_seeds(themis.trace_path(), seed, count, factors,
                                 [seed])
+    elif task[0] == 'themis-call':
+        # one of the four calls fig5b_over_seeds makes per (factor, seed)
+        _, what, seed, count, factor = task
+        path = themis.trace_path()
+        if what == 'compare':
+            themis.compare(path, factor, seed, count=count)
+        elif what == 'budget':
+            themis.compare(path, factor, seed, count=count,
+                           budget_rule=themis.BUDGET_DEADLINE)
+        else:
+            themis.market_only(path, factor, seed, count,
+                               themis.PerHostShares()
+                               if what == 'per-host' else
+                               themis.PerHostShares(themis.CORES, 1.0))
     elif task[0] == 'themis-table':
         _, seed, count, factor, mixed, memory = task
         themis.compare(themis.trace_path(), factor, seed, mixed, memory,
@@ -111,8 +125,9 @@ def work(task):
 
 
 def tasks(name, reduced, seeds):
-    """The workers' tasks: per seed, plus themis-value's single-seed
-    tables (one per experiment and factor).
+    """The workers' tasks: gossip-redistribution per seed; themis-value
+    one call each (its single-seed tables, one per experiment and factor,
+    then the four calls of each factor and seed of the Fig. 5(b) claims).
     """
     if name == 'gossip-redistribution':
         return [('gossip-seed', s, reduced) for s in seeds]
@@ -121,9 +136,12 @@ def tasks(name, reduced, seeds):
     experiments = ((False, False),) if reduced else (
         (False, False), (False, True), (True, True))
     table_factors = (0.1, 1.0) if reduced else themis.FACTORS
-    return [('themis-seed', s, count, factors) for s in seeds] + [
-        ('themis-table', FIRST_SEED, count, f, mixed, memory)
-        for mixed, memory in experiments for f in table_factors]
+    return [('themis-table', FIRST_SEED, count, f, mixed, memory)
+            for mixed, memory in experiments for f in table_factors] + [
+        ('themis-call', what, s, count, f)
+        for what in ('budget', 'per-host', 'per-host-240', 'compare')
+        for s in seeds for f in factors
+        if not (what == 'compare' and s == FIRST_SEED and f in table_factors)]
 
 
 def main(argv=None):
