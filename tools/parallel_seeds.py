@@ -115,6 +115,9 @@ def work(task):
         _, seed, count, factor, mixed, memory = task
         themis.compare(themis.trace_path(), factor, seed, mixed, memory,
                        count)
+    elif task[0] == 'gossip-call':
+        _, name, args, kwargs = task
+        getattr(gossip_mod, name)(*args, **kwargs)
     else:
         _, seed, reduced = task
         gossip_mod.gossip_redistribution(reduced=reduced, seed=seed,
@@ -124,13 +127,54 @@ def work(task):
     return store
 
 
+def gossip_calls(reduced, seeds):
+    """gossip-redistribution's calls, one task each, duplicates dropped
+    (the scenario's per_seed, Fig. 2 and Fig. 5 calls, in its argument
+    order).
+    """
+    g = gossip_mod.gossip
+    params = dict(gossip_mod.REDUCED if reduced else gossip_mod.FULL)
+    base = (params['trigger'], params['placement'], params['merge'])
+    wanted = []
+    for s in seeds:
+        for strategy in gossip_mod.ORDER:
+            wanted.append((strategy,) + base + (s,))
+        for _, trigger, placement, direction in gossip_mod.SETTINGS:
+            for strategy in (g.MERGE, g.MERGE_IMB):
+                wanted.append((strategy, trigger, placement, direction, s))
+    out, seen = [], set()
+
+    def add(name, args, kwargs):
+        fn = dict((n, f) for _, n, f in ORIGINALS)[name]
+        key = call_key(fn, name, args, kwargs)
+        if key not in seen:
+            seen.add(key)
+            out.append(('gossip-call', name, args, kwargs))
+
+    for strategy, trigger, placement, merge, s in wanted:
+        if strategy != g.MERGE_IMB:
+            trigger = params['trigger']
+        if strategy not in (g.MERGE, g.MERGE_IMB):
+            merge = params['merge']
+        add('run', (strategy,), dict(params, seed=s, trigger=trigger,
+                                     placement=placement, merge=merge))
+    for s in seeds:
+        for strategy in (g.MERGE, g.MERGE_IMB):
+            add('convergence', (strategy, params['view']),
+                dict(params, seed=s))
+        for k in gossip_mod.PAPER_FIG5_K:
+            if k < params['pms']:
+                add('convergence', (g.MERGE_IMB, k), dict(params, seed=s))
+    return out
+
+
 def tasks(name, reduced, seeds):
     """The workers' tasks: gossip-redistribution per seed; themis-value
     one call each (its single-seed tables, one per experiment and factor,
     then the four calls of each factor and seed of the Fig. 5(b) claims).
     """
     if name == 'gossip-redistribution':
-        return [('gossip-seed', s, reduced) for s in seeds]
+        return gossip_calls(reduced, seeds)
     count = 150 if reduced else themis.JOBS
     factors = (0.1, 1.0) if reduced else themis.CLAIM_FACTORS
     experiments = ((False, False),) if reduced else (

@@ -348,22 +348,31 @@ def refresh_cli(bin_dir, date, timeout):
     write(path, page)
 
 
-#: Scenarios whose page shows the reduced run, and why.
+#: Scenarios whose page shows the reduced run, and why. Both are at the
+#: papers' 10 seeds (42-51); their full runs need tools/parallel_seeds.py
+#: or a quieter machine.
 REDUCED_REASONS = {
     'gossip-redistribution':
-        'the full run, 200 PMs x 10 seeds plus the sensitivity runs, needs '
-        'about 9 CPU-minutes, and on the shared 2-core machine (load '
-        'average 15-28 on 2026-11-28) it had 1 CPU-minute in 20 minutes; '
-        'this run is the reduced configuration, 40 PMs, 200 timesteps, '
-        'k = 10, at the paper\'s 10 seeds (absolute values differ; the '
-        'claims are judged the same way)',
+        'the full run, 200 PMs x 10 seeds with the sensitivity runs, needs '
+        'about 30-50 CPU-seconds per seed (the four strategies alone about '
+        '10 at 200 PMs, measured at load average 3.5), so it fits an idle '
+        '2-core machine in minutes; on the shared one on 2026-11-28 (load '
+        'average 40-55) ten worker processes at nice 10 had 12 CPU-seconds '
+        'each after 17 minutes and were stopped. The largest size that has '
+        'finished there at 10 seeds is this one, the reduced '
+        'configuration: 40 PMs, 200 timesteps, k = 10 (absolute values '
+        'differ; the claims are judged the same way)',
     'themis-value':
-        'the full run, the first 1000 jobs x 10 seeds x 4 factors plus the '
-        'per-host market and the single-seed tables, needs about 20 '
-        'CPU-minutes, and on the shared 2-core machine (load average '
-        '15-28 on 2026-11-28) it had under 1 CPU-minute in 13 minutes; '
-        'this run is the reduced configuration, the first 150 jobs at '
-        'factors 0.1 and 1.0, CPU only, at 10 seeds',
+        'the full run, the first 1000 jobs, 190 market and queue runs of '
+        '2-10 CPU-seconds each (the single-seed tables and 4 factors x 10 '
+        'seeds x 4 settings), did not finish on the shared 2-core machine '
+        'on 2026-11-28: at load average 40-55, 20 worker processes at nice '
+        '10 had about 4 CPU-seconds each after 9 minutes. This run is the '
+        'reduced configuration, the first 150 jobs at factors 0.1 and 1.0, '
+        'CPU only, at 10 seeds, so "high load" is factor 0.1 alone. The '
+        'single-seed tables of the three experiments over ten factors, from '
+        'the full run of 2026-11-25, are in git history '
+        '(doc/source/simulator/index.rst)',
 }
 #: Seeds the page's run asks for (``--seed-count``), reduced or not.
 SEED_COUNTS = {'gossip-redistribution': 10, 'themis-value': 10}
@@ -449,7 +458,7 @@ def tally_block(sections):
         text.append(block(tally_table(rows)))
     else:
         text.append('(no scenario section with a tally yet)\n')
-    return '\n'.join(text) + TALLY_END + '\n'
+    return '\n'.join(text) + '\n' + TALLY_END + '\n'
 
 
 def with_tally(intro, sections):
