@@ -13,7 +13,7 @@
 """A seed-judged scenario's full run, its seeds computed in parallel.
 
     python tools/parallel_seeds.py NAME WORKERS [full|reduced] [SEEDS] \\
-        > NAME.json
+        [KEEP_DIR] > NAME.json
 
 NAME is ``themis-value`` or ``gossip-redistribution``. Worker processes
 compute the scenario's expensive calls seed by seed
@@ -27,15 +27,21 @@ computes. On the reduced configuration the two reports were compared
 and are identical. The JSON has the same ``report`` and ``runtime_s``
 fields (wall time of the whole), and ``parallel`` says how many workers
 ran and how many calls the parent reused or computed.
-``doc/tools/refresh_reference.py --results DIR`` reads it.
+``doc/tools/refresh_reference.py --results DIR`` reads it. With
+KEEP_DIR, each finished task's calls are pickled there (files this tool
+wrote itself) and a run started again skips them, so an interrupted run
+resumes.
 
 The shared machine's rule still holds: run it under ``nice -n 10``.
 """
 
 import copy
+import hashlib
 import inspect
 import json
 import multiprocessing
+import os
+import pickle
 import sys
 import time
 
@@ -124,7 +130,12 @@ def work(task):
                                          count=1)
     print('done %r in %.1f CPU s' % (task, time.process_time() - started),
           file=sys.stderr, flush=True)
-    return store
+    return task, store
+
+
+def _task_file(directory, task):
+    digest = hashlib.sha1(repr(task).encode()).hexdigest()[:16]
+    return os.path.join(directory, '%s.pickle' % digest)
 
 
 def gossip_calls(reduced, seeds):
@@ -196,12 +207,23 @@ def main(argv=None):
     name, workers = argv[0], int(argv[1])
     reduced = len(argv) > 2 and argv[2] == 'reduced'
     count = int(argv[3]) if len(argv) > 3 else 10
+    keep = argv[4] if len(argv) > 4 else None
     seeds = list(range(FIRST_SEED, FIRST_SEED + count))
     start = time.monotonic()
-    store = {}
+    store, todo = {}, []
+    for task in tasks(name, reduced, seeds):
+        path = keep and _task_file(keep, task)
+        if path and os.path.exists(path):
+            with open(path, 'rb') as f:
+                store.update(pickle.load(f))
+        else:
+            todo.append(task)
     with multiprocessing.Pool(workers) as pool:
-        for part in pool.imap_unordered(work, tasks(name, reduced, seeds)):
+        for task, part in pool.imap_unordered(work, todo):
             store.update(part)
+            if keep:
+                with open(_task_file(keep, task), 'wb') as f:
+                    pickle.dump(part, f)
     stats = {'computed': 0, 'reused': 0}
     install(store, stats)
     result, text = scenarios.SCENARIOS[name](reduced=reduced,

@@ -69,3 +69,18 @@ class MemoTest(testtools.TestCase):
         self.assertEqual({'rows': [0.1, 3]}, again)
         self.assertEqual(1, len(calls))
         self.assertEqual({'computed': 1, 'reused': 1}, stats)
+
+    def test_gossip_tasks_are_the_scenarios_calls(self):
+        mod = _load()
+        for m, name, orig in mod.ORIGINALS:
+            self.useFixture(fixtures.MonkeyPatch(
+                '%s.%s' % (m.__name__, name), orig))
+        store = {}
+        for task in mod.gossip_calls(True, [7]):
+            store.update(mod.work(task)[1])
+        stats = {'computed': 0, 'reused': 0}
+        mod.install(store, stats)
+        mod.gossip_mod.gossip_redistribution(reduced=True, seed=7, count=1)
+        # every call the scenario makes was a worker's task
+        self.assertEqual(0, stats['computed'])
+        self.assertGreater(stats['reused'], 0)
