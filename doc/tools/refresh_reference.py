@@ -369,9 +369,12 @@ REDUCED_REASONS = {
         'on 2026-11-28: at load average 40-55, 20 worker processes at nice '
         '10 had about 4 CPU-seconds each after 9 minutes. This run is the '
         'reduced configuration, the first 150 jobs at factors 0.1 and 1.0, '
-        'CPU only, at 10 seeds, so "high load" is factor 0.1 alone. The '
-        'single-seed tables of the three experiments over ten factors, from '
-        'the full run of 2026-11-25, are in git history '
+        'CPU only, at 10 seeds, so "high load" is factor 0.1 alone, and '
+        'lighter than at 1000 jobs. Its verdicts may not carry over: in '
+        'the full run of 2026-11-25 (one seed, 1000 jobs) market/FCFS was '
+        '2.59, 2.64 and 2.85 at factors 0.1-0.3, outside the 1.5-2.5 band, '
+        'and market/EDF fell to 0.66 at 0.2. That run\'s single-seed tables '
+        'of the three experiments over ten factors are in git history '
         '(doc/source/simulator/index.rst)',
 }
 #: Seeds the page's run asks for (``--seed-count``), reduced or not.
