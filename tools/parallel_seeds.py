@@ -50,6 +50,8 @@ from opie_sched.simulator import scenarios
 from opie_sched.simulator import themis
 
 FIRST_SEED = 42
+#: One line on standard error per finished task (set by :func:`main`).
+PROGRESS = False
 #: The memoised calls: (module, function name, the function itself).
 ORIGINALS = [(mod, name, getattr(mod, name))
              for mod, names in ((themis, ('compare', 'market_only')),
@@ -128,8 +130,10 @@ def work(task):
         _, seed, reduced = task
         gossip_mod.gossip_redistribution(reduced=reduced, seed=seed,
                                          count=1)
-    print('done %r in %.1f CPU s' % (task, time.process_time() - started),
-          file=sys.stderr, flush=True)
+    if PROGRESS:
+        print('done %r in %.1f CPU s' % (task,
+                                          time.process_time() - started),
+              file=sys.stderr, flush=True)
     return task, store
 
 
@@ -200,6 +204,8 @@ def tasks(name, reduced, seeds):
 
 
 def main(argv=None):
+    global PROGRESS
+    PROGRESS = True
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] not in ('themis-value',
                                          'gossip-redistribution'):
