@@ -348,20 +348,14 @@ def refresh_cli(bin_dir, date, timeout):
     write(path, page)
 
 
-#: Scenarios whose page shows the reduced run, and why. Both are at the
-#: papers' 10 seeds (42-51); their full runs need tools/parallel_seeds.py
-#: or a quieter machine.
+#: Scenarios whose page shows the reduced run, and why. gossip-
+#: redistribution's full run (200 PMs x 10 seeds, with its sensitivity
+#: runs) is on the page from tools/parallel_seeds.py: on the shared 2-core
+#: machine on 2026-11-28 (load average 35-55) one process at nice 10 had
+#: 85 CPU-seconds in 13 minutes, so the run was split into its 140 calls
+#: (4-7 CPU-seconds each, 472 in all) over 36 worker processes at nice
+#: 10: 1210 s wall; ``--results DIR`` put it on the page, which says so.
 REDUCED_REASONS = {
-    'gossip-redistribution':
-        'the full run, 200 PMs x 10 seeds with the sensitivity runs, needs '
-        'about 30-50 CPU-seconds per seed (the four strategies alone about '
-        '10 at 200 PMs, measured at load average 3.5), so it fits an idle '
-        '2-core machine in minutes; on the shared one on 2026-11-28 (load '
-        'average 40-55) ten worker processes at nice 10 had 12 CPU-seconds '
-        'each after 17 minutes and were stopped. The largest size that has '
-        'finished there at 10 seeds is this one, the reduced '
-        'configuration: 40 PMs, 200 timesteps, k = 10 (absolute values '
-        'differ; the claims are judged the same way)',
     'themis-value':
         'the full run, the first 1000 jobs, 190 market and queue runs of '
         '2-10 CPU-seconds each (the single-seed tables and 4 factors x 10 '
