@@ -24,6 +24,8 @@ command it ran, so that nothing on them pretends to be live::
     .tox/py3/bin/python doc/tools/refresh_reference.py \\
         [--bin-dir .tox/py3/bin] [--only cli|scenarios] [--timeout 600]
         [--reduced NAME,...] [--results DIR] [--scenario NAME,...]
+    .tox/py3/bin/python doc/tools/refresh_reference.py --tally \\
+        [--results DIR]
 
 Commands are run from ``--bin-dir`` (default: the directory of this
 Python). A command that fails leaves a line saying so on the page.
@@ -34,6 +36,11 @@ scenario's output from ``DIR/NAME.json`` (``opie-sched simulate
 that file exists, and the page says which run it is. ``--scenario
 NAME,...`` refreshes only the named scenarios' sections and keeps every
 other section of the page as it is (e.g. after one long run).
+
+The page's introduction carries the tally of the claims judged over
+seeds, by scenario, read from the scenarios' sections (their
+``verdicts.tally_text`` lines) each time the page is written; ``--tally``
+prints that table and runs nothing.
 """
 
 import argparse
@@ -96,9 +103,11 @@ SCENARIOS = [
      'market\'s suspend/resume operations under every reading of the '
      'papers\' counts (VMs or jobs, per period or most in one); Merkat '
      'Alg. 1 vs FCFS + backfilling over a curve of loads; Fig. 5(b)\'s '
-     'claims at high load and at the lightest load judged over 10 seeds, '
-     'each once, and their sensitivity to the value reading, the EDF '
-     'baseline and a per-host market (no pooling of the 240 CPUs).',
+     'six claims judged over 10 seeds, each once (at high load over the '
+     'factors 0.1-0.3 together, at the lightest load), and their '
+     'sensitivity to the pooling of the 240 CPUs (per-host markets, 120 x '
+     '2 and 240 x 1 CPUs), the budget rule (B = 60 / deadline factor or '
+     'B_base / deadline), the value reading and the EDF baseline.',
      '[Themis2012]_ Fig. 5, [ThemisSLO2013]_ Figs. 2 and 3, [Merkat2013]_ '
      '§5.4.3'),
     ('rpm-vs-ffd',
@@ -196,6 +205,7 @@ text.
 ``--reduced`` runs the small version of the same experiment that the unit
 tests run (seconds instead of minutes); without it, the full experiment.
 
+{tally}
 Every scenario runs on the one shared engine described in
 :doc:`core`.
 
@@ -345,30 +355,37 @@ def refresh_cli(bin_dir, date, timeout):
     write(path, page)
 
 
-#: Scenarios whose page shows the reduced run, and why.
+#: Scenarios whose page shows the reduced run, and why. gossip-
+#: redistribution's full run (200 PMs x 10 seeds, with its sensitivity
+#: runs) is on the page from tools/parallel_seeds.py: on the shared 2-core
+#: machine on 2026-11-28 (load average 35-55) one process at nice 10 had
+#: 85 CPU-seconds in 13 minutes, so the run was split into its 140 calls
+#: (4-7 CPU-seconds each, 472 in all) over 36 worker processes at nice
+#: 10: 1210 s wall; ``--results DIR`` put it on the page, which says so.
 REDUCED_REASONS = {
-    'gossip-redistribution':
-        'the full run, 200 PMs x 10 seeds plus the sensitivity runs, needs '
-        'about 9 CPU-minutes, and on the shared 2-core machine (load '
-        'average 15-28 on 2026-11-28) it had 1 CPU-minute in 20 minutes; '
-        'this run is the reduced configuration, 40 PMs, 200 timesteps, '
-        'k = 10, at the paper\'s 10 seeds (absolute values differ; the '
-        'claims are judged the same way)',
     'themis-value':
-        'the full run, the first 1000 jobs x 10 seeds x 4 factors plus the '
-        'per-host market and the single-seed tables, needs about 20 '
-        'CPU-minutes, and on the shared 2-core machine (load average '
-        '15-28 on 2026-11-28) it had under 1 CPU-minute in 13 minutes; '
-        'this run is the reduced configuration, the first 150 jobs at '
-        'factors 0.1 and 1.0, CPU only, at 10 seeds',
+        'the full run, the first 1000 jobs, 190 market and queue runs of '
+        '2-10 CPU-seconds each (the single-seed tables and 4 factors x 10 '
+        'seeds x 4 settings), did not finish on the shared 2-core machine '
+        'on 2026-11-28: at load average 40-55, 20 worker processes at nice '
+        '10 had about 4 CPU-seconds each after 9 minutes. This run is the '
+        'reduced configuration, the first 150 jobs at factors 0.1 and 1.0, '
+        'CPU only, at 10 seeds, so "high load" is factor 0.1 alone, and '
+        'lighter than at 1000 jobs. Its verdicts may not carry over: in '
+        'the full run of 2026-11-25 (one seed, 1000 jobs) market/FCFS was '
+        '2.59, 2.64 and 2.85 at factors 0.1-0.3, outside the 1.5-2.5 band, '
+        'and market/EDF fell to 0.66 at 0.2. That run\'s single-seed tables '
+        'of the three experiments over ten factors are in git history '
+        '(doc/source/simulator/index.rst)',
 }
 #: Seeds the page's run asks for (``--seed-count``), reduced or not.
 SEED_COUNTS = {'gossip-redistribution': 10, 'themis-value': 10}
 
 
 def _from_results(results, name):
-    """``(report, seconds, reduced, seed count or None)`` of
-    ``results/NAME.json``, or None.
+    """``(report, seconds, reduced, seed count or None, parallel or
+    None)`` of ``results/NAME.json``, or None (``parallel``: the
+    ``tools/parallel_seeds.py`` summary when that tool made the file).
     """
     import json
     path = os.path.join(results or '', '%s.json' % name)
@@ -378,7 +395,109 @@ def _from_results(results, name):
         data = json.load(f)
     count = data.get('seed_count') if name in SEED_COUNTS else None
     return (data.get('report'), data.get('runtime_s'), data.get('reduced'),
-            count)
+            count, data.get('parallel'))
+
+
+#: Brackets of the tally block in the page's introduction.
+TALLY_START, TALLY_END = '.. claims-tally-start', '.. claims-tally-end'
+#: A scenario's tally line (opie_sched.simulator.verdicts.tally_text).
+TALLY_LINE = re.compile(
+    r'^\s*(?P<name>\S.*?): (?P<holds>\d+) hold, (?P<fails>\d+) fail, '
+    r'(?P<undecided>\d+) undecided \(of (?P<claims>\d+) claims, each '
+    r'counted once\)\s*$', re.M)
+
+
+def claims_tally(sections):
+    """The tally lines of the scenarios' sections: a list of dicts
+    ``{'section', 'name', 'run', 'measured', 'holds', 'fails',
+    'undecided', 'claims'}`` in page order (``run``: ``full`` or
+    ``reduced``, from the section's own words; ``measured``: its date).
+    """
+    out = []
+    for section, text in sections.items():
+        run_kind = ('reduced' if re.search(r'^Reduced run', text, re.M)
+                    else 'full')
+        when = re.search(r'measured on (\d{4}-\d\d-\d\d)', text)
+        for m in TALLY_LINE.finditer(text):
+            row = {k: int(v) if v.isdigit() else v
+                   for k, v in m.groupdict().items()}
+            row.update(section=section, run=run_kind,
+                       measured=when.group(1) if when else '')
+            out.append(row)
+    return out
+
+
+def tally_table(rows):
+    """``rows`` of :func:`claims_tally` as a plain text table."""
+    head = ['scenario', 'run', 'measured', 'hold', 'fail', 'undecided',
+            'claims']
+    body = [[r['name'], r['run'], r['measured']]
+            + [str(r[k]) for k in ('holds', 'fails', 'undecided',
+                                   'claims')] for r in rows]
+    total = [sum(r[k] for r in rows) for k in ('holds', 'fails',
+                                               'undecided', 'claims')]
+    body.append(['all', '', ''] + [str(t) for t in total])
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+
+    def line(cells):
+        return '  '.join(c.ljust(w) if i < 3 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
+    return '\n'.join([line(head), line(['-' * w for w in widths])]
+                     + [line(b) for b in body]).rstrip()
+
+
+def tally_block(sections):
+    """The introduction's tally of claims, bracketed by
+    :data:`TALLY_START` and :data:`TALLY_END` (rst comments).
+    """
+    rows = claims_tally(sections)
+    text = [TALLY_START, '', fill(
+        'Claims judged over seeds, by scenario (each claim counted once; '
+        'the scenario\'s section below has the claims table, its '
+        'sensitivity table and the command; ``python '
+        'doc/tools/refresh_reference.py --tally`` prints this table from '
+        'the page, or from ``--results DIR``). "reduced" says the run is '
+        'smaller than the full configuration; the section says why:'), '']
+    if rows:
+        text.append(block(tally_table(rows)))
+    else:
+        text.append('(no scenario section with a tally yet)\n')
+    return '\n'.join(text) + '\n' + TALLY_END + '\n'
+
+
+def with_tally(intro, sections):
+    """``intro`` with its tally block (re)written from ``sections``
+    (inserted before the engine paragraph when the page has none).
+    """
+    new = tally_block(sections)
+    if TALLY_START in intro and TALLY_END in intro:
+        head, rest = intro.split(TALLY_START, 1)
+        return head + new + '\n' + rest.split(TALLY_END, 1)[1].lstrip('\n')
+    anchor = 'Every scenario runs on the one shared engine'
+    if anchor in intro:
+        head, rest = intro.split(anchor, 1)
+        return head + new + '\n' + anchor + rest
+    return intro + '\n' + new
+
+
+def print_tally(results=None, out=sys.stdout):
+    """Print the tally of claims by scenario (:func:`tally_table`) from
+    the simulator page's sections, a scenario's ``results/NAME.json``
+    (``opie-sched simulate -f json``) taking its section's place when it
+    exists. Runs nothing.
+    """
+    with open(os.path.join(SOURCE, 'simulator', 'index.rst')) as f:
+        _, sections = split_sections(f.read())
+    for name, _, _ in SCENARIOS:
+        stored = _from_results(results, name)
+        if stored is not None and stored[0]:
+            path = os.path.join(results, '%s.json' % name)
+            when = datetime.datetime.fromtimestamp(
+                os.path.getmtime(path), datetime.timezone.utc)
+            sections[name] = '%s, measured on %s\n%s' % (
+                'Reduced run' if stored[2] else 'Full run',
+                when.date().isoformat(), stored[0])
+    print(tally_table(claims_tally(sections)), file=out)
 
 
 def split_sections(text):
@@ -421,12 +540,13 @@ def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None,
     if only:
         with open(path) as f:
             intro, kept = split_sections(f.read())
-    parts = [intro]
+    done = {}
     for name, what, paper in SCENARIOS:
         if only and name not in only:
             if name in kept:
-                parts.append(kept[name])
+                done[name] = kept[name]
             continue
+        parts = done[name] = []
         parts.append('%s\n' % title(name, '='))
         parts.append(fill(what + (' Paper: %s.' % paper if paper else ''))
                      + '\n\n')
@@ -442,11 +562,20 @@ def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None,
         shown = 'opie-sched simulate %s --output-dir DIR' % ' '.join(args)
         stored = _from_results(results, name)
         if stored is not None and stored[0]:
-            text, seconds, small, count = stored
+            text, seconds, small, count, parallel = stored
             shown = 'opie-sched simulate --scenario %s%s%s -f json' % (
                 name, ' --reduced' if small else '',
                 ' --seed-count %d' % count if count else '')
             how = 'its ``report`` field'
+            if parallel:
+                how += (
+                    '; computed by ``tools/parallel_seeds.py %s %d%s`` '
+                    'under ``nice -n 10``, whose %d worker processes ran '
+                    'the seeds\' calls and whose parent then ran the '
+                    'scenario on them, which gives the command\'s '
+                    'result' % (name, parallel['workers'],
+                                ' reduced' if small else '',
+                                parallel['workers']))
         else:
             print(shown, file=sys.stderr)
             how = 'start-up included'
@@ -468,7 +597,13 @@ def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None,
                           'time, %s):' % (kind, date, shown, seconds or 0.0,
                                           how))
                      + '\n\n' + block(text) + '\n')
-    write(path, ''.join(parts).rstrip() + '\n')
+    done = {name: text if isinstance(text, str) else ''.join(text)
+            for name, text in done.items()}
+    if '{tally}' in intro:
+        intro = intro.replace('{tally}\n', tally_block(done) + '\n')
+    else:
+        intro = with_tally(intro, done)
+    write(path, (intro + ''.join(done.values())).rstrip() + '\n')
 
 
 def write(path, text):
@@ -496,7 +631,14 @@ def main(argv=None):
                         help='comma-separated scenarios: refresh only their '
                              'sections of the simulator page, keep the '
                              'others')
+    parser.add_argument('--tally', action='store_true',
+                        help='print the tally of claims judged over seeds, '
+                             'by scenario, from the simulator page (and '
+                             '--results), and stop; runs nothing')
     args = parser.parse_args(argv)
+    if args.tally:
+        print_tally(args.results)
+        return 0
     date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     if args.only in (None, 'cli'):
         refresh_cli(args.bin_dir, date, args.timeout)

@@ -350,7 +350,7 @@ class ThemisValueTest(testtools.TestCase):
         self.assertEqual([0, 1], result['claim_seeds'])
         self.assertEqual(6, len({c['claim'] for c in claims}))
         by = {c['claim']: c for c in claims}
-        ratio = by['factor 0.1: market/FCFS about 2']
+        ratio = by['high load (0.1): market/FCFS about 2']
         self.assertEqual(2, ratio['n'])
         self.assertAlmostEqual(result['rows'][0]['market_vs_fcfs'],
                                ratio['values'][0])
@@ -359,9 +359,14 @@ class ThemisValueTest(testtools.TestCase):
         sens = result['fig5b_sensitivity']
         self.assertEqual([x[0] for x in themis.FIG5B_SETTINGS],
                          [r['setting'] for r in sens])
-        self.assertAlmostEqual(sum(ratio['values']) / 2,
-                               sens[0]['market_vs_fcfs'][0.1])
-        self.assertIn('shares per host', text)
+        self.assertEqual('%.2f %s' % (sum(ratio['values']) / 2,
+                                      ratio['verdict']),
+                         sens[0]['shown'][ratio['claim']])
+        # the budget rule's setting reran every policy under its budgets
+        self.assertIn('budget: B = 60 / deadline', text)
+        self.assertIn('shares per host, 240 x 1 CPU', text)
+        self.assertEqual([0.1, 1.0], [r['factor']
+                                      for r in result['fig5b_by_factor']])
         # the trace's span is computed, not quoted
         self.assertGreater(result['span_days'], 0)
         self.assertIn('%.1f days' % result['span_days'], text)

@@ -178,6 +178,96 @@ class VerdictTest(testtools.TestCase):
         self.assertEqual(2 * (4 + 4 + 3), len(got))
 
 
+class Fig5bClaimsTest(testtools.TestCase):
+    """HPCC'12 Fig. 5(b) over seeds: six claims, each counted once."""
+
+    def runs(self, table):
+        """``{factor: [row per seed]}`` from ``{factor: [(market, fcfs,
+        edf, edf*) per seed]}``, the same numbers for both readings.
+        """
+        out = {}
+        for f, seeds in table.items():
+            out[f] = [{who: {'value': x, 'value_job': x}
+                       for who, x in zip(('market', 'fcfs', 'edf',
+                                          'edf_star'), vals)}
+                      for vals in seeds]
+        return out
+
+    def test_high_load_factors_are_one_claim_each(self):
+        runs = self.runs({
+            0.1: [(200, 100, 250, 300), (220, 100, 280, 300),
+                  (210, 100, 260, 300)],
+            0.3: [(300, 100, 320, 300), (290, 100, 300, 300),
+                  (310, 100, 330, 300)],
+            1.0: [(120, 100, 110, 100), (125, 100, 111, 100),
+                  (130, 100, 112, 100)]})
+        judged = themis.fig5b_claims(runs)
+        by = {v.claim.name: v for v in judged}
+        self.assertEqual(6, len(judged))
+        two = by['high load (0.1, 0.3): market/FCFS about 2']
+        # a seed's mean ratio over the high-load factors
+        self.assertAlmostEqual((2.0 + 3.0) / 2, two.values[0])
+        self.assertEqual(3, two.estimate.n)
+        worst = by['high load (0.1, 0.3): lowest market/EDF >= 0.75']
+        # the lowest of the seed's ratios ("a loss of up to 25 %")
+        self.assertAlmostEqual(200 / 250.0, worst.values[0])
+        below = by['high load (0.1, 0.3): market below EDF']
+        # the values summed over the high-load factors
+        self.assertAlmostEqual((200 + 300) - (250 + 320), below.values[0])
+        self.assertEqual('holds', below.verdict)
+        self.assertEqual('holds',
+                         by['light load (1.0): market above EDF'].verdict)
+        # EDF* replaces EDF in every EDF claim, not in the others
+        star = {v.claim.name for v in themis.fig5b_claims(runs,
+                                                          edf='edf_star')}
+        self.assertIn('high load (0.1, 0.3): market below EDF*', star)
+        self.assertIn('high load (0.1, 0.3): market/FCFS about 2', star)
+
+    def test_sensitivity_reads_each_setting(self):
+        rows = self.runs({0.1: [(200, 100, 250, 300), (220, 100, 280, 300)],
+                          1.0: [(120, 100, 110, 100), (125, 100, 111, 100)]})
+        for f, rs in rows.items():
+            for r in rs:
+                r['market_per_host'] = {'value': 100, 'value_job': 100}
+                r['market_per_host_240'] = {'value': 90, 'value_job': 90}
+                r['budget_deadline'] = {
+                    who: {'value': 5 * x['value'], 'value_job': 1}
+                    for who, x in r.items()
+                    if who in ('market', 'fcfs', 'edf', 'edf_star')}
+        sens = themis.fig5b_sensitivity(rows)
+        self.assertEqual([s[0] for s in themis.FIG5B_SETTINGS],
+                         [r['setting'] for r in sens])
+        name = 'high load (0.1): market/FCFS about 2'
+        got = {r['setting']: r['shown'][name] for r in sens}
+        self.assertEqual('2.10 holds', got[sens[0]['setting']])
+        # per host: the market's value replaced, the baselines kept
+        self.assertEqual('1.00 fails', got[sens[1]['setting']])
+        self.assertTrue(got[sens[2]['setting']].startswith('0.90 '))
+        # budget rule: every policy's whole row replaced (same ratios)
+        self.assertEqual('2.10 holds', got[sens[3]['setting']])
+        for r in sens:
+            self.assertEqual(6, sum(r['tally'].values()))
+            self.assertTrue(r['paper'])
+
+
+class BudgetRuleTest(testtools.TestCase):
+    """B per task and period under the two papers' rules."""
+
+    def test_rules(self):
+        # SLO paper §4.4 (ours): inversely proportional to the factor
+        self.assertAlmostEqual(30.0, themis.budget(2.0, 3000.0))
+        self.assertAlmostEqual(30.0, themis.Job(
+            0, 0.0, 1, 3000.0, 2.0, 'deadline-strict').budget)
+        # HPCC'12 §IV.B: B_base / deadline, the deadline in periods
+        self.assertAlmostEqual(
+            60.0 / (2.0 * 3000.0 / themis.PERIOD),
+            themis.budget(2.0, 3000.0, themis.BUDGET_DEADLINE))
+        # a deadline shorter than one period counts as one
+        self.assertAlmostEqual(60.0, themis.budget(
+            1.2, 10.0, themis.BUDGET_DEADLINE))
+        self.assertRaises(ValueError, themis.budget, 2.0, 1.0, 'nope')
+
+
 class SLOFig2Test(testtools.TestCase):
     """SLO paper Fig. 2's claims on synthetic rows."""
 
