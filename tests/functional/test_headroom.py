@@ -25,8 +25,8 @@ import testtools.content
 
 from oslo_utils import timeutils
 
-from nova import context as nova_context
 from nova.compute import power_state
+from nova import context as nova_context
 from nova import objects
 from nova.virt import event as virtevent
 
