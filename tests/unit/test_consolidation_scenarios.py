@@ -139,13 +139,26 @@ class P2PScenarioTest(testtools.TestCase):
         self.assertEqual(a, b)
 
     def test_cli(self):
+        # The command line runs the registered scenario with its options
+        # and prints its result as JSON: the run of setUpClass (the same
+        # options) stands in for a second identical run.
+        calls = []
+
+        def scenario(reduced, seed):
+            calls.append((reduced, seed))
+            return self.result, self.text
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.simulator.scenarios.SCENARIOS',
+            dict(scenarios.SCENARIOS, **{'p2p-consolidation': scenario})))
         out = self.useFixture(fixtures.MonkeyPatch('sys.stdout',
                                                    io.StringIO())).new_value
         rc = cli.main(['simulate', '--scenario', 'p2p-consolidation',
-                       '--reduced', '--format', 'json'])
+                       '--reduced', '--seed', '0', '--format', 'json'])
         self.assertEqual(0, rc)
+        self.assertEqual([(True, 0)], calls)
         data = json.loads(out.getvalue())
         self.assertEqual('p2p-consolidation', data['scenario'])
+        self.assertEqual(self.result['scenario'], data['scenario'])
 
 
 class GossipScenarioTest(testtools.TestCase):
