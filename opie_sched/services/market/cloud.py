@@ -82,6 +82,8 @@ class ServerInfo:
     name: str = None
     task_state: str = None
     fault: str = None
+    #: the flavor's name (Nova's ``flavor.original_name``), or None
+    flavor: str = None
 
     @property
     def refused(self):
@@ -131,7 +133,8 @@ def _server_info(server):
         metadata=dict(server.metadata or {}),
         created_at=epoch(server.created_at), name=server.name,
         task_state=getattr(server, 'task_state', None),
-        fault=_fault_text(getattr(server, 'fault', None)))
+        fault=_fault_text(getattr(server, 'fault', None)),
+        flavor=flavor.get('original_name') or flavor.get('name'))
 
 
 class Cloud:
