@@ -128,11 +128,14 @@ class _Base(base._APIBase):
 
     def read_providers(self, resources):
         """Placement's answer for the fake cloud: every host a candidate,
-        8 vCPU / 16000 MB / 100 GB, nothing used.
+        8 vCPU / 16000 MB / 400 GB; on h1, srv-a and srv-b hold 2 vCPU,
+        4000 MB and 40 GB each.
         """
         self.provider_reads.append(resources)
-        return {h: provider_summary((8, 16000, 100), (0, 0, 0), (0, 0, 0))
-                for h in ('h1', 'h2')}
+        return {'h1': provider_summary((8, 16000, 400), (0, 0, 0),
+                                       (4, 8000, 80)),
+                'h2': provider_summary((8, 16000, 400), (0, 0, 0),
+                                       (0, 0, 0))}
 
     def call(self, method, path, token=ADMIN, body=None, headers=None):
         req = webob.Request.blank(path, method=method)

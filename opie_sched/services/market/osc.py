@@ -498,8 +498,9 @@ class InterruptionHistory(_MarketCommand, command.Lister):
                     'opie_sched[sim]): %s' % exc)
         if parsed_args.curve:
             return (('Hours', 'Survival', 'Low 95%', 'High 95%'),
-                    [(p['seconds'] / 3600.0, p['survival'], p['low'],
-                      p['high']) for p in doc['survival']['points']])
+                    [(float(p['seconds']) / 3600.0, p['survival'],
+                      p['low'], p['high'])
+                     for p in doc['survival']['points']])
         return (('Period start', 'Servers', 'Interruptions', 'Rate',
                  'Server-hours', 'Per server-hour'),
                 [(r['period_start'], r['servers'], r['interruptions'],

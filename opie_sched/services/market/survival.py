@@ -133,7 +133,9 @@ def plot(history, path):
     matplotlib.use('Agg')
     from matplotlib import pyplot
     fig, (ax1, ax2) = pyplot.subplots(1, 2, figsize=(10, 4))
-    points = history['survival']['points']
+    # the client parses JSON numbers as Decimal
+    points = [{k: None if v is None else float(v) for k, v in p.items()}
+              for p in history['survival']['points']]
     xs = [0.0] + [p['seconds'] / 3600.0 for p in points]
     ys = [1.0] + [p['survival'] for p in points]
     ax1.step(xs, ys, where='post', label='Kaplan-Meier S(t)')
@@ -151,7 +153,7 @@ def plot(history, path):
         history['survival']['interruptions']))
     ax1.legend(loc='lower left')
     rates = history['rates']
-    ax2.bar(range(len(rates)), [r['rate'] or 0 for r in rates])
+    ax2.bar(range(len(rates)), [float(r['rate'] or 0) for r in rates])
     ax2.set_xticks(range(len(rates)))
     ax2.set_xticklabels([r['period_start'][:16] for r in rates],
                         rotation=45, ha='right', fontsize=7)
