@@ -138,6 +138,8 @@ class EventRecorder:
                 continue
             info = self._known(uuid)
             flavor = info.flavor if info is not None else None
+            if flavor is None:
+                flavor = (self.store.get_lifetime(uuid) or {}).get('flavor')
             if info is not None:
                 self.store.start_lifetime(
                     uuid, project, info.created_at or when, flavor,
@@ -218,17 +220,18 @@ def record_period(store, report, now):
             return
         notices = {n['server_uuid']: n for n in store.notices()
                    if n['server_uuid'] in wanted}
+        lives = {lt['server_uuid']: lt for lt in store.lifetimes()
+                 if lt['server_uuid'] in wanted}
         for uuid in report.notices:
             n = notices.get(uuid)
             if n is not None:
                 store.add_event(uuid, n['project'], models.EVENT_NOTICE,
                                 n['noticed_at'], cause=models.CAUSE_MARKET,
+                                flavor=(lives.get(uuid) or {}).get('flavor'),
                                 detail='%s, deadline %s: %s' % (
                                     n['kind'],
                                     market_cloud.iso(n['deadline']),
                                     n['reason']))
-        lives = {lt['server_uuid']: lt for lt in store.lifetimes()
-                 if lt['server_uuid'] in wanted}
         for uuid in report.preempted:
             n = notices.get(uuid)
             if n is None:

@@ -32,6 +32,7 @@ count nowhere.
 """
 
 import math
+import warnings
 
 END_INTERRUPTED = 'interrupted'
 
@@ -69,7 +70,10 @@ def survival_curve(lifetimes, now):
     data = stats.CensoredData(uncensored=events, right=censored)
     sf = stats.ecdf(data).sf
     try:
-        ci = sf.confidence_interval(0.95)
+        with warnings.catch_warnings():
+            # undefined where S = 0 or 1: given as None below
+            warnings.simplefilter('ignore', RuntimeWarning)
+            ci = sf.confidence_interval(0.95)
         lows, highs = ci.low.probabilities, ci.high.probabilities
     except Exception:
         lows = highs = [None] * len(sf.quantiles)

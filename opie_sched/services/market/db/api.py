@@ -671,6 +671,15 @@ class MarketStore(budget.LedgerStore):
                     ended_at=ended_at, end=end))
             return result.rowcount == 1
 
+    def get_lifetime(self, server_uuid):
+        """The server's lifetime as a dict, or None."""
+        lt = models.Lifetime
+        cols = [c.name for c in lt.__table__.columns]
+        with self._reader() as session:
+            row = session.get(lt, server_uuid)
+            return None if row is None else {c: getattr(row, c)
+                                             for c in cols}
+
     def lifetimes(self, flavor=None, open_only=False):
         """Lifetimes as dicts, by start time.
 
