@@ -194,8 +194,9 @@ class EventRecorder:
 def observe(store, infos, now):
     """Lives seen by the engine at ``now``: start one per running
     preemptible server (``infos``: :class:`.cloud.ServerInfo`), censor
-    (``left``) every open life whose server is not among them. Never
-    raises.
+    (``left``) every open life whose server is not among them. One life
+    per server: a server that runs again after its life ended (an owner's
+    stop and start) is not followed again. Never raises.
     """
     try:
         running = {i.uuid for i in infos}
