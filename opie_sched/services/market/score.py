@@ -178,8 +178,10 @@ def classify(states, need, count, preemptible, bid=None):
             return dict(result, status=OUT_OF_BID)
         return dict(result, status=FITS_NOW)
     if not preemptible:
-        fit = min(count, sum(room_without(s, need, s.running, count)
-                             for s in states))
+        # the normal state: Placement admits a normal request on it and
+        # the scheduler preempts whatever the full state lacks
+        fit = min(count, sum(fit_count(_sub(s.capacity, s.normal_used),
+                                       need, count) for s in states))
         return dict(result, fit_preempting=fit,
                     status=PREEMPTING if fit >= count else NO_ROOM)
     # cheapest bids first: the lowest threshold t such that, with every
