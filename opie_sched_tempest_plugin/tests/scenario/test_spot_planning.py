@@ -9,17 +9,22 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The placement score (market microversion 1.2) against what boots do.
+"""What a spot user plans with (market microversion 1.2), on a running
+cloud: the placement score against what boots then do, and the owner's
+event history and the flavor's interruption history after a market
+interruption.
 
-Run serially: the test fills the cloud's preemptible room.
+Run serially: the tests fill the cloud's preemptible room.
 """
 
 import time
 
+from oslo_utils import timeutils
 from tempest import config
 from tempest.lib import decorators
 
 from opie_sched_tempest_plugin.tests.scenario import market_base
+from opie_sched_tempest_plugin.tests.scenario import test_market_notice
 
 CONF = config.CONF
 
@@ -74,3 +79,58 @@ class PlacementScoreTest(market_base.MarketScenarioTest):
             time.sleep(1)
         self.assertEqual('ERROR', server.status, server.fault)
         self.assertIn('No valid host', str(server.fault))
+
+
+class SpotEventsTest(test_market_notice.MarketNoticeTest):
+    """The market's own interruption (the out-of-bid scenario of
+    :class:`MarketNoticeTest`) as its owner and others read it afterwards:
+    the victim's whole story in ``GET /v1/events`` (found by its UUID once
+    deleted), nothing of it for another project, and the flavor's
+    interruption history equal to the scenario's own count.
+    """
+
+    # run the notice scenario once, from test_owner_reads_the_story only
+    test_out_of_bid_server_noticed_then_terminated = None
+
+    @decorators.idempotent_id('c41d2e6f-8a3b-4f70-9e15-2b6d7a8c3f21')
+    def test_owner_reads_the_story(self):
+        started = time.time()
+        test_market_notice.MarketNoticeTest.\
+            test_out_of_bid_server_noticed_then_terminated(self)
+        status, body = self.market.events()
+        self.assertEqual(200, status, body)
+        mine = [e for e in body['events']
+                if timeutils.parse_isotime(
+                    e['at']).timestamp() >= started - 1]
+        victims = {e['server_id'] for e in mine
+                   if e['kind'] == 'interruption'}
+        self.assertEqual(1, len(victims), mine)
+        (victim,) = victims
+        status, body = self.market.events(server_id=victim)
+        story = [(e['kind'], e['cause']) for e in body['events']]
+        self.assertEqual([('notice', 'market'), ('interruption', 'market')],
+                         story, body)
+        self.assertIn(body['events'][1]['action'],
+                      ('delete', 'stop', 'shelve'))
+        # another project sees nothing of it
+        status, body = self.market_alt.events(server_id=victim)
+        self.assertEqual((200, []), (status, body['events']))
+        status, body = self.market_alt.events(
+            project_id=self.primary_project)
+        self.assertEqual(403, status, body)
+        # the flavor's history: the scenario's servers and its one
+        # interruption (the low bidder lived shortest: S drops to
+        # 1 - 1/n right after its life, n the servers of the flavor)
+        flavor = self.market.events(server_id=victim)[1]['events'][1][
+            'flavor']
+        self.assertIsNotNone(flavor)
+        status, body = self.market.interruption_history(
+            flavor, since=str(int(started) - 1), period_seconds=3600)
+        self.assertEqual(200, status, body)
+        doc = body['interruption_history']
+        n = doc['survival']['servers']
+        self.assertGreaterEqual(n, 2, doc)
+        self.assertEqual(1, doc['survival']['interruptions'], doc)
+        self.assertEqual(1, sum(r['interruptions'] for r in doc['rates']))
+        first = doc['survival']['points'][0]
+        self.assertAlmostEqual(1 - 1 / n, float(first['survival']), 9)
