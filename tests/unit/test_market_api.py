@@ -126,12 +126,12 @@ class _Base(base._APIBase):
         self.api.providers = self.read_providers
         self.provider_reads = []
 
-    def read_providers(self, resources):
+    def read_providers(self, params):
         """Placement's answer for the fake cloud: every host a candidate,
         8 vCPU / 16000 MB / 400 GB; on h1, srv-a and srv-b hold 2 vCPU,
         4000 MB and 40 GB each.
         """
-        self.provider_reads.append(resources)
+        self.provider_reads.append(params)
         return {'h1': provider_summary((8, 16000, 400), (0, 0, 0),
                                        (4, 8000, 80)),
                 'h2': provider_summary((8, 16000, 400), (0, 0, 0),

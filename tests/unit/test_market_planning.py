@@ -109,6 +109,11 @@ class ScoreTest(testtools.TestCase):
         self.assertEqual('VCPU:2,MEMORY_MB:4000,DISK_GB:40',
                          score.placement_query(*score.flavor_need(
                              2, 4000, 40, {})))
+        self.assertEqual(
+            {'resources': 'VCPU:1', 'required': '!COMPUTE_X,HW_CPU_X86_AVX2'},
+            score.placement_params((1, 0, 0), False, {
+                'trait:HW_CPU_X86_AVX2': 'required',
+                'trait:COMPUTE_X': 'forbidden', 'trait:Y': 'junk'}))
         states = score.provider_states({
             'rp': api_base.provider_summary((8, 16000, 100), (1, 2, 3),
                                             (4, 5, 6)),
@@ -290,9 +295,9 @@ class PlanningAPITest(api_base._Base):
         doc = body['placement_score']
         self.assertEqual((True, '3', 'flavor'),
                          (doc['preemptible'], doc['bid'], doc['bid_source']))
-        self.assertEqual(['CUSTOM_PREEMPTIBLE_VCPU:2,'
-                          'CUSTOM_PREEMPTIBLE_MEMORY_MB:4000,'
-                          'CUSTOM_PREEMPTIBLE_DISK_GB:40'],
+        self.assertEqual([{'resources': 'CUSTOM_PREEMPTIBLE_VCPU:2,'
+                                        'CUSTOM_PREEMPTIBLE_MEMORY_MB:4000,'
+                                        'CUSTOM_PREEMPTIBLE_DISK_GB:40'}],
                          self.provider_reads)
         # h1 (az1): 8 vCPU, srv-a (bid 1) and srv-b (bid 2) hold 4: 2
         # fit now, 4 with both gone; h2 (az2): 4 fit now; 5 asked

@@ -235,6 +235,29 @@ def placement_query(need, preemptible):
                     if n > 0)
 
 
+def placement_params(need, preemptible, extra_specs):
+    """The query of ``GET /allocation_candidates`` for one server of the
+    flavor: ``{"resources": ...}`` (:func:`placement_query`) and, when the
+    flavor's extra specs ask for traits (``trait:<NAME>=required`` or
+    ``forbidden``, as Nova reads them), ``"required"`` (forbidden ones
+    prefixed ``!``, Placement 1.22). Other Nova filters (aggregates,
+    image properties) are not applied.
+    """
+    params = {'resources': placement_query(need, preemptible)}
+    traits = []
+    for key, value in sorted((extra_specs or {}).items()):
+        if not key.startswith('trait:'):
+            continue
+        name = key[len('trait:'):]
+        if value == 'required':
+            traits.append(name)
+        elif value == 'forbidden':
+            traits.append('!' + name)
+    if traits:
+        params['required'] = ','.join(traits)
+    return params
+
+
 def provider_states(summaries):
     """``{provider uuid: (capacity, normal_used, preemptible_used,
     preemptible_capacity)}`` from the ``provider_summaries`` of ``GET

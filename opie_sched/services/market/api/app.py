@@ -345,8 +345,9 @@ class FlavorLookup:
 
 
 class ProviderRead:
-    """The one read of the placement score: ``resources`` query ->
-    ``{compute host: provider summary}``.
+    """The one read of the placement score: query parameters
+    (:func:`.score.placement_params`) -> ``{compute host: provider
+    summary}``.
 
     One ``GET /allocation_candidates?resources=...`` (Placement
     microversion 1.36: ``provider_summaries`` carry ``capacity`` and
@@ -359,10 +360,9 @@ class ProviderRead:
     def __init__(self, conn):
         self.conn = conn
 
-    def __call__(self, resources):
+    def __call__(self, params):
         resp = self.conn.placement.get(
-            '/allocation_candidates', params={'resources': resources},
-            microversion='1.36')
+            '/allocation_candidates', params=params, microversion='1.36')
         resp.raise_for_status()
         summaries = resp.json().get('provider_summaries') or {}
         resp = self.conn.compute.get('/os-hypervisors/detail',
@@ -1017,8 +1017,8 @@ class MarketAPI:
                     self.settings.default_bid, self.settings.bid_cap)
             except market_bids.BidError as exc:
                 raise bad_request('bid: %s' % exc)
-        summaries = self.providers(
-            market_score.placement_query(need, preemptible))
+        summaries = self.providers(market_score.placement_params(
+            need, preemptible, flavor['extra_specs']))
         zone_of = self.zones()
         period = self.store.latest_period()
         running, prices = {}, {}
