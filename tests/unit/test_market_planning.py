@@ -24,6 +24,7 @@ import uuid as uuidlib
 import testtools
 
 from opie_sched.notifications import preemption as preempt_notes
+from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import models
 from opie_sched.services.market import engine
 from opie_sched.services.market import events
@@ -443,3 +444,68 @@ class PlanningAPITest(api_base._Base):
             osc.exceptions.CommandError, run, self, osc.EventList, [],
             version='1.1')
         self.assertIn('needs spot-market API microversion 1.2', str(error))
+
+
+class _EventStoreContract:
+    """Events and lifetimes on each database the market supports."""
+
+    def make_url(self):
+        raise NotImplementedError
+
+    def setUp(self):
+        super().setUp()
+        self.store = base.new_store(self.make_url())
+        self.addCleanup(self.store.dispose)
+
+    def test_events_and_lives(self):
+        at = 1_800_000_000.25  # keeps its fraction (double precision)
+        self.assertTrue(self.store.add_event('s1', 'pA', 'notice', at,
+                                             cause='market'))
+        self.assertFalse(self.store.add_event('s1', 'pA', 'notice', at))
+        self.store.add_event('s1', 'pA', 'interruption', at + 1,
+                             cause='scheduler', action='shelve')
+        self.store.add_event('s2', 'pB', 'deleted', at)
+        self.assertRaises(ValueError, self.store.add_event, 's1', 'pA',
+                          'teleported', at)
+        rows, more = self.store.events_page('pA', limit=1)
+        self.assertEqual((['notice'], True), ([r['kind'] for r in rows],
+                                              more))
+        self.assertEqual(at, rows[0]['at'])
+        rows, more = self.store.events_page('pA', marker=rows[0]['id'])
+        self.assertEqual((['interruption'], False),
+                         ([r['kind'] for r in rows], more))
+        self.assertRaises(db_api.MarkerNotFound, self.store.events_page,
+                          'pB', marker=rows[0]['id'])
+        self.assertTrue(self.store.start_lifetime('s1', 'pA', at - 10))
+        self.assertFalse(self.store.start_lifetime('s1', 'pA', at - 5,
+                                                   'spot.small'))
+        self.assertTrue(self.store.end_lifetime('s1', at + 5, 'left'))
+        self.assertFalse(self.store.end_lifetime('s1', at + 6, 'deleted'))
+        self.assertTrue(self.store.end_lifetime('s1', at + 1,
+                                                'interrupted'))
+        (life,) = self.store.lifetimes(flavor='spot.small')
+        self.assertEqual((at - 10, at + 1, 'interrupted'),
+                         (life['started_at'], life['ended_at'],
+                          life['end']))
+        self.assertEqual([], self.store.lifetimes(open_only=True))
+
+
+class SqliteEventStoreTest(_EventStoreContract, testtools.TestCase):
+
+    def make_url(self):
+        return base.sqlite_url(self)
+
+
+class PostgreSQLEventStoreTest(_EventStoreContract, testtools.TestCase):
+
+    def make_url(self):
+        return base.server_database_url(
+            self, base.PostgreSQLStoreTest.ENV,
+            base.PostgreSQLStoreTest.DEFAULT)
+
+
+class MySQLEventStoreTest(_EventStoreContract, testtools.TestCase):
+
+    def make_url(self):
+        return base.server_database_url(self, base.MySQLStoreTest.ENV,
+                                        base.MySQLStoreTest.DEFAULT)
