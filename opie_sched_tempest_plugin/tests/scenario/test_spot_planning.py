@@ -24,7 +24,7 @@ from tempest import config
 from tempest.lib import decorators
 
 from opie_sched_tempest_plugin.tests.scenario import market_base
-from opie_sched_tempest_plugin.tests.scenario import test_market_notice
+from opie_sched_tempest_plugin.tests.scenario import test_market_real
 
 CONF = config.CONF
 
@@ -81,22 +81,23 @@ class PlacementScoreTest(market_base.MarketScenarioTest):
         self.assertIn('No valid host', str(server.fault))
 
 
-class SpotEventsTest(test_market_notice.MarketNoticeTest):
-    """The market's own interruption (the out-of-bid scenario of
-    :class:`MarketNoticeTest`) as its owner and others read it afterwards:
-    the victim's whole story in ``GET /v1/events`` (found by its UUID once
+class SpotEventsTest(test_market_real.MarketRealDemandTest):
+    """The market's own interruption (the refused-demand scenario of
+    :class:`.test_market_real.MarketRealDemandTest`, which runs on a
+    default deployment) as its owner and others read it afterwards: the
+    victim's whole story in ``GET /v1/events`` (found by its UUID once
     deleted), nothing of it for another project, and the flavor's
     interruption history equal to the scenario's own count.
     """
 
-    # run the notice scenario once, from test_owner_reads_the_story only
-    test_out_of_bid_server_noticed_then_terminated = None
+    # run the market scenario once, from test_owner_reads_the_story only
+    test_refused_demand_prices_and_outbids_lowest_per_unit = None
 
     @decorators.idempotent_id('c41d2e6f-8a3b-4f70-9e15-2b6d7a8c3f21')
     def test_owner_reads_the_story(self):
         started = time.time()
-        test_market_notice.MarketNoticeTest.\
-            test_out_of_bid_server_noticed_then_terminated(self)
+        test_market_real.MarketRealDemandTest.\
+            test_refused_demand_prices_and_outbids_lowest_per_unit(self)
         status, body = self.market.events()
         self.assertEqual(200, status, body)
         mine = [e for e in body['events']
@@ -118,9 +119,9 @@ class SpotEventsTest(test_market_notice.MarketNoticeTest):
         status, body = self.market_alt.events(
             project_id=self.primary_project)
         self.assertEqual(403, status, body)
-        # the flavor's history: the scenario's servers and its one
-        # interruption (the low bidder lived shortest: S drops to
-        # 1 - 1/n right after its life, n the servers of the flavor)
+        # the flavor's history: the scenario's one interruption; the curve
+        # drops once, to 1 - 1/k, k the flavor's servers still at risk
+        # then (at most the servers counted)
         flavor = self.market.events(server_id=victim)[1]['events'][1][
             'flavor']
         self.assertIsNotNone(flavor)
@@ -132,5 +133,9 @@ class SpotEventsTest(test_market_notice.MarketNoticeTest):
         self.assertGreaterEqual(n, 2, doc)
         self.assertEqual(1, doc['survival']['interruptions'], doc)
         self.assertEqual(1, sum(r['interruptions'] for r in doc['rates']))
-        first = doc['survival']['points'][0]
-        self.assertAlmostEqual(1 - 1 / n, float(first['survival']), 9)
+        values = sorted({float(p['survival'])
+                         for p in doc['survival']['points']} - {1.0})
+        self.assertEqual(1, len(values), doc)
+        k = round(1 / (1 - values[0]))
+        self.assertAlmostEqual(1 - 1 / k, values[0], 9)
+        self.assertLessEqual(k, n)
