@@ -19,6 +19,7 @@ owner's event history through the API.
 from decimal import Decimal as D
 import os
 import tempfile
+from unittest import mock
 import uuid as uuidlib
 
 import testtools
@@ -363,6 +364,13 @@ class PlanningAPITest(api_base._Base):
         self.assertEqual(400, self.get(
             '/v1/interruption-history?flavor=spot.small&period_seconds=1'
             '&since=%d' % (now - 30 * 86400))[0])
+        # a market API installed without scipy says what it lacks
+        with mock.patch.object(survival, 'survival_curve',
+                               side_effect=ImportError('no scipy')):
+            status, body = self.get('/v1/interruption-history?'
+                                    'flavor=spot.small')
+        self.assertEqual(503, status)
+        self.assertIn('needs scipy', body['errors'][0]['detail'])
 
     def test_the_owner_sees_the_victims_whole_story(self):
         victim = self._scheduler_preempts('pA', base.T0 - 60)

@@ -1100,8 +1100,12 @@ class MarketAPI:
             lives = [lt for lt in lives if zone_of.get(lt['host']) == zone]
         ran = [lt for lt in lives if lt['ended_at'] is None
                or lt['ended_at'] >= since]
-        curve = survival.survival_curve(
-            [lt for lt in lives if lt['started_at'] >= since], now)
+        try:
+            curve = survival.survival_curve(
+                [lt for lt in lives if lt['started_at'] >= since], now)
+        except ImportError as exc:
+            raise ApiError(503, 'the interruption history needs scipy '
+                           '(pip install opie_sched[market]): %s' % exc)
         rates = survival.interruption_rates(ran, since, now, period)
         for row in rates:
             row['period_start'] = market_cloud.iso(row['period_start'])
