@@ -77,11 +77,43 @@ MATRIX = [
     ('GET', '/v1/shares', '/v1/shares', None,
      {'reader': 403, 'member': 403, 'admin': 200, 'other project': 403,
       'service': 200}),
+    # 1.2: planning and the owner's event history
+    ('GET', '/v1/placement-score', '/v1/placement-score?flavor=spot.small',
+     None, ALL),
+    ('GET', '/v1/interruption-history',
+     '/v1/interruption-history?flavor=spot.small', None, ALL),
+    ('GET', '/v1/events', '/v1/events?project_id=pA', None,
+     dict(ALL, **{'other project': 403})),
     # last: srv-a then bids the default 0 (BidUnsetTest checks /v1/shares
     # stays 200 then)
     ('DELETE', '/v1/servers/{server_id}/bid', '/v1/servers/srv-a/bid', None,
      dict(ALL, reader=403, **{'other project': 404})),
 ]
+
+
+def provider_summary(capacity, normal_used, preemptible_used,
+                     preemptible_capacity=None):
+    """A provider summary of ``GET /allocation_candidates`` (1.36)."""
+    pre_cap = preemptible_capacity or capacity
+    res = {}
+    for rcs, caps, used in (
+            (('VCPU', 'MEMORY_MB', 'DISK_GB'), capacity, normal_used),
+            (('CUSTOM_PREEMPTIBLE_VCPU', 'CUSTOM_PREEMPTIBLE_MEMORY_MB',
+              'CUSTOM_PREEMPTIBLE_DISK_GB'), pre_cap, preemptible_used)):
+        for rc, c, u in zip(rcs, caps, used):
+            res[rc] = {'capacity': c, 'used': u}
+    return {'resources': res, 'traits': []}
+
+
+#: Flavors Nova knows in these tests (FlavorLookup's answers).
+FLAVORS = {
+    'spot.small': {'id': 'f-spot', 'name': 'spot.small', 'vcpus': 2,
+                   'ram': 4000, 'disk_gb': 40,
+                   'extra_specs': dict(base.flavors.preemptible_extra_specs(
+                       2, 4000, 40), **{'opie:bid': '3'})},
+    'm1.small': {'id': 'f-normal', 'name': 'm1.small', 'vcpus': 2,
+                 'ram': 4000, 'disk_gb': 40, 'extra_specs': {}},
+}
 
 
 class _Base(base._APIBase):
@@ -90,6 +122,20 @@ class _Base(base._APIBase):
         super().setUp()
         self.api = self.app.app
         self.api.zones = lambda: {'h1': 'az1', 'h2': 'az2'}
+        self.api.flavors = FLAVORS.get
+        self.api.providers = self.read_providers
+        self.provider_reads = []
+
+    def read_providers(self, params):
+        """Placement's answer for the fake cloud: every host a candidate,
+        8 vCPU / 16000 MB / 400 GB; on h1, srv-a and srv-b hold 2 vCPU,
+        4000 MB and 40 GB each.
+        """
+        self.provider_reads.append(params)
+        return {'h1': provider_summary((8, 16000, 400), (0, 0, 0),
+                                       (4, 8000, 80)),
+                'h2': provider_summary((8, 16000, 400), (0, 0, 0),
+                                       (0, 0, 0))}
 
     def call(self, method, path, token=ADMIN, body=None, headers=None):
         req = webob.Request.blank(path, method=method)
@@ -251,7 +297,7 @@ class MicroversionTest(_Base):
     def test_versions_document(self):
         status, body = self.call('GET', '/', None)
         (v1,) = body['versions']
-        self.assertEqual(('v1', '1.0', '1.1'), (v1['id'], v1['min_version'],
+        self.assertEqual(('v1', '1.0', '1.2'), (v1['id'], v1['min_version'],
                                                 v1['version']))
         self.assertEqual('spot-market 1.0', self.last.headers[V])
         self.assertIn(V, self.last.headers['Vary'])
@@ -260,14 +306,15 @@ class MicroversionTest(_Base):
         for asked, status, served in (
                 (None, 200, '1.0'), ('spot-market 1.0', 200, '1.0'),
                 ('spot-market 1.1', 200, '1.1'),
-                ('spot-market latest', 200, '1.1'),
+                ('spot-market 1.2', 200, '1.2'),
+                ('spot-market latest', 200, '1.2'),
                 ('compute 2.90', 200, '1.0')):
             headers = {V: asked} if asked else {}
             self.assertEqual(status, self.call('GET', '/v1/prices', MEMBER,
                                                headers=headers)[0], asked)
             self.assertEqual('spot-market %s' % served,
                              self.last.headers[V], asked)
-        for asked, status in (('spot-market 1.2', 406),
+        for asked, status in (('spot-market 1.3', 406),
                               ('spot-market 2.0', 406),
                               ('spot-market 0.9', 406),
                               ('spot-market one', 400)):
@@ -450,7 +497,7 @@ class OSCCommandsTest(_Base):
             api_version='1.0')
         self.assertEqual('1.0', client.request('GET', '/prices').version)
         client.api_version = 'latest'
-        self.assertEqual('1.1', client.request('GET', '/prices').version)
+        self.assertEqual('1.2', client.request('GET', '/prices').version)
         client.api_version = '1.7'
         error = self.assertRaises(market_client.MarketAPIError,
                                   client.prices)

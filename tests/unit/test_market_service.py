@@ -179,7 +179,7 @@ class _StoreContract:
     def test_migrations_to_head_and_idempotent(self):
         self.assertEqual(migration.head_revision(), self.store.version())
         self.store.sync()  # again: nothing to do
-        self.assertEqual('0002', self.store.version())
+        self.assertEqual('0003', self.store.version())
         tables = set(sa.inspect(self.store.engine).get_table_names())
         self.assertTrue({t.name for t in models.Base.metadata.sorted_tables}
                         <= tables)
@@ -1204,7 +1204,7 @@ class CommandTest(testtools.TestCase):
             ['--config-file', conf, 'db', 'sync']))
         out.seek(0)
         # (oslo.log may log to stdout too)
-        self.assertEqual(['none', '0002'], [
+        self.assertEqual(['none', '0003'], [
             line for line in out.read().splitlines() if ' ' not in line])
         self.assertTrue(os.path.exists(os.path.join(state, 'market.sqlite')))
 

@@ -20,7 +20,12 @@ Nova only through openstacksdk:
   (demand from Nova's notifications), :mod:`.leadership` (tooz),
   :mod:`.pricer` (Merkat eq. 1 prices and the recorded markets),
   :mod:`.charging` (refills and charges), :mod:`.enforcement` (notices
-  and preemptions) and :mod:`.notifications` (``opie.market.*``).
+  and preemptions) and :mod:`.notifications` (``opie.market.*``);
+  :mod:`.events` records what happens to preemptible servers (the
+  scheduler's preemption notifications, the market's own notices and
+  interruptions, the servers' lives).
+* :mod:`.score` and :mod:`.survival` -- the placement score and the
+  interruption history (pure functions behind the API's 1.2 resources).
 * :mod:`.service` -- wiring and the periodic loop.
 * :mod:`.db` -- the store (oslo.db, alembic migrations).
 * :mod:`.api` -- the REST API (paste pipeline behind keystonemiddleware,

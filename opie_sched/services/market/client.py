@@ -52,7 +52,7 @@ import json
 SERVICE_TYPE = 'spot-market'
 VERSION_HEADER = 'OpenStack-API-Version'
 #: Newest microversion this client knows.
-MAX_VERSION = '1.1'
+MAX_VERSION = '1.2'
 
 
 class MarketError(Exception):
@@ -346,6 +346,37 @@ class MarketClient:
             'project_id': project_id, 'state': state, 'limit': limit,
             'marker': marker}, version=self._at_least('1.1'))
 
+    def placement_score(self, flavor, count=None, zone=None, bid=None):
+        """Would ``count`` servers of ``flavor`` (name or ID) fit now, per
+        availability zone (1.2): ``{"flavor", "count", "preemptible",
+        "bid", "zones": [{"availability_zone", "status", "fit_now",
+        "fit_preempting", "at_bid", "price_per_hour", "hosts"}]}``.
+        """
+        return self._call('GET', '/placement-score', 'placement_score',
+                          params={'flavor': flavor, 'count': count,
+                                  'zone': zone, 'bid': bid},
+                          version=self._at_least('1.2'))
+
+    def interruption_history(self, flavor, zone=None, since=None,
+                             period_seconds=None):
+        """Interruption rates per period and the survival curve of
+        ``flavor``'s servers (1.2).
+        """
+        return self._call('GET', '/interruption-history',
+                          'interruption_history', params={
+                              'flavor': flavor, 'zone': zone,
+                              'since': since,
+                              'period_seconds': period_seconds},
+                          version=self._at_least('1.2'))
+
+    def events(self, project_id=None, server_id=None, limit=None,
+               marker=None):
+        """The project's event history, oldest first (1.2)."""
+        return self._call('GET', '/events', 'events', params={
+            'project_id': project_id, 'server_id': server_id,
+            'limit': limit, 'marker': marker},
+            version=self._at_least('1.2'))
+
     def credit(self, project_id, amount, note=None):
         """Grant ``amount`` (currency) to a project (admin)."""
         body = {'amount': amount}
@@ -368,7 +399,7 @@ class MarketClient:
 
     def all_pages(self, method, *args, **kwargs):
         """Every row of a paginated list method (``ledger``, ``notices``,
-        ``price_history``), following markers.
+        ``price_history``, ``events``), following markers.
         """
         rows = []
         marker = kwargs.pop('marker', None)

@@ -141,6 +141,7 @@ class ServerInfo:
     name: str = None
     task_state: str = None
     fault: str = None
+    #: the flavor's name (Nova's ``flavor.original_name``), or None
     flavor_name: str = None
 
     @property

@@ -85,6 +85,7 @@ from opie_sched.services.market import charging
 from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import models
 from opie_sched.services.market import enforcement
+from opie_sched.services.market import events
 from opie_sched.services.market import leadership as market_leadership
 from opie_sched.services.market import listener
 from opie_sched.services.market import notifications
@@ -203,6 +204,7 @@ class MarketEngine:
                 LOG.exception('market %s of period %s failed; retrying at '
                               'the next tick', step.__name__, iso(ps))
                 report.errors.append('%s: %s' % (step.__name__, exc))
+        events.record_period(self.store, report, now)
         return report
 
     #: The brief's name for one period's work.
@@ -220,6 +222,9 @@ class MarketEngine:
         period = self.store.get_period(ps)
         if period is None:
             servers, report.rejected = self.pricer.collect(now)
+            events.observe(self.store, [
+                info for info, _bid, source in servers
+                if source not in market_pricer.PENDING_SOURCES], now)
             pools, snapshot, report.shares = self.pricer.price(servers)
             if self.store.create_period(ps, s.period_seconds, self.owner,
                                         snapshot, pools):

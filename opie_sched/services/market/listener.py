@@ -84,7 +84,8 @@ class DemandTracker:
                 extra_specs=dict(flavor.get('extra_specs') or {}),
                 metadata=dict(data.get('metadata') or {}),
                 created_at=cloud.epoch(data.get('created_at')),
-                name=data.get('display_name'), fault=fault or None)
+                name=data.get('display_name'), fault=fault or None,
+                flavor=flavor.get('name'))
             old = self._servers.get(uuid)
             self._servers[uuid] = info
             return old is None or old.status != info.status
@@ -108,9 +109,11 @@ class DemandTracker:
             return list(self._servers.values())
 
 
-def make_listener(conf, tracker):
-    """A listener of Nova's versioned notifications feeding ``tracker``,
-    or None when ``listen_notifications`` is off.
+def make_listener(conf, tracker, endpoints=()):
+    """A listener of Nova's versioned notifications feeding ``tracker``
+    (and the other ``endpoints``, e.g. the :class:`.events.EventRecorder`
+    that records the scheduler's ``opie.instance.preempt``), or None when
+    ``listen_notifications`` is off.
     """
     g = opts.group(conf)
     if not g.listen_notifications:
@@ -118,5 +121,6 @@ def make_listener(conf, tracker):
     import oslo_messaging
     targets = [oslo_messaging.Target(topic=t) for t in g.notification_topics]
     return oslo_messaging.get_notification_listener(
-        notifications.transport(conf), targets, [tracker],
+        notifications.transport(conf), targets,
+        [tracker] + list(endpoints),
         executor='threading', pool=notifications.PUBLISHER)

@@ -27,6 +27,11 @@ Commands::
     openstack spot notice list [--project P] [--state S] [--limit N]
                                [--marker M]
     openstack spot share list                                    (admin)
+    openstack spot placement-score FLAVOR [--count N] [--zone Z] [--bid B]
+    openstack spot interruption-history FLAVOR [--zone Z] [--since T]
+                               [--period-seconds S] [--curve] [--plot F]
+    openstack spot event list [--server S] [--project P] [--limit N]
+                              [--marker M]
 
 Prices are currency per unit-hour (vCPU-hour, MB-hour), bids and flavor
 prices currency per hour; times ISO 8601 or epoch seconds. The market's
@@ -36,9 +41,10 @@ catalog's ``spot-market`` service. ``--os-spot-api-version`` /
 spot-market X.Y``: ``1`` (the default) means the newest this client knows
 (:data:`opie_sched.services.market.client.MAX_VERSION`); ``1.0`` refuses the
 commands that need 1.1 (``price show``, ``bid unset``, ``notice list``,
-``--marker``). Lists without ``--limit`` follow the API's pages to the end;
-with ``--limit`` they show one page (pass the last row's ID as ``--marker``
-for the next).
+``--marker``) and ``1.1`` those of 1.2 (``placement-score``,
+``interruption-history``, ``event list``). Lists without ``--limit``
+follow the API's pages to the end; with ``--limit`` they show one page
+(pass the last row's ID as ``--marker`` for the next).
 
 All calls go through :class:`opie_sched.services.market.client.
 MarketClient`; this module imports neither nova nor the market service.
@@ -52,6 +58,7 @@ Entry points (setup.cfg)::
 """
 
 import os
+import re
 
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -112,7 +119,7 @@ def build_option_parser(parser):
         default=os.environ.get('OS_SPOT_API_VERSION', DEFAULT_API_VERSION),
         help='Spot market API microversion sent as "OpenStack-API-Version: '
              'spot-market X.Y": 1 (default: the newest this client knows, '
-             '%s), 1.0, 1.1 or latest (env OS_SPOT_API_VERSION)'
+             '%s), 1.0, 1.1, 1.2 or latest (env OS_SPOT_API_VERSION)'
              % market_client.MAX_VERSION)
     parser.add_argument(
         '--os-spot-endpoint', metavar='<url>',
@@ -412,3 +419,118 @@ class NoticeList(_PagedList):
     def row(self, n):
         return (n['server_id'], n['kind'], n['state'], n['deadline'],
                 n.get('action'), n['reason'])
+
+
+_UUID = re.compile(r'^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$')
+
+
+class PlacementScore(_MarketCommand, command.Lister):
+    """Would COUNT servers of a flavor fit now, per availability zone?
+
+    Status per zone: ``fits_now`` (on free room, and a preemptible
+    flavor's bid covers its price now), ``out_of_bid`` (room, but the bid
+    is below the flavor's price per hour now), ``preempting`` (only where
+    preemptible servers run: a normal boot preempts them; a preemptible
+    one needs a bid above AT BID and waits for the market's notice to the
+    cheaper ones), ``no_room``. Read-only.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('flavor', metavar='<flavor>',
+                            help='flavor name or ID')
+        parser.add_argument('--count', metavar='<n>', type=int, default=1,
+                            help='servers wanted (default 1)')
+        parser.add_argument('--zone', metavar='<zone>',
+                            help='only this availability zone')
+        parser.add_argument('--bid', metavar='<price>',
+                            help='bid per server, currency per hour '
+                                 '(default: the flavor\'s or the market\'s '
+                                 'default bid)')
+        return parser
+
+    def market_action(self, client, parsed_args):
+        doc = client.placement_score(parsed_args.flavor, parsed_args.count,
+                                     parsed_args.zone, parsed_args.bid)
+        return (('Availability zone', 'Status', 'Fit now',
+                 'Fit preempting', 'At bid', 'Price (/h)', 'Bid (/h)',
+                 'Hosts'),
+                [(z['availability_zone'], z['status'], z['fit_now'],
+                  z['fit_preempting'], z['at_bid'], z['price_per_hour'],
+                  doc['bid'], z['hosts']) for z in doc['zones']])
+
+
+class InterruptionHistory(_MarketCommand, command.Lister):
+    """Interruption rate per period of a flavor's servers, or (``--curve``)
+    their Kaplan-Meier survival curve; ``--plot FILE`` also writes both as
+    a PNG (needs matplotlib). Drills are never counted; servers deleted by
+    their owners count until then (censored).
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('flavor', metavar='<flavor>',
+                            help='flavor name or ID')
+        parser.add_argument('--zone', metavar='<zone>')
+        parser.add_argument('--since', metavar='<time>',
+                            help='ISO 8601 or epoch seconds (default 30 '
+                                 'days ago)')
+        parser.add_argument('--period-seconds', metavar='<seconds>',
+                            type=int, help='period of the rates (default '
+                                           '86400)')
+        parser.add_argument('--curve', action='store_true',
+                            help='list the survival curve instead')
+        parser.add_argument('--plot', metavar='<file.png>',
+                            help='write the curve and the rates as a PNG')
+        return parser
+
+    def market_action(self, client, parsed_args):
+        doc = client.interruption_history(
+            parsed_args.flavor, parsed_args.zone, parsed_args.since,
+            parsed_args.period_seconds)
+        if parsed_args.plot:
+            try:
+                from opie_sched.services.market import survival
+                survival.plot(doc, parsed_args.plot)
+            except ImportError as exc:
+                raise exceptions.CommandError(
+                    '--plot needs matplotlib (pip install '
+                    'opie_sched[sim]): %s' % exc)
+        if parsed_args.curve:
+            return (('Hours', 'Survival', 'Low 95%', 'High 95%'),
+                    [(float(p['seconds']) / 3600.0, p['survival'],
+                      p['low'], p['high'])
+                     for p in doc['survival']['points']])
+        return (('Period start', 'Servers', 'Interruptions', 'Rate',
+                 'Server-hours', 'Per server-hour'),
+                [(r['period_start'], r['servers'], r['interruptions'],
+                  r['rate'], r['server_hours'], r['per_server_hour'])
+                 for r in doc['rates']])
+
+
+class EventList(_PagedList):
+    """Your project's event history, oldest first: at-risk marks,
+    notices, interruptions (with the behaviour), restores, drills and
+    deletions of its preemptible servers, deleted ones included (give
+    ``--server`` their UUID).
+    """
+
+    method = 'events'
+    filters = (('project_id', 'project'), ('server_id', 'server'))
+    columns = ('ID', 'At', 'Server', 'Kind', 'Cause', 'Action', 'Flavor',
+               'Detail')
+
+    def add_filters(self, parser):
+        _add_project(parser)
+        parser.add_argument('--server', metavar='<server>',
+                            help='one server (name, or the UUID of a '
+                                 'deleted one)')
+
+    def market_action(self, client, parsed_args):
+        if parsed_args.server and not _UUID.match(parsed_args.server):
+            parsed_args.server = _server_id(self, parsed_args.server)
+        return super().market_action(client, parsed_args)
+
+    def row(self, e):
+        return (e['id'], e['at'], e['server_id'], e['kind'], e['cause'],
+                e['action'], e['flavor'], e['detail'])

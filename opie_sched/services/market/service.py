@@ -32,6 +32,7 @@ from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import migration
 from opie_sched.services.market import engine as market_engine
+from opie_sched.services.market import events as market_events
 from opie_sched.services.market import leadership as market_leadership
 from opie_sched.services.market import listener as market_listener
 from opie_sched.services.market import notifications
@@ -151,8 +152,12 @@ class MarketService(coordination.PeriodicService):
 
 
 def create_service(conf):
-    """The service as configured: engine, tracker and listener."""
+    """The service as configured: engine, tracker, event recorder
+    (:class:`.events.EventRecorder`) and listener.
+    """
     tracker = market_listener.DemandTracker()
     engine = build_engine(conf, tracker=tracker)
+    recorder = market_events.EventRecorder(engine.store, tracker)
     return MarketService(engine, opts.group(conf).tick_interval,
-                         market_listener.make_listener(conf, tracker))
+                         market_listener.make_listener(conf, tracker,
+                                                       [recorder]))

@@ -30,6 +30,10 @@ currency per hour, prices in currency per unit-hour; times ISO 8601 UTC)::
                                         errors (admin, service; Merkat §3.1)
     PUT    /v1/reserve-price            {"reserve_price": {"vcpus": "0.01"},
                                          "pool": "*"}   (admin)
+    GET    /v1/placement-score?flavor=[&count=1][&zone=][&bid=]   (1.2)
+    GET    /v1/interruption-history?flavor=[&zone=][&since=]
+                                    [&period_seconds=86400]       (1.2)
+    GET    /v1/events[?project_id=][&server_id=][&limit=][&marker=] (1.2)
 
 **Microversions.** A request names the version it speaks with the header
 ``OpenStack-API-Version: spot-market 1.1`` (or ``latest``); without it,
@@ -40,7 +44,10 @@ one 400. History (:data:`VERSIONS`): 1.0 the original API; 1.1 adds
 pagination (``limit``, ``marker``, a ``<list>_links`` next link, default
 page :data:`MAX_LIMIT`) on the ledger, the notices and the price history;
 ledger entries, notices and history rows get an ``id`` (the marker).
-A 1.1 resource asked at 1.0 is 404, as if it did not exist.
+1.2 adds ``/v1/placement-score``, ``/v1/interruption-history`` and
+``/v1/events`` (the owner's event history).
+A resource asked at an older version than its own is 404, as if it did
+not exist.
 
 **Validation.** Bodies and query strings are checked against the JSON
 schemas of :mod:`.schemas` before anything is read or changed; a mismatch
@@ -90,6 +97,7 @@ import webob
 import webob.dec
 import webob.exc
 
+from opie_sched.common import flavors as market_flavors
 from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
 from opie_sched.market import pricing
@@ -101,7 +109,9 @@ from opie_sched.services.market.db import models
 from opie_sched.services.market import enforcement
 from opie_sched.services.market import opts
 from opie_sched.services.market import pricer as market_pricer
+from opie_sched.services.market import score as market_score
 from opie_sched.services.market import settings as market_settings
+from opie_sched.services.market import survival
 
 LOG = logging.getLogger(__name__)
 
@@ -111,7 +121,7 @@ VERSION_HEADER = 'OpenStack-API-Version'
 REQUEST_ID_HEADER = 'X-OpenStack-Request-ID'
 #: Oldest and newest microversion served.
 MIN_VERSION = microversion_parse.Version(1, 0)
-MAX_VERSION = microversion_parse.Version(1, 1)
+MAX_VERSION = microversion_parse.Version(1, 2)
 #: What each microversion added.
 VERSIONS = {
     '1.0': 'The original API.',
@@ -119,18 +129,28 @@ VERSIONS = {
            '/v1/flavor-prices; marker pagination (limit, marker, '
            '<list>_links) and an id on ledger entries, notices and price '
            'history rows.',
+    '1.2': 'GET /v1/placement-score, GET /v1/interruption-history, GET '
+           '/v1/events.',
 }
 V1_1 = microversion_parse.Version(1, 1)
+V1_2 = microversion_parse.Version(1, 2)
 
 VERSION = {'id': 'v1', 'status': 'CURRENT',
            'min_version': '%d.%d' % MIN_VERSION,
            'version': '%d.%d' % MAX_VERSION,
-           'updated': '2026-11-25T00:00:00Z'}
+           'updated': '2026-11-28T00:00:00Z'}
 
 #: Largest page of a list (and the default page at 1.1).
 MAX_LIMIT = 1000
 #: Longest look-back of /v1/flavor-prices, hours.
 MAX_HOURS = 24 * 31
+#: Most servers one placement score is asked for.
+MAX_COUNT = 1000
+#: Default look-back of /v1/interruption-history, seconds (30 days), and
+#: its default period (a day); at most MAX_PERIODS periods.
+HISTORY_WINDOW = 30 * 86400
+HISTORY_PERIOD = 86400
+MAX_PERIODS = 1000
 
 
 class ApiError(Exception):
@@ -296,6 +316,66 @@ class ZoneLookup:
         return zones
 
 
+class FlavorLookup:
+    """``flavor name or ID -> {"id", "name", "vcpus", "ram", "disk_gb",
+    "extra_specs"}`` (None when Nova has no such flavor) from Nova,
+    through openstacksdk (the market's admin connection: private flavors
+    are found too; what the caller may boot is Nova's business).
+    """
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __call__(self, name_or_id):
+        from openstack import exceptions as sdk_exc
+        compute = self.conn.compute
+        try:
+            flavor = compute.find_flavor(name_or_id, ignore_missing=True,
+                                         get_extra_specs=True)
+        except sdk_exc.NotFoundException:
+            return None
+        if flavor is None:
+            return None
+        return {'id': flavor.id, 'name': flavor.name,
+                'vcpus': int(flavor.vcpus or 0), 'ram': int(flavor.ram or 0),
+                'disk_gb': market_flavors.disk_gb(flavor.disk,
+                                                  flavor.ephemeral,
+                                                  flavor.swap),
+                'extra_specs': dict(flavor.extra_specs or {})}
+
+
+class ProviderRead:
+    """The one read of the placement score: query parameters
+    (:func:`.score.placement_params`) -> ``{compute host: provider
+    summary}``.
+
+    One ``GET /allocation_candidates?resources=...`` (Placement
+    microversion 1.36: ``provider_summaries`` carry ``capacity`` and
+    ``used`` of every resource class of each candidate provider, the
+    figures the scheduler gets for a boot; no per-host call) and one
+    ``GET /os-hypervisors/detail`` (compute 2.53: the hypervisor id is
+    the provider's uuid) to name each provider's compute service host.
+    """
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __call__(self, params):
+        resp = self.conn.placement.get(
+            '/allocation_candidates', params=params, microversion='1.36')
+        resp.raise_for_status()
+        summaries = resp.json().get('provider_summaries') or {}
+        resp = self.conn.compute.get('/os-hypervisors/detail',
+                                     microversion='2.53')
+        resp.raise_for_status()
+        hosts = {}
+        for hv in resp.json().get('hypervisors', []):
+            host = (hv.get('service') or {}).get('host')
+            if host and str(hv.get('id')) in summaries:
+                hosts[host] = summaries[str(hv['id'])]
+        return hosts
+
+
 class MarketAPI:
     """The controllers; each returns ``(status, body)``.
 
@@ -305,10 +385,14 @@ class MarketAPI:
     :param enforcer: oslo.policy Enforcer (:func:`.policy.enforcer`).
     :param zones: callable returning ``{host: availability zone}``
         (default: :class:`ZoneLookup` on ``cloud.conn``).
+    :param flavors: :class:`FlavorLookup`-like callable (default on
+        ``cloud.conn``).
+    :param providers: :class:`ProviderRead`-like callable (default on
+        ``cloud.conn``).
     """
 
     def __init__(self, store, cloud, settings, enforcer, clock=time.time,
-                 zones=None):
+                 zones=None, flavors=None, providers=None):
         self.store = store
         self.cloud = cloud
         self.settings = settings
@@ -316,6 +400,10 @@ class MarketAPI:
         self.clock = clock
         self.zones = zones if zones is not None else ZoneLookup(
             getattr(cloud, 'conn', None))
+        self.flavors = flavors if flavors is not None else FlavorLookup(
+            getattr(cloud, 'conn', None))
+        self.providers = providers if providers is not None else (
+            ProviderRead(getattr(cloud, 'conn', None)))
         self.credit = budget.CreditManager(store)
         self.mapper = routes.Mapper()
         #: (method, path template, first microversion or None)
@@ -336,7 +424,11 @@ class MarketAPI:
                 ('GET', '/v1/notices', 'notices', V1_1),
                 ('POST', '/v1/accounts/{project_id}/credit', 'grant', None),
                 ('PUT', '/v1/reserve-price', 'reserve', None),
-                ('GET', '/v1/shares', 'shares', None)):
+                ('GET', '/v1/shares', 'shares', None),
+                ('GET', '/v1/placement-score', 'placement_score', V1_2),
+                ('GET', '/v1/interruption-history', 'interruption_history',
+                 V1_2),
+                ('GET', '/v1/events', 'events', V1_2)):
             self.mapper.connect(path, action=action,
                                 conditions={'method': [method]})
             self.routes.append((method, path, since))
@@ -875,6 +967,189 @@ class MarketAPI:
         LOG.info('reserve prices of pool %s set to %s by %s', pool, parsed,
                  ctx.user_id)
         return 200, {'reserve_price': self.store.reserve_prices()}
+
+    # -- planning (1.2) ------------------------------------------------------
+
+    def _flavor(self, name_or_id):
+        flavor = self.flavors(name_or_id)
+        if flavor is None:
+            raise ApiError(404, 'flavor %s not found' % name_or_id)
+        return flavor
+
+    def _flavor_price(self, prices, flavor):
+        """``{pool: Decimal}`` the flavor costs per hour now (``sum_r
+        price_r * amount_r``, vCPUs and MB, as /v1/flavor-prices).
+        """
+        amounts = {pricing.VCPUS: flavor['vcpus'],
+                   pricing.MEMORY_MB: flavor['ram']}
+        return {pool: sum((by_r[r] * amounts[r] for r in amounts
+                           if r in by_r), pricing.ZERO)
+                for pool, by_r in prices.items()}
+
+    def placement_score(self, req, ctx):
+        """Would ``count`` servers of ``flavor`` fit now, per availability
+        zone (:func:`.score.classify`; microversion 1.2)?
+
+        One read of Placement (:class:`ProviderRead`), the market's newest
+        period (prices, running preemptible servers and their bids) and
+        the zones; nothing is claimed or changed.
+        """
+        self.authorize(ctx, policy.PLACEMENT_SCORE_SHOW,
+                       {'project_id': ctx.project_id})
+        params = _query(req, schemas.PLACEMENT_SCORE_QUERY,
+                        required=('flavor',))
+        count = int(params.get('count') or 1)
+        if not 1 <= count <= MAX_COUNT:
+            raise bad_request('count: must be from 1 to %d, got %d'
+                              % (MAX_COUNT, count))
+        flavor = self._flavor(params['flavor'])
+        need, preemptible = market_score.flavor_need(
+            flavor['vcpus'], flavor['ram'], flavor['disk_gb'],
+            flavor['extra_specs'])
+        bid = source = None
+        if preemptible:
+            metadata = {}
+            if params.get('bid'):
+                metadata[market_bids.BID_KEY] = params['bid']
+            try:
+                bid, source = market_bids.resolve_bid(
+                    metadata, flavor['extra_specs'],
+                    self.settings.default_bid, self.settings.bid_cap)
+            except market_bids.BidError as exc:
+                raise bad_request('bid: %s' % exc)
+        summaries = self.providers(market_score.placement_params(
+            need, preemptible, flavor['extra_specs']))
+        zone_of = self.zones()
+        period = self.store.latest_period()
+        running, prices = {}, {}
+        if period is not None:
+            ps = period['period_start']
+            for row in self.store.period_servers(ps):
+                if row['bid_source'] in market_pricer.PENDING_SOURCES:
+                    continue
+                running.setdefault(row['host'], []).append(
+                    market_score.Running(row['bid'], row['vcpus'],
+                                         row['memory_mb']))
+            prices = self._flavor_price(self.store.period_prices(ps),
+                                        flavor)
+        pool_of = self.pricer.pool_of(list(summaries)) if summaries else {}
+        by_zone = {zone: [] for zone in set(zone_of.values())}
+        for host, summary in sorted(summaries.items()):
+            state = market_score.provider_states({host: summary}).get(host)
+            if state is None:
+                continue
+            capacity, normal_used, pre_used, pre_cap = state
+            zone = zone_of.get(host)
+            by_zone.setdefault(zone, []).append(market_score.HostState(
+                host, capacity, normal_used, pre_used, pre_cap, zone,
+                prices.get(pool_of.get(host)),
+                tuple(running.get(host, ()))))
+        zones = []
+        wanted = params.get('zone')
+        for zone in sorted(by_zone, key=lambda z: (z is None, z or '')):
+            if wanted is not None and zone != wanted:
+                continue
+            result = market_score.classify(by_zone[zone], need, count,
+                                           preemptible, bid)
+            zones.append(dict(result, availability_zone=zone,
+                              hosts=len(by_zone[zone])))
+        if wanted is not None and not zones:
+            zones.append(dict(market_score.classify(
+                [], need, count, preemptible, bid), availability_zone=wanted,
+                hosts=0))
+        return 200, {'placement_score': {
+            'flavor': flavor['name'], 'flavor_id': flavor['id'],
+            'count': count, 'preemptible': preemptible, 'bid': bid,
+            'bid_source': source,
+            'period_start': None if period is None
+            else market_cloud.iso(period['period_start']),
+            'zones': zones}}
+
+    def interruption_history(self, req, ctx):
+        """Interruption rate per period and the Kaplan-Meier survival
+        curve of ``flavor``'s servers (:mod:`.survival`; microversion
+        1.2).
+
+        Lifetimes are the market's record (:mod:`.events`): interruptions
+        by the scheduler, the reconciler, the maximum lifetime and the
+        market end them; drills never do; deletion by the owner censors
+        them. Rates count every life that ran in a period since
+        ``since`` (default 30 days ago); the curve, the lives that
+        started at or after ``since``. ``zone``: lives on that zone's
+        hosts (zones as Nova reports them now).
+        """
+        self.authorize(ctx, policy.INTERRUPTION_HISTORY_SHOW,
+                       {'project_id': ctx.project_id})
+        params = _query(req, schemas.INTERRUPTION_HISTORY_QUERY,
+                        required=('flavor',))
+        now = self.clock()
+        since = (parse_time(params['since'], 'since')
+                 if params.get('since') else now - HISTORY_WINDOW)
+        if since > now:
+            raise bad_request('since: in the future')
+        period = int(params.get('period_seconds') or HISTORY_PERIOD)
+        if period < 1 or (now - since) / period > MAX_PERIODS:
+            raise bad_request('period_seconds: at most %d periods from '
+                              'since to now, at least 1 s each'
+                              % MAX_PERIODS)
+        flavor = self._flavor(params['flavor'])
+        lives = self.store.lifetimes(flavor=flavor['name'])
+        zone = params.get('zone')
+        if zone is not None:
+            zone_of = self.zones()
+            lives = [lt for lt in lives if zone_of.get(lt['host']) == zone]
+        ran = [lt for lt in lives if lt['ended_at'] is None
+               or lt['ended_at'] >= since]
+        try:
+            curve = survival.survival_curve(
+                [lt for lt in lives if lt['started_at'] >= since], now)
+        except ImportError as exc:
+            raise ApiError(503, 'the interruption history needs scipy '
+                           '(pip install opie_sched[market]): %s' % exc)
+        rates = survival.interruption_rates(ran, since, now, period)
+        for row in rates:
+            row['period_start'] = market_cloud.iso(row['period_start'])
+        return 200, {'interruption_history': {
+            'flavor': flavor['name'], 'flavor_id': flavor['id'],
+            'availability_zone': zone, 'since': market_cloud.iso(since),
+            'until': market_cloud.iso(now), 'period_seconds': period,
+            'rates': rates, 'survival': curve}}
+
+    @staticmethod
+    def _event_json(row):
+        return {'id': row['id'], 'server_id': row['server_uuid'],
+                'project_id': row['project'], 'kind': row['kind'],
+                'cause': row['cause'], 'action': row['action'],
+                'at': market_cloud.iso(row['at']), 'flavor': row['flavor'],
+                'detail': row['detail']}
+
+    def events(self, req, ctx):
+        """The project's event history (microversion 1.2): at-risk marks,
+        notices, interruptions (with the behaviour applied), restores,
+        drills and deletions of its preemptible servers, oldest first,
+        deleted servers included; ``?server_id=`` one server's.
+        Another project's events are never listed: ``project_id`` of
+        another project is 403, and a server of another project has no
+        events in the caller's own list.
+        """
+        params = _query(req, schemas.EVENTS_QUERY, paginated=True)
+        project = self._project(req, ctx)
+        self.authorize(ctx, policy.EVENTS_LIST, {'project_id': project})
+        limit = self._limit(req)
+        marker = req.params.get('marker')
+        key = None
+        if marker:
+            if not marker.isdigit():
+                raise self._no_marker('event', marker)
+            key = int(marker)
+        try:
+            rows, more = self.store.events_page(
+                project, params.get('server_id'), key, limit)
+        except db_api.MarkerNotFound:
+            raise self._no_marker('event', marker)
+        links = self._links(req, rows, more, lambda r: str(r['id']), limit)
+        return 200, {'events': [self._event_json(r) for r in rows],
+                     'events_links': links}
 
 
 class NoAuth:

@@ -19,7 +19,8 @@ services), every rule with ``scope_types=['project']``:
 persona                       may
 ============================  ============================================
 project reader                read prices, its servers' bids, its account,
-                              ledger and notices
+                              ledger, notices and event history, placement
+                              scores and interruption histories
 project member                the above, and set or unset its bids
 admin (``role:admin``)        everything, any project (the market's
                               operators: credit, reserve prices, shares)
@@ -75,6 +76,9 @@ NOTICES_LIST = 'opie_market:notices:list'
 ACCOUNT_CREDIT = 'opie_market:account:credit'
 RESERVE_UPDATE = 'opie_market:reserve_price:update'
 SHARES_LIST = 'opie_market:shares:list'
+PLACEMENT_SCORE_SHOW = 'opie_market:placement_score:show'
+INTERRUPTION_HISTORY_SHOW = 'opie_market:interruption_history:show'
+EVENTS_LIST = 'opie_market:events:list'
 
 #: Names before secure RBAC (deprecated; their overrides still apply).
 OLD_NAMES = {
@@ -184,6 +188,20 @@ API_RULES = [
           [{'path': '/v1/accounts/{project_id}/credit', 'method': 'POST'}]),
     _rule(RESERVE_UPDATE, ADMIN, 'Set reserve prices.',
           [{'path': '/v1/reserve-price', 'method': 'PUT'}]),
+    _rule(PLACEMENT_SCORE_SHOW, PROJECT_READER_OR_SERVICE,
+          'Whether servers of a flavor would fit now, per availability '
+          'zone: on free room, only by preempting, out of bid, or not at '
+          'all (microversion 1.2; target: the caller\'s project).',
+          [{'path': '/v1/placement-score', 'method': 'GET'}]),
+    _rule(INTERRUPTION_HISTORY_SHOW, PROJECT_READER_OR_SERVICE,
+          'Interruption rates and the survival curve of a flavor\'s '
+          'servers, every project\'s servers counted, none named '
+          '(microversion 1.2).',
+          [{'path': '/v1/interruption-history', 'method': 'GET'}]),
+    _rule(EVENTS_LIST, PROJECT_READER_OR_SERVICE,
+          "A project's event history: at-risk marks, notices, "
+          "interruptions, restores, drills (microversion 1.2).",
+          [{'path': '/v1/events', 'method': 'GET'}]),
     _rule(SHARES_LIST, SERVICE_OR_ADMIN,
           "Every preemptible server's per-host share and allocation error "
           "(who is under-served; the repacker's tabu strategy reads it).",

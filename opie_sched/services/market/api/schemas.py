@@ -84,6 +84,14 @@ FLAVOR_PRICE_QUERY = {
     'vcpus': _INT_TEXT, 'memory_mb': _INT_TEXT,
     'hours': {'type': 'string', 'pattern': '^[0-9]{1,4}$'}}
 EMPTY_QUERY = {}
+PLACEMENT_SCORE_QUERY = {
+    'flavor': _NAME, 'count': {'type': 'string', 'pattern': '^[0-9]{1,4}$'},
+    'zone': _NAME, 'bid': {'type': 'string', 'minLength': 1,
+                           'maxLength': 64}}
+INTERRUPTION_HISTORY_QUERY = {
+    'flavor': _NAME, 'zone': _NAME, 'since': _TIME,
+    'period_seconds': {'type': 'string', 'pattern': '^[0-9]{1,9}$'}}
+EVENTS_QUERY = {'project_id': _NAME, 'server_id': _NAME}
 
 
 class ValidationError(ValueError):

@@ -562,3 +562,138 @@ class MarketStore(budget.LedgerStore):
             for row in session.scalars(sa.select(models.ReservePrice)):
                 result.setdefault(row.pool, {})[row.resource] = row.price
             return result
+
+    # -- events and lifetimes ------------------------------------------------
+
+    def add_event(self, server_uuid, project, kind, at, cause=None,
+                  action=None, host=None, flavor=None, detail=''):
+        """Record one event of a server (:class:`.models.Event`).
+
+        :param kind: one of :data:`.models.EVENT_KINDS`.
+        :param at: epoch seconds.
+        :returns: True when recorded now; False when the same
+            ``(server_uuid, kind, at)`` was recorded before (a replay).
+        :raises ValueError: an unknown ``kind``.
+        """
+        if kind not in models.EVENT_KINDS:
+            raise ValueError('unknown event kind %r' % (kind,))
+        try:
+            with self._writer() as session:
+                session.add(models.Event(
+                    server_uuid=server_uuid, project=project, kind=kind,
+                    cause=cause, action=action, at=at, host=host,
+                    flavor=flavor, detail=detail or ''))
+                session.flush()
+        except db_exc.DBDuplicateEntry:
+            return False
+        return True
+
+    def events_page(self, project=None, server_uuid=None, marker=None,
+                    limit=None):
+        """Events in order (``at``, then ``id``), one page read with
+        ``LIMIT`` in SQL.
+
+        :param project: only this owner's (None: every project's).
+        :param server_uuid: only this server's.
+        :param marker: the ``id`` (int) of the last event of the previous
+            page; None: the first page.
+        :returns: ``(rows, more)``: rows as dicts of the columns of
+            :class:`.models.Event`; ``more`` True when events follow.
+        :raises MarkerNotFound: ``marker`` is no event of the listing.
+        """
+        e = models.Event
+        where = []
+        if project is not None:
+            where.append(e.project == project)
+        if server_uuid is not None:
+            where.append(e.server_uuid == server_uuid)
+        cols = [c.name for c in e.__table__.columns]
+        with self._reader() as session:
+            if marker is not None:
+                after = session.scalars(sa.select(e).where(
+                    e.id == marker, *where)).first()
+                if after is None:
+                    raise MarkerNotFound(marker)
+                where.append(sa.or_(e.at > after.at, sa.and_(
+                    e.at == after.at, e.id > after.id)))
+            query = sa.select(e).where(*where).order_by(e.at, e.id)
+            if limit is not None:
+                query = query.limit(limit + 1)
+            rows = [{c: getattr(r, c) for c in cols}
+                    for r in session.scalars(query)]
+        if limit is not None and len(rows) > limit:
+            return rows[:limit], True
+        return rows, False
+
+    def start_lifetime(self, server_uuid, project, started_at, flavor=None,
+                       vcpus=0, memory_mb=0, host=None):
+        """Open a server's lifetime unless it has one (first sight wins;
+        a missing flavor name or host is filled in later sightings).
+
+        :returns: True when opened now.
+        """
+        try:
+            with self._writer() as session:
+                row = session.get(models.Lifetime, server_uuid)
+                if row is not None:
+                    if row.flavor is None and flavor:
+                        row.flavor = flavor
+                    if row.host is None and host:
+                        row.host = host
+                    return False
+                session.add(models.Lifetime(
+                    server_uuid=server_uuid, project=project, flavor=flavor,
+                    vcpus=vcpus or 0, memory_mb=memory_mb or 0, host=host,
+                    started_at=started_at))
+                session.flush()
+        except db_exc.DBDuplicateEntry:
+            return False
+        return True
+
+    def end_lifetime(self, server_uuid, ended_at, end):
+        """Close a server's open lifetime (the first end wins: an
+        interruption followed by the victim's deletion stays
+        ``interrupted``; an interruption at or before a recorded censoring
+        end replaces it).
+
+        :returns: True when this call closed it.
+        """
+        lt = models.Lifetime
+        open_or_later = lt.ended_at.is_(None)
+        if end == models.END_INTERRUPTED:
+            # an interruption reported after the market saw the victim
+            # leave (or its deletion) still ends the life where it ended
+            open_or_later = sa.or_(open_or_later, sa.and_(
+                lt.end != models.END_INTERRUPTED, lt.ended_at >= ended_at))
+        with self._writer() as session:
+            result = session.execute(sa.update(lt).where(
+                lt.server_uuid == server_uuid, open_or_later).values(
+                    ended_at=ended_at, end=end))
+            return result.rowcount == 1
+
+    def get_lifetime(self, server_uuid):
+        """The server's lifetime as a dict, or None."""
+        lt = models.Lifetime
+        cols = [c.name for c in lt.__table__.columns]
+        with self._reader() as session:
+            row = session.get(lt, server_uuid)
+            return None if row is None else {c: getattr(row, c)
+                                             for c in cols}
+
+    def lifetimes(self, flavor=None, open_only=False):
+        """Lifetimes as dicts, by start time.
+
+        :param flavor: only this flavor name (None: all).
+        :param open_only: only those without an end.
+        """
+        lt = models.Lifetime
+        query = sa.select(lt)
+        if flavor is not None:
+            query = query.where(lt.flavor == flavor)
+        if open_only:
+            query = query.where(lt.ended_at.is_(None))
+        cols = [c.name for c in lt.__table__.columns]
+        with self._reader() as session:
+            return [{c: getattr(r, c) for c in cols} for r in
+                    session.scalars(query.order_by(lt.started_at,
+                                                   lt.server_uuid))]

@@ -205,3 +205,81 @@ class ReservePrice(Base):
     resource = sa.Column(sa.String(64), primary_key=True)
     price = sa.Column(DecimalText(), nullable=False)
     updated_at = sa.Column(Epoch, nullable=False)
+
+
+#: Kinds of :class:`Event` (the owner's event history, oldest first):
+#: a server marked at risk, given notice, interrupted, restored, sent
+#: through a drill; ``deleted``: its owner deleted it.
+EVENT_AT_RISK = 'at_risk'
+EVENT_NOTICE = 'notice'
+EVENT_INTERRUPTION = 'interruption'
+EVENT_RESTORE = 'restore'
+EVENT_DRILL = 'drill'
+EVENT_DELETED = 'deleted'
+EVENT_KINDS = (EVENT_AT_RISK, EVENT_NOTICE, EVENT_INTERRUPTION,
+               EVENT_RESTORE, EVENT_DRILL, EVENT_DELETED)
+
+#: Causes of an interruption (the scheduler's cause words, the market's;
+#: ``drill``: an owner's interruption drill, never counted in rates).
+CAUSE_SCHEDULER = 'scheduler'
+CAUSE_RECONCILER = 'reconciler'
+CAUSE_LIFETIME = 'max-lifetime'
+CAUSE_MARKET = 'market'
+CAUSE_DRILL = 'drill'
+CAUSE_OWNER = 'owner'
+
+
+class Event(Base):
+    """One thing that happened to a preemptible server, as its owner may
+    read it: ``kind`` (:data:`EVENT_KINDS`), ``cause`` (who did it),
+    ``action`` (the interruption behaviour: delete, stop, shelve), at
+    ``at`` (epoch seconds). ``project`` is the server's owner at the time
+    (kept when the server is deleted). Written once: ``(server_uuid,
+    kind, at)`` is unique, so a replayed notification adds nothing.
+    """
+    __tablename__ = 'market_events'
+    __table_args__ = (
+        sa.UniqueConstraint('server_uuid', 'kind', 'at',
+                            name='uniq_market_events0server0kind0at'),
+        sa.Index('market_events_project_idx', 'project', 'at', 'id'),
+    )
+    id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
+    server_uuid = sa.Column(sa.String(64), nullable=False)
+    project = sa.Column(sa.String(255), nullable=False)
+    kind = sa.Column(sa.String(16), nullable=False)
+    cause = sa.Column(sa.String(32), nullable=True)
+    action = sa.Column(sa.String(16), nullable=True)
+    at = sa.Column(Epoch, nullable=False)
+    host = sa.Column(sa.String(255), nullable=True)
+    flavor = sa.Column(sa.String(255), nullable=True)
+    detail = sa.Column(sa.Text, nullable=False, default='')
+
+
+#: How a :class:`Lifetime` ended: interrupted (an event), or censored
+#: (its owner deleted or stopped it; it left the market's view).
+END_INTERRUPTED = 'interrupted'
+END_DELETED = 'deleted'
+END_LEFT = 'left'
+
+
+class Lifetime(Base):
+    """A preemptible server's life, for survival curves: from
+    ``started_at`` (its creation, epoch seconds) to ``ended_at`` (None:
+    still running), ``end`` one of :data:`END_INTERRUPTED` (an
+    interruption other than a drill), :data:`END_DELETED` or
+    :data:`END_LEFT` (censored). ``flavor`` is the flavor's name when
+    Nova told it, with ``vcpus`` and ``memory_mb`` (its size).
+    """
+    __tablename__ = 'market_lifetimes'
+    __table_args__ = (
+        sa.Index('market_lifetimes_flavor_idx', 'flavor', 'started_at'),
+    )
+    server_uuid = sa.Column(sa.String(64), primary_key=True)
+    project = sa.Column(sa.String(255), nullable=False)
+    flavor = sa.Column(sa.String(255), nullable=True)
+    vcpus = sa.Column(sa.Integer, nullable=False, default=0)
+    memory_mb = sa.Column(sa.Integer, nullable=False, default=0)
+    host = sa.Column(sa.String(255), nullable=True)
+    started_at = sa.Column(Epoch, nullable=False)
+    ended_at = sa.Column(Epoch, nullable=True)
+    end = sa.Column(sa.String(16), nullable=True)
