@@ -85,7 +85,7 @@ class DemandTracker:
                 metadata=dict(data.get('metadata') or {}),
                 created_at=cloud.epoch(data.get('created_at')),
                 name=data.get('display_name'), fault=fault or None,
-                flavor=flavor.get('name'))
+                flavor_name=flavor.get('name'))
             old = self._servers.get(uuid)
             self._servers[uuid] = info
             return old is None or old.status != info.status
