@@ -81,6 +81,11 @@ class FuzzCloud(base.OpieNovaTestCase):
                             'poll_interval': 0.1, 'stop_grace_period': 1},
         None: {'allow_resize_to_same_host': True,
                     'reclaim_instance_interval': 3600},
+        # the server_group rule: groups' policies honoured by the
+        # scheduler (nova's own filters), as in a real deployment
+        'filter_scheduler': {'enabled_filters': [
+            'ComputeFilter', 'ServerGroupAntiAffinityFilter',
+            'ServerGroupAffinityFilter', 'PreemptibleFullStateFilter']},
     }
     HOST_SIZE = (base.cloud.HOST['vcpus'], base.cloud.HOST['memory_mb'],
                  base.cloud.HOST['disk_gb'])
@@ -113,7 +118,28 @@ class FuzzCloud(base.OpieNovaTestCase):
         self.cloud = fuzz_machine.Cloud(self, self.recorder)
         self._hang_destroys(self.cloud)
         self._lose_compute_deletes(self.cloud)
+        self._fail_builds(self.cloud)
         self.addCleanup(self.cloud.heal)
+
+    def _fail_builds(self, cloud):
+        """While ``cloud.fail_builds`` is positive, a compute's spawn
+        fails (one per count): nova's compute reschedules the server to an
+        alternate host, which the conductor claims.
+        """
+        real = fake_virt.FakeDriver.spawn
+
+        def spawn(driver, context, instance, *args, **kwargs):
+            with self.recorder.lock:
+                fail = cloud.fail_builds > 0
+                if fail:
+                    cloud.fail_builds -= 1
+            if fail:
+                cloud.stats['builds failed (rescheduled)'] += 1
+                raise RuntimeError('fuzz: the build fails on this host')
+            return real(driver, context, instance, *args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            fake_virt.FakeDriver, 'spawn', spawn))
 
     def _hang_destroys(self, cloud):
         """While ``cloud.hang`` is set, a compute's destroy hangs until
