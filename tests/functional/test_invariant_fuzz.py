@@ -197,19 +197,23 @@ class FuzzCloud(base.OpieNovaTestCase):
                 with open(path, 'w') as out:
                     json.dump(stats, out, indent=1, sort_keys=True)
 
-    def replay(self, steps):
+    def replay(self, steps, observe=None):
         """Replay a sequence the fuzzer found: ``steps`` is a list of
         ``(rule name, {argument: value})``; the invariants run after each
         step and the final convergence at the end, as in a fuzzed example.
+        ``observe(index, rule name)``, when given, runs after each step's
+        invariants (a test's own assertions on ``self.cloud``).
         Raises AssertionError with the problems when one fails.
         """
         cls = fuzz_machine.make_machine(self.cloud)
         machine = cls()
         try:
             machine.nothing_wrong_destroyed_and_decisions_exact()
-            for name, kwargs in steps:
+            for index, (name, kwargs) in enumerate(steps):
                 getattr(machine, name)(**kwargs)
                 machine.nothing_wrong_destroyed_and_decisions_exact()
+                if observe is not None:
+                    observe(index, name)
         finally:
             machine.teardown()
 
