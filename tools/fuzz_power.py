@@ -267,6 +267,9 @@ def run(tree, examples, steps, excluded, timeout):
                 problem = line.strip()[:110]
                 break
     failed = code not in (0,) if code is not None else None
+    if failed and 'FlakyStrategyDefinition' in out:
+        # hypothesis's generation, not an invariant: no finding
+        failed, problem = 'flaky', 'hypothesis FlakyStrategyDefinition'
     return failed, stats, problem, secs, out
 
 
@@ -343,10 +346,11 @@ def main(argv=None):
         failed, stats, problem, secs = results[(mut['name'], excluded)][:4]
         base = results.get((None, excluded), (False, {}, '', 0, ''))
         n = stats.get('examples', '?')
-        attributable = failed and not (
+        attributable = failed is True and not (
             base[0] and base[1].get('examples', 10 ** 9) <= n)
         rows.append((mut['name'], 'yes' if attributable else (
             'no' if failed is False else
+            'no (flaky generation)' if failed == 'flaky' else
             'timeout' if failed is None else 'baseline'), n,
             round(secs), problem if failed else ''))
     print()
