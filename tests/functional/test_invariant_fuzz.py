@@ -59,7 +59,7 @@ from tests.functional.fuzz import recorder as fuzz_recorder
 #: With the rules of boot from volume, server groups, reschedule,
 #: evacuation and lifetime expiry: 69 s of CPU against 59 s before, side
 #: by side on the same loaded machine (wall 643 s against 538 s at a load
-#: average of 15): about 80 s on a quiet one.
+#: average of 15); 68 s wall (51 s CPU) once the machine quietened.
 EXCLUDED_IN_BOUNDED = ()
 #: 4 examples of 10 steps: about 110 s of CPU (nova's import included),
 #: 2-3 minutes on a quiet 2-core machine; measured 33 minutes of wall
