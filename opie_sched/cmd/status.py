@@ -37,6 +37,7 @@ import functools
 from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
 
+from opie_sched.common import compat
 from opie_sched.common import flavors
 from opie_sched.conf import validation
 
@@ -425,10 +426,12 @@ Checks._upgrade_checks = tuple((name, _no_traceback(check))
 def _native_threads():
     """Nova's threading mode before nova is imported, as nova's own
     commands do: otherwise futurist (imported by nova) imports eventlet,
-    which prints its deprecation warning on every run.
+    which prints its deprecation warning on every run. On a nova without
+    native threading (31, 2025.1: ``nova.monkey_patch`` has no ``patch``)
+    nothing is changed: opie-status runs with eventlet there, as nova's
+    own commands do.
     """
-    from nova import monkey_patch
-    monkey_patch.patch(backend='threading')
+    compat.use_native_threading()
 
 
 def _profiler_opts(conf):
