@@ -161,9 +161,9 @@ class EventRecorder:
         return flavor if isinstance(flavor, dict) else {}
 
     def _created(self, data, when):
-        from opie_sched.common import flavors
         flavor = self._flavor(data)
-        if not flavors.is_marked_preemptible(flavor.get('extra_specs')):
+        if not market_cloud.is_preemptible(flavor.get('extra_specs') or {},
+                                           flavor.get('name')):
             return 0
         uuid, project = data.get('uuid'), data.get('tenant_id')
         if not (uuid and project):
@@ -177,9 +177,9 @@ class EventRecorder:
         return 0
 
     def _deleted(self, data, when):
-        from opie_sched.common import flavors
         flavor = self._flavor(data)
-        if not flavors.is_marked_preemptible(flavor.get('extra_specs')):
+        if not market_cloud.is_preemptible(flavor.get('extra_specs') or {},
+                                           flavor.get('name')):
             return 0
         uuid, project = data.get('uuid'), data.get('tenant_id')
         if not (uuid and project):
