@@ -509,6 +509,12 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
         # record but died before the marks (e.g. a dropped database
         # connection): its owner always gets the preempt action.
         if first or not is_marked(acctxt, inst):
+            if not first:
+                # the first attempt died before its marks: its line too
+                LOG.info('Victim %s of %s (request %s): terminated under '
+                         'request id %s (its first attempt left no '
+                         'mark)', inst.uuid, new.preemptor,
+                         new.request_id, new.action_request)
             mark_victim(acctxt, inst, new.preemptor, new.reason)
         if refused_by:
             _fell_back(acctxt, inst, refused_by, behavior, new)

@@ -15,7 +15,8 @@ normal requests preempt, then the cloud must converge on its own.
 Faults, one scenario each, on a cloud filled with preemptible servers:
 
 * a scheduler worker SIGKILLed right after its first "Preemption
-  decision" log line (then a normal request on the same host);
+  decision" log line, and one killed once a victim's record went
+  ``terminating`` (each then a normal request on the same host);
 * a compute frozen (SIGSTOP) while its victim is being deleted, then
   thawed (SIGCONT);
 * a compute SIGKILLed while its victim is being deleted, then started
@@ -34,7 +35,8 @@ usage of the standard plus ``CUSTOM_PREEMPTIBLE_*`` classes against
 is neither a server nor a migration in progress, and no victim beyond the
 minimum (per host: the fewest preemptible servers whose removal brings
 the final state within capacity, plus the victims of requests that then
-failed, attributed by their ``preempt`` action's request id). The figures
+failed, attributed by the request id the schedulers' logs name when
+each victim's termination began). The figures
 are printed (and appended to ``[opie] chaos_report``).
 
 The cloud's state is read through the public APIs only; the faults need
@@ -47,6 +49,7 @@ restored afterwards.
 import datetime
 import json
 import math
+import re
 import threading
 import time
 
@@ -67,6 +70,13 @@ LOG = logging.getLogger(__name__)
 
 SCHEDULER = 'opie-scheduler'
 DECISION = r'Preemption decision for instance ([0-9a-f-]{36})'
+#: A victim's termination began, under which request (the schedulers'
+#: log line of actions._terminate_one): victim uuid, request id.
+VICTIM_LINE = re.compile(r'Victim ([0-9a-f-]{36}) of \S+ '
+                         r'\(request (req-[0-9a-f-]{36})\): terminated '
+                         r'under request id')
+#: A victim's record went ``terminating`` (the same line).
+TERMINATING = VICTIM_LINE.pattern
 #: Migration statuses after which a migration holds no allocation.
 MIGRATION_DONE = ('confirmed', 'reverted', 'completed', 'error', 'failed',
                   'cancelled', 'done')
@@ -303,6 +313,8 @@ class ChaosTest(base.OpieBaseTest):
         """
         ids, placed = self.fill_with_preemptibles(self.primary,
                                                   self.preemptible)
+        # from here on: which request each victim's termination serves
+        self.victim_lines = self.faults.watch(*self.schedulers)
         return placed
 
     def assess(self, scenario, fill, outcome, t_fault, notes):
@@ -324,6 +336,7 @@ class ChaosTest(base.OpieBaseTest):
         failed_requests = {rid for rid, status, _ in outcome.values()
                            if status != 'ACTIVE'}
         gone = [i for i in fill if i not in servers]
+        chosen_by = self.choosers()
         spent, unexplained = {}, []
         for victim in gone:
             _, body = self.call(self.admin, 'GET',
@@ -333,7 +346,7 @@ class ChaosTest(base.OpieBaseTest):
                         if a['action'] == base.PREEMPT_ACTION]
             if not preempts:
                 unexplained.append(victim)
-            elif preempts[0] in failed_requests:
+            elif chosen_by.get(victim) in failed_requests:
                 spent[fill[victim]] = spent.get(fill[victim], 0) + 1
         victims, minimum = {}, {}
         for name, host in hosts.items():
@@ -381,6 +394,25 @@ class ChaosTest(base.OpieBaseTest):
                 failures[key] = value
         self.assertEqual({}, failures, 'chaos %s: %s' % (
             scenario, json.dumps(figures, sort_keys=True)))
+        return figures
+
+    def choosers(self):
+        """``{victim uuid: request id}`` of the victims whose termination
+        began since :meth:`prepare`, read from the schedulers' logs (the
+        line each writes when a victim's record goes ``terminating``).
+
+        Not from the victim's ``preempt`` instance action: it is recorded
+        under a request id of the decision's own, never the preemptor's
+        (the victim's owner must not learn another project's request id);
+        nor from its fault (nova soft-deletes a deleted server's faults
+        with it).
+        """
+        found = {}
+        for line in self.victim_lines.lines():
+            match = VICTIM_LINE.search(line)
+            if match:
+                found[match.group(1)] = match.group(2)
+        return found
 
     def report(self, figures):
         line = 'chaos %s: %s' % (figures['scenario'], ', '.join(
@@ -418,20 +450,23 @@ class ChaosTest(base.OpieBaseTest):
 
     # -- the scenarios -------------------------------------------------------
 
-    @decorators.idempotent_id('c4a05f3e-7d1b-4b8e-9a61-2f0d3e5c7b01')
-    def test_scheduler_worker_killed_after_decision(self):
+    def kill_worker_at(self, pattern, scenario):
+        """Boot two normal servers on one host of the fill; SIGKILL the
+        opie-scheduler worker as soon as it writes a line matching
+        ``pattern``; the request fails (its worker is gone), the next one
+        to the same host must still preempt; then assess ``scenario``.
+        """
         fill = self.prepare()
         host = self.pick_host(fill)
         watch = self.faults.watch(*self.schedulers)
         workers = self.scheduler_workers()
         # Two instances on one host: the first decision is logged while
-        # the second is still being claimed, before any victim is
-        # terminated.
+        # the second is still being claimed.
         rid, ids = self.boot_normal(count=2, host=host)
-        line, _ = watch.wait_for(DECISION, 120)
+        line, _ = watch.wait_for(pattern, 120)
         pid = chaos.pid_of(line)
-        self.assertIn(pid, workers, 'the decision line %r was not written '
-                      'by an opie-scheduler worker %s' % (line, workers))
+        self.assertIn(pid, workers, 'the line %r was not written by an '
+                      'opie-scheduler worker %s' % (line, workers))
         self.faults.kill(pid)
         t_fault = time.monotonic()
         kill_delay = time.time() - chaos.time_of(line)
@@ -447,12 +482,32 @@ class ChaosTest(base.OpieBaseTest):
         # reservations must not make the next request skip preemption.
         rid2, ids2 = self.boot_normal(count=1, host=host)
         self.settle({rid2: ids2}, deadline, outcome)
-        self.assess('scheduler worker killed after its decision', fill,
-                    outcome, t_fault,
-                    {'killed_pid': pid,
-                     'kill_after_decision_line_s': round(kill_delay, 3),
-                     'worker_respawned_s': round(respawned or -1, 1),
-                     'host': host})
+        return self.assess(scenario, fill, outcome, t_fault,
+                           {'killed_pid': pid,
+                            'kill_after_line_s': round(kill_delay, 3),
+                            'worker_respawned_s': round(respawned or -1, 1),
+                            'host': host})
+
+    @decorators.idempotent_id('c4a05f3e-7d1b-4b8e-9a61-2f0d3e5c7b01')
+    def test_scheduler_worker_killed_after_decision(self):
+        # Killed as soon as it logs its decision: usually before its
+        # victims' records went ``terminating`` (they are released), at
+        # times after (they are terminated for a request that failed).
+        self.kill_worker_at(DECISION,
+                            'scheduler worker killed after its decision')
+
+    @decorators.idempotent_id('0d6b1f47-2a8e-4c53-9e1d-7b4f5a6c8e03')
+    def test_scheduler_worker_killed_while_victims_terminate(self):
+        # Killed once a victim's record is ``terminating``: the reconciler
+        # finishes that termination for a request that then failed; the
+        # victim counts once, as the failed request's.
+        figures = self.kill_worker_at(
+            TERMINATING, 'scheduler worker killed while its victims '
+            'terminate')
+        self.assertGreaterEqual(
+            figures['victims_of_failed_requests'], 1,
+            'the victim whose termination had begun was not terminated '
+            'for the failed request: %s' % figures)
 
     @decorators.idempotent_id('5b7e2c90-3f4a-4d1c-8e6b-9a0c1d2e3f02')
     def test_compute_frozen_while_victims_deleted(self):
