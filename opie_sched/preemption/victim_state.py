@@ -98,6 +98,13 @@ def interruption_behavior(extra_specs, default):
 #: (the owner can write server metadata).
 NOTICE_KEY = 'opie:preempt_notice'
 DEADLINE_KEY = 'opie:preempt_deadline'
+#: Server metadata keys set on every victim (scheduler's and market's)
+#: for its owner to read: what preempted it (a cause word or the
+#: preemptor's UUID) and when (ISO 8601); and the server tag likewise.
+#: Informational only, never read back (the owner can write them).
+PREEMPTED_BY_KEY = 'opie:preempted_by'
+PREEMPTED_AT_KEY = 'opie:preempted_at'
+PREEMPTED_TAG = 'opie-preempted'
 #: Nova's limit on a metadata value (characters).
 METADATA_MAX = 255
 

@@ -736,11 +736,6 @@ def is_deleted(inst):
     return bool(inst.deleted) or inst.vm_state == 'deleted'
 
 
-def _is_stopped(inst):
-    return is_deleted(inst) or (inst.vm_state == 'stopped'
-                                 and inst.task_state is None)
-
-
 def _not_ours(inst, request_id):
     """True when a victim's record no longer names ``request_id`` (spared
     after a resize, or another actor's): the request does not wait for it.

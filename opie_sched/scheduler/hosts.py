@@ -57,19 +57,14 @@ LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 opie_conf.register_opts(CONF)
 
-#: Server metadata key set on a victim for its owner to read: the UUID of
-#: the instance it makes room for (or a cause). Informational only: the
-#: service never reads server metadata (the user owns it).
-PREEMPTED_BY_KEY = 'opie:preempted_by'
-#: Server metadata key set on a victim: when it was terminated (ISO 8601).
-PREEMPTED_AT_KEY = 'opie:preempted_at'
-#: Server metadata keys of the guest-visible preemption notice
-#: (:func:`opie_sched.preemption.victim_state.notice_metadata`, the same
-#: contract as the market's). Informational only, never read back.
+#: Owner-visible marks of a victim and keys of the guest-visible notice:
+#: one definition for the scheduler and the market
+#: (:mod:`opie_sched.preemption.victim_state`). Informational only.
+PREEMPTED_BY_KEY = victim_state_mod.PREEMPTED_BY_KEY
+PREEMPTED_AT_KEY = victim_state_mod.PREEMPTED_AT_KEY
+PREEMPTED_TAG = victim_state_mod.PREEMPTED_TAG
 NOTICE_KEY = victim_state_mod.NOTICE_KEY
 DEADLINE_KEY = victim_state_mod.DEADLINE_KEY
-#: Server tag set on a victim (informational, like the metadata).
-PREEMPTED_TAG = 'opie-preempted'
 
 #: Task states of a server on its way out (see
 #: :data:`opie_sched.scheduler.ownership.LEAVING_TASK_STATES`).
@@ -848,11 +843,6 @@ class RequestView:
         self.summaries = summaries or {}
         #: ``{rp uuid: Resources}`` this request claimed on each provider
         self.claimed = {}
-        #: True when this request may preempt (set by the manager)
-        self.preempt = False
-        #: True when this request must fit the full state of its hosts
-        #: (preemptible requests, moves that may not preempt)
-        self.full_state_only = False
         #: victims reserved so far, one entry per claimed host
         self.pending = []
         #: True once the reserved victims were handed to termination

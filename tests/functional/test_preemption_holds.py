@@ -608,7 +608,7 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
         threads = []
         for manager, preemptor in zip(managers, preemptors):
             view = hosts.RequestView(nova_context.get_admin_context())
-            view.preempt, view.pending = True, []
+            view.pending = []
             view.summaries, view.request_id = {rp: summary}, 'req-' + \
                 preemptor[:8]
             views.append(view)

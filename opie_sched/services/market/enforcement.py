@@ -35,11 +35,10 @@ LOG = logging.getLogger(__name__)
 #: :func:`opie_sched.preemption.victim_state.notice_metadata`).
 NOTICE_KEY = victim_state.NOTICE_KEY
 DEADLINE_KEY = victim_state.DEADLINE_KEY
-#: Same keys and tag as the scheduler's victims
-#: (:mod:`opie_sched.scheduler.hosts`, not imported: no nova here).
-PREEMPTED_BY_KEY = 'opie:preempted_by'
-PREEMPTED_AT_KEY = 'opie:preempted_at'
-PREEMPTED_TAG = 'opie-preempted'
+#: Same keys and tag as the scheduler's victims (one definition).
+PREEMPTED_BY_KEY = victim_state.PREEMPTED_BY_KEY
+PREEMPTED_AT_KEY = victim_state.PREEMPTED_AT_KEY
+PREEMPTED_TAG = victim_state.PREEMPTED_TAG
 #: Value of ``opie:preempted_by`` for the market's victims.
 PREEMPTED_BY = 'opie-market'
 
