@@ -42,6 +42,8 @@ import re
 
 from oslo_utils import strutils
 
+from opie_sched.preemption import ownership as own_rules
+
 LOG = logging.getLogger(__name__)
 
 #: Flavor extra spec that marks a flavor preemptible (boolean-like value).
@@ -49,16 +51,14 @@ MARKER_KEY = 'opie:preemptible'
 #: Flavor extra spec: default bid of a preemptible flavor, currency per hour.
 BID_KEY = 'opie:bid'
 
-#: Custom Placement resource class of preemptible vCPUs (unit: vCPU).
-VCPU_CLASS = 'CUSTOM_PREEMPTIBLE_VCPU'
-#: Custom Placement resource class of preemptible RAM (unit: MB).
-MEMORY_MB_CLASS = 'CUSTOM_PREEMPTIBLE_MEMORY_MB'
-#: Custom Placement resource class of preemptible local disk (unit: GB).
-DISK_GB_CLASS = 'CUSTOM_PREEMPTIBLE_DISK_GB'
-#: The three preemptible classes, in vCPU, RAM, disk order.
-PREEMPTIBLE_CLASSES = (VCPU_CLASS, MEMORY_MB_CLASS, DISK_GB_CLASS)
-#: The standard classes a preemptible flavor sets to 0, in the same order.
-STANDARD_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+#: The three preemptible classes, in vCPU, RAM, disk order (units vCPU,
+#: MB, GB), and the standard classes a preemptible flavor sets to 0, in
+#: the same order: defined once in :mod:`opie_sched.preemption.ownership`.
+PREEMPTIBLE_CLASSES = own_rules.PREEMPTIBLE_CLASSES
+STANDARD_CLASSES = own_rules.STANDARD_CLASSES
+#: Custom Placement resource classes of preemptible vCPUs, RAM and local
+#: disk.
+VCPU_CLASS, MEMORY_MB_CLASS, DISK_GB_CLASS = PREEMPTIBLE_CLASSES
 #: Standard class -> the preemptible class that replaces it.
 CLASS_MAP = dict(zip(STANDARD_CLASSES, PREEMPTIBLE_CLASSES))
 

@@ -46,9 +46,17 @@ the disagreement is an error for the operator.
 
 import datetime
 
+from opie_sched.preemption import model
+
+#: The preemptible Placement resource classes (units vCPU, MB, GB), in
+#: vCPU, RAM, disk order: the one definition (opie_sched.common.flavors
+#: names them too).
 PREEMPTIBLE_CLASSES = ('CUSTOM_PREEMPTIBLE_VCPU',
                        'CUSTOM_PREEMPTIBLE_MEMORY_MB',
                        'CUSTOM_PREEMPTIBLE_DISK_GB')
+#: The standard classes they replace, in the same order.
+STANDARD_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
+_INDEX = dict(zip(STANDARD_CLASSES + PREEMPTIBLE_CLASSES, (0, 1, 2) * 2))
 MARKER_KEY = 'opie:preemptible'
 
 RUNNING = 'running'
@@ -75,6 +83,19 @@ def holds_preemptible(amounts):
     preemptible class (a positive amount of a ``CUSTOM_PREEMPTIBLE_*``).
     """
     return any((amounts or {}).get(rc) for rc in PREEMPTIBLE_CLASSES)
+
+
+def amounts_resources(amounts):
+    """``Resources`` (vCPU, MB, GB) of a ``{resource class: amount}``
+    mapping (an allocation, or Placement's usages), the standard and
+    preemptible classes added up; other classes ignored.
+    """
+    acc = [0, 0, 0]
+    for rc, amount in (amounts or {}).items():
+        i = _INDEX.get(rc)
+        if i is not None:
+            acc[i] += amount or 0
+    return model.Resources(*acc)
 
 
 def requested_amounts(extra_specs):

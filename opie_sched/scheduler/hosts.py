@@ -194,8 +194,6 @@ def consumed_disk_gb(host_state):
 #: alternates, preemption decision, reconciler screen) is Placement's:
 #: capacity = (total − reserved) × allocation ratio, used = what the
 #: consumers' allocations hold (reserved is never counted as used).
-_STANDARD_INDEX = dict(zip(flavors.STANDARD_CLASSES, range(3)))
-_PREEMPTIBLE_INDEX = dict(zip(flavors.PREEMPTIBLE_CLASSES, range(3)))
 
 
 def summary_state(summary):
@@ -217,12 +215,8 @@ def summary_state(summary):
             else 0 for rc in flavors.STANDARD_CLASSES))
     except (KeyError, TypeError):
         return None
-    used = [0, 0, 0]
-    for rc, item in resources.items():
-        i = _STANDARD_INDEX.get(rc, _PREEMPTIBLE_INDEX.get(rc))
-        if i is not None:
-            used[i] += (item or {}).get('used') or 0
-    return capacity, model.Resources(*used)
+    return capacity, ownership.amounts_resources(
+        {rc: (item or {}).get('used') for rc, item in resources.items()})
 
 
 def _conf_reserved():

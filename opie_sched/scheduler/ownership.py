@@ -81,8 +81,6 @@ PINNED = rules.PINNED
 #: victim like any other.
 LEAVING_TASK_STATES = frozenset([rules.DELETING])
 
-_STANDARD_INDEX = dict(zip(flavors.STANDARD_CLASSES, range(3)))
-_PREEMPTIBLE_INDEX = dict(zip(flavors.PREEMPTIBLE_CLASSES, range(3)))
 
 # flavors whose disagreement was logged (name -> message): once per
 # process and flavor, not once per host per request
@@ -336,16 +334,9 @@ def moving_owners(owners):
     return {owner for consumer, owner in owners.items() if consumer != owner}
 
 
-def amounts_resources(amounts):
-    """``Resources`` of a ``{resource class: amount}`` allocation, the
-    standard and preemptible classes added up; other classes ignored.
-    """
-    acc = [0, 0, 0]
-    for rc, amount in (amounts or {}).items():
-        i = _STANDARD_INDEX.get(rc, _PREEMPTIBLE_INDEX.get(rc))
-        if i is not None:
-            acc[i] += amount
-    return model.Resources(*acc)
+#: ``Resources`` of an allocation, standard and preemptible classes added
+#: up (:func:`opie_sched.preemption.ownership.amounts_resources`).
+amounts_resources = rules.amounts_resources
 
 
 def provider_instances(cctxt, allocations, owners_of, extra_leaving=(),

@@ -57,24 +57,12 @@ from opie_sched.scheduler import ownership
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
-_STANDARD = dict(zip(flavors.STANDARD_CLASSES, range(3)))
-_PREEMPTIBLE = dict(zip(flavors.PREEMPTIBLE_CLASSES, range(3)))
-
 
 class PlacementError(Exception):
     """Placement did not answer as expected."""
 
 
-def _as_resources(amounts):
-    """``Resources`` of a ``{resource class: amount}`` mapping, standard and
-    preemptible classes added up; other classes ignored.
-    """
-    acc = [0, 0, 0]
-    for rc, amount in (amounts or {}).items():
-        i = _STANDARD.get(rc, _PREEMPTIBLE.get(rc))
-        if i is not None:
-            acc[i] += amount
-    return model.Resources(*acc)
+_as_resources = own_rules.amounts_resources
 
 
 def is_preemptible_allocation(amounts):
@@ -82,20 +70,6 @@ def is_preemptible_allocation(amounts):
     (:func:`opie_sched.preemption.ownership.holds_preemptible`).
     """
     return own_rules.holds_preemptible(amounts)
-
-
-def summary_capacity(summary):
-    """Full-state capacity (vCPU, MB, GB) of a provider summary of
-    ``GET /allocation_candidates`` (capacity = (total − reserved) ×
-    allocation ratio, as Placement computes it), or None when a standard
-    class is missing.
-    """
-    resources = (summary or {}).get('resources') or {}
-    try:
-        return model.Resources(*(resources[rc]['capacity']
-                                 for rc in flavors.STANDARD_CLASSES))
-    except (KeyError, TypeError):
-        return None
 
 
 def summary_has_preemptible(summary):

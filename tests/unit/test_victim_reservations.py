@@ -256,13 +256,13 @@ class FreshHostViewTest(testtools.TestCase):
             'MEMORY_MB': {'capacity': 15488, 'used': 0},
             'DISK_GB': {'capacity': 200, 'used': 0},
             flavors.VCPU_CLASS: {'capacity': 8, 'used': 0}}}
-        self.assertEqual((8, 15488, 200),
-                         tuple(reservations.summary_capacity(summary)))
+        self.assertEqual(((8, 15488, 200), (2, 0, 0)),
+                         tuple(map(tuple, hosts.summary_state(summary))))
         self.assertFalse(reservations.summary_has_preemptible(summary))
         summary['resources'][flavors.VCPU_CLASS]['used'] = 1
         self.assertTrue(reservations.summary_has_preemptible(summary))
         self.assertTrue(reservations.summary_has_preemptible(None))
-        self.assertIsNone(reservations.summary_capacity({'resources': {}}))
+        self.assertIsNone(hosts.summary_state({'resources': {}}))
 
 
 class TerminateTest(testtools.TestCase):
