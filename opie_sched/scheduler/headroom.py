@@ -107,15 +107,11 @@ def pool_headrooms(ctx, default):
     in_aggregate = set()
     for agg in objects.AggregateList.get_all(ctx):
         in_aggregate.update(agg.hosts or ())
-        value = (agg.metadata or {}).get(rules.AGGREGATE_KEY)
-        room = default
-        if value is not None:
-            try:
-                room = rules.parse(value)
-            except ValueError as exc:
-                LOG.warning('Aggregate %s: metadata %s ignored (%s); '
-                            '[opie_preemption] headroom applies',
-                            agg.name, rules.AGGREGATE_KEY, exc)
+        room, problem = rules.aggregate_headroom(agg.metadata, default)
+        if problem is not None:
+            LOG.warning('Aggregate %s: metadata %s ignored (%s); '
+                        '[opie_preemption] headroom applies',
+                        agg.name, rules.AGGREGATE_KEY, problem)
         if room.enabled and agg.hosts:
             pools.append((agg.name, room, set(agg.hosts)))
     if default.enabled:
