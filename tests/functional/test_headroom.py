@@ -195,6 +195,46 @@ class HeadroomBurstTest(base.OpieNovaTestCase, _Headroom):
                               if vs.state == victim_state.NOTICED})
 
 
+class HeadroomRoundReadTest(base.OpieNovaTestCase, _Headroom):
+    """With a headroom, a reconciler round reads each cell's compute nodes
+    and their instances once for all its steps (the headroom step gets the
+    round's reading), and still notices the right victim; a keeper run on
+    its own reads the cells itself.
+    """
+
+    HOSTS = ('host1',)
+    EXTRA_FLAGS = {'opie_preemption': {'headroom': '2 vcpu',
+                                       'headroom_notice_seconds': 600}}
+
+    def count_reads(self):
+        """The mocks counting the round's compute node and instance reads
+        (they call through).
+        """
+        nodes = self.useFixture(fixtures.MockPatchObject(
+            objects.ComputeNodeList, 'get_all',
+            side_effect=objects.ComputeNodeList.get_all)).mock
+        insts = self.useFixture(fixtures.MockPatchObject(
+            hosts, 'load_instances', side_effect=hosts.load_instances)).mock
+        return lambda: {'nodes': nodes.call_count,
+                        'instances': insts.call_count}
+
+    def test_one_read_per_cell_and_round(self):
+        p = self.fill_with_preemptibles('host1', 'medium',
+                                        [1000, 2000, 3000, 3500])
+        rec = self.reconciler()
+        calls = self.count_reads()
+        [plan] = rec.run_once(dry_run=True)
+        self.assertEqual([p[0]['id']], [i.uuid for _, i, _ in plan.victims])
+        # one cell with compute nodes (cell1; cell0 is never read)
+        self.assertEqual({'nodes': 1, 'instances': 1}, calls())
+        # on its own, the keeper reads what it needs
+        [alone] = rec.headroom.run(nova_context.get_admin_context(),
+                                   dry_run=True)
+        self.assertEqual([p[0]['id']],
+                         [i.uuid for _, i, _ in alone.victims])
+        self.assertEqual({'nodes': 2, 'instances': 2}, calls())
+
+
 class EarlyReleaseTest(base.OpieNovaTestCase, _Headroom):
     """A victim's guest powers itself off 1 s into a 30 s notice: the
     waiting normal boot proceeds at once.
