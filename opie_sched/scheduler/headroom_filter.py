@@ -18,7 +18,8 @@ given)::
     [filter_scheduler]
     available_filters = nova.scheduler.filters.all_filters
     available_filters = opie_sched.scheduler.filters.all_filters
-    enabled_filters = HeadroomFilter,ComputeFilter,...,PreemptibleFullStateFilter
+    enabled_filters = HeadroomFilter,ComputeFilter,...,
+                      PreemptibleFullStateFilter
 """
 
 import collections
