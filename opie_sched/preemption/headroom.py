@@ -43,6 +43,7 @@ This module has no Nova imports.
 """
 
 import dataclasses
+import functools
 import math
 import re
 
@@ -238,6 +239,128 @@ class PoolPlan:
         return not self.deficit.is_zero()
 
 
+def aggregate_headroom(metadata, default):
+    """The headroom of a host aggregate: its :data:`AGGREGATE_KEY`
+    metadata when set and well formed, else ``default``.
+
+    :param metadata: the aggregate's metadata (dict or None).
+    :param default: :class:`Headroom` of ``[opie_preemption] headroom``.
+    :returns: ``(Headroom, problem)``; ``problem`` is None, or the text of
+        the :class:`ValueError` of a malformed value (``default`` then
+        applies; the caller logs it).
+    """
+    value = (metadata or {}).get(AGGREGATE_KEY)
+    if value is None:
+        return default, None
+    try:
+        return parse_cached(value), None
+    except ValueError as exc:
+        return default, str(exc)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_or_error(text):
+    try:
+        return parse(text), None
+    except ValueError as exc:
+        return None, exc
+
+
+def parse_cached(text):
+    """:func:`parse`, remembered per text (a scheduler filter asks for
+    every candidate host of every request; :class:`Headroom` is
+    immutable). Raises the same :class:`ValueError`.
+    """
+    room, exc = _parse_or_error('' if text is None else str(text))
+    if exc is not None:
+        raise ValueError(str(exc))
+    return room
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolRoom:
+    """A pool's free room against its headroom, summed once (the
+    Keeper's reading of a pool, and the scheduler filter's for every
+    candidate host of a request: :func:`keeps_headroom` is then O(1)).
+
+    :param headroom: the pool's :class:`Headroom`.
+    :param target: :class:`~.model.Resources` to keep free (a slot headroom:
+        N x the slot).
+    :param free: summed free room of the pool's hosts (negatives as 0).
+    :param slots: whole slots in the hosts' free rooms (a slot headroom;
+        0 otherwise).
+    """
+
+    headroom: Headroom
+    target: model.Resources
+    free: model.Resources
+    slots: int = 0
+
+    @property
+    def missing_slots(self):
+        """Slots wanted and not free (a slot headroom), >= 0."""
+        return max(self.headroom.slots - self.slots, 0) \
+            if self.headroom.slots else 0
+
+    @property
+    def deficit(self):
+        """What restoring the headroom must free: ``max(target − free,
+        0)`` per dimension; a slot headroom: the missing slots x the slot.
+        """
+        if self.headroom.slots:
+            return model.Resources(*(d * self.missing_slots
+                                     for d in self.headroom.amount))
+        return (self.target - self.free).clip_negative()
+
+
+def pool_room(headroom, frees, capacities):
+    """Sum a pool's free room once.
+
+    :param headroom: :class:`Headroom` (enabled).
+    :param frees: one :class:`~.model.Resources` per host of the pool, its
+        free room (the Keeper: projected, leaving counted as gone; the
+        scheduler filter: the full state); negatives count as 0.
+    :param capacities: the hosts' capacities (a fraction is of their sum).
+    :returns: :class:`PoolRoom`.
+    """
+    frees = list(frees)
+    free = model.Resources.total(f.clip_negative() for f in frees)
+    if headroom.slots:
+        slot = headroom.amount
+        return PoolRoom(headroom, model.Resources(
+            *(d * headroom.slots for d in slot)), free,
+            slots=sum(host_slots(f, slot) for f in frees))
+    return PoolRoom(headroom, headroom.target(
+        model.Resources.total(capacities)), free)
+
+
+def keeps_headroom(room, host_free, request):
+    """True when placing ``request`` on one host of a pool leaves the pool
+    at or above its headroom (the Keeper would then take nothing): the
+    rule of :class:`opie_sched.scheduler.headroom_filter.HeadroomFilter`.
+
+    Amounts and fractions: the pool's free room after the placement,
+    ``free − max(host_free, 0) + max(host_free − request, 0)`` per
+    dimension, is at least the target in every dimension. Slots: the free
+    slots after the placement, ``slots − slots(host_free) +
+    slots(host_free − request)``, are at least N. A pool already below
+    its headroom keeps no placement (every one leaves it below).
+
+    :param room: :class:`PoolRoom` of the pool (the host counted in it).
+    :param host_free: :class:`~.model.Resources`, that host's free room as
+        counted in ``room``.
+    :param request: :class:`~.model.Resources` placed (vCPU, MB, GB).
+    """
+    after = host_free - request
+    if room.headroom.slots:
+        slot = room.headroom.amount
+        left = (room.slots - host_slots(host_free, slot)
+                + host_slots(after, slot))
+        return left >= room.headroom.slots
+    free = room.free - host_free.clip_negative() + after.clip_negative()
+    return (room.target - free).is_zero()
+
+
 def pool_free(views):
     """Summed projected free room of ``views`` (negatives as 0)."""
     return model.Resources.total(v.projected_free().clip_negative()
@@ -271,9 +394,9 @@ def plan_pool(pool, views, headroom, policy, now):
     """
     if headroom.slots:
         return _plan_slots(pool, views, headroom, policy, now)
-    target = headroom.target(pool_capacity(views))
-    free = pool_free(views)
-    deficit = (target - free).clip_negative()
+    room = pool_room(headroom, [v.projected_free() for v in views],
+                     [v.capacity for v in views])
+    target, free, deficit = room.target, room.free, room.deficit
     if deficit.is_zero():
         return PoolPlan(pool, target, free, model.ZERO)
     candidates = []
@@ -303,12 +426,10 @@ def _plan_slots(pool, views, headroom, policy, now):
     hosts are independent: a victim frees room on its own host only.
     """
     slot = headroom.amount
-    want = headroom.slots
-    target = model.Resources(*(d * want for d in slot))
-    free = pool_free(views)
-    have = sum(host_slots(v.projected_free(), slot) for v in views)
-    missing = max(want - have, 0)
-    deficit = model.Resources(*(d * missing for d in slot))
+    room = pool_room(headroom, [v.projected_free() for v in views],
+                     [v.capacity for v in views])
+    target, free, deficit = room.target, room.free, room.deficit
+    missing = room.missing_slots
     if not missing:
         return PoolPlan(pool, target, free, model.ZERO)
     # options[h] = [(j, cost, victims)] for j = 1.. while feasible

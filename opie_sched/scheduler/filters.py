@@ -17,6 +17,10 @@ Enable in nova.conf::
     available_filters = nova.scheduler.filters.all_filters
     available_filters = opie_sched.scheduler.filters.all_filters
     enabled_filters = ...,PreemptibleFullStateFilter
+
+One rule per module: :class:`PreemptibleFullStateFilter` here,
+:class:`~opie_sched.scheduler.headroom_filter.HeadroomFilter` in its own
+module; :func:`all_filters` lists them all.
 """
 
 from oslo_log import log as logging
@@ -25,6 +29,7 @@ import nova.conf
 from nova.scheduler import filters
 
 from opie_sched import conf as opie_conf
+from opie_sched.scheduler import headroom_filter
 from opie_sched.scheduler import hosts
 
 LOG = logging.getLogger(__name__)
@@ -146,4 +151,4 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
 
 def all_filters():
     """The filter classes of opie_sched (for ``available_filters``)."""
-    return [PreemptibleFullStateFilter]
+    return [PreemptibleFullStateFilter, headroom_filter.HeadroomFilter]

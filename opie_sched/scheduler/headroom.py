@@ -58,13 +58,11 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 import nova.conf
-from nova import context as nova_context
 from nova.db.main import api as main_db
 from nova import exception
 from nova import objects
 
 from opie_sched.preemption import headroom as rules
-from opie_sched.preemption import model
 from opie_sched.preemption import planner
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
@@ -107,15 +105,11 @@ def pool_headrooms(ctx, default):
     in_aggregate = set()
     for agg in objects.AggregateList.get_all(ctx):
         in_aggregate.update(agg.hosts or ())
-        value = (agg.metadata or {}).get(rules.AGGREGATE_KEY)
-        room = default
-        if value is not None:
-            try:
-                room = rules.parse(value)
-            except ValueError as exc:
-                LOG.warning('Aggregate %s: metadata %s ignored (%s); '
-                            '[opie_preemption] headroom applies',
-                            agg.name, rules.AGGREGATE_KEY, exc)
+        room, problem = rules.aggregate_headroom(agg.metadata, default)
+        if problem is not None:
+            LOG.warning('Aggregate %s: metadata %s ignored (%s); '
+                        '[opie_preemption] headroom applies',
+                        agg.name, rules.AGGREGATE_KEY, problem)
         if room.enabled and agg.hosts:
             pools.append((agg.name, room, set(agg.hosts)))
     if default.enabled:
@@ -136,56 +130,60 @@ class Keeper:
 
     # -- views -------------------------------------------------------------
 
-    def _views(self, ctx, now):
+    def _views(self, ctx, now, reads=None):
         """``{host: [(cell_uuid, HostView, {uuid: row})]}`` of every
         compute node, victims under a headroom notice counted as leaving;
-        and ``{uuid: VictimState}`` of those noticed.
+        and ``{uuid: (cell_uuid, VictimState)}`` of those noticed.
+
+        :param reads: the round's reading of the cells
+            (:class:`opie_sched.scheduler.reconciler.NodeRead` list, see
+            :meth:`~opie_sched.scheduler.reconciler.Reconciler.run_once`);
+            None: read every cell now (a keeper run on its own).
         """
+        if reads is None:
+            reads = self._reconciler.read_nodes(ctx)
         result = {}
         noticed = {}
-        rec = self._reconciler
-        for cell in rec._cells(ctx):
-            with nova_context.target_cell(ctx, cell) as cctxt:
-                nodes = objects.ComputeNodeList.get_all(cctxt)
-                if not nodes:
-                    continue
-                insts = hosts.load_instances(
-                    cctxt, {None: {n.host for n in nodes}})
-            for node in nodes:
-                capacity, used = hosts.compute_node_state(
-                    node, rec._reserved.get(rec.placement(), ctx, node))
-                rows = insts.get((node.host, node.hypervisor_hostname), [])
-                mine = set()
-                for row in rows:
-                    vs = hosts.victim_state(row)
-                    if vs is not None and vs.state == victim_state.NOTICED:
-                        noticed[row.uuid] = (cell.uuid, vs)
-                        mine.add(row.uuid)
-                view = model.HostView(
-                    name=node.hypervisor_hostname, capacity=capacity,
-                    used=used, instances=[hosts.instance_info(r, mine, now)
-                                          for r in rows])
-                result.setdefault(node.host, []).append(
-                    (cell.uuid, view, {r.uuid: r for r in rows}))
+        for read in reads:
+            mine = set()
+            for row in read.rows:
+                vs = hosts.victim_state(row)
+                if vs is not None and vs.state == victim_state.NOTICED:
+                    noticed[row.uuid] = (read.cell_uuid, vs)
+                    mine.add(row.uuid)
+            result.setdefault(read.host, []).append(
+                (read.cell_uuid, read.view(mine, now),
+                 {r.uuid: r for r in read.rows}))
         return result, noticed
 
     # -- the round -----------------------------------------------------------
 
-    def run(self, ctx, dry_run=False):
-        """One headroom step.
-
-        :returns: list of :class:`~opie_sched.preemption.headroom.PoolPlan`
-            acted upon (or that would be, with ``dry_run``).
+    @staticmethod
+    def pools(ctx):
+        """``(pools, hosts in some aggregate)`` of
+        :func:`pool_headrooms` for ``[opie_preemption] headroom``; pools
+        is empty when no pool has a headroom. One API database query.
         """
         try:
             default = rules.parse(CONF.opie_preemption.headroom)
         except ValueError:
             default = rules.OFF  # refused at start; never here
-        pools, in_aggregate = pool_headrooms(ctx, default)
+        return pool_headrooms(ctx, default)
+
+    def run(self, ctx, dry_run=False, reads=None, pools=None):
+        """One headroom step.
+
+        :param reads: the round's reading of the cells (see
+            :meth:`_views`); None: this step reads them.
+        :param pools: :meth:`pools` when already read.
+        :returns: list of :class:`~opie_sched.preemption.headroom.PoolPlan`
+            acted upon (or that would be, with ``dry_run``).
+        """
+        pools, in_aggregate = pools or self.pools(ctx)
         now = timeutils.utcnow(with_timezone=True)
         if not pools:
             return []
-        views, noticed = self._views(ctx, now)
+        views, noticed = self._views(ctx, now, reads)
         if not dry_run:
             self._act_on_overdue(ctx, noticed, now)
         policy = weights.cost_policy()

@@ -42,7 +42,11 @@ host. Each round, per cell:
 5. when ``[opie_preemption] headroom`` (or an aggregate's
    ``opie_headroom``) is set, every pool of hosts whose free room is below
    its headroom gets the cheapest victims restoring it noticed ahead of
-   demand (:mod:`opie_sched.scheduler.headroom`).
+   demand (:mod:`opie_sched.scheduler.headroom`). The round reads each
+   cell's compute nodes once for steps 3 and 5, and the instances of its
+   hosts once for step 5, in the cell's own pass after steps 1-4 (so the
+   step sees their reservations); a cell that cannot be read skips step 5
+   for the round (a pool missing hosts would look short of room).
 
 Victims already reserved or terminating count as leaving, so running it
 again (or a second reconciler) changes nothing once hosts are within
@@ -55,6 +59,7 @@ With ``dry_run`` nothing is written, reserved or terminated.
 """
 
 import collections
+import dataclasses
 import datetime
 
 from oslo_context import context as oslo_context
@@ -108,6 +113,41 @@ def _age(since, now):
     return (now - since).total_seconds()
 
 
+@dataclasses.dataclass
+class NodeRead:
+    """One compute node as a round read it (:meth:`Reconciler.read_cell`).
+
+    :param cell_uuid: its cell.
+    :param node: the ComputeNode record.
+    :param capacity: :class:`~opie_sched.preemption.model.Resources`, in
+        Placement's capacity model (:func:`opie_sched.scheduler.hosts.
+        compute_node_state`).
+    :param used: likewise, what its record counts as used.
+    :param rows: its instances (:class:`opie_sched.scheduler.hosts.
+        InstanceRow`).
+    """
+
+    cell_uuid: str
+    node: object
+    capacity: model.Resources
+    used: model.Resources
+    rows: list
+
+    @property
+    def host(self):
+        return self.node.host
+
+    def view(self, leaving=(), now=None):
+        """Its :class:`~opie_sched.preemption.model.HostView`, the
+        instances in ``leaving`` (uuids) counted as leaving.
+        """
+        now = now or timeutils.utcnow(with_timezone=True)
+        return model.HostView(
+            name=self.node.hypervisor_hostname, capacity=self.capacity,
+            used=self.used, instances=[hosts.instance_info(r, leaving, now)
+                                       for r in self.rows])
+
+
 class Reconciler:
     """Finds and repairs overcommitted hosts."""
 
@@ -132,30 +172,44 @@ class Reconciler:
             if cell.uuid != objects.CellMapping.CELL0_UUID:
                 yield cell
 
+    def read_cell(self, ctx, cell_uuid, cctxt, nodes=None):
+        """One read of a cell's compute nodes and their instances.
+
+        :param ctx: admin RequestContext (Placement's reserved amounts).
+        :param cctxt: ``ctx`` targeted at the cell.
+        :param nodes: the cell's ComputeNodeList when already read.
+        :returns: list of :class:`NodeRead`. One ComputeNode query (unless
+            ``nodes`` is given) and one bulk instance query
+            (:func:`opie_sched.scheduler.hosts.load_instances`).
+        """
+        if nodes is None:
+            nodes = objects.ComputeNodeList.get_all(cctxt)
+        if not nodes:
+            return []
+        insts = hosts.load_instances(cctxt, {None: {n.host for n in nodes}})
+        reads = []
+        for node in nodes:
+            capacity, used = hosts.compute_node_state(
+                node, self._reserved.get(self.placement(), ctx, node))
+            reads.append(NodeRead(cell_uuid, node, capacity, used, insts.get(
+                (node.host, node.hypervisor_hostname), [])))
+        return reads
+
+    def read_nodes(self, ctx):
+        """:meth:`read_cell` of every cell: ``[NodeRead]``."""
+        reads = []
+        for cell in self._cells(ctx):
+            with nova_context.target_cell(ctx, cell) as cctxt:
+                reads.extend(self.read_cell(ctx, cell.uuid, cctxt))
+        return reads
+
     def host_views(self, ctx, skip=()):
         """``[(cell_uuid, HostView)]`` of every compute node, all cells,
         from the ComputeNode records (every instance loaded: for reports
         and ``--dry-run``; the repair reads Placement instead).
         """
-        result = []
         now = timeutils.utcnow(with_timezone=True)
-        for cell in self._cells(ctx):
-            with nova_context.target_cell(ctx, cell) as cctxt:
-                nodes = objects.ComputeNodeList.get_all(cctxt)
-                if not nodes:
-                    continue
-                insts = hosts.load_instances(
-                    cctxt, {None: {n.host for n in nodes}})
-            for node in nodes:
-                capacity, used = hosts.compute_node_state(
-                    node, self._reserved.get(self.placement(), ctx, node))
-                result.append((cell.uuid, model.HostView(
-                    name=node.hypervisor_hostname, capacity=capacity,
-                    used=used,
-                    instances=[hosts.instance_info(i, skip, now) for i in
-                               insts.get((node.host,
-                                          node.hypervisor_hostname), [])])))
-        return result
+        return [(r.cell_uuid, r.view(skip, now)) for r in self.read_nodes(ctx)]
 
     def plan(self, ctx, skip=()):
         """``[(cell_uuid, HostPlan)]`` for every overcommitted host, as the
@@ -170,7 +224,8 @@ class Reconciler:
         return plans
 
     def run_once(self, ctx=None, skip=(), dry_run=None, placement=None):
-        """One reconciliation round (steps 1-4 of the module docstring).
+        """One reconciliation round (steps 1-5 of the module docstring;
+        each cell's compute nodes are read once for all of them).
 
         :param ctx: admin RequestContext (default: a new admin context).
         :param skip: instance uuids to treat as leaving.
@@ -187,29 +242,59 @@ class Reconciler:
         dry_run = CONF.opie_reconciler.dry_run if dry_run is None \
             else dry_run
         acted = []
+        pools = self._headroom_pools(ctx)
+        # step 5's reading of the cells, taken in the cells' own pass
+        # (after steps 1-4, so it sees their reservations): one read of
+        # the compute nodes per cell and round, not one per step
+        reads = [] if pools else None
         for cell in self._cells(ctx):
             try:
                 with nova_context.target_cell(ctx, cell) as cctxt:
+                    nodes = objects.ComputeNodeList.get_all(cctxt)
                     if not dry_run:
                         self._expire_reservations(cctxt)
                         self._retry_terminations(ctx, cell.uuid, cctxt)
                     acted.extend(self._repair_cell(ctx, cell.uuid, cctxt,
-                                                   skip, dry_run))
+                                                   skip, dry_run, nodes))
                     acted.extend(self._end_lifetimes(ctx, cell.uuid, cctxt,
                                                      dry_run))
+                    if reads is not None:
+                        reads.extend(self.read_cell(ctx, cell.uuid, cctxt,
+                                                    nodes))
             except Exception:
                 LOG.error('Reconciler: cell %s (%s) could not be read or '
                           'repaired this round; the other cells are '
                           'repaired', cell.uuid, cell.name, exc_info=True)
-        acted.extend(self._keep_headroom(ctx, dry_run))
+                if reads is not None:
+                    # a pool missing a cell's hosts would look short of
+                    # room: no headroom victims from a partial reading
+                    LOG.warning('Reconciler: the headroom step is skipped '
+                                'this round (cell %s unread)', cell.uuid)
+                    pools = reads = None
+        if pools:
+            acted.extend(self._keep_headroom(ctx, dry_run, reads, pools))
         return acted
 
-    def _keep_headroom(self, ctx, dry_run):
-        """Step 5: :meth:`opie_sched.scheduler.headroom.Keeper.run`;
-        its failure is logged, never raised (steps 1-4 are done).
+    def _headroom_pools(self, ctx):
+        """Step 5's pools (:meth:`opie_sched.scheduler.headroom.Keeper.
+        pools`), or None when no pool has a headroom or they cannot be
+        read (logged).
         """
         try:
-            return self.headroom.run(ctx, dry_run)
+            pools = self.headroom.pools(ctx)
+            return pools if pools[0] else None
+        except Exception:
+            LOG.exception('Reconciler: the headroom step failed this round '
+                          '(its pools could not be read)')
+            return None
+
+    def _keep_headroom(self, ctx, dry_run, reads=None, pools=None):
+        """Step 5: :meth:`opie_sched.scheduler.headroom.Keeper.run` on
+        the round's reading of the cells; its failure is logged, never
+        raised (steps 1-4 are done).
+        """
+        try:
+            return self.headroom.run(ctx, dry_run, reads=reads, pools=pools)
         except Exception:
             LOG.exception('Reconciler: the headroom step failed this round')
             return []
@@ -264,10 +349,13 @@ class Reconciler:
 
     # -- 3: overcommitted hosts ---------------------------------------------
 
-    def _repair_cell(self, ctx, cell_uuid, cctxt, skip, dry_run):
+    def _repair_cell(self, ctx, cell_uuid, cctxt, skip, dry_run,
+                     nodes=None):
         acted = []
         policy = weights.cost_policy()
-        for node in objects.ComputeNodeList.get_all(cctxt):
+        if nodes is None:
+            nodes = objects.ComputeNodeList.get_all(cctxt)
+        for node in nodes:
             capacity, used = hosts.compute_node_state(
                 node, self._reserved.get(self.placement(), ctx, node))
             if (used - capacity).fits_in(model.ZERO):

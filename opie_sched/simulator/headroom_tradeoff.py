@@ -332,8 +332,12 @@ class HeadroomSimulator:
     :param slot: :class:`~opie_sched.preemption.model.Resources` of one
         slot (``shape='slots'``; default :data:`SLOT`).
     :param keep_out: keep preemptible requests out of the headroom (the
-        model's assumption); False admits them wherever the full state
-        fits, as a scheduler without such a filter would, and the
+        model's assumption: the room of victims under notice counts as
+        free, as the reconciler counts it); ``'filter'`` keeps them out by
+        :class:`opie_sched.scheduler.headroom_filter.HeadroomFilter`'s
+        rule (the full state only, each host's negatives as 0: room under
+        notice is not free yet); False admits them wherever the full
+        state fits, as a scheduler without such a filter would, and the
         reconciler notices again whoever refills it.
     :raises ValueError: a fraction outside 0..1, an unknown mode or shape
         or a negative notice.
@@ -354,7 +358,11 @@ class HeadroomSimulator:
             raise ValueError('unknown shape %r: expected one of %s'
                              % (shape, ', '.join(SHAPES)))
         self.shape = shape
+        if keep_out not in (True, False, 'filter'):
+            raise ValueError("keep_out must be True, False or 'filter', "
+                             "got %r" % (keep_out,))
         self.keep_out = bool(keep_out)
+        self.filter_rule = keep_out == 'filter'
         self.slot = model.Resources(*(slot or SLOT))
         self._slot = np.asarray(self.slot, dtype=float)
         self.cloud = cloud
@@ -588,13 +596,18 @@ class HeadroomSimulator:
             host = cloud.first_full_fit(res)
             if host is None:
                 return None, False
-            if (self.free_normal() - need < self._h - 1e-9).any():
+            if self.filter_rule:
+                free = np.clip(cloud.free_full, 0, None).sum(axis=0)
+            else:
+                free = self.free_normal()
+            if (free - need < self._h - 1e-9).any():
                 return None, True
             return host, False
         fits = cloud.full_state_fits(res)
         if not fits.any():
             return None, False
-        room = cloud.free_full + self._noticed_host
+        room = cloud.free_full if self.filter_rule else \
+            cloud.free_full + self._noticed_host
         before = self._slots_in(room)
         after = self._slots_in(room - need)
         ok = fits & (before.sum() - before + after >= self.slots_wanted)

@@ -12,8 +12,10 @@
 """Headroom (notice ahead of demand) and early release on a real
 in-process Nova: the reconciler's headroom step takes exactly the
 oracle-minimal victims, a normal request beyond the headroom still
-succeeds (cutting a notice), and a guest that powers itself off during
-its notice releases the waiting boot at once.
+succeeds (cutting a notice), a guest that powers itself off during
+its notice releases the waiting boot at once, and the scheduler's
+``HeadroomFilter`` keeps preemptible boots out of the headroom (refused,
+or sent to another pool) while a normal boot uses it without preempting.
 """
 
 import itertools
@@ -39,6 +41,16 @@ from opie_sched.scheduler import weights
 from tests.functional import base
 from tests.functional.fuzz import oracle
 from tests.functional import test_preemption
+from tests.functional import test_rpm
+
+#: nova's and opie's filters, the headroom filter first (it sums a pool's
+#: free room over the hosts it is given)
+HEADROOM_FILTERS = {
+    'available_filters': ['nova.scheduler.filters.all_filters',
+                          'opie_sched.scheduler.filters.all_filters'],
+    'enabled_filters': ['HeadroomFilter', 'ComputeFilter',
+                        'PreemptibleFullStateFilter'],
+}
 
 
 class _Headroom(test_preemption._Helpers):
@@ -183,6 +195,46 @@ class HeadroomBurstTest(base.OpieNovaTestCase, _Headroom):
                               if vs.state == victim_state.NOTICED})
 
 
+class HeadroomRoundReadTest(base.OpieNovaTestCase, _Headroom):
+    """With a headroom, a reconciler round reads each cell's compute nodes
+    and their instances once for all its steps (the headroom step gets the
+    round's reading), and still notices the right victim; a keeper run on
+    its own reads the cells itself.
+    """
+
+    HOSTS = ('host1',)
+    EXTRA_FLAGS = {'opie_preemption': {'headroom': '2 vcpu',
+                                       'headroom_notice_seconds': 600}}
+
+    def count_reads(self):
+        """The mocks counting the round's compute node and instance reads
+        (they call through).
+        """
+        nodes = self.useFixture(fixtures.MockPatchObject(
+            objects.ComputeNodeList, 'get_all',
+            side_effect=objects.ComputeNodeList.get_all)).mock
+        insts = self.useFixture(fixtures.MockPatchObject(
+            hosts, 'load_instances', side_effect=hosts.load_instances)).mock
+        return lambda: {'nodes': nodes.call_count,
+                        'instances': insts.call_count}
+
+    def test_one_read_per_cell_and_round(self):
+        p = self.fill_with_preemptibles('host1', 'medium',
+                                        [1000, 2000, 3000, 3500])
+        rec = self.reconciler()
+        calls = self.count_reads()
+        [plan] = rec.run_once(dry_run=True)
+        self.assertEqual([p[0]['id']], [i.uuid for _, i, _ in plan.victims])
+        # one cell with compute nodes (cell1; cell0 is never read)
+        self.assertEqual({'nodes': 1, 'instances': 1}, calls())
+        # on its own, the keeper reads what it needs
+        [alone] = rec.headroom.run(nova_context.get_admin_context(),
+                                   dry_run=True)
+        self.assertEqual([p[0]['id']],
+                         [i.uuid for _, i, _ in alone.victims])
+        self.assertEqual({'nodes': 2, 'instances': 2}, calls())
+
+
 class EarlyReleaseTest(base.OpieNovaTestCase, _Headroom):
     """A victim's guest powers itself off 1 s into a 30 s notice: the
     waiting normal boot proceeds at once.
@@ -240,3 +292,69 @@ class EarlyReleaseTest(base.OpieNovaTestCase, _Headroom):
         self.assertLess(took, self.NOTICE / 2,
                         'the boot waited the notice out (%.1f s)' % took)
         self.assertLess(time.time() - powered['at'], self.NOTICE / 2)
+
+
+class _FilterHelpers(_Headroom):
+
+    def assert_nothing_preempted(self, servers):
+        self.assertEqual([], self.preempt_notifications())
+        self.assertTrue({s['id'] for s in servers} <= self.live_uuids())
+        self.assertEqual({}, self.records())
+
+
+class HeadroomFilterTest(base.OpieNovaTestCase, _FilterHelpers):
+    """Two 8-vCPU hosts in no aggregate, ``headroom = 1 x 8 vcpu``: one
+    whole host must stay free. Preemptible servers fill one host; the
+    next one would take the last free host's slot and is refused; a
+    normal server lands in the headroom at once, preempting nothing.
+    """
+
+    EXTRA_FLAGS = {'filter_scheduler': HEADROOM_FILTERS,
+                   'opie_preemption': {'headroom': '1 x 8 vcpu'}}
+
+    def test_preemptible_boot_kept_out_of_the_headroom(self):
+        p = [self.boot('large.preemptible', name='p%d' % i)
+             for i in range(2)]
+        # both on one host: the other is the headroom's slot
+        self.assertEqual(1, len({self.server_host(s) for s in p}))
+        full = self.server_host(p[0])
+        free = {'host1': 'host2', 'host2': 'host1'}[full]
+        # a small preemptible fits the free host's full state, but would
+        # leave no 8-vCPU slot in the pool: no valid host
+        refused = self.boot('small.preemptible', name='refused',
+                            expected='ERROR')
+        self.assertIn('No valid host', refused['fault']['message'])
+        # so the reconciler finds the headroom whole: nobody to notice
+        self.assertEqual([], self.reconciler().run_once(dry_run=True))
+        # a normal server may use the headroom: it lands at once on the
+        # free host, preempting nothing
+        normal = self.boot('large', name='normal')
+        self.assertEqual(free, self.server_host(normal))
+        self.assert_nothing_preempted(p)
+
+
+class HeadroomFilterAggregateTest(base.OpieNovaTestCase, _FilterHelpers,
+                                  test_rpm._Helpers):
+    """host1 in aggregate ``reserved`` (``opie_headroom = 1 x 8 vcpu``),
+    host2 in aggregate ``spot`` (``opie_headroom = 0``), the option 0:
+    preemptible servers go to the other pool while host1 must stay free,
+    and are refused once that pool is full; a normal server still uses
+    the headroom.
+    """
+
+    EXTRA_FLAGS = {'filter_scheduler': HEADROOM_FILTERS}
+
+    def test_preemptible_boots_go_to_the_other_pool(self):
+        self.make_aggregate('reserved', ['host1'], opie_headroom='1 x 8 vcpu')
+        self.make_aggregate('spot', ['host2'], opie_headroom='0')
+        self.wait_for_scheduler_aggregates(['host1', 'host2'],
+                                           'opie_headroom')
+        p = [self.boot('medium.preemptible', name='p%d' % i)
+             for i in range(4)]
+        self.assertEqual({'host2'}, {self.server_host(s) for s in p})
+        refused = self.boot('small.preemptible', name='refused',
+                            expected='ERROR')
+        self.assertIn('No valid host', refused['fault']['message'])
+        normal = self.boot('large', name='normal')
+        self.assertEqual('host1', self.server_host(normal))
+        self.assert_nothing_preempted(p)

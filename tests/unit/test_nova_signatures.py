@@ -98,6 +98,10 @@ class NovaSignatureTest(testtools.TestCase):
                          params(nova_filters.BaseHostFilter.filter_all))
         self.assertEqual(expected, params(
             filters.PreemptibleFullStateFilter.filter_all))
+        # HeadroomFilter sums each pool once over the candidate hosts
+        from opie_sched.scheduler import headroom_filter
+        self.assertEqual(expected, params(
+            headroom_filter.HeadroomFilter.filter_all))
 
     def test_consume_selected_host_is_a_staticmethod_in_nova(self):
         self.assertIsInstance(
@@ -112,7 +116,7 @@ class NovaSignatureTest(testtools.TestCase):
                      'ram_allocation_ratio', 'disk_allocation_ratio',
                      'updated', 'uuid', 'cell_uuid', 'instances',
                      'num_instances', 'num_io_ops', 'limits',
-                     'allocation_candidates'):
+                     'allocation_candidates', 'aggregates'):
             self.assertTrue(hasattr(hs, attr), attr)
         self.assertEqual(['self', 'spec_obj'],
                          params(host_manager.HostState.consume_from_request))
