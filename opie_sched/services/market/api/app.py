@@ -1165,7 +1165,6 @@ class MarketAPI:
         return 200, {'events': [self._event_json(r) for r in rows],
                      'events_links': links}
 
-
     # -- interruption drills (1.3) ------------------------------------------
 
     def interruption_drill(self, req, ctx, server_id):
@@ -1244,6 +1243,7 @@ class MarketAPI:
             'deadline': market_cloud.iso(notice['deadline']),
             'notice_seconds': notice_seconds, 'action': action,
             'reason': notice['reason']}}
+
 
 class NoAuth:
     """Test-only authentication: token ``user:project[:role,role...]``.
