@@ -199,6 +199,8 @@ class Enforcer:
 
         :param notice_seconds: seconds to the deadline (<=
             ``notice_period``).
+        :param asked_by: who asked (a user id), for the service's log
+            only.
         :raises opie_sched.services.market.db.api.AlreadyNoticed: a
             notice is pending.
         :raises opie_sched.services.market.db.api.DrillLimited: the
@@ -210,8 +212,9 @@ class Enforcer:
         s = self.settings
         deadline = now + notice_seconds
         action = self.behavior(info)
-        reason = ('interruption drill asked by %s (never charged, never '
-                  'counted in interruption rates)' % asked_by)
+        # no user or project id: the text is shown to the guest
+        reason = ('interruption drill asked through the market API (never '
+                  'charged, never counted in interruption rates)')
         latest = self.store.latest_period()
         notice = self.store.start_drill(
             info.uuid, info.project, reason,
