@@ -67,6 +67,14 @@ class _Context:
     """The per-call context oslo.db attaches its session to."""
 
 
+def _sqlite_locked(exc):
+    """Whether ``exc`` is sqlite's "database is locked": two writers of one
+    sqlite file upgraded their read locks at once (it fails one of them at
+    once, a deadlock sqlite reports as busy); the transaction is retried.
+    """
+    return 'database is locked' in str(exc)
+
+
 def key_text(period_start):
     """Canonical text of a ledger key's ``period_start`` (seconds).
 
@@ -486,7 +494,9 @@ class MarketStore(budget.LedgerStore):
             return False
         return True
 
-    @oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)
+    @oslo_db_api.wrap_db_retry(max_retries=8, retry_interval=0.1,
+                               max_retry_interval=2, retry_on_deadlock=True,
+                               exception_checker=_sqlite_locked)
     def start_drill(self, server_uuid, project, reason, period_start,
                     noticed_at, deadline, limit, window, flavor=None,
                     host=None):
@@ -500,8 +510,9 @@ class MarketStore(budget.LedgerStore):
         project's drill notices (events ``notice``, cause ``drill``) in
         ``(noticed_at - window, noticed_at]``; on PostgreSQL a
         transaction-level advisory lock per project, on MySQL the
-        counted range read ``FOR UPDATE`` (its gap locks), serialize two
-        drills of one project (a deadlock between them is retried).
+        counted range read ``FOR UPDATE`` (its gap locks), on sqlite the
+        file's write lock serialize two drills of one project (a deadlock
+        between them, sqlite's "database is locked", is retried).
 
         :raises AlreadyNoticed: a notice is pending.
         :raises DrillLimited: the project is at its limit.
