@@ -105,6 +105,11 @@ DEADLINE_KEY = 'opie:preempt_deadline'
 PREEMPTED_BY_KEY = 'opie:preempted_by'
 PREEMPTED_AT_KEY = 'opie:preempted_at'
 PREEMPTED_TAG = 'opie-preempted'
+#: Server metadata key of the *at risk* mark (the rebalance
+#: recommendation) the scheduler's headroom and the market's drills write
+#: beside the notice's keys in ``meta_data.json``: the time it was set,
+#: ISO 8601 UTC. Informational: never read back.
+AT_RISK_KEY = 'opie:rebalance_recommendation'
 #: Nova's limit on a metadata value (characters).
 METADATA_MAX = 255
 

@@ -74,10 +74,8 @@ LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 
 CAUSE = victim_state.CAUSE_HEADROOM
-#: Server metadata key of the *at risk* mark (the rebalance
-#: recommendation), beside the notice's keys in ``meta_data.json``: the
-#: time it was set, ISO 8601 UTC. Informational: never read back.
-AT_RISK_KEY = 'opie:rebalance_recommendation'
+#: Server metadata key of the *at risk* mark (one definition).
+AT_RISK_KEY = victim_state.AT_RISK_KEY
 #: System metadata key (service-owned) keeping the headroom deadline of a
 #: victim, read by the scheduler to tell the guest that its notice was cut.
 SYS_DEADLINE_KEY = actions.HEADROOM_DEADLINE_KEY

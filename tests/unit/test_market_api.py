@@ -29,6 +29,7 @@ import webob
 
 from opie_sched.services.market.api import policy
 from opie_sched.services.market import client as market_client
+from opie_sched.services.market.db import models
 from opie_sched.services.market import engine
 from opie_sched.services.market import opts
 from opie_sched.services.market import osc
@@ -84,6 +85,12 @@ MATRIX = [
      '/v1/interruption-history?flavor=spot.small', None, ALL),
     ('GET', '/v1/events', '/v1/events?project_id=pA', None,
      dict(ALL, **{'other project': 403})),
+    # 1.3: an owner's interruption drill (srv-a's pending notice is
+    # withdrawn before each persona's call: see PersonaMatrixTest.fresh)
+    ('POST', '/v1/servers/{server_id}/interruption-drill',
+     '/v1/servers/srv-a/interruption-drill', {'notice_seconds': 60},
+     {'reader': 403, 'member': 202, 'admin': 202, 'other project': 404,
+      'service': 403}),
     # last: srv-a then bids the default 0 (BidUnsetTest checks /v1/shares
     # stays 200 then)
     ('DELETE', '/v1/servers/{server_id}/bid', '/v1/servers/srv-a/bid', None,
@@ -157,10 +164,22 @@ class PersonaMatrixTest(_Base):
         routes = {(m, p) for m, p, _since in self.api.routes}
         self.assertEqual(routes, {(m, r) for m, r, _p, _b, _e in MATRIX})
 
+    def fresh(self, route):
+        """Each persona meets srv-a as the first one did: without a
+        pending notice (the fixture's market notice, or the drill of the
+        persona before), so a drill's answer is its policy's.
+        """
+        if route.endswith('/interruption-drill'):
+            self.store.set_notice_state('srv-a', models.CANCELLED)
+            # and a second later (one drill per server and instant)
+            now = self.api.clock() + 1
+            self.api.clock = lambda: now
+
     def test_every_persona_on_every_endpoint(self):
         seen = {}
         for method, route, path, body, expected in MATRIX:
             for persona, token in PERSONAS.items():
+                self.fresh(route)
                 status, answer = self.call(method, path, token, body,
                                            LATEST)
                 seen[(method, route, persona)] = status
@@ -297,7 +316,7 @@ class MicroversionTest(_Base):
     def test_versions_document(self):
         status, body = self.call('GET', '/', None)
         (v1,) = body['versions']
-        self.assertEqual(('v1', '1.0', '1.2'), (v1['id'], v1['min_version'],
+        self.assertEqual(('v1', '1.0', '1.3'), (v1['id'], v1['min_version'],
                                                 v1['version']))
         self.assertEqual('spot-market 1.0', self.last.headers[V])
         self.assertIn(V, self.last.headers['Vary'])
@@ -307,14 +326,15 @@ class MicroversionTest(_Base):
                 (None, 200, '1.0'), ('spot-market 1.0', 200, '1.0'),
                 ('spot-market 1.1', 200, '1.1'),
                 ('spot-market 1.2', 200, '1.2'),
-                ('spot-market latest', 200, '1.2'),
+                ('spot-market 1.3', 200, '1.3'),
+                ('spot-market latest', 200, '1.3'),
                 ('compute 2.90', 200, '1.0')):
             headers = {V: asked} if asked else {}
             self.assertEqual(status, self.call('GET', '/v1/prices', MEMBER,
                                                headers=headers)[0], asked)
             self.assertEqual('spot-market %s' % served,
                              self.last.headers[V], asked)
-        for asked, status in (('spot-market 1.3', 406),
+        for asked, status in (('spot-market 1.4', 406),
                               ('spot-market 2.0', 406),
                               ('spot-market 0.9', 406),
                               ('spot-market one', 400)):
@@ -497,7 +517,7 @@ class OSCCommandsTest(_Base):
             api_version='1.0')
         self.assertEqual('1.0', client.request('GET', '/prices').version)
         client.api_version = 'latest'
-        self.assertEqual('1.2', client.request('GET', '/prices').version)
+        self.assertEqual('1.3', client.request('GET', '/prices').version)
         client.api_version = '1.7'
         error = self.assertRaises(market_client.MarketAPIError,
                                   client.prices)

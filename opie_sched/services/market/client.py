@@ -52,7 +52,7 @@ import json
 SERVICE_TYPE = 'spot-market'
 VERSION_HEADER = 'OpenStack-API-Version'
 #: Newest microversion this client knows.
-MAX_VERSION = '1.2'
+MAX_VERSION = '1.3'
 
 
 class MarketError(Exception):
@@ -376,6 +376,20 @@ class MarketClient:
             'project_id': project_id, 'server_id': server_id,
             'limit': limit, 'marker': marker},
             version=self._at_least('1.2'))
+
+    def interruption_drill(self, server_id, notice_seconds=None):
+        """Send one's own preemptible server through an interruption
+        drill (1.3): ``{"server_id", "project_id", "kind", "state",
+        "noticed_at", "deadline", "notice_seconds", "action", "reason"}``.
+        A 429 (the project's drill limit) raises :class:`MarketAPIError`
+        whose ``detail`` says when to retry.
+        """
+        body = {}
+        if notice_seconds is not None:
+            body['notice_seconds'] = int(notice_seconds)
+        return self._call('POST', '/servers/%s/interruption-drill'
+                          % server_id, 'interruption_drill', body=body,
+                          version=self._at_least('1.3'))
 
     def credit(self, project_id, amount, note=None):
         """Grant ``amount`` (currency) to a project (admin)."""

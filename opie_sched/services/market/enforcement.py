@@ -39,11 +39,19 @@ DEADLINE_KEY = victim_state.DEADLINE_KEY
 PREEMPTED_BY_KEY = victim_state.PREEMPTED_BY_KEY
 PREEMPTED_AT_KEY = victim_state.PREEMPTED_AT_KEY
 PREEMPTED_TAG = victim_state.PREEMPTED_TAG
-#: Value of ``opie:preempted_by`` for the market's victims.
+#: Value of ``opie:preempted_by`` for the market's victims, and for the
+#: servers its owner sent through an interruption drill.
 PREEMPTED_BY = 'opie-market'
+PREEMPTED_BY_DRILL = 'opie-market-drill'
+#: Server metadata key of the *at risk* mark, the one the scheduler's
+#: headroom writes (one definition).
+AT_RISK_KEY = victim_state.AT_RISK_KEY
 
 KIND_OUT_OF_BID = 'out_of_bid'
 KIND_OUT_OF_CREDIT = 'out_of_credit'
+#: An interruption drill its owner asked for (never charged, never
+#: counted in prices or interruption rates).
+KIND_DRILL = models.KIND_DRILL
 
 #: Why a notice is withdrawn from a server resized to a normal flavor.
 NOT_PREEMPTIBLE = ('no longer preemptible (its flavor requests no '
@@ -139,7 +147,7 @@ class Enforcer:
             uuid = notice['server_uuid']
             if uuid in victims:
                 continue
-            if uuid in in_snapshot:
+            if uuid in in_snapshot and notice['kind'] != KIND_DRILL:
                 self._cancel(notice, 'no longer %s' % notice['kind'], report)
                 continue
             try:
@@ -175,6 +183,53 @@ class Enforcer:
             name, behaviours.STATUS_VM_STATES.get(info.status,
                                                   info.status.lower()),
             info.task_state, first)
+
+    def give_drill_notice(self, info, notice_seconds, now, asked_by):
+        """Start an interruption drill on ``info`` (a preemptible server
+        its owner or an admin asked for): the notice (kind ``drill``, its
+        at-risk mark and notice recorded as events, the project's drill
+        limit counted, one transaction: :meth:`.db.api.MarketStore.
+        start_drill`), then the server's at-risk mark and notice, the keys
+        and text a market notice writes; at the deadline
+        :meth:`enforce` interrupts it by its behaviour, as any notice.
+
+        :param notice_seconds: seconds to the deadline (<=
+            ``notice_period``).
+        :param asked_by: who asked (a user id), for the service's log
+            only.
+        :raises opie_sched.services.market.db.api.AlreadyNoticed: a
+            notice is pending.
+        :raises opie_sched.services.market.db.api.DrillLimited: the
+            project is at ``drill_limit``.
+        :raises Exception: writing the server's metadata failed (the
+            notice is withdrawn again).
+        :returns: ``(notice dict, behaviour told)``.
+        """
+        s = self.settings
+        deadline = now + notice_seconds
+        action = self.behavior(info)
+        # no user or project id: the text is shown to the guest
+        reason = ('interruption drill asked through the market API (never '
+                  'charged, never counted in interruption rates)')
+        latest = self.store.latest_period()
+        notice = self.store.start_drill(
+            info.uuid, info.project, reason,
+            latest['period_start'] if latest else int(now), now, deadline,
+            s.drill_limit, s.drill_window, info.flavor_name, info.host)
+        try:
+            metadata = {AT_RISK_KEY: market_cloud.iso(now)}
+            metadata.update(victim_state.notice_metadata(
+                market_cloud.iso(deadline), action, reason))
+            self.cloud.set_metadata(info.uuid, metadata)
+        except Exception:
+            self.store.set_notice_state(info.uuid, models.CANCELLED)
+            raise
+        LOG.warning('server %s (project %s): interruption drill, deadline '
+                    '%s (%s), asked by %s', info.uuid, info.project,
+                    market_cloud.iso(deadline), action, asked_by)
+        notifications.preempt_notice(self.notifier, info.uuid, info.project,
+                                     KIND_DRILL, reason, deadline, action)
+        return notice, action
 
     def _tell_owner(self, uuid, reason, deadline):
         """Write the notice on the server; returns the behaviour told."""
@@ -222,7 +277,8 @@ class Enforcer:
                 LOG.info('server %s: the notice shown (deadline %s) is '
                          'not the market\'s; kept', uuid, shown)
                 return
-            self.cloud.delete_metadata(uuid, [NOTICE_KEY, DEADLINE_KEY])
+            self.cloud.delete_metadata(uuid, [NOTICE_KEY, DEADLINE_KEY] + (
+                [AT_RISK_KEY] if notice['kind'] == KIND_DRILL else []))
         except Exception:
             LOG.exception('could not remove the notice of server %s', uuid)
 
@@ -238,6 +294,9 @@ class Enforcer:
         """
         if not info.preemptible:
             return False
+        if notice['kind'] == KIND_DRILL:
+            # asked for by its owner: interrupted whatever its market
+            return True
         latest = self.store.latest_period()
         if latest is None:
             return True
@@ -412,7 +471,8 @@ class Enforcer:
         the behaviour applied.
         """
         self.cloud.set_metadata(uuid, {
-            PREEMPTED_BY_KEY: PREEMPTED_BY,
+            PREEMPTED_BY_KEY: PREEMPTED_BY_DRILL
+            if notice['kind'] == KIND_DRILL else PREEMPTED_BY,
             PREEMPTED_AT_KEY: market_cloud.iso(now)})
         try:
             self.cloud.add_tag(uuid, PREEMPTED_TAG)

@@ -28,7 +28,10 @@ Two writers fill the ``market_events`` and ``market_lifetimes`` tables
   time starts a life, an open life whose server no longer runs is
   censored (``left``: stopped or deleted by its owner while notifications
   were off); the market's own notices and interruptions are recorded
-  from the period's report.
+  from the period's report, an interruption drill's as ``drill`` (cause
+  ``drill``; it ends no life). A drill's at-risk mark and notice are
+  recorded by the API with its notice
+  (:meth:`.db.api.MarketStore.start_drill`).
 
 Everything written comes from the services (notification payloads of
 opie and Nova, the market's own decisions, Nova's server records), never
@@ -238,6 +241,13 @@ def record_period(store, report, now):
             if n is None:
                 continue
             lt = lives.get(uuid) or {}
+            if n['kind'] == models.KIND_DRILL:
+                # its owner's drill: recorded as one, its life goes on
+                store.add_event(uuid, n['project'], models.EVENT_DRILL,
+                                now, cause=models.CAUSE_DRILL,
+                                action=n.get('action'), host=lt.get('host'),
+                                flavor=lt.get('flavor'), detail=n['reason'])
+                continue
             store.add_event(uuid, n['project'], models.EVENT_INTERRUPTION,
                             now, cause=models.CAUSE_MARKET,
                             action=n.get('action'), host=lt.get('host'),

@@ -90,6 +90,18 @@ OPTS = [
                     'stop) is kept before it is deleted; the delete comes '
                     'at the first tick at least this long after the '
                     'deadline. Possible values: an integer >= 0.'),
+    cfg.IntOpt('drill_limit', default=3, min=0,
+               help='Interruption drills (POST /v1/servers/{id}/'
+                    'interruption-drill, ``openstack spot interruption '
+                    'simulate``) one project may start per drill_window '
+                    'seconds; more get 429 with the time to retry. Counted '
+                    'in the market database, so every API worker agrees. '
+                    'Possible values: 0 - drills are off (403); N >= 1 - '
+                    'at most N per window (default 3).'),
+    cfg.IntOpt('drill_window', default=86400, min=1,
+               help='Seconds of the sliding window drill_limit counts in '
+                    '(default 86400, a day). Possible values: an integer '
+                    '>= 1.'),
     cfg.StrOpt('out_of_credit_policy', default='lowest_bid',
                choices=['lowest_bid', 'most_expensive'],
                help='Which servers of a project out of credit are given '

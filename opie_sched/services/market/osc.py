@@ -32,6 +32,7 @@ Commands::
                                [--period-seconds S] [--curve] [--plot F]
     openstack spot event list [--server S] [--project P] [--limit N]
                               [--marker M]
+    openstack spot interruption simulate SERVER [--notice-seconds N]
 
 Prices are currency per unit-hour (vCPU-hour, MB-hour), bids and flavor
 prices currency per hour; times ISO 8601 or epoch seconds. The market's
@@ -41,8 +42,9 @@ catalog's ``spot-market`` service. ``--os-spot-api-version`` /
 spot-market X.Y``: ``1`` (the default) means the newest this client knows
 (:data:`opie_sched.services.market.client.MAX_VERSION`); ``1.0`` refuses the
 commands that need 1.1 (``price show``, ``bid unset``, ``notice list``,
-``--marker``) and ``1.1`` those of 1.2 (``placement-score``,
-``interruption-history``, ``event list``). Lists without ``--limit``
+``--marker``), ``1.1`` those of 1.2 (``placement-score``,
+``interruption-history``, ``event list``) and ``1.2`` those of 1.3
+(``interruption simulate``). Lists without ``--limit``
 follow the API's pages to the end; with ``--limit`` they show one page
 (pass the last row's ID as ``--marker`` for the next).
 
@@ -119,7 +121,7 @@ def build_option_parser(parser):
         default=os.environ.get('OS_SPOT_API_VERSION', DEFAULT_API_VERSION),
         help='Spot market API microversion sent as "OpenStack-API-Version: '
              'spot-market X.Y": 1 (default: the newest this client knows, '
-             '%s), 1.0, 1.1, 1.2 or latest (env OS_SPOT_API_VERSION)'
+             '%s), 1.0, 1.1, 1.2, 1.3 or latest (env OS_SPOT_API_VERSION)'
              % market_client.MAX_VERSION)
     parser.add_argument(
         '--os-spot-endpoint', metavar='<url>',
@@ -534,3 +536,35 @@ class EventList(_PagedList):
     def row(self, e):
         return (e['id'], e['at'], e['server_id'], e['kind'], e['cause'],
                 e['action'], e['flavor'], e['detail'])
+
+
+class InterruptionSimulate(_MarketCommand, command.ShowOne):
+    """Send your own preemptible server through a real interruption (a
+    drill): it is marked at risk and given notice now, exactly as the
+    market's notices (server metadata ``opie:rebalance_recommendation``,
+    ``opie:preempt_notice``, ``opie:preempt_deadline``, in the guest's
+    ``meta_data.json``), then at the deadline its flavor's interruption
+    behaviour is applied (delete, stop, shelve). Recorded as a drill in
+    ``openstack spot event list``; never charged, never counted in
+    prices or interruption histories. At most ``[opie_market]
+    drill_limit`` drills per project per ``drill_window`` seconds.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', metavar='<server>',
+                            help='server name or ID (yours, preemptible, '
+                                 'ACTIVE)')
+        parser.add_argument('--notice-seconds', metavar='<seconds>',
+                            type=int,
+                            help='seconds from the notice to the '
+                                 'interruption (default and at most the '
+                                 'market\'s notice period)')
+        return parser
+
+    def market_action(self, client, parsed_args):
+        server = _server_id(self, parsed_args.server)
+        doc = client.interruption_drill(server, parsed_args.notice_seconds)
+        columns = ('server_id', 'project_id', 'state', 'noticed_at',
+                   'deadline', 'notice_seconds', 'action', 'reason')
+        return columns, tuple(doc.get(c) for c in columns)

@@ -81,6 +81,8 @@ class Settings:
     credit_cap: decimal.Decimal = None
     refused_demand_window: int = None
     charge_rule: str = 'share_cost'
+    drill_limit: int = 3
+    drill_window: int = 86400
 
     def __post_init__(self):
         if self.charge_rule not in CHARGE_RULES:
@@ -100,6 +102,12 @@ class Settings:
             raise ConfigError('preemption_action must be one of %s, got %r'
                               % (', '.join(BEHAVIORS),
                                  self.preemption_action))
+        if self.drill_limit < 0:
+            raise ConfigError('drill_limit must be >= 0, got %r'
+                              % self.drill_limit)
+        if self.drill_window <= 0:
+            raise ConfigError('drill_window must be > 0, got %r'
+                              % self.drill_window)
         if self.stop_grace_period < 0:
             raise ConfigError('stop_grace_period must be >= 0, got %r'
                               % self.stop_grace_period)
@@ -143,7 +151,8 @@ class Settings:
             credit_cap=_decimal(g.credit_cap, 'credit_cap',
                                 allow_none=True),
             refused_demand_window=g.refused_demand_window,
-            charge_rule=g.charge_rule)
+            charge_rule=g.charge_rule, drill_limit=g.drill_limit,
+            drill_window=g.drill_window)
 
     @property
     def refused_window(self):

@@ -322,12 +322,12 @@ class MarketConventionsTest(MarketBaseTest):
         status, body = self.market.versions()
         self.assertEqual(200, status, body)
         (v1,) = body['versions']
-        self.assertEqual(('1.0', '1.2'), (v1['min_version'],
+        self.assertEqual(('1.0', '1.3'), (v1['min_version'],
                                           v1['version']))
         resp = self.market.response('GET', '/prices')
         self.assertEqual('spot-market 1.0', resp.headers.get(VERSION_HEADER))
         resp = self.market.response('GET', '/prices', version='latest')
-        self.assertEqual('spot-market 1.2', resp.headers.get(VERSION_HEADER))
+        self.assertEqual('spot-market 1.3', resp.headers.get(VERSION_HEADER))
         self.assertEqual(406, self.market.request(
             'GET', '/prices', version='1.99')[0])
         # /v1/notices exists from 1.1 on

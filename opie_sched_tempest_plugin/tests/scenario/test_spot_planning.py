@@ -9,10 +9,11 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""What a spot user plans with (market microversion 1.2), on a running
-cloud: the placement score against what boots then do, and the owner's
-event history and the flavor's interruption history after a market
-interruption.
+"""What a spot user plans with (market microversions 1.2 and 1.3), on a
+running cloud: the placement score against what boots then do, the
+owner's event history and the flavor's interruption history after a
+market interruption, and an owner's interruption drill (notice, then the
+flavor's behaviour, no charge, no interruption counted).
 
 Run serially: the tests fill the cloud's preemptible room.
 """
@@ -139,3 +140,97 @@ class SpotEventsTest(test_market_real.MarketRealDemandTest):
         k = round(1 / (1 - values[0]))
         self.assertAlmostEqual(1 - 1 / k, values[0], 9)
         self.assertLessEqual(k, n)
+
+
+#: Flavor extra spec of the interruption behaviour, and the key of the
+#: at-risk mark a drill writes.
+BEHAVIOR_SPEC = 'opie:interruption_behavior'
+AT_RISK_KEY = 'opie:rebalance_recommendation'
+
+
+class InterruptionDrillTest(market_base.MarketScenarioTest):
+    """``openstack spot interruption simulate``: the owner's preemptible
+    server (a flavor whose behaviour is ``stop``) gets the at-risk mark
+    and the notice in its metadata, is stopped at the deadline by the
+    market, is recorded as a drill in its owner's events, is not charged
+    for any period after it, and counts as no interruption in its
+    flavor's history. Another project cannot drill it.
+    """
+
+    NOTICE = 10
+
+    @decorators.idempotent_id('5e8f1a2b-3c4d-4e6f-9a7b-8c1d2e3f4a50')
+    def test_drill_notice_then_behaviour_no_charge(self):
+        notice = min(self.NOTICE, CONF.opie.market_notice_period)
+        size = self.preemptible.size
+        flavor = self.preemptible_flavor(size['VCPU'], size['MEMORY_MB'],
+                                         'drill')
+        self.call(self.admin, 'POST', '/flavors/%s/os-extra_specs'
+                  % flavor.id, json={'extra_specs': {BEHAVIOR_SPEC: 'stop'}})
+        if self.preemptible_room(flavor.size) == 0:
+            raise self.skipException('no preemptible room for %s'
+                                     % flavor.name)
+        booted = time.time()
+        (server,) = self.boot(self.primary, flavor)
+        # a settled period sees it running: its life is on the record
+        self.settled_period(time.time() + 1)
+        # another project: as if the server did not exist
+        status, body = self.market_alt.interruption_drill(server)
+        self.assertEqual(404, status, body)
+        status, body = self.market.interruption_drill(server, notice)
+        self.assertEqual(202, status, body)
+        drill = body['interruption_drill']
+        self.assertEqual(('drill', 'noticed', 'stop'),
+                         (drill['kind'], drill['state'], drill['action']))
+        deadline = timeutils.parse_isotime(drill['deadline']).timestamp()
+        # what the guest reads, written before the answer
+        _, body = self.call(self.primary, 'GET',
+                            '/servers/%s/metadata' % server)
+        meta = body['metadata']
+        self.assertEqual(drill['deadline'], meta.get(
+            market_base.DEADLINE_KEY), meta)
+        self.assertIn('interruption drill', meta.get(
+            market_base.NOTICE_KEY, ''))
+        self.assertIn(AT_RISK_KEY, meta)
+        # a second drill while this one is pending: refused
+        self.assertEqual(409, self.market.interruption_drill(server)[0])
+        # running until the deadline, stopped soon after
+        while True:
+            status = self.server_map(self.primary)[server].status
+            now = time.time()
+            if status == 'SHUTOFF':
+                self.assertGreaterEqual(now, deadline - 1,
+                                        'stopped before its deadline')
+                break
+            self.assertEqual('ACTIVE', status)
+            if now > deadline + CONF.opie.market_max_wait:
+                self.fail('drilled server still running %.0f s after its '
+                          'deadline' % (now - deadline))
+            time.sleep(1)
+        status, body = self.market.events(server_id=server)
+        self.assertEqual(200, status, body)
+        story = [(e['kind'], e['cause'], e['action'])
+                 for e in body['events']]
+        self.assertEqual([('at_risk', 'drill', None),
+                          ('notice', 'drill', None),
+                          ('drill', 'drill', 'stop')], story, body)
+        interrupted = timeutils.parse_isotime(
+            body['events'][-1]['at']).timestamp()
+        # never charged: once a period starting after the interruption
+        # is settled, no charge of the server is for a period after it
+        self.settled_period(interrupted + 1)
+        status, body = self.market.ledger()
+        self.assertEqual(200, status, body)
+        late = [e for e in body['ledger']
+                if e['server_id'] == server and e['kind'] == 'charge'
+                and timeutils.parse_isotime(
+                    e['period_start']).timestamp() > interrupted]
+        self.assertEqual([], late)
+        # and no interruption in the flavor's history
+        status, body = self.market.interruption_history(
+            flavor.name, since=str(int(booted) - 1), period_seconds=3600)
+        self.assertEqual(200, status, body)
+        doc = body['interruption_history']
+        self.assertGreaterEqual(doc['survival']['servers'], 1, doc)
+        self.assertEqual(0, doc['survival']['interruptions'], doc)
+        self.assertEqual(0, sum(r['interruptions'] for r in doc['rates']))

@@ -34,6 +34,8 @@ currency per hour, prices in currency per unit-hour; times ISO 8601 UTC)::
     GET    /v1/interruption-history?flavor=[&zone=][&since=]
                                     [&period_seconds=86400]       (1.2)
     GET    /v1/events[?project_id=][&server_id=][&limit=][&marker=] (1.2)
+    POST   /v1/servers/{server_id}/interruption-drill
+                                    [{"notice_seconds": 60}]      (1.3)
 
 **Microversions.** A request names the version it speaks with the header
 ``OpenStack-API-Version: spot-market 1.1`` (or ``latest``); without it,
@@ -45,7 +47,9 @@ pagination (``limit``, ``marker``, a ``<list>_links`` next link, default
 page :data:`MAX_LIMIT`) on the ledger, the notices and the price history;
 ledger entries, notices and history rows get an ``id`` (the marker).
 1.2 adds ``/v1/placement-score``, ``/v1/interruption-history`` and
-``/v1/events`` (the owner's event history).
+``/v1/events`` (the owner's event history). 1.3 adds ``POST
+/v1/servers/{server_id}/interruption-drill`` (an owner's interruption
+drill).
 A resource asked at an older version than its own is 404, as if it did
 not exist.
 
@@ -103,6 +107,7 @@ from opie_sched.market import budget
 from opie_sched.market import pricing
 from opie_sched.services.market.api import policy
 from opie_sched.services.market.api import schemas
+from opie_sched.services.market import charging
 from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import api as db_api
 from opie_sched.services.market.db import models
@@ -121,7 +126,7 @@ VERSION_HEADER = 'OpenStack-API-Version'
 REQUEST_ID_HEADER = 'X-OpenStack-Request-ID'
 #: Oldest and newest microversion served.
 MIN_VERSION = microversion_parse.Version(1, 0)
-MAX_VERSION = microversion_parse.Version(1, 2)
+MAX_VERSION = microversion_parse.Version(1, 3)
 #: What each microversion added.
 VERSIONS = {
     '1.0': 'The original API.',
@@ -131,9 +136,13 @@ VERSIONS = {
            'history rows.',
     '1.2': 'GET /v1/placement-score, GET /v1/interruption-history, GET '
            '/v1/events.',
+    '1.3': 'POST /v1/servers/{id}/interruption-drill (an owner\'s '
+           'interruption drill: at-risk mark, notice, the flavor\'s '
+           'behaviour; rate-limited per project, 429 with Retry-After).',
 }
 V1_1 = microversion_parse.Version(1, 1)
 V1_2 = microversion_parse.Version(1, 2)
+V1_3 = microversion_parse.Version(1, 3)
 
 VERSION = {'id': 'v1', 'status': 'CURRENT',
            'min_version': '%d.%d' % MIN_VERSION,
@@ -155,15 +164,17 @@ MAX_PERIODS = 1000
 
 class ApiError(Exception):
     """An error answer: ``code`` (HTTP status), ``message`` (the API-SIG
-    ``detail``) and an optional ``error_code`` (the API-SIG ``code``,
-    default ``spot-market.<title>``).
+    ``detail``), an optional ``error_code`` (the API-SIG ``code``,
+    default ``spot-market.<title>``) and ``headers`` to add (e.g.
+    ``Retry-After`` of a 429).
     """
 
-    def __init__(self, code, message, error_code=None):
+    def __init__(self, code, message, error_code=None, headers=None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.error_code = error_code
+        self.headers = dict(headers or {})
 
 
 def bad_request(message, error_code=None):
@@ -428,7 +439,9 @@ class MarketAPI:
                 ('GET', '/v1/placement-score', 'placement_score', V1_2),
                 ('GET', '/v1/interruption-history', 'interruption_history',
                  V1_2),
-                ('GET', '/v1/events', 'events', V1_2)):
+                ('GET', '/v1/events', 'events', V1_2),
+                ('POST', '/v1/servers/{server_id}/interruption-drill',
+                 'interruption_drill', V1_3)):
             self.mapper.connect(path, action=action,
                                 conditions={'method': [method]})
             self.routes.append((method, path, since))
@@ -471,6 +484,7 @@ class MarketAPI:
                 req.environ, overwrite=False)
             status, body = getattr(self, action)(req, ctx, **match)
         except ApiError as exc:
+            headers.update(exc.headers)
             status = exc.code
             body = error_body(exc.code, exc.message, req.request_id,
                               exc.error_code)
@@ -1150,6 +1164,85 @@ class MarketAPI:
         links = self._links(req, rows, more, lambda r: str(r['id']), limit)
         return 200, {'events': [self._event_json(r) for r in rows],
                      'events_links': links}
+
+    # -- interruption drills (1.3) ------------------------------------------
+
+    def interruption_drill(self, req, ctx, server_id):
+        """Send the caller's own preemptible server through a real
+        interruption (microversion 1.3): its at-risk mark and notice now,
+        the keys a market notice writes (``opie:rebalance_recommendation``,
+        ``opie:preempt_notice``, ``opie:preempt_deadline``), then at the
+        deadline (``notice_seconds``, default and at most ``[opie_market]
+        notice_period``) its flavor's interruption behaviour, applied by
+        the engine's enforcement at its first tick after the deadline.
+        Recorded as events (``at_risk`` and ``notice``, then ``drill``,
+        all cause ``drill``); never charged, never counted in prices or
+        interruption rates (:mod:`.survival`: a drill ends no life).
+
+        202 with the drill; 400 a bad body; 403 the policy (a reader of
+        the project) or drills off (``drill_limit = 0``); 404 no such
+        server, or another project's; 409 not preemptible (by the
+        resource classes of its flavor, :func:`.cloud.is_preemptible`),
+        not ACTIVE or busy, or already under notice; 429 the project
+        started ``drill_limit`` drills in the last ``drill_window``
+        seconds (``Retry-After``: seconds until the oldest leaves it).
+        """
+        s = self.settings
+        body = _body(req, schemas.DRILL_CREATE) if req.body else {}
+        notice_seconds = body.get('notice_seconds', s.notice_period)
+        if notice_seconds > s.notice_period:
+            raise bad_request('notice_seconds: at most [opie_market] '
+                              'notice_period (%d), got %d'
+                              % (s.notice_period, notice_seconds))
+        info = self.cloud.get_server(server_id)
+        if info is None:
+            raise ApiError(404, 'server %s not found' % server_id)
+        self._forbidden_or_hidden(ctx, info, policy.INTERRUPTION_DRILL_CREATE,
+                                  policy.BID_SHOW)
+        if s.drill_limit == 0:
+            raise ApiError(403, 'interruption drills are off on this cloud '
+                           '([opie_market] drill_limit = 0)')
+        if not info.preemptible:
+            raise ApiError(409, 'server %s is not preemptible (its flavor '
+                           'requests no CUSTOM_PREEMPTIBLE_* class): '
+                           'nothing to drill' % server_id,
+                           'spot-market.not-preemptible')
+        if info.status != 'ACTIVE' or info.busy:
+            raise ApiError(409, 'server %s is %s%s: a drill needs an ACTIVE '
+                           'server with no task' % (
+                               server_id, info.status,
+                               ' (task %s)' % info.task_state
+                               if info.task_state else ''),
+                           'spot-market.server-not-active')
+        now = self.clock()
+        enforcer = enforcement.Enforcer(
+            self.store, self.cloud, s, self.credit, self.pricer,
+            charging.Charger(s, self.credit))
+        try:
+            notice, action = enforcer.give_drill_notice(
+                info, notice_seconds, now, ctx.user_id or 'an admin')
+        except db_api.AlreadyNoticed:
+            raise ApiError(409, 'server %s is already under a preemption '
+                           'notice (GET /v1/notices)' % server_id,
+                           'spot-market.already-noticed')
+        except db_api.DrillLimited as exc:
+            wait = max(1, int(exc.retry_at - now + 0.999))
+            raise ApiError(
+                429, 'project %s started its %d interruption drills of the '
+                'last %d s ([opie_market] drill_limit, drill_window); retry '
+                'after %s (in %d s)' % (
+                    info.project, s.drill_limit, s.drill_window,
+                    market_cloud.iso(exc.retry_at), wait),
+                'spot-market.drill-limit', {'Retry-After': str(wait)})
+        LOG.info('server %s (project %s): interruption drill asked by %s',
+                 server_id, info.project, ctx.user_id)
+        return 202, {'interruption_drill': {
+            'server_id': server_id, 'project_id': info.project,
+            'kind': notice['kind'], 'state': notice['state'],
+            'noticed_at': market_cloud.iso(notice['noticed_at']),
+            'deadline': market_cloud.iso(notice['deadline']),
+            'notice_seconds': notice_seconds, 'action': action,
+            'reason': notice['reason']}}
 
 
 class NoAuth:

@@ -21,7 +21,9 @@ persona                       may
 project reader                read prices, its servers' bids, its account,
                               ledger, notices and event history, placement
                               scores and interruption histories
-project member                the above, and set or unset its bids
+project member                the above, set or unset its bids, and send
+                              its preemptible servers through an
+                              interruption drill
 admin (``role:admin``)        everything, any project (the market's
                               operators: credit, reserve prices, shares)
 service (``role:service``)    what the cloud's services need: read and set
@@ -79,6 +81,7 @@ SHARES_LIST = 'opie_market:shares:list'
 PLACEMENT_SCORE_SHOW = 'opie_market:placement_score:show'
 INTERRUPTION_HISTORY_SHOW = 'opie_market:interruption_history:show'
 EVENTS_LIST = 'opie_market:events:list'
+INTERRUPTION_DRILL_CREATE = 'opie_market:interruption_drill:create'
 
 #: Names before secure RBAC (deprecated; their overrides still apply).
 OLD_NAMES = {
@@ -202,6 +205,15 @@ API_RULES = [
           "A project's event history: at-risk marks, notices, "
           "interruptions, restores, drills (microversion 1.2).",
           [{'path': '/v1/events', 'method': 'GET'}]),
+    _rule(INTERRUPTION_DRILL_CREATE, PROJECT_MEMBER_OR_ADMIN,
+          "Send one's own preemptible server through a real interruption "
+          "(at-risk mark, notice, its flavor's behaviour at the deadline), "
+          "recorded as a drill, never charged, never counted in prices or "
+          "interruption rates; at most [opie_market] drill_limit per "
+          "project and drill_window (a reader of the project gets 403, "
+          "another project 404; microversion 1.3).",
+          [{'path': '/v1/servers/{server_id}/interruption-drill',
+            'method': 'POST'}]),
     _rule(SHARES_LIST, SERVICE_OR_ADMIN,
           "Every preemptible server's per-host share and allocation error "
           "(who is under-served; the repacker's tabu strategy reads it).",

@@ -58,6 +58,14 @@ RESERVE_UPDATE = {
     'additionalProperties': False,
 }
 
+#: An interruption drill (microversion 1.3); its upper bound is
+#: ``[opie_market] notice_period``, checked after.
+DRILL_CREATE = {
+    'type': 'object',
+    'properties': {'notice_seconds': {'type': 'integer', 'minimum': 0}},
+    'additionalProperties': False,
+}
+
 #: Pagination parameters of list resources (microversion 1.1).
 PAGINATION = {'limit': _INT_TEXT, 'marker': _NAME}
 

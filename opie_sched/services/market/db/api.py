@@ -29,6 +29,7 @@ currency per unit-hour).
 import decimal
 import time
 
+from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_log import log as logging
@@ -45,9 +46,33 @@ class MarkerNotFound(LookupError):
     """A page's marker names no row of the listing."""
 
 
+class AlreadyNoticed(Exception):
+    """The server has a pending notice (:meth:`MarketStore.start_drill`).
+    """
+
+
+class DrillLimited(Exception):
+    """The project started its allowed drills in the window
+    (:meth:`MarketStore.start_drill`); ``retry_at`` (epoch seconds) is
+    when the oldest of them leaves the window.
+    """
+
+    def __init__(self, retry_at):
+        super().__init__('drill limit reached; retry at %s' % retry_at)
+        self.retry_at = retry_at
+
+
 @enginefacade.transaction_context_provider
 class _Context:
     """The per-call context oslo.db attaches its session to."""
+
+
+def _sqlite_locked(exc):
+    """Whether ``exc`` is sqlite's "database is locked": two writers of one
+    sqlite file upgraded their read locks at once (it fails one of them at
+    once, a deadlock sqlite reports as busy); the transaction is retried.
+    """
+    return 'database is locked' in str(exc)
 
 
 def key_text(period_start):
@@ -468,6 +493,77 @@ class MarketStore(budget.LedgerStore):
         except db_exc.DBDuplicateEntry:
             return False
         return True
+
+    @oslo_db_api.wrap_db_retry(max_retries=8, retry_interval=0.1,
+                               max_retry_interval=2, retry_on_deadlock=True,
+                               exception_checker=_sqlite_locked)
+    def start_drill(self, server_uuid, project, reason, period_start,
+                    noticed_at, deadline, limit, window, flavor=None,
+                    host=None):
+        """Give a server an interruption drill's notice (kind ``drill``)
+        unless it has a pending notice or its project started ``limit``
+        drills in the last ``window`` seconds; record its at-risk mark
+        and notice as events (cause ``drill``).
+
+        The count, the notice and the events are one transaction, so
+        several API workers on one database agree: the count is of the
+        project's drill notices (events ``notice``, cause ``drill``) in
+        ``(noticed_at - window, noticed_at]``; on PostgreSQL a
+        transaction-level advisory lock per project, on MySQL the
+        counted range read ``FOR UPDATE`` (its gap locks), on sqlite the
+        file's write lock serialize two drills of one project (a deadlock
+        between them, sqlite's "database is locked", is retried).
+
+        :raises AlreadyNoticed: a notice is pending.
+        :raises DrillLimited: the project is at its limit.
+        :returns: the notice as a dict (columns of :class:`.models.Notice`).
+        """
+        try:
+            return self._start_drill(server_uuid, project, reason,
+                                     period_start, noticed_at, deadline,
+                                     limit, window, flavor, host)
+        except db_exc.DBDuplicateEntry:
+            # the same server's drill at the same instant (a replay)
+            raise AlreadyNoticed(server_uuid)
+
+    def _start_drill(self, server_uuid, project, reason, period_start,
+                     noticed_at, deadline, limit, window, flavor, host):
+        e, n = models.Event, models.Notice
+        with self._writer() as session:
+            dialect = session.get_bind().dialect.name
+            if dialect == 'postgresql':
+                session.execute(sa.text(
+                    'SELECT pg_advisory_xact_lock(hashtext(:key))'),
+                    {'key': 'opie-market-drill:%s' % project})
+            row = session.get(n, server_uuid, with_for_update=True)
+            if row is not None and row.state == models.NOTICED:
+                raise AlreadyNoticed(server_uuid)
+            counted = sa.select(e.at).where(
+                e.project == project, e.kind == models.EVENT_NOTICE,
+                e.cause == models.CAUSE_DRILL,
+                e.at > noticed_at - window).order_by(e.at)
+            if dialect == 'mysql':
+                counted = counted.with_for_update()
+            ats = list(session.scalars(counted))
+            if len(ats) >= limit:
+                raise DrillLimited(
+                    ats[len(ats) - limit] + window if limit else None)
+            if row is None:
+                row = n(server_uuid=server_uuid)
+                session.add(row)
+            row.project, row.kind, row.reason = (project, models.KIND_DRILL,
+                                                 reason)
+            row.period_start, row.noticed_at = period_start, noticed_at
+            row.deadline, row.state = deadline, models.NOTICED
+            row.action, row.updated_at = None, noticed_at
+            for kind in (models.EVENT_AT_RISK, models.EVENT_NOTICE):
+                session.add(e(
+                    server_uuid=server_uuid, project=project, kind=kind,
+                    cause=models.CAUSE_DRILL, at=noticed_at, host=host,
+                    flavor=flavor, detail=reason))
+            session.flush()
+            return {c.name: getattr(row, c.name)
+                    for c in n.__table__.columns}
 
     def notices(self, state=None, project=None):
         """Notices as dicts (columns of :class:`.models.Notice`), oldest

@@ -175,10 +175,16 @@ CANCELLED = 'cancelled'
 GONE = 'gone'
 
 
+#: Notice kind of an owner's interruption drill (the market's own kinds
+#: are in :mod:`opie_sched.services.market.enforcement`).
+KIND_DRILL = 'drill'
+
+
 class Notice(Base):
     """A preemption notice: ``deadline`` (epoch seconds) after which the
-    server is stopped or deleted; ``kind`` is ``out_of_bid`` or
-    ``out_of_credit``.
+    server is interrupted by its behaviour; ``kind`` is ``out_of_bid``,
+    ``out_of_credit`` or ``drill`` (its owner asked for it:
+    :data:`KIND_DRILL`).
     """
     __tablename__ = 'market_notices'
     server_uuid = sa.Column(sa.String(64), primary_key=True)
