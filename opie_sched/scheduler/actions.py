@@ -467,12 +467,7 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
         if verb is None:
             # released (e.g. shelved and offloaded): the server stays in
             # its project, off any host
-            LOG.info('Victim %s is released (%s, %s); its record is '
-                     'cleared', inst.uuid, behavior, inst.vm_state)
-            try:
-                reservations.clear_state(inst, expected=state, cctxt=cctxt)
-            except exception.InstanceNotFound:
-                pass
+            _released(cctxt, inst, state, behavior, now)
             return False
     new = state.terminating(now, opts.retry_interval, opts.max_retry_interval)
     new = dataclasses.replace(new, behavior=behavior, action_request=(
@@ -537,6 +532,57 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
                         new.attempts, exc,
                         victim_state.format_time(new.next_attempt))
         return False
+
+
+def _released(cctxt, inst, state, behavior, now):
+    """A victim its behaviour released: its record becomes the restore
+    record its flavor asks for (:func:`opie_sched.preemption.victim_state.
+    after_release`), else is cleared. An owner whose server reached its
+    flavor's ``opie:max_interruptions`` is told why it stays shelved.
+    """
+    specs = getattr(inst.flavor, 'extra_specs', None)
+    new = victim_state.after_release(state, behavior, inst.vm_state, specs,
+                                     now)
+    try:
+        if not reservations.swap_state(cctxt, inst, state, new):
+            return
+    except exception.InstanceNotFound:
+        return
+    if new is None:
+        LOG.info('Victim %s is released (%s, %s); its record is cleared',
+                 inst.uuid, behavior, inst.vm_state)
+    elif new.state == victim_state.RESTORE_PENDING:
+        LOG.info('Victim %s is released (%s, %s); it is restored when '
+                 'there is room (interruption %d)', inst.uuid, behavior,
+                 inst.vm_state, new.interruptions)
+    else:
+        limit = victim_state.max_interruptions(specs)
+        text = victim_state.given_up_message(new.interruptions, limit)
+        LOG.info('Victim %s is released (%s, %s) and not restored: %s',
+                 inst.uuid, behavior, inst.vm_state, text)
+        tell_restore(cctxt, inst, text, 'interruption %d of %d allowed by '
+                     'its flavor' % (new.interruptions, limit))
+
+
+def tell_restore(cctxt, inst, text, details=None):
+    """Tell a restore-requesting server's owner what became of it:
+    server metadata ``opie:restore_status`` (informational: never read
+    back) and, with ``details``, an instance fault ``text`` (``details``
+    for admins). Errors are logged.
+    """
+    try:
+        main_db.instance_metadata_update(
+            cctxt, inst.uuid,
+            {RESTORE_STATUS_KEY: text[:victim_state.METADATA_MAX]}, False)
+        if details is not None:
+            _add_fault(cctxt, inst, text, details)
+    except Exception:
+        LOG.exception('Could not tell the owner of %s: %s', inst.uuid, text)
+
+
+#: Server metadata key telling a restore-requesting server's owner what
+#: became of it (restored, or left shelved and why). Informational only.
+RESTORE_STATUS_KEY = 'opie:restore_status'
 
 
 def _step_wait(behavior, opts):

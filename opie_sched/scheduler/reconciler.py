@@ -42,7 +42,11 @@ host. Each round, per cell:
 5. when ``[opie_preemption] headroom`` (or an aggregate's
    ``opie_headroom``) is set, every pool of hosts whose free room is below
    its headroom gets the cheapest victims restoring it noticed ahead of
-   demand (:mod:`opie_sched.scheduler.headroom`).
+   demand (:mod:`opie_sched.scheduler.headroom`);
+6. servers shelved by the preemption whose flavor asks for automatic
+   restore (``opie:restore=auto``) are unshelved onto free room, at most
+   ``[opie_reconciler] restore_per_round`` (:mod:`opie_sched.scheduler.
+   restore`).
 
 Victims already reserved or terminating count as leaving, so running it
 again (or a second reconciler) changes nothing once hosts are within
@@ -74,6 +78,7 @@ from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
+from opie_sched.scheduler import restore
 from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
@@ -118,6 +123,9 @@ class Reconciler:
         self._reserved = hosts.ReservedCache()
         # the headroom step (step 5) and its waiters
         self.headroom = headroom.Keeper(self)
+        # the restore step (step 6) and the uuids it unshelved last round
+        self.restorer = restore.Restorer(self)
+        self.restored = []
 
     def placement(self):
         """nova's SchedulerReportClient (made on first use)."""
@@ -170,7 +178,8 @@ class Reconciler:
         return plans
 
     def run_once(self, ctx=None, skip=(), dry_run=None, placement=None):
-        """One reconciliation round (steps 1-4 of the module docstring).
+        """One reconciliation round (steps 1-6 of the module docstring;
+        the uuids the restore step unshelved are left in ``restored``).
 
         :param ctx: admin RequestContext (default: a new admin context).
         :param skip: instance uuids to treat as leaving.
@@ -202,7 +211,19 @@ class Reconciler:
                           'repaired this round; the other cells are '
                           'repaired', cell.uuid, cell.name, exc_info=True)
         acted.extend(self._keep_headroom(ctx, dry_run))
+        self.restored = self._restore(ctx, dry_run)
         return acted
+
+    def _restore(self, ctx, dry_run):
+        """Step 6: :meth:`opie_sched.scheduler.restore.Restorer.run`
+        (after the headroom: a restore never takes it); its failure is
+        logged, never raised.
+        """
+        try:
+            return self.restorer.run(ctx, dry_run)
+        except Exception:
+            LOG.exception('Reconciler: the restore step failed this round')
+            return []
 
     def _keep_headroom(self, ctx, dry_run):
         """Step 5: :meth:`opie_sched.scheduler.headroom.Keeper.run`;
