@@ -538,7 +538,8 @@ def _released(cctxt, inst, state, behavior, now):
     """A victim its behaviour released: its record becomes the restore
     record its flavor asks for (:func:`opie_sched.preemption.victim_state.
     after_release`), else is cleared. An owner whose server reached its
-    flavor's ``opie:max_interruptions`` is told why it stays shelved.
+    flavor's ``opie:max_interruptions`` is told why it stays shelved
+    (:func:`tell_restore`).
     """
     specs = getattr(inst.flavor, 'extra_specs', None)
     new = victim_state.after_release(state, behavior, inst.vm_state, specs,
@@ -560,22 +561,19 @@ def _released(cctxt, inst, state, behavior, now):
         text = victim_state.given_up_message(new.interruptions, limit)
         LOG.info('Victim %s is released (%s, %s) and not restored: %s',
                  inst.uuid, behavior, inst.vm_state, text)
-        tell_restore(cctxt, inst, text, 'interruption %d of %d allowed by '
-                     'its flavor' % (new.interruptions, limit))
+        tell_restore(cctxt, inst, text)
 
 
-def tell_restore(cctxt, inst, text, details=None):
-    """Tell a restore-requesting server's owner what became of it:
-    server metadata ``opie:restore_status`` (informational: never read
-    back) and, with ``details``, an instance fault ``text`` (``details``
-    for admins). Errors are logged.
+def tell_restore(cctxt, inst, text):
+    """Tell a restore-requesting server's owner what became of it: server
+    metadata ``opie:restore_status`` (informational: never read back;
+    Nova's API shows an instance fault only for a server in ERROR or
+    deleted, never for a shelved one). Errors are logged.
     """
     try:
         main_db.instance_metadata_update(
             cctxt, inst.uuid,
             {RESTORE_STATUS_KEY: text[:victim_state.METADATA_MAX]}, False)
-        if details is not None:
-            _add_fault(cctxt, inst, text, details)
     except Exception:
         LOG.exception('Could not tell the owner of %s: %s', inst.uuid, text)
 
