@@ -371,7 +371,7 @@ def interruptions_of(sysmeta):
         return 0
 
 
-# -- automatic restore ---------------------------------------------------------
+# -- automatic restore -------------------------------------------------------
 
 #: Flavor extra spec asking for automatic restore of a preemptible server
 #: interrupted with the ``shelve`` behaviour: ``auto`` (unshelved by the

@@ -160,7 +160,8 @@ class Restorer:
 
     def views(self, ctx):
         """``{service host: HostView}`` of every compute node, all cells
-        (the ComputeNode records; servers leaving counted as gone)."""
+        (the ComputeNode records; servers leaving counted as gone).
+        """
         now = timeutils.utcnow(with_timezone=True)
         rec = self._reconciler
         views = {}

@@ -98,8 +98,8 @@ class _RestoreBase(_Steps):
         deadline = time.monotonic() + timeout
         while True:
             with self.cell_ctx() as cctxt:
-                node = objects.ComputeNode.get_first_node_by_host_for_old_compat(
-                    cctxt, host)
+                node = objects.ComputeNode.\
+                    get_first_node_by_host_for_old_compat(cctxt, host)
             if node.vcpus_used == used or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
