@@ -405,6 +405,29 @@ def max_interruptions(extra_specs):
     return value if value >= 1 else 0
 
 
+#: Server metadata key of the owner's preference for their own server:
+#: ``off`` keeps it shelved while set (its record waits; ``auto`` or
+#: removing the key lets it be restored again). It can only opt a server
+#: out: the flavor decides whether it has a restore record at all, and
+#: nothing here orders, counts or places anybody's restore.
+OWNER_RESTORE_KEY = 'opie:restore'
+
+
+def owner_opted_out(metadata):
+    """``(opted out, problem)`` from a server's metadata (user-written,
+    so validated here): ``(True, None)`` for ``opie:restore=off``,
+    ``(False, None)`` for ``auto`` or no key, ``(False, text)`` for any
+    other value (ignored: the flavor's choice applies).
+    """
+    value = (metadata or {}).get(OWNER_RESTORE_KEY)
+    if value is None or value == RESTORE_AUTO:
+        return False, None
+    if value == RESTORE_OFF:
+        return True, None
+    return False, ('server metadata %s=%r ignored: auto or off'
+                   % (OWNER_RESTORE_KEY, str(value)[:40]))
+
+
 def after_release(state, behavior, vm_state, extra_specs, now):
     """The record of a victim its behaviour has just released, or None
     (no record: an ordinary server of its owner, or gone).

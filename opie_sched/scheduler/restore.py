@@ -24,7 +24,10 @@ headroom step:
    metadata ``opie:restore_status``); one shelved and offloaded again with
    no task (its unshelve found no room) is pending again, in its place; a
    pending or given-up server its owner unshelved (or that is no longer
-   shelved and offloaded) is left to its owner (record cleared);
+   shelved and offloaded) is left to its owner (record cleared); a
+   pending server whose owner set its server metadata ``opie:restore`` to
+   ``off`` waits, record kept (the owner's preference for their own
+   server only; any other value is ignored);
 2. the pending servers are taken in order (:func:`~opie_sched.preemption.
    victim_state.restore_order`: the highest bid first, the scheduler's
    :func:`~opie_sched.scheduler.market_weights.instance_bid`, whose last
@@ -256,7 +259,15 @@ class Restorer:
         if vs.state == victim_state.RESTORE_PENDING and offloaded:
             if victim_state.restore_requested(
                     getattr(inst.flavor, 'extra_specs', None)):
-                return True
+                out, problem = victim_state.owner_opted_out(
+                    inst.metadata if 'metadata' in inst else {})
+                if problem:
+                    LOG.info('Restore: %s: %s', inst.uuid, problem)
+                if out:
+                    LOG.info('Restore: %s waits: its owner turned restore '
+                             'off (server metadata %s)', inst.uuid,
+                             victim_state.OWNER_RESTORE_KEY)
+                return not out
             self._clear(cctxt, inst, vs, dry_run, 'its flavor no longer '
                         'asks for restore')
             return False

@@ -148,6 +148,23 @@ class RestoreTest(_RestoreBase):
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
         self.assertEqual('ACTIVE', self.status(filler))
 
+    def test_owner_opt_out_keeps_it_shelved(self):
+        victim, filler = self.boot_victim()
+        # set while it runs (Nova refuses metadata updates of a shelved
+        # and offloaded server: 409)
+        self.api_fixture.api.post_server_metadata(
+            victim['id'], {vs.OWNER_RESTORE_KEY: 'off'})
+        normal = self.preempt(victim)
+        self.delete(normal)
+        self.wait_node_vcpus('host1', 4)
+        for _ in range(2):
+            self.rec.run_once()
+            self.assertEqual([], self.rec.restored)
+        self.assertEqual('SHELVED_OFFLOADED', self.status(victim))
+        # the record waits (the owner's unshelve clears it)
+        self.assertEqual(vs.RESTORE_PENDING,
+                         self.sysmeta(victim['id']).state)
+
     def test_normal_request_during_the_restore_still_lands(self):
         victim, filler = self.boot_victim()
         normal = self.preempt(victim)

@@ -238,3 +238,18 @@ class RestoreRecordTest(testtools.TestCase):
         items = [('a', 0.05, new), ('b', 0.05, old), ('c', 0.10, new)]
         items.sort(key=lambda i: vs.restore_order(i[1], i[2], i[0]))
         self.assertEqual(['c', 'b', 'a'], [i[0] for i in items])
+
+    def test_owner_can_only_opt_out(self):
+        self.assertEqual((True, None), vs.owner_opted_out(
+            {vs.OWNER_RESTORE_KEY: 'off'}))
+        for meta in ({}, None, {vs.OWNER_RESTORE_KEY: 'auto'}):
+            self.assertEqual((False, None), vs.owner_opted_out(meta))
+        # anything else is ignored (the flavor decides), and said
+        out, problem = vs.owner_opted_out({vs.OWNER_RESTORE_KEY: 'always'})
+        self.assertFalse(out)
+        self.assertIn("opie:restore='always' ignored", problem)
+        # the owner's key never makes a record: only the flavor does
+        state = vs.reserve('p', T0).terminating(T0, 60, 3600)
+        state = dataclasses.replace(state, behavior=vs.SHELVE)
+        self.assertIsNone(vs.after_release(state, vs.SHELVE,
+                                           'shelved_offloaded', {}, T0))
