@@ -879,6 +879,27 @@ def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
     return ok
 
 
+def notify_restore(ctx, inst, state, now):
+    """Emit ``opie.instance.restore`` for a server running again after an
+    automatic restore (:mod:`opie_sched.scheduler.restore`), as
+    :func:`notify` does (same format option, publisher and notifier;
+    errors logged, never raised).
+
+    :param state: its restore record (``restoring``): ``interruptions``
+        and ``since`` (when it began waiting).
+    """
+    if CONF.notifications.notification_format not in ('both', 'versioned'):
+        return
+    try:
+        note = preempt_notes.restore_notification(
+            inst.uuid, inst.project_id, inst.host, state.interruptions,
+            max((now - state.since).total_seconds(), 0.0), CONF.host)
+        note.emit(rpc.get_versioned_notifier(note.publisher.publisher_id),
+                  ctx)
+    except Exception:
+        LOG.exception('Could not emit %s', preempt_notes.RESTORE_EVENT_TYPE)
+
+
 def notify(ctx, plan, preempted_by, request_id, action, terminated=None):
     """Emit the ``opie.instance.preempt`` versioned notification.
 

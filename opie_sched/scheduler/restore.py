@@ -21,8 +21,10 @@ headroom step:
 
 1. every restore record is brought up to date: a ``restoring`` server
    running again is restored (record cleared, its owner told by server
-   metadata ``opie:restore_status``); one shelved and offloaded again with
-   no task (its unshelve found no room) is pending again, in its place; a
+   metadata ``opie:restore_status``, operators and the market's event
+   history by the ``opie.instance.restore`` notification); one shelved
+   and offloaded again with no task (its unshelve found no room) is
+   pending again, in its place; a
    pending or given-up server its owner unshelved (or that is no longer
    shelved and offloaded) is left to its owner (record cleared); a
    pending server whose owner set its server metadata ``opie:restore`` to
@@ -282,6 +284,8 @@ class Restorer:
                 return False
             if inst.vm_state == behaviours.ACTIVE and inst.task_state is None:
                 if self._clear(cctxt, inst, vs, dry_run, 'restored'):
+                    actions.notify_restore(
+                        cctxt, inst, vs, timeutils.utcnow(with_timezone=True))
                     actions.tell_restore(
                         cctxt, inst, 'Restored at %s after %d '
                         'interruption(s)' % (victim_state.format_time(

@@ -145,6 +145,13 @@ class RestoreTest(_RestoreBase):
             vs.KEY_INTERRUPTIONS])
         self.assertTrue(self.owner_metadata(victim)[
             actions.RESTORE_STATUS_KEY].startswith('Restored at '))
+        # operators (and the market's event history) are told once
+        notes = [n['payload']['opie_object.data'] for n in
+                 self.notifier.versioned_notifications
+                 if n['event_type'] == 'opie.instance.restore']
+        self.assertEqual([(victim['id'], 1, 'host1')],
+                         [(n['uuid'], n['interruptions'], n['host'])
+                          for n in notes])
         self.assertEqual((8, 16000, 160), self.full_used('host1'))
         self.assertEqual('ACTIVE', self.status(filler))
 
