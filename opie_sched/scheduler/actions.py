@@ -511,9 +511,11 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
             getattr(compute_api(), verb)(acctxt, inst)
         except exception.InstanceInvalidState as exc:
             # refused in a state changed since it was read: the fallback
-            verb = _refused(cctxt, acctxt, inst, new, verb, exc)
-            if verb is None:
+            fallback_verb = _refused(cctxt, acctxt, inst, new, verb, exc)
+            if fallback_verb is None:
+                # logged below with the verb Nova refused (not "None")
                 raise
+            verb = fallback_verb
             getattr(compute_api(), verb)(acctxt, inst)
         return True
     except exception.InstanceNotFound:
