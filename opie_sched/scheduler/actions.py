@@ -111,6 +111,47 @@ def reset():
         _compute_api = None
 
 
+def service_context(ctx):
+    """A copy of the admin context ``ctx`` carrying the token and service
+    catalog of nova's service user (nova.conf ``[service_user]``), for the
+    compute API calls of opie that reach another service: a shelve creates
+    its snapshot image in Glance here and the compute uploads it, an
+    unshelve's conductor reads it, both with the context's token (an
+    admin context has none: Glance behind Keystone refuses, the catalog
+    is empty). The token travels with the context over RPC.
+
+    :returns: the copy; ``ctx`` itself when ``[service_user]`` has no
+        ``auth_type`` or its token cannot be had (logged).
+    """
+    from keystoneauth1 import loading as ks_loading
+    try:
+        auth = ks_loading.load_auth_from_conf_options(CONF, 'service_user')
+        if auth is None:
+            return ctx
+        session = ks_loading.load_session_from_conf_options(
+            CONF, 'service_user', auth=auth)
+        access = auth.get_access(session)
+    except Exception:
+        LOG.exception('Could not get a token of [service_user]; calls to '
+                      'Glance (shelve, unshelve) may fail')
+        return ctx
+    new = copy.copy(ctx)
+    new.auth_token = access.auth_token
+    catalog = access.service_catalog.catalog if access.has_service_catalog() \
+        else []
+    # nova keeps only the parts it uses (RequestContext.__init__)
+    new.service_catalog = [s for s in catalog or ()
+                           if s.get('type') in SERVICE_CATALOG_TYPES]
+    return new
+
+
+#: The verbs whose compute API call reaches Glance.
+GLANCE_VERBS = (behaviours.SHELVE_VERB, behaviours.OFFLOAD_VERB)
+#: The catalog entries nova's RequestContext keeps.
+SERVICE_CATALOG_TYPES = ('image', 'block-storage', 'volumev3', 'key-manager',
+                         'placement', 'network', 'accelerator', 'sharev2')
+
+
 def _add_fault(cctxt, instance, message, details):
     """An instance fault: ``message`` for everyone who sees the server,
     ``details`` for admins only (code 500).
@@ -495,7 +536,11 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
         # the record makes the reconciler retry if that never finishes.
         LOG.info('Victim %s is already being deleted', inst.uuid)
         return False
-    acctxt = copy.copy(cctxt)
+    # a shelve reaches Glance (its snapshot): a token of the service user;
+    # a stop or delete does not (no Keystone call on their path)
+    acctxt = (service_context(cctxt) if verb in GLANCE_VERBS else cctxt)
+    if acctxt is cctxt:
+        acctxt = copy.copy(cctxt)
     acctxt.request_id = new.action_request
     if deleting:
         _log_stuck(acctxt, inst, new)

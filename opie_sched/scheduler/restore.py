@@ -331,7 +331,7 @@ class Restorer:
                 return False
         except exception.InstanceNotFound:
             return False
-        acctxt = cctxt.elevated()
+        acctxt = actions.service_context(cctxt.elevated())
         acctxt.request_id = oslo_context.generate_request_id()
         try:
             actions.compute_api().unshelve(acctxt, inst, host=host)

@@ -65,3 +65,47 @@ class RoomTest(testtools.TestCase):
         room = restore.Room(views, one_slot)
         room.take('b', LARGE)
         self.assertIsNone(room.place(LARGE))
+
+
+class ServiceContextTest(testtools.TestCase):
+    """The token and catalog of nova's [service_user] for the calls that
+    reach Glance (shelve, unshelve).
+    """
+
+    def test_unconfigured_leaves_the_context(self):
+        from unittest import mock
+
+        from opie_sched.scheduler import actions
+        ctx = object()
+        with mock.patch('keystoneauth1.loading.load_auth_from_conf_options',
+                        return_value=None):
+            self.assertIs(ctx, actions.service_context(ctx))
+
+    def test_token_and_catalog_of_the_service_user(self):
+        import types
+        from unittest import mock
+
+        from opie_sched.scheduler import actions
+        access = mock.Mock(auth_token='tok')
+        access.has_service_catalog.return_value = True
+        access.service_catalog.catalog = [
+            {'type': 'image', 'endpoints': []},
+            {'type': 'identity', 'endpoints': []}]
+        auth = mock.Mock()
+        auth.get_access.return_value = access
+        ctx = types.SimpleNamespace(auth_token=None, service_catalog=[])
+        with mock.patch('keystoneauth1.loading.load_auth_from_conf_options',
+                        return_value=auth), \
+                mock.patch('keystoneauth1.loading.'
+                           'load_session_from_conf_options'):
+            new = actions.service_context(ctx)
+        self.assertEqual('tok', new.auth_token)
+        self.assertEqual(['image'], [s['type'] for s in new.service_catalog])
+        self.assertIsNone(ctx.auth_token)   # a copy
+        # a failing Keystone: the context as it was, logged
+        auth.get_access.side_effect = RuntimeError('keystone down')
+        with mock.patch('keystoneauth1.loading.load_auth_from_conf_options',
+                        return_value=auth), \
+                mock.patch('keystoneauth1.loading.'
+                           'load_session_from_conf_options'):
+            self.assertIs(ctx, actions.service_context(ctx))
