@@ -505,6 +505,22 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
             # Nova refuses the behaviour's verb in this state: its
             # documented fallback (shelve -> delete), fixed in the record
             refused_by, behavior = behavior, applied
+        if verb is None and _arriving(inst):
+            # shelved and offloaded but being unshelved (a restore, or its
+            # owner): it is taking a host now, so it is not released; the
+            # reconciler's retry interrupts it once it runs
+            new = state.terminating(now, opts.retry_interval,
+                                    opts.max_retry_interval)
+            new = dataclasses.replace(new, behavior=behavior)
+            LOG.info('Victim %s is being unshelved (task state %s); it is '
+                     'interrupted once it runs (retry at %s)', inst.uuid,
+                     inst.task_state,
+                     victim_state.format_time(new.next_attempt))
+            try:
+                reservations.swap_state(cctxt, inst, state, new)
+            except exception.InstanceNotFound:
+                pass
+            return False
         if verb is None:
             # released (e.g. shelved and offloaded): the server stays in
             # its project, off any host
@@ -579,6 +595,14 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
                         new.attempts, exc,
                         victim_state.format_time(new.next_attempt))
         return False
+
+
+def _arriving(inst):
+    """True for a shelved and offloaded server with a task under way (an
+    unshelve: ``unshelving``, then ``spawning`` on its new host).
+    """
+    return (inst.vm_state == behaviours.SHELVED_OFFLOADED
+            and inst.task_state is not None)
 
 
 def _released(cctxt, inst, state, behavior, now):

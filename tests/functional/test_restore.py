@@ -34,7 +34,10 @@ class _RestoreBase(_Steps):
                    'opie_preemption': {'release_timeout': 10,
                                        'retry_interval': 1,
                                        'max_retry_interval': 1,
-                                       'poll_interval': 0.2}}
+                                       'poll_interval': 0.2,
+                                       # a reservation left by a request
+                                       # racing the unshelve ends soon
+                                       'reservation_timeout': 15}}
     #: extra specs of the restoring flavor beyond shelve + restore=auto
     SPECS = {}
 
@@ -184,9 +187,12 @@ class RestoreTest(_RestoreBase):
         # restored server yields (preempted, or its unshelve refused, or
         # shelved again by the reconciler's repair of the race) and waits
         # again
-        self.assertTrue(self.round_until(
+        ok = self.round_until(
             lambda: self.full_used('host1') == (8, 16000, 160)
-            and self.status(victim) == 'SHELVED_OFFLOADED'))
+            and self.status(victim) == 'SHELVED_OFFLOADED'
+            and self.sysmeta(victim['id']).state == vs.RESTORE_PENDING)
+        self.assertTrue(ok, (self.full_used('host1'), self.status(victim),
+                             self.sysmeta(victim['id'])))
         self.assertEqual('ACTIVE', self.status(second))
         state = self.sysmeta(victim['id'])
         self.assertEqual(vs.RESTORE_PENDING, state.state)
