@@ -139,10 +139,27 @@ def service_context(ctx):
     new.auth_token = access.auth_token
     catalog = access.service_catalog.catalog if access.has_service_catalog() \
         else []
-    # nova keeps only the parts it uses (RequestContext.__init__)
-    new.service_catalog = [s for s in catalog or ()
+    # nova keeps only the parts it uses (RequestContext.__init__), in the
+    # v2 form of keystonemiddleware's X-Service-Catalog, which it reads
+    new.service_catalog = [v2_service(s) for s in catalog or ()
                            if s.get('type') in SERVICE_CATALOG_TYPES]
     return new
+
+
+def v2_service(service):
+    """A service of a Keystone v3 catalog in the v2 form nova's context
+    reads (``endpoints``: ``region`` and ``publicURL``/``internalURL``/
+    ``adminURL`` per region); a v2 entry is returned as it is.
+    """
+    endpoints = {}
+    for ep in service.get('endpoints') or ():
+        if 'interface' not in ep:
+            return service
+        region = ep.get('region_id') or ep.get('region')
+        item = endpoints.setdefault(region, {'region': region})
+        item['%sURL' % ep['interface']] = ep.get('url')
+    return {'type': service.get('type'), 'name': service.get('name'),
+            'endpoints': list(endpoints.values())}
 
 
 #: The verbs whose compute API call reaches Glance.

@@ -89,7 +89,10 @@ class ServiceContextTest(testtools.TestCase):
         access = mock.Mock(auth_token='tok')
         access.has_service_catalog.return_value = True
         access.service_catalog.catalog = [
-            {'type': 'image', 'endpoints': []},
+            {'type': 'image', 'name': 'glance', 'endpoints': [
+                {'interface': 'public', 'region_id': 'R1', 'url': 'http://g'},
+                {'interface': 'internal', 'region_id': 'R1',
+                 'url': 'http://gi'}]},
             {'type': 'identity', 'endpoints': []}]
         auth = mock.Mock()
         auth.get_access.return_value = access
@@ -100,7 +103,10 @@ class ServiceContextTest(testtools.TestCase):
                            'load_session_from_conf_options'):
             new = actions.service_context(ctx)
         self.assertEqual('tok', new.auth_token)
-        self.assertEqual(['image'], [s['type'] for s in new.service_catalog])
+        # the v2 form nova's context reads (keystonemiddleware's header)
+        self.assertEqual([{'type': 'image', 'name': 'glance', 'endpoints': [
+            {'region': 'R1', 'publicURL': 'http://g',
+             'internalURL': 'http://gi'}]}], new.service_catalog)
         self.assertIsNone(ctx.auth_token)   # a copy
         # a failing Keystone: the context as it was, logged
         auth.get_access.side_effect = RuntimeError('keystone down')
