@@ -318,6 +318,16 @@ reconciler_opts = [
     cfg.BoolOpt(
         'dry_run', default=False,
         help='Log what would be terminated without terminating anything.'),
+    cfg.IntOpt(
+        'restore_per_round', default=5, min=0,
+        help='Most preempted servers the reconciler unshelves per round '
+             '(automatic restore: flavors with ``opie:restore=auto`` whose '
+             'servers were shelved by the ``shelve`` interruption '
+             'behaviour). Each is unshelved only onto free room, never by '
+             'preempting anyone nor below a pool\'s headroom; the highest '
+             'bid first, then the longest waiting. Possible values: 0 '
+             '(no automatic restore: such servers wait, shelved, for '
+             'their owners), or a positive number of unshelves per round.'),
 ]
 
 

@@ -511,6 +511,11 @@ def nova_conf(settings, layout, limits_endpoint=None):
         'database': {'connection': settings.db_url(layout.database('nova'))},
         'keystone_authtoken': _authtoken(settings, 'nova'),
         'placement': _service_auth(settings, 'placement'),
+        # nova's service user: the token and catalog of the scheduler's
+        # own compute API calls that reach Glance (the shelve behaviour's
+        # snapshot, the restore's unshelve; opie_sched.scheduler.actions.
+        # service_context); send_service_user_token stays off
+        'service_user': _service_auth(settings, 'nova'),
         # The stand-in is kept out of the catalog: nova is pointed at it.
         'neutron': dict(_service_auth(settings, 'nova'),
                         endpoint_override=settings.url('neutron')

@@ -21,6 +21,9 @@ from opie_sched.notifications import base
 from opie_sched.preemption import behaviours
 
 EVENT_TYPE = 'opie.instance.preempt'
+#: Sent by the reconciler when a preempted server is running again
+#: (automatic restore, :mod:`opie_sched.scheduler.restore`).
+RESTORE_EVENT_TYPE = 'opie.instance.restore'
 SOURCE = 'opie-scheduler'
 
 #: The interruption behaviours (:mod:`opie_sched.preemption.behaviours`,
@@ -111,5 +114,59 @@ def preempt_notification(host, preemptor, request_id, action, victims,
     return PreemptionNotification(
         priority=base.PriorityField.INFO,
         event_type=base.OpieEventType(object='instance', action='preempt'),
+        publisher=base.OpiePublisher(source=SOURCE, host=publisher_host),
+        payload=payload)
+
+
+@base.OpieObjectRegistry.register
+class RestorePayload(base.NotificationPayloadBase):
+    """A preempted server running again after an automatic restore.
+
+    :ivar uuid: the server (the same one that was shelved).
+    :ivar project_id: its project.
+    :ivar host: the compute host it runs on now.
+    :ivar interruptions: its interruptions with restore requested so far
+        (>= 1).
+    :ivar waited_seconds: from the end of its interruption (shelved and
+        offloaded) to the reconciler's round that saw it running again.
+    """
+
+    # Version 1.0: initial version
+    VERSION = '1.0'
+
+    fields = {
+        'uuid': fields.UUIDField(),
+        'project_id': fields.StringField(),
+        'host': fields.StringField(nullable=True),
+        'interruptions': fields.IntegerField(),
+        'waited_seconds': fields.FloatField(),
+    }
+
+
+@base.OpieObjectRegistry.register
+class RestoreNotification(base.NotificationBase):
+    """``opie.instance.restore`` (priority info)."""
+
+    # Version 1.0: initial version
+    VERSION = '1.0'
+
+    fields = {
+        'payload': fields.ObjectField('RestorePayload'),
+    }
+
+
+def restore_notification(uuid, project_id, host, interruptions, waited,
+                         publisher_host):
+    """The ``opie.instance.restore`` notification of one server.
+
+    :param waited: seconds (float) it waited, shelved.
+    :raises ValueError: a field of the wrong type or value.
+    """
+    payload = RestorePayload(uuid=uuid, project_id=project_id, host=host,
+                             interruptions=interruptions,
+                             waited_seconds=float(waited))
+    return RestoreNotification(
+        priority=base.PriorityField.INFO,
+        event_type=base.OpieEventType(object='instance', action='restore'),
         publisher=base.OpiePublisher(source=SOURCE, host=publisher_host),
         payload=payload)

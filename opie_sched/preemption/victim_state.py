@@ -65,8 +65,18 @@ KEY_BEHAVIOR = 'opie_victim_behavior'
 #: (see :mod:`opie_sched.scheduler.locks`: its reservations end when it
 #: is known dead).
 KEY_WORKER = 'opie_victim_worker'
+#: How many times the server was interrupted with restore requested
+#: (:data:`RESTORE_SPEC`): it outlives the record (see :data:`KEPT_KEYS`),
+#: so that ``opie:max_interruptions`` counts every interruption of the
+#: server's life.
+KEY_INTERRUPTIONS = 'opie_victim_interruptions'
 KEYS = (KEY_STATE, KEY_PREEMPTOR, KEY_SINCE, KEY_REQUEST, KEY_ATTEMPTS,
-        KEY_NEXT, KEY_REASON, KEY_ACTION_REQUEST, KEY_BEHAVIOR, KEY_WORKER)
+        KEY_NEXT, KEY_REASON, KEY_ACTION_REQUEST, KEY_BEHAVIOR, KEY_WORKER,
+        KEY_INTERRUPTIONS)
+#: Keys a record's removal or replacement keeps unless the new record
+#: writes them (:func:`opie_sched.scheduler.reservations.swap_state`): the
+#: interruption count is the server's, not one victim decision's.
+KEPT_KEYS = (KEY_INTERRUPTIONS,)
 
 #: The interruption behaviours shipped (:mod:`.behaviours`): ``delete``;
 #: ``stop`` (stop, then delete after the grace period); ``shelve`` (shelve
@@ -130,13 +140,25 @@ def notice_metadata(deadline, behavior, reason):
 
 RESERVED = 'reserved'
 TERMINATING = 'terminating'
+#: Automatic restore (:data:`RESTORE_SPEC`): shelved and offloaded by the
+#: ``shelve`` behaviour, waiting for free room; ``since`` is when it began
+#: waiting. Not leaving, not a candidate (it is on no host).
+RESTORE_PENDING = 'restore_pending'
+#: Its unshelve was requested by the reconciler (``next_attempt``: when);
+#: ``since`` is still when it began waiting. Cleared once it runs again;
+#: back to :data:`RESTORE_PENDING` when the unshelve found no room.
+RESTORING = 'restoring'
+#: Interrupted ``opie:max_interruptions`` times: it stays shelved and its
+#: owner is told why; cleared when its owner unshelves it.
+RESTORE_GIVEN_UP = 'restore_given_up'
+RESTORE_STATES = (RESTORE_PENDING, RESTORING, RESTORE_GIVEN_UP)
 #: Under a headroom notice (:mod:`opie_sched.scheduler.headroom`): the
 #: guest has its notice and the reconciler acts at ``next_attempt`` (the
 #: deadline). Still running and an ordinary candidate victim for every
 #: other actor (a normal request beyond the headroom may take it at once:
 #: its notice is cut); only the headroom counts its room as on the way.
 NOTICED = 'noticed'
-STATES = (RESERVED, TERMINATING, NOTICED)
+STATES = (RESERVED, TERMINATING, NOTICED) + RESTORE_STATES
 
 #: Cause words: what a victim's owner is told preempted it (the only detail
 #: owners see; hosts, preemptors, requests and costs are for admins).
@@ -198,6 +220,10 @@ class VictimState:
     :param behavior: one of :data:`BEHAVIORS`, '' before the first step.
     :param worker: tooz member id of the worker that reserved it ('' when
         unknown).
+    :param interruptions: interruptions of the server with restore
+        requested so far (>= 0; :data:`KEY_INTERRUPTIONS`). Not part of a
+        record's identity in a compare-and-set: it is the server's count,
+        which a new record (a reservation) keeps.
     """
     state: str
     preemptor: str
@@ -209,6 +235,7 @@ class VictimState:
     action_request: str = ''
     behavior: str = ''
     worker: str = ''
+    interruptions: int = dataclasses.field(default=0, compare=False)
 
     def as_metadata(self):
         """The system metadata items (str → str) recording this state."""
@@ -225,6 +252,8 @@ class VictimState:
             items[KEY_BEHAVIOR] = self.behavior
         if self.worker:
             items[KEY_WORKER] = self.worker[:255]
+        if self.interruptions > 0:
+            items[KEY_INTERRUPTIONS] = str(self.interruptions)
         return items
 
     @classmethod
@@ -250,7 +279,8 @@ class VictimState:
                    reason=sysmeta.get(KEY_REASON) or '',
                    action_request=sysmeta.get(KEY_ACTION_REQUEST) or '',
                    behavior=sysmeta.get(KEY_BEHAVIOR) or '',
-                   worker=sysmeta.get(KEY_WORKER) or '')
+                   worker=sysmeta.get(KEY_WORKER) or '',
+                   interruptions=interruptions_of(sysmeta))
 
     def names(self, preemptor, request_id):
         """True when this record was made for ``preemptor`` (instance uuid
@@ -263,10 +293,14 @@ class VictimState:
         """True when the victim's resources count as released.
 
         A ``terminating`` victim always does; a ``reserved`` one while its
-        reservation is younger than ``lease`` seconds.
+        reservation is younger than ``lease`` seconds; no other (a
+        ``noticed`` one still runs; a restore record's server is on no
+        host, or runs again).
         """
         if self.state == TERMINATING:
             return True
+        if self.state != RESERVED:
+            return False
         return (now - self.since).total_seconds() < lease
 
     def retry_due(self, now):
@@ -337,3 +371,137 @@ def reserve(preemptor, now, request_id='', reason='', worker=''):
     return VictimState(state=RESERVED, preemptor=preemptor, since=now,
                        request_id=request_id or '', reason=reason or '',
                        worker=worker or '')
+
+
+def interruptions_of(sysmeta):
+    """The interruption count kept in ``sysmeta`` (:data:`KEY_INTERRUPTIONS`;
+    0 when missing or unreadable), with or without a record.
+    """
+    try:
+        return max(int((sysmeta or {}).get(KEY_INTERRUPTIONS) or 0), 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+# -- automatic restore -------------------------------------------------------
+
+#: Flavor extra spec asking for automatic restore of a preemptible server
+#: interrupted with the ``shelve`` behaviour: ``auto`` (unshelved by the
+#: reconciler when free room returns) or ``off`` (the default: it stays
+#: shelved until its owner unshelves it).
+RESTORE_SPEC = 'opie:restore'
+RESTORE_AUTO = 'auto'
+RESTORE_OFF = 'off'
+RESTORE_MODES = (RESTORE_AUTO, RESTORE_OFF)
+#: Flavor extra spec: after this many interruptions (an int >= 1) a server
+#: with restore stays shelved and its owner is told why. Unset: no limit.
+MAX_INTERRUPTIONS_SPEC = 'opie:max_interruptions'
+
+
+def restore_requested(extra_specs):
+    """True when a flavor's ``opie:restore`` is ``auto``. Only the
+    flavor (admin-written) decides; a malformed value is ``off`` (the API
+    validates new flavors).
+    """
+    return (extra_specs or {}).get(RESTORE_SPEC) == RESTORE_AUTO
+
+
+def max_interruptions(extra_specs):
+    """A flavor's ``opie:max_interruptions`` (an int >= 1), or 0 for no
+    limit (unset or malformed: the API validates new flavors).
+    """
+    try:
+        value = int((extra_specs or {}).get(MAX_INTERRUPTIONS_SPEC))
+    except (TypeError, ValueError):
+        return 0
+    return value if value >= 1 else 0
+
+
+#: Server metadata key of the owner's preference for their own server:
+#: ``off`` keeps it shelved while set (its record waits; ``auto`` or
+#: removing the key lets it be restored again). It can only opt a server
+#: out: the flavor decides whether it has a restore record at all, and
+#: nothing here orders, counts or places anybody's restore.
+OWNER_RESTORE_KEY = 'opie:restore'
+
+
+def owner_opted_out(metadata):
+    """``(opted out, problem)`` from a server's metadata (user-written,
+    so validated here): ``(True, None)`` for ``opie:restore=off``,
+    ``(False, None)`` for ``auto`` or no key, ``(False, text)`` for any
+    other value (ignored: the flavor's choice applies).
+    """
+    value = (metadata or {}).get(OWNER_RESTORE_KEY)
+    if value is None or value == RESTORE_AUTO:
+        return False, None
+    if value == RESTORE_OFF:
+        return True, None
+    return False, ('server metadata %s=%r ignored: auto or off'
+                   % (OWNER_RESTORE_KEY, str(value)[:40]))
+
+
+def after_release(state, behavior, vm_state, extra_specs, now):
+    """The record of a victim its behaviour has just released, or None
+    (no record: an ordinary server of its owner, or gone).
+
+    A victim interrupted by the ``shelve`` behaviour, now
+    ``shelved_offloaded``, whose flavor asks for restore
+    (:func:`restore_requested`) and that was not ended for its maximum
+    lifetime gets its interruption counted (``interruptions`` + 1) and
+    becomes :data:`RESTORE_PENDING` (waiting since ``now``), or
+    :data:`RESTORE_GIVEN_UP` once the count reaches the flavor's
+    :func:`max_interruptions`.
+
+    :param state: the victim's :class:`VictimState` (``terminating``).
+    :param behavior: the behaviour that released it (after any fallback).
+    :param vm_state: its Nova vm_state now.
+    :param extra_specs: its flavor's extra specs.
+    :param now: aware datetime.
+    :returns: :class:`VictimState` or None.
+    """
+    if (state is None or behavior != SHELVE
+            or vm_state != behaviours.SHELVED_OFFLOADED
+            or not restore_requested(extra_specs)
+            or cause_of(state.preemptor) == CAUSE_LIFETIME):
+        return None
+    count = state.interruptions + 1
+    limit = max_interruptions(extra_specs)
+    given_up = bool(limit) and count >= limit
+    return dataclasses.replace(
+        state, state=RESTORE_GIVEN_UP if given_up else RESTORE_PENDING,
+        since=now, attempts=0, next_attempt=None, worker='',
+        interruptions=count)
+
+
+def restoring(state, now):
+    """The record once the reconciler requested the unshelve of a
+    :data:`RESTORE_PENDING` server at ``now`` (``since`` kept: its place
+    in the queue if the unshelve finds no room).
+    """
+    return dataclasses.replace(state, state=RESTORING, next_attempt=now)
+
+
+def restore_failed(state):
+    """The record of a :data:`RESTORING` server whose unshelve found no
+    room (it is shelved and offloaded again): pending again, in its place.
+    """
+    return dataclasses.replace(state, state=RESTORE_PENDING,
+                               next_attempt=None)
+
+
+def restore_order(bid, state, uuid=''):
+    """Sort key of pending restores: the highest ``bid`` first (a number:
+    the server's bid, or its flavor's cost when the scheduler knows no
+    bid), then the longest waiting (:attr:`VictimState.since`), then the
+    uuid (a stable order).
+    """
+    return (-float(bid), state.since, uuid)
+
+
+def given_up_message(count, limit):
+    """What the owner of a server left shelved is told (instance fault and
+    server metadata): the count and the flavor's limit.
+    """
+    return ('Not restored: interrupted %d times, the limit of its flavor '
+            '(opie:max_interruptions=%d); unshelve it to start it again'
+            % (count, limit))

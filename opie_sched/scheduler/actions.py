@@ -111,6 +111,64 @@ def reset():
         _compute_api = None
 
 
+def service_context(ctx):
+    """A copy of the admin context ``ctx`` carrying the token and service
+    catalog of nova's service user (nova.conf ``[service_user]``), for the
+    compute API calls of opie that reach another service: a shelve creates
+    its snapshot image in Glance here and the compute uploads it, an
+    unshelve's conductor reads it, both with the context's token (an
+    admin context has none: Glance behind Keystone refuses, the catalog
+    is empty). The token travels with the context over RPC.
+
+    :returns: the copy; ``ctx`` itself when ``[service_user]`` has no
+        ``auth_type`` or its token cannot be had (logged).
+    """
+    from keystoneauth1 import loading as ks_loading
+    try:
+        auth = ks_loading.load_auth_from_conf_options(CONF, 'service_user')
+        if auth is None:
+            return ctx
+        session = ks_loading.load_session_from_conf_options(
+            CONF, 'service_user', auth=auth)
+        access = auth.get_access(session)
+    except Exception:
+        LOG.exception('Could not get a token of [service_user]; calls to '
+                      'Glance (shelve, unshelve) may fail')
+        return ctx
+    new = copy.copy(ctx)
+    new.auth_token = access.auth_token
+    catalog = access.service_catalog.catalog if access.has_service_catalog() \
+        else []
+    # nova keeps only the parts it uses (RequestContext.__init__), in the
+    # v2 form of keystonemiddleware's X-Service-Catalog, which it reads
+    new.service_catalog = [v2_service(s) for s in catalog or ()
+                           if s.get('type') in SERVICE_CATALOG_TYPES]
+    return new
+
+
+def v2_service(service):
+    """A service of a Keystone v3 catalog in the v2 form nova's context
+    reads (``endpoints``: ``region`` and ``publicURL``/``internalURL``/
+    ``adminURL`` per region); a v2 entry is returned as it is.
+    """
+    endpoints = {}
+    for ep in service.get('endpoints') or ():
+        if 'interface' not in ep:
+            return service
+        region = ep.get('region_id') or ep.get('region')
+        item = endpoints.setdefault(region, {'region': region})
+        item['%sURL' % ep['interface']] = ep.get('url')
+    return {'type': service.get('type'), 'name': service.get('name'),
+            'endpoints': list(endpoints.values())}
+
+
+#: The verbs whose compute API call reaches Glance.
+GLANCE_VERBS = (behaviours.SHELVE_VERB, behaviours.OFFLOAD_VERB)
+#: The catalog entries nova's RequestContext keeps.
+SERVICE_CATALOG_TYPES = ('image', 'block-storage', 'volumev3', 'key-manager',
+                         'placement', 'network', 'accelerator', 'sharev2')
+
+
 def _add_fault(cctxt, instance, message, details):
     """An instance fault: ``message`` for everyone who sees the server,
     ``details`` for admins only (code 500).
@@ -464,15 +522,26 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
             # Nova refuses the behaviour's verb in this state: its
             # documented fallback (shelve -> delete), fixed in the record
             refused_by, behavior = behavior, applied
+        if verb is None and _arriving(inst):
+            # shelved and offloaded but being unshelved (a restore, or its
+            # owner): it is taking a host now, so it is not released; the
+            # reconciler's retry interrupts it once it runs
+            new = state.terminating(now, opts.retry_interval,
+                                    opts.max_retry_interval)
+            new = dataclasses.replace(new, behavior=behavior)
+            LOG.info('Victim %s is being unshelved (task state %s); it is '
+                     'interrupted once it runs (retry at %s)', inst.uuid,
+                     inst.task_state,
+                     victim_state.format_time(new.next_attempt))
+            try:
+                reservations.swap_state(cctxt, inst, state, new)
+            except exception.InstanceNotFound:
+                pass
+            return False
         if verb is None:
             # released (e.g. shelved and offloaded): the server stays in
             # its project, off any host
-            LOG.info('Victim %s is released (%s, %s); its record is '
-                     'cleared', inst.uuid, behavior, inst.vm_state)
-            try:
-                reservations.clear_state(inst, expected=state, cctxt=cctxt)
-            except exception.InstanceNotFound:
-                pass
+            _released(cctxt, inst, state, behavior, now)
             return False
     new = state.terminating(now, opts.retry_interval, opts.max_retry_interval)
     new = dataclasses.replace(new, behavior=behavior, action_request=(
@@ -500,7 +569,11 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
         # the record makes the reconciler retry if that never finishes.
         LOG.info('Victim %s is already being deleted', inst.uuid)
         return False
-    acctxt = copy.copy(cctxt)
+    # a shelve reaches Glance (its snapshot): a token of the service user;
+    # a stop or delete does not (no Keystone call on their path)
+    acctxt = (service_context(cctxt) if verb in GLANCE_VERBS else cctxt)
+    if acctxt is cctxt:
+        acctxt = copy.copy(cctxt)
     acctxt.request_id = new.action_request
     if deleting:
         _log_stuck(acctxt, inst, new)
@@ -522,9 +595,11 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
             getattr(compute_api(), verb)(acctxt, inst)
         except exception.InstanceInvalidState as exc:
             # refused in a state changed since it was read: the fallback
-            verb = _refused(cctxt, acctxt, inst, new, verb, exc)
-            if verb is None:
+            fallback_verb = _refused(cctxt, acctxt, inst, new, verb, exc)
+            if fallback_verb is None:
+                # logged below with the verb Nova refused (not "None")
                 raise
+            verb = fallback_verb
             getattr(compute_api(), verb)(acctxt, inst)
         return True
     except exception.InstanceNotFound:
@@ -543,6 +618,63 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
                         new.attempts, exc,
                         victim_state.format_time(new.next_attempt))
         return False
+
+
+def _arriving(inst):
+    """True for a shelved and offloaded server with a task under way (an
+    unshelve: ``unshelving``, then ``spawning`` on its new host).
+    """
+    return (inst.vm_state == behaviours.SHELVED_OFFLOADED
+            and inst.task_state is not None)
+
+
+def _released(cctxt, inst, state, behavior, now):
+    """A victim its behaviour released: its record becomes the restore
+    record its flavor asks for (:func:`opie_sched.preemption.victim_state.
+    after_release`), else is cleared. An owner whose server reached its
+    flavor's ``opie:max_interruptions`` is told why it stays shelved
+    (:func:`tell_restore`).
+    """
+    specs = getattr(inst.flavor, 'extra_specs', None)
+    new = victim_state.after_release(state, behavior, inst.vm_state, specs,
+                                     now)
+    try:
+        if not reservations.swap_state(cctxt, inst, state, new):
+            return
+    except exception.InstanceNotFound:
+        return
+    if new is None:
+        LOG.info('Victim %s is released (%s, %s); its record is cleared',
+                 inst.uuid, behavior, inst.vm_state)
+    elif new.state == victim_state.RESTORE_PENDING:
+        LOG.info('Victim %s is released (%s, %s); it is restored when '
+                 'there is room (interruption %d)', inst.uuid, behavior,
+                 inst.vm_state, new.interruptions)
+    else:
+        limit = victim_state.max_interruptions(specs)
+        text = victim_state.given_up_message(new.interruptions, limit)
+        LOG.info('Victim %s is released (%s, %s) and not restored: %s',
+                 inst.uuid, behavior, inst.vm_state, text)
+        tell_restore(cctxt, inst, text)
+
+
+def tell_restore(cctxt, inst, text):
+    """Tell a restore-requesting server's owner what became of it: server
+    metadata ``opie:restore_status`` (informational: never read back;
+    Nova's API shows an instance fault only for a server in ERROR or
+    deleted, never for a shelved one). Errors are logged.
+    """
+    try:
+        main_db.instance_metadata_update(
+            cctxt, inst.uuid,
+            {RESTORE_STATUS_KEY: text[:victim_state.METADATA_MAX]}, False)
+    except Exception:
+        LOG.exception('Could not tell the owner of %s: %s', inst.uuid, text)
+
+
+#: Server metadata key telling a restore-requesting server's owner what
+#: became of it (restored, or left shelved and why). Informational only.
+RESTORE_STATUS_KEY = 'opie:restore_status'
 
 
 def _step_wait(behavior, opts):
@@ -834,6 +966,27 @@ def release(ctx, cell_uuid, uuids, timeout=None, wait=True):
         # clear the records of the released ones (offloaded)
         finish(ctx, cell_uuid, others)
     return ok
+
+
+def notify_restore(ctx, inst, state, now):
+    """Emit ``opie.instance.restore`` for a server running again after an
+    automatic restore (:mod:`opie_sched.scheduler.restore`), as
+    :func:`notify` does (same format option, publisher and notifier;
+    errors logged, never raised).
+
+    :param state: its restore record (``restoring``): ``interruptions``
+        and ``since`` (when it began waiting).
+    """
+    if CONF.notifications.notification_format not in ('both', 'versioned'):
+        return
+    try:
+        note = preempt_notes.restore_notification(
+            inst.uuid, inst.project_id, inst.host, state.interruptions,
+            max((now - state.since).total_seconds(), 0.0), CONF.host)
+        note.emit(rpc.get_versioned_notifier(note.publisher.publisher_id),
+                  ctx)
+    except Exception:
+        LOG.exception('Could not emit %s', preempt_notes.RESTORE_EVENT_TYPE)
 
 
 def notify(ctx, plan, preempted_by, request_id, action, terminated=None):

@@ -113,6 +113,38 @@ EXTRA_SPEC_VALIDATORS = [
             'enum': behaviours.Names(),
         },
     ),
+    base.ExtraSpecValidator(
+        name='opie:restore',
+        description=(
+            'Automatic restore of a preemptible server of this flavor '
+            'interrupted by the scheduler\'s preemption with the shelve '
+            'behaviour (opie:interruption_behavior=shelve): auto: the '
+            'reconciler unshelves it (same UUID, ports and volumes) when '
+            'free room returns, without preempting anyone, the highest bid '
+            'first, then the longest waiting; off (the default): it stays '
+            'shelved until its owner unshelves it. Servers interrupted by '
+            'the market or for their maximum lifetime are not restored.'
+        ),
+        value={
+            'type': str,
+            'description': 'auto or off.',
+            'enum': ['auto', 'off'],
+        },
+    ),
+    base.ExtraSpecValidator(
+        name='opie:max_interruptions',
+        description=(
+            'With opie:restore=auto: after this many interruptions a '
+            'server of this flavor is no longer restored; it stays '
+            'shelved and its owner is told why (an instance fault and the '
+            'server metadata opie:restore_status). Unset: no limit.'
+        ),
+        value={
+            'type': int,
+            'description': 'Interruptions, 1 or more.',
+            'min': 1,
+        },
+    ),
 ]
 
 

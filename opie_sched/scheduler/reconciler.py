@@ -46,7 +46,11 @@ host. Each round, per cell:
    cell's compute nodes once for steps 3 and 5, and the instances of its
    hosts once for step 5, in the cell's own pass after steps 1-4 (so the
    step sees their reservations); a cell that cannot be read skips step 5
-   for the round (a pool missing hosts would look short of room).
+   for the round (a pool missing hosts would look short of room);
+6. servers shelved by the preemption whose flavor asks for automatic
+   restore (``opie:restore=auto``) are unshelved onto free room, at most
+   ``[opie_reconciler] restore_per_round`` (:mod:`opie_sched.scheduler.
+   restore`).
 
 Victims already reserved or terminating count as leaving, so running it
 again (or a second reconciler) changes nothing once hosts are within
@@ -79,6 +83,7 @@ from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
+from opie_sched.scheduler import restore
 from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
@@ -158,6 +163,9 @@ class Reconciler:
         self._reserved = hosts.ReservedCache()
         # the headroom step (step 5) and its waiters
         self.headroom = headroom.Keeper(self)
+        # the restore step (step 6) and the uuids it unshelved last round
+        self.restorer = restore.Restorer(self)
+        self.restored = []
 
     def placement(self):
         """nova's SchedulerReportClient (made on first use)."""
@@ -224,8 +232,9 @@ class Reconciler:
         return plans
 
     def run_once(self, ctx=None, skip=(), dry_run=None, placement=None):
-        """One reconciliation round (steps 1-5 of the module docstring;
-        each cell's compute nodes are read once for all of them).
+        """One reconciliation round (steps 1-6 of the module docstring;
+        each cell's compute nodes are read once for steps 3 and 5; the
+        uuids the restore step unshelved are left in ``restored``).
 
         :param ctx: admin RequestContext (default: a new admin context).
         :param skip: instance uuids to treat as leaving.
@@ -273,7 +282,19 @@ class Reconciler:
                     pools = reads = None
         if pools:
             acted.extend(self._keep_headroom(ctx, dry_run, reads, pools))
+        self.restored = self._restore(ctx, dry_run)
         return acted
+
+    def _restore(self, ctx, dry_run):
+        """Step 6: :meth:`opie_sched.scheduler.restore.Restorer.run`
+        (after the headroom: a restore never takes it); its failure is
+        logged, never raised.
+        """
+        try:
+            return self.restorer.run(ctx, dry_run)
+        except Exception:
+            LOG.exception('Reconciler: the restore step failed this round')
+            return []
 
     def _headroom_pools(self, ctx):
         """Step 5's pools (:meth:`opie_sched.scheduler.headroom.Keeper.

@@ -253,6 +253,10 @@ def _swap_record(context, uuid, expected, new):
             != expected):
         return None
     items = new.as_metadata() if new is not None else {}
+    for key in victim_state.KEPT_KEYS:
+        # the server's own count: kept unless the new record writes it
+        if key in current and key not in items:
+            items[key] = current[key]
     ids = {r.key: r.id for r in rows}
     now = timeutils.utcnow()
     gone = [ids[k] for k in current if k not in items]
@@ -282,6 +286,10 @@ def swap_state(cctxt, inst, expected, new):
     remove it) only when the stored one equals ``expected`` (a
     :class:`~opie_sched.preemption.victim_state.VictimState`, None for no
     record, or :data:`ANY`).
+
+    The keys of :data:`~opie_sched.preemption.victim_state.KEPT_KEYS`
+    (the interruption count) are kept when ``new`` does not write them,
+    also when the record is removed.
 
     Only the ``opie_victim_*`` system metadata keys are written (rows
     inserted, updated or deleted one by one): a system metadata key nova

@@ -53,10 +53,30 @@ class ExtraSpecValidatorsTest(testtools.TestCase):
         for value in ('hibernate', '', 'Shelve'):
             self.assertInvalid('opie:interruption_behavior', value)
 
+    def test_restore(self):
+        for value in ('auto', 'off'):
+            self.assertValid('opie:restore', value)
+        for value in ('on', 'true', '', 'Auto'):
+            self.assertInvalid('opie:restore', value)
+
+    def test_max_interruptions(self):
+        for value in ('1', '3'):
+            self.assertValid('opie:max_interruptions', value)
+        for value in ('0', '-1', 'many', ''):
+            self.assertInvalid('opie:max_interruptions', value)
+
+    def test_restore_specs_in_flavor_problems(self):
+        found = extra_specs.spec_problems({'opie:restore': 'yes',
+                                           'opie:max_interruptions': '0'})
+        self.assertEqual(2, len(found))
+        self.assertTrue(found[0].startswith('opie:max_interruptions=0'))
+        self.assertTrue(found[1].startswith('opie:restore=yes'))
+
     def test_register(self):
         specs = extra_specs.register()
         self.assertEqual({'opie:preemptible', 'opie:bid', 'opie:price',
-                          'opie:max_lifetime', 'opie:interruption_behavior'},
+                          'opie:max_lifetime', 'opie:interruption_behavior',
+                          'opie:restore', 'opie:max_interruptions'},
                          {v.name for v in specs})
         for v in specs:
             self.assertIsInstance(v, base.ExtraSpecValidator)

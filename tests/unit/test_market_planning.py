@@ -241,6 +241,22 @@ class RecorderTest(testtools.TestCase):
             501.0)
         self.assertEqual('interrupted', self.store.lifetimes()[0]['end'])
 
+    def test_restore_is_recorded_once(self):
+        note = preempt_notes.restore_notification(
+            self.v1, 'pA', 'h2', 2, 120.0, 'sched-host')
+        payload = note.message()[3]
+        self.assertEqual(1, self.recorder.apply(
+            events.EVENT_SCHEDULER_RESTORE, payload, 700.0))
+        self.assertEqual(0, self.recorder.apply(
+            events.EVENT_SCHEDULER_RESTORE, payload, 700.0))
+        rows, _ = self.store.events_page('pA')
+        self.assertEqual([('restore', 'reconciler', 'h2', 'spot.small')],
+                         [(r['kind'], r['cause'], r['host'], r['flavor'])
+                          for r in rows])
+        self.assertIn('2 interruption', rows[0]['detail'])
+        # another project's listing has none of it
+        self.assertEqual([], self.store.events_page('pB')[0])
+
     def test_cause_words_and_drills(self):
         self.recorder.apply(events.EVENT_SCHEDULER_PREEMPT, preempt_payload(
             'reconciler', [(self.v1, 'pA')], 'stop'), 300.0)

@@ -59,6 +59,8 @@ EXPECTED = {
     'PreemptionNotification': '1.0-09c02d0d0c783a8950118ed415f8ec8c',
     'PreemptionPayload': '1.0-a4c4bc4ed496853d52781c687ca415bb',
     'PreemptionVictimPayload': '1.0-39106395b8271d39e08935e745bababd',
+    'RestoreNotification': '1.0-09c02d0d0c783a8950118ed415f8ec8c',
+    'RestorePayload': '1.0-2c44bc6d4c8fa738ad17c7509340c37f',
 }
 
 
@@ -105,6 +107,29 @@ def scheduler_sample():
     return sent
 
 
+def restore_sample():
+    """What actions.notify_restore sends for a server restored after its
+    second interruption, having waited 754.5 s.
+    """
+    import datetime
+    now = datetime.datetime(2026, 11, 28, 10, 0, 0,
+                            tzinfo=datetime.timezone.utc)
+    inst = types.SimpleNamespace(uuid=VICTIM_1, project_id=PROJECT,
+                                 host='compute-2')
+    state = types.SimpleNamespace(
+        interruptions=2, since=now - datetime.timedelta(seconds=754.5))
+    rec = Recorder()
+    conf = types.SimpleNamespace(
+        host='scheduler-1',
+        notifications=types.SimpleNamespace(notification_format='both'))
+    with mock.patch.object(actions, 'CONF', conf), \
+            mock.patch.object(actions.rpc, 'get_versioned_notifier',
+                              side_effect=lambda pid: rec.prepare(pid)):
+        actions.notify_restore({}, inst, state, now)
+    [sent] = rec.sent
+    return sent
+
+
 def market_sample(event_type, fields):
     """What the market's notifications.emit sends for ``fields``."""
     rec = Recorder()
@@ -118,6 +143,7 @@ def market_sample(event_type, fields):
 #: sample file -> a function emitting it through the real code
 CASES = {
     'opie-instance-preempt.json': scheduler_sample,
+    'opie-instance-restore.json': restore_sample,
     'opie-market-price-update.json': lambda: market_sample(
         engine.EVENT_PRICE_UPDATE, {
             'period_start': '2026-11-25T19:00:00Z', 'period_seconds': 300,

@@ -139,3 +139,117 @@ class InterruptionBehaviorTest(testtools.TestCase):
         state = dataclasses.replace(vs.reserve('x', T0), behavior='shelve')
         self.assertEqual('shelve', vs.VictimState.from_metadata(
             state.as_metadata()).behavior)
+
+
+class RestoreRecordTest(testtools.TestCase):
+    """Automatic restore: the record a released victim keeps."""
+
+    AUTO = {vs.RESTORE_SPEC: vs.RESTORE_AUTO}
+
+    def terminating(self, preemptor='preemptor-uuid', interruptions=0):
+        state = vs.reserve(preemptor, T0, 'req-1', 'why').terminating(
+            T0, 60, 3600)
+        return dataclasses.replace(state, behavior=vs.SHELVE,
+                                   interruptions=interruptions)
+
+    def test_flavor_specs(self):
+        self.assertTrue(vs.restore_requested(self.AUTO))
+        for specs in ({}, None, {vs.RESTORE_SPEC: 'off'},
+                      {vs.RESTORE_SPEC: 'yes'}):
+            self.assertFalse(vs.restore_requested(specs))
+        self.assertEqual(3, vs.max_interruptions(
+            {vs.MAX_INTERRUPTIONS_SPEC: '3'}))
+        for value in (None, '0', '-2', 'many'):
+            self.assertEqual(0, vs.max_interruptions(
+                {vs.MAX_INTERRUPTIONS_SPEC: value}))
+
+    def test_shelved_victim_with_restore_waits_counted(self):
+        new = vs.after_release(self.terminating(), vs.SHELVE,
+                               'shelved_offloaded', self.AUTO, later(9))
+        self.assertEqual(vs.RESTORE_PENDING, new.state)
+        self.assertEqual(later(9), new.since)
+        self.assertEqual(1, new.interruptions)
+        self.assertIsNone(new.next_attempt)
+        self.assertFalse(new.is_leaving(later(10), lease=300))
+        # through the system metadata and back, count included
+        meta = new.as_metadata()
+        self.assertTrue(set(meta) <= set(vs.KEYS))
+        back = vs.VictimState.from_metadata(meta)
+        self.assertEqual(new, back)
+        self.assertEqual(1, back.interruptions)
+        self.assertEqual(1, vs.interruptions_of(meta))
+
+    def test_no_record_without_restore_or_not_shelved(self):
+        state = self.terminating()
+        cases = [
+            (vs.SHELVE, 'shelved_offloaded', {}),
+            (vs.SHELVE, 'shelved_offloaded', {vs.RESTORE_SPEC: 'off'}),
+            (vs.DELETE, 'deleted', self.AUTO),   # fell back to delete
+            (vs.SHELVE, 'deleted', self.AUTO),
+        ]
+        for behavior, vm_state, specs in cases:
+            self.assertIsNone(vs.after_release(state, behavior, vm_state,
+                                               specs, T0))
+        # ended for its maximum lifetime: never restored
+        self.assertIsNone(vs.after_release(
+            self.terminating(preemptor=vs.CAUSE_LIFETIME), vs.SHELVE,
+            'shelved_offloaded', self.AUTO, T0))
+        self.assertIsNone(vs.after_release(None, vs.SHELVE,
+                                           'shelved_offloaded', self.AUTO,
+                                           T0))
+
+    def test_max_interruptions_gives_up(self):
+        specs = dict(self.AUTO, **{vs.MAX_INTERRUPTIONS_SPEC: '2'})
+        first = vs.after_release(self.terminating(), vs.SHELVE,
+                                 'shelved_offloaded', specs, T0)
+        self.assertEqual((vs.RESTORE_PENDING, 1),
+                         (first.state, first.interruptions))
+        second = vs.after_release(self.terminating(interruptions=1),
+                                  vs.SHELVE, 'shelved_offloaded', specs, T0)
+        self.assertEqual((vs.RESTORE_GIVEN_UP, 2),
+                         (second.state, second.interruptions))
+        self.assertIn('interrupted 2 times', vs.given_up_message(2, 2))
+        self.assertIn('opie:max_interruptions=2', vs.given_up_message(2, 2))
+
+    def test_restoring_and_back_in_place(self):
+        pending = vs.after_release(self.terminating(), vs.SHELVE,
+                                   'shelved_offloaded', self.AUTO, T0)
+        going = vs.restoring(pending, later(30))
+        self.assertEqual(vs.RESTORING, going.state)
+        self.assertEqual(T0, going.since)
+        self.assertFalse(going.is_leaving(later(31), lease=300))
+        self.assertFalse(going.retry_due(later(10 ** 6)))
+        again = vs.restore_failed(going)
+        self.assertEqual(pending, again)
+
+    def test_count_is_not_part_of_the_record_identity(self):
+        # a compare-and-set by an actor that built the record afresh (a
+        # reservation) still matches the stored one, whose count is kept
+        a = vs.reserve('x', T0, 'r')
+        self.assertEqual(a, dataclasses.replace(a, interruptions=4))
+        self.assertIn(vs.KEY_INTERRUPTIONS, vs.KEPT_KEYS)
+        self.assertNotIn(vs.KEY_INTERRUPTIONS, a.as_metadata())
+        self.assertEqual(0, vs.interruptions_of({vs.KEY_INTERRUPTIONS: 'x'}))
+
+    def test_restore_order_bid_then_longest_waiting(self):
+        old = vs.VictimState(state=vs.RESTORE_PENDING, preemptor='p',
+                             since=T0)
+        new = dataclasses.replace(old, since=later(60))
+        items = [('a', 0.05, new), ('b', 0.05, old), ('c', 0.10, new)]
+        items.sort(key=lambda i: vs.restore_order(i[1], i[2], i[0]))
+        self.assertEqual(['c', 'b', 'a'], [i[0] for i in items])
+
+    def test_owner_can_only_opt_out(self):
+        self.assertEqual((True, None), vs.owner_opted_out(
+            {vs.OWNER_RESTORE_KEY: 'off'}))
+        for meta in ({}, None, {vs.OWNER_RESTORE_KEY: 'auto'}):
+            self.assertEqual((False, None), vs.owner_opted_out(meta))
+        # anything else is ignored (the flavor decides), and said
+        out, problem = vs.owner_opted_out({vs.OWNER_RESTORE_KEY: 'always'})
+        self.assertFalse(out)
+        self.assertIn("opie:restore='always' ignored", problem)
+        # the owner's key never makes a record: only the flavor does
+        state = vs.reserve('p', T0).terminating(T0, 60, 3600)
+        state = dataclasses.replace(state, behavior=vs.SHELVE)
+        self.assertIsNone(vs.after_release(state, vs.SHELVE,
+                                           'shelved_offloaded', {}, T0))

@@ -19,7 +19,9 @@ Two writers fill the ``market_events`` and ``market_lifetimes`` tables
   listen_notifications``): the scheduler's and reconciler's
   ``opie.instance.preempt`` (one ``interruption`` per victim, cause from
   the preemptor: a server uuid is the ``scheduler``, else the cause word
-  ``reconciler`` or ``max-lifetime``), Nova's ``instance.create.end``
+  ``reconciler`` or ``max-lifetime``), the reconciler's
+  ``opie.instance.restore`` (one ``restore``), Nova's
+  ``instance.create.end``
   (a preemptible server's life starts) and ``instance.delete.end`` (its
   owner deleted it: ``deleted``, the life censored unless it was
   interrupted first).
@@ -52,6 +54,8 @@ LOG = logging.getLogger(__name__)
 EVENT_SCHEDULER_PREEMPT = 'opie.instance.preempt'
 EVENT_CREATE_END = 'instance.create.end'
 EVENT_DELETE_END = 'instance.delete.end'
+#: The reconciler's automatic restore (a preempted server runs again).
+EVENT_SCHEDULER_RESTORE = 'opie.instance.restore'
 
 #: The scheduler's cause words (:mod:`opie_sched.preemption.victim_state`)
 #: as they appear in ``preemptor_uuid`` when no server was the preemptor.
@@ -120,7 +124,23 @@ class EventRecorder:
             return self._created(_data(payload), when)
         if event_type == EVENT_DELETE_END:
             return self._deleted(_data(payload), when)
+        if event_type == EVENT_SCHEDULER_RESTORE:
+            return self._restored(_data(payload), when)
         return 0
+
+    def _restored(self, data, when):
+        """One ``restore`` event (cause ``reconciler``). The server's
+        life is not reopened: one life per server (:func:`observe`).
+        """
+        uuid, project = data.get('uuid'), data.get('project_id')
+        if not (uuidutils.is_uuid_like(uuid) and project):
+            return 0
+        flavor = (self.store.get_lifetime(uuid) or {}).get('flavor')
+        return int(self.store.add_event(
+            uuid, project, models.EVENT_RESTORE, when,
+            cause=models.CAUSE_RECONCILER, host=data.get('host'),
+            flavor=flavor, detail='restored after %s interruption(s)'
+            % data.get('interruptions')))
 
     def _known(self, uuid):
         if self.tracker is None:
