@@ -177,6 +177,32 @@ class NovaSignatureTest(testtools.TestCase):
             self.assertEqual(cell.uuid, cctxt.cell_uuid)
 
 
+class EmbeddedNovaThreadingTest(testtools.TestCase):
+    """The series bound of the embedded Nova's native threading mode
+    (:data:`opie_sched.common.compat.NATIVE_THREADING_SERIES`) follows
+    nova's functional fixtures: the versioned-notification fixture must
+    leave out its eventlet-only sender check in threading mode (nova 34's
+    ``FakeVersionedNotifier._notify``: ``if not
+    utils.concurrency_mode_threading()``), which nova 31 to 33's do not.
+    Read from the fixture's source file, not imported: its import brings
+    eventlet in.
+    """
+
+    def test_native_threading_series_follows_the_fixtures(self):
+        from importlib import util
+        from opie_sched.common import compat
+        spec = util.find_spec('nova.tests.fixtures.notifications')
+        with open(spec.origin) as f:
+            source = f.read()
+        series = compat.nova_series()
+        self.assertEqual(
+            series >= compat.NATIVE_THREADING_SERIES,
+            'concurrency_mode_threading()' in source,
+            'nova %s: NATIVE_THREADING_SERIES %s disagrees with nova\'s '
+            'notification fixture' % (series,
+                                      compat.NATIVE_THREADING_SERIES))
+
+
 #: Imports the console-script modules that start a nova service (each
 #: patches the process for the installed series at import, so in a process
 #: of its own), then prints what their start-up calls in nova as JSON.
