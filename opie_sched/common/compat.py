@@ -30,6 +30,11 @@ nova  how a service process is patched       executors to drop before fork
                                              reset_all_executors()``
 ====  =====================================  ==============================
 
+openstacksdk: the placement proxy's ``fetch_resource_provider_usages``
+is missing from the releases of the older series' constraints (4.4.0 to
+4.10.0); :func:`resource_provider_usages` reads Placement's usages
+either way.
+
 oslo.service: 4.2 (2025.2) added the threading backend,
 ``backend.get_backend_type()`` and ``backend.base.ServiceBase``; 4.1
 (2025.1) has an ``oslo_service.backend`` package with the eventlet
@@ -186,3 +191,32 @@ def service_base():
         from oslo_service import service
         cls = service.ServiceBase
     return cls
+
+
+#: Placement microversion of ``GET /resource_providers/{uuid}/usages``
+#: (the route exists from 1.0; 1.9 is what the rest of opie_sched reads).
+USAGES_MICROVERSION = '1.9'
+
+
+def resource_provider_usages(placement, provider):
+    """A resource provider's usages in Placement.
+
+    openstacksdk's ``fetch_resource_provider_usages`` where the installed
+    openstacksdk has it, else the same request through the proxy:
+    ``GET /resource_providers/{uuid}/usages`` at microversion
+    :data:`USAGES_MICROVERSION`.
+
+    :param placement: an openstacksdk placement proxy (``conn.placement``).
+    :param provider: a resource provider (anything with ``id``).
+    :returns: ``{resource class: amount used}`` (dict of str to int).
+    :raises openstack.exceptions.SDKException: Placement refused or could
+        not be reached.
+    """
+    fetch = getattr(placement, 'fetch_resource_provider_usages', None)
+    if fetch is not None:
+        return fetch(provider).usages or {}
+    from openstack import exceptions
+    resp = placement.get('/resource_providers/%s/usages' % provider.id,
+                         microversion=USAGES_MICROVERSION)
+    exceptions.raise_from_response(resp)
+    return resp.json().get('usages') or {}

@@ -33,6 +33,7 @@ import logging
 import time
 import uuid
 
+from opie_sched.common import compat
 from opie_sched.notifications import base as notifications
 
 LOG = logging.getLogger(__name__)
@@ -379,8 +380,7 @@ class OpenStackTarget:
                        placement.resource_provider_inventories(rp)}
                 if not all(rc in inv for rc in NORMAL_CLASSES):
                     continue
-                used = placement.fetch_resource_provider_usages(
-                    rp).usages or {}
+                used = compat.resource_provider_usages(placement, rp)
                 room[rp.name] = tuple(
                     (inv[rc].total - inv[rc].reserved)
                     * inv[rc].allocation_ratio - used.get(rc, 0)

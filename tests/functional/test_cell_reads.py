@@ -321,6 +321,7 @@ class NativeThreadingTwoCellsTest(testtools.TestCase):
     """
 
     def test_two_cells_read_on_worker_threads(self):
+        test_native_threading.require_native_embedded_nova(self)
         seen = test_native_threading.run_native(self, _NATIVE, HANG_GUARD)
         self.assertEqual({'host1/host1': 2, 'host2/host2': 2},
                          seen['found'])

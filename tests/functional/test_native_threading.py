@@ -36,6 +36,8 @@ import sys
 import testtools
 from testtools import content
 
+from opie_sched.common import compat
+
 #: Seconds the subprocess may take: a guard against a hang only.
 HANG_GUARD = 900
 #: At the guard the subprocess writes every thread's stack to its stderr
@@ -234,6 +236,29 @@ def run_native(test, script, hang_guard=HANG_GUARD):
     return seen
 
 
+def require_native_embedded_nova(test):
+    """Skip ``test`` where the embedded Nova cannot run natively: nova
+    before :data:`opie_sched.common.compat.NATIVE_THREADING_SERIES`.
+
+    Measured on nova 33.0.2 (2026.1): its functional fixtures, which the
+    embedded Nova is built from, are eventlet-only. In native threading
+    mode its ``FakeVersionedNotifier`` walks eventlet's green-thread
+    parents for the sender's test id (``AttributeError: 'NoneType' object
+    has no attribute 'parent'``, every build fails), and with that
+    bypassed the shared in-memory database fails with ``cannot start a
+    transaction within a transaction``. nova 34's fixtures support both
+    modes. (``tests.unit.test_nova_signatures`` pins the first of the
+    two, so that the series bound moves when nova's fixtures do.)
+    """
+    series = compat.nova_series()
+    if series is not None and series < compat.NATIVE_THREADING_SERIES:
+        test.skipTest('nova %d: the embedded Nova runs natively from nova '
+                      '%d only (nova %d\'s functional fixtures are '
+                      'eventlet-only)' % (series,
+                                          compat.NATIVE_THREADING_SERIES,
+                                          series))
+
+
 class NativeThreadingRaceTest(testtools.TestCase):
     """Two opie schedulers on native threads, concurrent normal boots onto
     two preemptible-full hosts: every normal server ACTIVE, no host over
@@ -241,6 +266,7 @@ class NativeThreadingRaceTest(testtools.TestCase):
     """
 
     def test_concurrent_normal_boots_native_threads(self):
+        require_native_embedded_nova(self)
         seen = run_native(self, _RACE)
         self.assertEqual([], seen['errors'])
         self.assertEqual(['ACTIVE'] * 4, seen['normal_status'])

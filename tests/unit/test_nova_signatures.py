@@ -12,8 +12,11 @@
 """Pins every nova signature opie_sched overrides or relies on, so that a
 nova release changing one fails here, by name, instead of breaking the
 scheduler at run time, and the start-up of the console scripts that run
-nova's service code on the installed nova series
-(:class:`ConsoleScriptStartupTest`).
+nova's service code on the installed nova series, and that every console
+script opie_sched ships parses its arguments there
+(:class:`ConsoleScriptStartupTest`): a signature can match while a script
+dies on an attribute the series lacks (opie-status on nova 31 called
+``nova.monkey_patch.patch``, which 31 does not have).
 """
 
 import inspect
@@ -31,6 +34,7 @@ from nova.scheduler import manager as nova_manager
 
 from opie_sched.demo import cloud as demo_cloud
 from opie_sched.scheduler import manager as opie_manager
+from tests import console_scripts
 
 
 def _undecorated(func):
@@ -177,6 +181,32 @@ class NovaSignatureTest(testtools.TestCase):
             self.assertEqual(cell.uuid, cctxt.cell_uuid)
 
 
+class EmbeddedNovaThreadingTest(testtools.TestCase):
+    """The series bound of the embedded Nova's native threading mode
+    (:data:`opie_sched.common.compat.NATIVE_THREADING_SERIES`) follows
+    nova's functional fixtures: the versioned-notification fixture must
+    leave out its eventlet-only sender check in threading mode (nova 34's
+    ``FakeVersionedNotifier._notify``: ``if not
+    utils.concurrency_mode_threading()``), which nova 31 to 33's do not.
+    Read from the fixture's source file, not imported: its import brings
+    eventlet in.
+    """
+
+    def test_native_threading_series_follows_the_fixtures(self):
+        from importlib import util
+        from opie_sched.common import compat
+        spec = util.find_spec('nova.tests.fixtures.notifications')
+        with open(spec.origin) as f:
+            source = f.read()
+        series = compat.nova_series()
+        self.assertEqual(
+            series >= compat.NATIVE_THREADING_SERIES,
+            'concurrency_mode_threading()' in source,
+            'nova %s: NATIVE_THREADING_SERIES %s disagrees with nova\'s '
+            'notification fixture' % (series,
+                                      compat.NATIVE_THREADING_SERIES))
+
+
 #: Imports the console-script modules that start a nova service (each
 #: patches the process for the installed series at import, so in a process
 #: of its own), then prints what their start-up calls in nova as JSON.
@@ -205,11 +235,23 @@ print(json.dumps({
 """
 
 
+#: Every console script opie_sched ships (setup.cfg ``console_scripts``).
+SCRIPTS = ('opie-autoscaler', 'opie-market', 'opie-reconciler',
+           'opie-repacker', 'opie-sched', 'opie-scheduler', 'opie-status')
+
+
 class ConsoleScriptStartupTest(testtools.TestCase):
-    """The start-up of the console scripts that run nova's service code
-    (opie-scheduler, opie-reconciler) on the installed nova series: their
-    modules import (the series' patching, :mod:`opie_sched.common.compat`)
-    and nova's start-up calls have the arguments they pass.
+    """The start-up of the console scripts on the installed nova series.
+
+    Every script, run as its wrapper runs it in a process of its own, must
+    parse its arguments: ``--help`` exits 0 with its usage and no
+    traceback. That runs its start-up module to its argument parser, the
+    series' patching (:mod:`opie_sched.common.compat`) included. For the
+    scripts that run nova's service code (opie-scheduler, opie-reconciler):
+    their modules import and nova's start-up calls have the arguments they
+    pass. (Their refusal of a configuration they cannot honour, which
+    needs nova's objects and a database: ``tests.functional.
+    test_console_scripts``.)
     """
 
     MODULES = ('opie_sched.cmd.scheduler', 'opie_sched.cmd.reconciler')
@@ -247,3 +289,24 @@ class ConsoleScriptStartupTest(testtools.TestCase):
         self.assertTrue(got['register_all'])
         self.assertTrue(got['min_version_cache'])
         self.assertEqual('scheduler', got['topic'])
+
+    def test_every_shipped_console_script_is_started(self):
+        self.assertEqual(sorted(SCRIPTS),
+                         sorted(console_scripts.console_scripts()))
+
+    def _check_arguments_parsed(self, name):
+        rc, out, err = console_scripts.run_script(name, '--help')
+        self.assertEqual(0, rc, err[-3000:])
+        self.assertIn('usage: %s' % name, out)
+        self.assertNotIn('Traceback', err)
+
+
+def _add_script_tests():
+    for name in SCRIPTS:
+        def check(self, name=name):
+            self._check_arguments_parsed(name)
+        setattr(ConsoleScriptStartupTest, 'test_%s_parses_its_arguments'
+                % name.replace('-', '_'), check)
+
+
+_add_script_tests()
