@@ -51,6 +51,7 @@ from opie_sched.scheduler import reconciler
 from tests.functional import base
 from tests.functional.fuzz import machine as fuzz_machine
 from tests.functional.fuzz import recorder as fuzz_recorder
+from tests.functional.fuzz import worker_kill
 
 #: Rules the bounded mode leaves out: none. Until the fixes of issue 30
 #: were merged it left out ``fault_shelve`` (hole 3), ``hang_compute`` and
@@ -124,6 +125,7 @@ class FuzzCloud(base.OpieNovaTestCase):
         self._hang_destroys(self.cloud)
         self._lose_compute_deletes(self.cloud)
         self._fail_builds(self.cloud)
+        worker_kill.install(self.useFixture, self.cloud)
         self.addCleanup(self.cloud.heal)
 
     def _fail_builds(self, cloud):
