@@ -219,6 +219,22 @@ class Cloud:
         #: destructive calls, decisions and those the oracle enumerated
         self.stats = collections.Counter()
 
+    def verify(self, problems):
+        """Raise AssertionError with ``problems`` when there are some; the
+        first failure of a run is also kept in :attr:`stats` (``first
+        failure`` and the example it happened in), so that a run whose
+        failing example hypothesis cannot replay alike (timing: it then
+        raises ``FlakyStrategyDefinition`` or ``Flaky``) still tells what
+        failed.
+        """
+        if not problems:
+            return
+        text = '\n'.join(problems)
+        if 'first failure' not in self.stats:
+            self.stats['first failure'] = text[:2000]
+            self.stats['first failure example'] = self.stats['examples']
+        raise AssertionError(text)
+
     def count(self, calls, decisions):
         self.stats['invariant checks'] += 1
         self.stats['opie destructive calls'] += len(calls)
@@ -959,8 +975,8 @@ def make_machine(cloud, excluded=()):
             srv.moving = False
             killed = [c for c in self.cloud.recorder.calls[start:]
                       if c.preemptor == srv.uuid]
-            assert not killed, ('the live migration of %s preempted %s'
-                                % (srv, killed))
+            self.cloud.verify(['the live migration of %s preempted %s'
+                               % (srv, killed)] if killed else [])
 
         @when('evacuate', ('ACTIVE', 'SHUTOFF'))
         @stateful.rule(i=servers_idx)
@@ -978,8 +994,8 @@ def make_machine(cloud, excluded=()):
                 srv.moving = False
             killed = [c for c in self.cloud.recorder.calls[start:]
                       if c.preemptor == srv.uuid]
-            assert not killed, ('the evacuation of %s preempted %s'
-                                % (srv, killed))
+            self.cloud.verify(['the evacuation of %s preempted %s'
+                               % (srv, killed)] if killed else [])
 
         def _simple(self, i, status, body, api=None):
             srv = self.cloud.pick(i, lambda s: s.status in status)
@@ -1071,7 +1087,7 @@ def make_machine(cloud, excluded=()):
             """
             if len(self.cloud.order) < 11:
                 problems = self.cloud.boot_killed(owner, flavor, stage)
-                assert not problems, '\n'.join(problems)
+                self.cloud.verify(problems)
 
         @when('reconcile')
         @stateful.rule()
@@ -1085,7 +1101,7 @@ def make_machine(cloud, excluded=()):
         @counted
         def converge(self):
             problems = self.cloud.converge()
-            assert not problems, '\n'.join(problems)
+            self.cloud.verify(problems)
 
         @when('fault_delete')
         @stateful.rule(kind=st.sampled_from(['refuse', 'lose']))
@@ -1148,7 +1164,7 @@ def make_machine(cloud, excluded=()):
             problems = list(problems)
             problems.extend(self.cloud.candidate_problems(decisions))
             problems.extend(self.cloud.owner_problems())
-            assert not problems, '\n'.join(problems)
+            self.cloud.verify(problems)
 
         def teardown(self):
             try:
@@ -1157,7 +1173,7 @@ def make_machine(cloud, excluded=()):
                 self.cloud.count(calls, decisions)
                 problems = list(more) + problems + \
                     self.cloud.candidate_problems(decisions)
-                assert not problems, '\n'.join(problems)
+                self.cloud.verify(problems)
             finally:
                 self.cloud.recorder.check = None
 
