@@ -15,8 +15,8 @@ after every step and its convergence at the end
 (:meth:`~tests.functional.test_invariant_fuzz.FuzzCloud.replay`).
 
 Two kinds belong here: sequences the fuzzer found failing on main
-(shrunk; none so far: the bounded mode and the power script's baselines
-held on main at 95e185f), and directed sequences reaching a guarantee
+(shrunk: the ``kill_worker`` rule's over-preemption, the first), and
+directed sequences reaching a guarantee
 that random examples of a few steps rarely reach; each of those fails
 when its guarantee is reverted (the ``tools/fuzz_power.py`` mutation
 named in its docstring).
