@@ -267,9 +267,18 @@ def run(tree, examples, steps, excluded, timeout):
                 problem = line.strip()[:110]
                 break
     failed = code not in (0,) if code is not None else None
-    if failed and 'FlakyStrategyDefinition' in out:
-        # hypothesis's generation, not an invariant: no finding
-        failed, problem = 'flaky', 'hypothesis FlakyStrategyDefinition'
+    if failed and ('FlakyStrategyDefinition' in out
+                   or 'Flaky' in problem):
+        if stats.get('first failure'):
+            # an invariant failed; hypothesis's replay of that example
+            # went otherwise (timing) and it raised Flaky instead
+            failed = 'unreplayed'
+            problem = stats['first failure'].splitlines()[0][:110]
+            stats['examples'] = stats.get('first failure example',
+                                          stats.get('examples'))
+        else:
+            # hypothesis's generation, not an invariant: no finding
+            failed, problem = 'flaky', 'hypothesis FlakyStrategyDefinition'
     return failed, stats, problem, secs, out
 
 
@@ -327,7 +336,8 @@ def main(argv=None):
         failed, stats, problem, secs = res[:4]
         print('%s (excluded %s): %s after %s examples in %.0f s%s'
               % (name, ','.join(excluded) or '-',
-                 'FAILED' if failed else 'held' if failed is False
+                 'FAILED' if failed is True else 'held' if failed is False
+                 else failed if failed
                  else 'timeout', stats.get('examples', '?'), secs,
                  ': ' + problem if failed else ''), flush=True)
         return job, res
@@ -346,9 +356,11 @@ def main(argv=None):
         failed, stats, problem, secs = results[(mut['name'], excluded)][:4]
         base = results.get((None, excluded), (False, {}, '', 0, ''))
         n = stats.get('examples', '?')
-        attributable = failed is True and not (
+        attributable = failed in (True, 'unreplayed') and not (
             base[0] and base[1].get('examples', 10 ** 9) <= n)
-        rows.append((mut['name'], 'yes' if attributable else (
+        rows.append((mut['name'], (
+            'yes (not replayable)' if failed == 'unreplayed' else 'yes')
+            if attributable else (
             'no' if failed is False else
             'no (flaky generation)' if failed == 'flaky' else
             'timeout' if failed is None else 'baseline'), n,

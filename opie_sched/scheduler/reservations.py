@@ -103,6 +103,46 @@ def provider_allocations(client, ctx, rp_uuid):
             for consumer, body in (data.get('allocations') or {}).items()}
 
 
+def buried_in_cell0(ctx, consumers):
+    """The consumers that are servers nova buried in cell0: their claims
+    run nothing on the provider.
+
+    A scheduler worker that dies after claiming a host for a server
+    (before or while it preempts) leaves its Placement claim behind: the
+    conductor's call fails, it buries the server in cell0 (ERROR), and nova
+    removes the claim only when that server is deleted
+    (``nova/conductor/manager.py`` ``schedule_and_build_instances``,
+    ``_bury_in_cell0``). Counted as used, such a claim would have the next
+    request on the host preempt for room nothing runs in. A consumer whose
+    instance mapping has no cell yet (a claim in flight) or a real cell, a
+    migration (no instance mapping), is not buried. One API database
+    query; when it fails, nothing is left out (logged).
+
+    :param ctx: admin RequestContext (the API database).
+    :param consumers: Placement consumer uuids (an iterable).
+    :returns: set of consumer uuids.
+    """
+    consumers = list(consumers)
+    if not consumers:
+        return set()
+    try:
+        mappings = objects.InstanceMappingList.get_by_instance_uuids(
+            ctx, consumers)
+    except Exception:
+        LOG.exception('Could not read the instance mappings of consumers '
+                      '%s; claims of servers buried in cell0 count as '
+                      'used', sorted(consumers))
+        return set()
+    buried = {m.instance_uuid for m in mappings
+              if m.cell_mapping is not None
+              and m.cell_mapping.uuid == objects.CellMapping.CELL0_UUID}
+    if buried:
+        LOG.info('Placement claims of servers buried in cell0 (their '
+                 'scheduler worker died after claiming): %s; they hold no '
+                 'room on the host', sorted(buried))
+    return buried
+
+
 def provider_used(client, ctx, rp_uuid):
     """Full-state usage (vCPU, MB, GB) of a provider now: every consumer's
     standard and preemptible classes (``GET /resource_providers/{uuid}/
@@ -172,7 +212,8 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
         the caller has one already (default: a new one).
     :returns: ``(HostView, {uuid: InstanceRow})``: used = every
         allocation on the provider (normal and preemptible, in-flight
-        claims included);
+        claims included) but those of servers buried in cell0
+        (:func:`buried_in_cell0`);
         instances = the servers holding preemptible room there, as the
         ownership model reads them
         (:func:`opie_sched.scheduler.ownership.provider_instances`: the
@@ -182,6 +223,9 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
     """
     now = now or timeutils.utcnow(with_timezone=True)
     allocs = provider_allocations(client, ctx, rp_uuid)
+    # a claim of a server nova buried in cell0 holds no room on the host
+    for consumer in buried_in_cell0(ctx, allocs):
+        del allocs[consumer]
     used = model.Resources.total(_as_resources(a) for a in allocs.values())
     if cctxt is None:
         cctxt = cell_context(ctx, cell_uuid)

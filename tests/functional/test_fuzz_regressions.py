@@ -15,8 +15,8 @@ after every step and its convergence at the end
 (:meth:`~tests.functional.test_invariant_fuzz.FuzzCloud.replay`).
 
 Two kinds belong here: sequences the fuzzer found failing on main
-(shrunk; none so far: the bounded mode and the power script's baselines
-held on main at 95e185f), and directed sequences reaching a guarantee
+(shrunk: the ``kill_worker`` rule's over-preemption, the first), and
+directed sequences reaching a guarantee
 that random examples of a few steps rarely reach; each of those fails
 when its guarantee is reverted (the ``tools/fuzz_power.py`` mutation
 named in its docstring).
@@ -72,3 +72,23 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
                           ('migrate', ['VERIFY_RESIZE']),
                           ('reconcile', ['VERIFY_RESIZE']),
                           ('reconcile', [])], seen)
+
+    def test_no_victim_for_the_claim_a_killed_worker_left(self):
+        """Found by the ``kill_worker`` rule (issue 30): a normal boot's
+        scheduler worker dies after sending its victim's delete; nova's
+        conductor buries the server in cell0 (ERROR) and the dead worker's
+        Placement claim on host1 stays until that server is deleted. The
+        owner boots again on host1 (host2 holds normal servers only): with
+        that claim counted as used, the retry preempted the other
+        preemptible of host1, where the servers running had room for it:
+        2 victims where the minimum (0) plus the failed request's (1)
+        allow 1. Fixed by ``reservations.buried_in_cell0``.
+        """
+        self.replay([
+            ('fill', {'servers': [('a', 'large.preemptible', 100),
+                                  ('a', 'large.preemptible', 200),
+                                  ('b', 'large', 300),
+                                  ('b', 'large', 400)]}),
+            ('kill_worker', {'owner': 'a', 'flavor': 'large',
+                             'stage': 'sent'}),
+        ])

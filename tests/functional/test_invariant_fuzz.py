@@ -51,21 +51,19 @@ from opie_sched.scheduler import reconciler
 from tests.functional import base
 from tests.functional.fuzz import machine as fuzz_machine
 from tests.functional.fuzz import recorder as fuzz_recorder
+from tests.functional.fuzz import worker_kill
 
 #: Rules the bounded mode leaves out: none. Until the fixes of issue 30
 #: were merged it left out ``fault_shelve`` (hole 3), ``hang_compute`` and
 #: ``lose_compute_deletes`` (hole 4) and ``clock_jump`` (hole 2); with
-#: them merged, every rule runs (4 x 10 with all rules: held, 68 s).
-#: With the rules of boot from volume, server groups, reschedule,
-#: evacuation and lifetime expiry: 69 s of CPU against 59 s before, side
-#: by side on the same loaded machine (wall 643 s against 538 s at a load
-#: average of 15); 68 s wall (51 s CPU) once the machine quietened.
+#: them merged, every rule runs. Each example runs a drawn subset of them
+#: (swarm testing: the machine's ``fill``).
 EXCLUDED_IN_BOUNDED = ()
-#: 4 examples of 10 steps: about 110 s of CPU (nova's import included),
-#: 2-3 minutes on a quiet 2-core machine; measured 33 minutes of wall
-#: time at a load average of 20-25 (6 examples), hence the timeout factor.
-BOUNDED_EXAMPLES = 4
-BOUNDED_STEPS = 10
+#: 3 examples of 12 steps (4 of 10 before the full starts, which boot
+#: more servers per example, and the worker-kill rule): measured against
+#: the old 4 x 10, side by side on the same loaded machine.
+BOUNDED_EXAMPLES = 3
+BOUNDED_STEPS = 12
 
 
 class FuzzCloud(base.OpieNovaTestCase):
@@ -124,6 +122,7 @@ class FuzzCloud(base.OpieNovaTestCase):
         self._hang_destroys(self.cloud)
         self._lose_compute_deletes(self.cloud)
         self._fail_builds(self.cloud)
+        worker_kill.install(self.useFixture, self.cloud)
         self.addCleanup(self.cloud.heal)
 
     def _fail_builds(self, cloud):

@@ -33,7 +33,24 @@ checks, after every step:
   its servers' flavors, no server left in ``deleting``, no victim record
   past its ``next_attempt``. Every example ends with that step.
 
-A rule that Nova refuses in the current state (4xx) is a no-op step.
+A rule that Nova refuses in the current state (4xx), or that finds no
+server it may act on, is a no-op step.
+
+The ``kill_worker`` rule kills the scheduler worker of a normal boot after
+its decision reserved victims (:mod:`.worker_kill`: before the notice,
+after it, after a victim's record went ``terminating``, after its compute
+call was sent); the request must fail, and after the reconciler converged
+and the owner booted again, the invariants above hold (the dead worker's
+Placement claim, nova's until the server is deleted, counted apart) and
+the victims taken are at most those the failed request reserved plus the
+most an exact decision for the retry takes (:func:`.oracle.minimum_count`,
+against the servers running on its host).
+
+Finding power (issue 30's "prove the fuzzer's power"): each example runs a
+drawn subset of the rules (swarm testing: a few rules many times), may
+start full (preemptible servers topped up until the flavors booted ask
+for every host's vCPUs: the next normal boot preempts), and the rules'
+preconditions are static (drawn data only, never the cloud's statuses).
 """
 
 import collections
@@ -56,8 +73,11 @@ from nova.tests.functional.api import client as api_client
 
 from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
+from opie_sched.scheduler import locks
+from opie_sched.scheduler import manager as opie_manager
 from opie_sched.scheduler import reconciler
 from tests.functional.fuzz import oracle
+from tests.functional.fuzz import worker_kill
 
 NORMAL = ('small', 'medium', 'large')
 PREEMPTIBLE = ('small.preemptible', 'medium.preemptible',
@@ -188,9 +208,32 @@ class Cloud:
         self.fail_builds = 0
         #: the server a step acts on (its host may be changing)
         self.acting = None
+        #: an armed :class:`~.worker_kill.Kill` (the next request that
+        #: reserves victims dies), or None
+        self.kill = None
+        #: servers whose scheduling request died with its worker: nova's
+        #: conductor buries them in cell0 (ERROR) and the dead worker's
+        #: Placement claims stay until the server is deleted
+        self.left_claims = set()
         #: what the fuzzer did: examples, steps per rule, opie's
         #: destructive calls, decisions and those the oracle enumerated
         self.stats = collections.Counter()
+
+    def verify(self, problems):
+        """Raise AssertionError with ``problems`` when there are some; the
+        first failure of a run is also kept in :attr:`stats` (``first
+        failure`` and the example it happened in), so that a run whose
+        failing example hypothesis cannot replay alike (timing: it then
+        raises ``FlakyStrategyDefinition`` or ``Flaky``) still tells what
+        failed.
+        """
+        if not problems:
+            return
+        text = '\n'.join(problems)
+        if 'first failure' not in self.stats:
+            self.stats['first failure'] = text[:2000]
+            self.stats['first failure example'] = self.stats['examples']
+        raise AssertionError(text)
 
     def count(self, calls, decisions):
         self.stats['invariant checks'] += 1
@@ -313,6 +356,106 @@ class Cloud:
                 self.servers[uuid].ready_at = ready
         return new
 
+    def boot_many(self, requests):
+        """Boot one server per ``(owner, flavor)`` without waiting between
+        the requests, then wait for all; the new uuids.
+        """
+        new = []
+        for owner, flavor in requests:
+            req = self.case._build_server(
+                name='fuzz-%s' % flavor,
+                flavor_id=self.case.flavor_ids[flavor], networks='none')
+            found = self.call(self.owners[owner].post_server,
+                              {'server': req})
+            if found is not None:
+                self.servers[found['id']] = Server(found['id'], owner,
+                                                   flavor)
+                self.order.append(found['id'])
+                new.append(found['id'])
+        self.settle(new)
+        ready = timeutils.utcnow(with_timezone=True)
+        for uuid in new:
+            if uuid in self.servers:
+                self.servers[uuid].ready_at = ready
+        return new
+
+    def boot_killed(self, owner, flavor, stage):
+        """A normal boot whose scheduler worker dies at ``stage`` after
+        its decision reserved victims (:mod:`.worker_kill`); when it did
+        die: the reconciler converges, the owner boots again, the
+        reconciler converges again. Problems: the killed request did not
+        fail, the capacity problems after each convergence, and victims
+        beyond the minimum plus those of the failed request (the retry's
+        victims must cost no more than the brute-force minimum freeing
+        what the servers running on its host need, the dead worker's
+        left-over claim not counted).
+        """
+        kill = worker_kill.Kill(stage, locks.default_url(opie_manager.CONF))
+        start = len(self.recorder.calls)
+        self.kill = kill
+        try:
+            new = self.boot(owner, flavor)
+        finally:
+            self.kill = None
+            kill.close()
+        if not kill.died:
+            return []
+        self.stats['workers killed after the decision (%s)' % stage] += 1
+        problems = ['the request of a worker killed at %s did not fail: %s'
+                    % (stage, self.servers[u]) for u in new
+                    if u in self.servers
+                    and self.servers[u].status != 'ERROR']
+        self.left_claims.update(new)
+        problems.extend('after the kill (%s): %s' % (stage, p)
+                        for p in self.converge())
+        # the owner tries again
+        held = {host: self._held(host) for host in self.case.HOSTS}
+        dstart = len(self.recorder.decisions)
+        retry = self.boot(owner, flavor)
+        problems.extend('after the retry: %s' % p for p in self.converge())
+        failed = set(kill.reserved)
+        taken = {c.uuid for c in self.recorder.calls[start:]
+                 if c.preemptor != vs.CAUSE_LIFETIME}
+        needed = 0
+        for hv, request, policy, now, plan in \
+                self.recorder.decisions[dstart:]:
+            if not plan.needs_preemption or not plan.victims or not (
+                    {inst.uuid for inst, _ in plan.victims} & taken):
+                continue
+            size = self.case.PAPER_SIZES[flavor]
+            deficit = tuple(max(h + r - c, 0) for h, r, c in zip(
+                held.get(hv.name, (0, 0, 0)), size, self.case.HOST_SIZE))
+            cands = [i for i in hv.instances
+                     if i.preemptible and not i.leaving and not i.pinned]
+            costed = [(tuple(i.resources), policy.instance_cost(i, hv, now))
+                      for i in cands]
+            try:
+                needed += oracle.minimum_count(costed, deficit)
+            except ValueError:
+                needed += len(plan.victims)
+        self.stats['victims after a worker kill'] += len(taken)
+        if len(taken) > needed + len(failed):
+            problems.append(
+                'over-preemption after a worker killed at %s: %d victims '
+                '%s taken, the minimum for the retry %s is %d and the '
+                'failed request had reserved %d %s' % (
+                    stage, len(taken), sorted(taken), retry, needed,
+                    len(failed), sorted(failed)))
+        return problems
+
+    def _held(self, host):
+        """(vCPU, MB, GB) the model's servers hold on ``host``."""
+        held = [0, 0, 0]
+        for srv in self.live():
+            if srv.host != host or srv.status in ('SHELVED_OFFLOADED',
+                                                  'ERROR'):
+                continue
+            vcpus, ram, disk = self.case.PAPER_SIZES[srv.flavor]
+            held[0] += vcpus
+            held[1] += ram
+            held[2] += 0 if srv.bfv else disk
+        return tuple(held)
+
     def server_group(self, owner, policy):
         """A new server group of ``owner`` with ``policy``; its id, or
         None when Nova refuses it (quota).
@@ -412,6 +555,7 @@ class Cloud:
                 self.call(self.owners[owner].delete_server_group,
                           group['id'])
         self.servers.clear()
+        self.left_claims.clear()
         del self.order[:]
         self.recorder.reset()
         self.hung.clear()
@@ -438,7 +582,9 @@ class Cloud:
         problems = []
         for hv, request, policy, now, plan in decisions:
             for inst in hv.instances:
-                if not inst.preemptible or inst.leaving:
+                # pinned: the decision itself holds it back (its owner's
+                # move, the ownership model); the model judges the rest
+                if not inst.preemptible or inst.leaving or inst.pinned:
                     continue
                 srv = self.servers.get(inst.uuid)
                 if srv is None:
@@ -480,7 +626,17 @@ class Cloud:
             inv = case.placement.get(
                 '/resource_providers/%s/inventories' % rp
             ).body['inventories']
-            used = case._get_provider_usages(rp)
+            used = dict(case._get_provider_usages(rp))
+            # the claims a dead worker left (nova's, until the server is
+            # deleted): not opie's to repair; counted apart
+            for uuid in self.left_claims & set(self.servers):
+                held = case.placement.get('/allocations/%s' % uuid).body[
+                    'allocations'].get(rp, {}).get('resources', {})
+                for rc, amount in held.items():
+                    used[rc] = used.get(rc, 0) - amount
+                if held:
+                    self.stats['capacity checks discounting a claim left '
+                               'by a killed worker'] += 1
             for std, pre in flavors.CLASS_MAP.items():
                 i = inv[std]
                 cap = (i['total'] - i['reserved']) * i['allocation_ratio']
@@ -566,7 +722,23 @@ class Cloud:
         return problems
 
 
+#: Every rule of the machine (:func:`make_machine`).
+RULES = ('boot', 'boot_normal', 'multi_create', 'boot_from_volume',
+         'server_group', 'boot_rescheduled', 'boot_concurrently', 'resize',
+         'confirm', 'revert', 'migrate', 'live_migrate', 'evacuate',
+         'shelve', 'unshelve', 'rescue', 'unrescue', 'stop', 'soft_delete',
+         'restore', 'delete', 'lock', 'kill_worker', 'reconcile',
+         'converge', 'fault_delete', 'fault_shelve', 'lose_compute_deletes',
+         'hang_compute', 'heal', 'clock_jump', 'expire_lifetimes')
+#: The rules an example may leave out (swarm testing); a reconciler round
+#: is always possible.
+SWARM = tuple(r for r in RULES if r != 'reconcile')
 servers_idx = st.integers(min_value=0, max_value=63)
+#: ages of the first servers, seconds (some past ``short.preemptible``'s
+#: lifetime)
+ages = st.one_of(st.integers(min_value=0, max_value=7200),
+                 st.integers(min_value=SHORT_LIFETIME,
+                             max_value=2 * SHORT_LIFETIME))
 
 
 def counted(fn):
@@ -584,15 +756,16 @@ def make_machine(cloud, excluded=()):
     """
 
     def when(name, statuses=None):
-        """Rule ``name`` runs unless excluded, and only when a server
-        has one of ``statuses`` (None: always). These preconditions read
-        the cloud: hypothesis may raise ``FlakyStrategyDefinition`` when
-        it replays a prefix whose statuses differ (timing); seen once in
-        a power run, counted there as no finding.
+        """Rule ``name`` runs unless excluded or left out of this example
+        (swarm testing, :meth:`InvariantMachine.fill`). Static: the
+        precondition reads only the example's drawn data, never the cloud
+        (a precondition on the servers' statuses made hypothesis raise
+        ``FlakyStrategyDefinition`` when timing changed them on a replay).
+        ``statuses`` documents the servers the rule acts on; without one
+        the rule is a no-op step.
         """
         return stateful.precondition(
-            lambda self: name not in excluded and (
-                statuses is None or self.cloud.has(statuses)))
+            lambda self: name not in excluded and name in self.enabled)
 
     class InvariantMachine(stateful.RuleBasedStateMachine):
 
@@ -602,23 +775,47 @@ def make_machine(cloud, excluded=()):
             cloud.reset()
             cloud.recorder.check = cloud.judge_destroy
             cloud.stats['examples'] += 1
+            #: the rules of this example (swarm testing: drawn by fill)
+            self.enabled = frozenset(RULES)
 
         # -- owners -----------------------------------------------------
 
-        @stateful.initialize(servers=st.lists(
-            st.tuples(st.sampled_from(OWNERS), st.sampled_from(FLAVORS),
-                      st.one_of(st.integers(min_value=0, max_value=7200),
-                                st.integers(min_value=SHORT_LIFETIME,
-                                            max_value=2 * SHORT_LIFETIME))),
-            min_size=2, max_size=6))
-        def fill(self, servers):
+        @stateful.initialize(
+            servers=st.lists(
+                st.tuples(st.sampled_from(OWNERS), st.sampled_from(FLAVORS),
+                          ages),
+                min_size=2, max_size=6),
+            top_up=st.one_of(st.just(()), st.lists(
+                st.tuples(st.sampled_from(OWNERS),
+                          st.sampled_from(PREEMPTIBLE), ages),
+                min_size=8, max_size=8)),
+            rules=st.fixed_dictionaries(
+                {name: st.booleans() for name in SWARM}))
+        def fill(self, servers, top_up=(), rules=None):
             """The cloud's first servers, each ``age`` seconds old (their
             preemption costs differ; some older than ``short.preemptible``'s
-            lifetime, normal servers that a resize may make preemptible).
+            lifetime, normal servers that a resize may make preemptible);
+            then, for a full start, preemptible servers of ``top_up`` until
+            the flavors booted ask for every host's vCPUs (the next normal
+            boot preempts). ``rules``: which rules of :data:`SWARM` this
+            example runs (swarm testing: an example runs a few rules many
+            times; None: all).
             """
+            if rules is not None:
+                self.enabled = frozenset(
+                    [r for r in RULES if r not in rules]
+                    + [r for r, on in rules.items() if on])
+            cloud = self.cloud
+            room = len(cloud.case.HOSTS) * cloud.case.HOST_SIZE[0]
+            asked = sum(cloud.case.PAPER_SIZES[f][0] for _, f, _ in servers)
+            for owner, flavor, age in top_up:
+                if asked >= room:
+                    break
+                asked += cloud.case.PAPER_SIZES[flavor][0]
+                servers = list(servers) + [(owner, flavor, age)]
             for owner, flavor, age in servers:
-                for uuid in self.cloud.boot(owner, flavor):
-                    self.cloud.age(uuid, age)
+                for uuid in cloud.boot(owner, flavor):
+                    cloud.age(uuid, age)
 
         @when('boot')
         @stateful.rule(owner=st.sampled_from(OWNERS),
@@ -678,6 +875,18 @@ def make_machine(cloud, excluded=()):
                     self.cloud.boot(owner, flavor)
                 finally:
                     self.cloud.fail_builds = 0
+
+        @when('boot_concurrently')
+        @stateful.rule(flavors=st.tuples(st.sampled_from(FLAVORS),
+                                         st.sampled_from(FLAVORS)))
+        @counted
+        def boot_concurrently(self, flavors):
+            """Both owners boot at once (one server each, neither waiting
+            for the other): the two scheduler services may decide at the
+            same time.
+            """
+            if len(self.cloud.order) < 11:
+                self.cloud.boot_many(list(zip(OWNERS, flavors)))
 
         def _resize(self, i, flavor):
             srv = self.cloud.pick(i, lambda s: s.status in ('ACTIVE',
@@ -766,8 +975,8 @@ def make_machine(cloud, excluded=()):
             srv.moving = False
             killed = [c for c in self.cloud.recorder.calls[start:]
                       if c.preemptor == srv.uuid]
-            assert not killed, ('the live migration of %s preempted %s'
-                                % (srv, killed))
+            self.cloud.verify(['the live migration of %s preempted %s'
+                               % (srv, killed)] if killed else [])
 
         @when('evacuate', ('ACTIVE', 'SHUTOFF'))
         @stateful.rule(i=servers_idx)
@@ -785,8 +994,8 @@ def make_machine(cloud, excluded=()):
                 srv.moving = False
             killed = [c for c in self.cloud.recorder.calls[start:]
                       if c.preemptor == srv.uuid]
-            assert not killed, ('the evacuation of %s preempted %s'
-                                % (srv, killed))
+            self.cloud.verify(['the evacuation of %s preempted %s'
+                               % (srv, killed)] if killed else [])
 
         def _simple(self, i, status, body, api=None):
             srv = self.cloud.pick(i, lambda s: s.status in status)
@@ -866,6 +1075,20 @@ def make_machine(cloud, excluded=()):
 
         # -- the system -------------------------------------------------
 
+        @when('kill_worker')
+        @stateful.rule(owner=st.sampled_from(OWNERS),
+                       flavor=st.sampled_from(NORMAL),
+                       stage=st.sampled_from(worker_kill.STAGES))
+        @counted
+        def kill_worker(self, owner, flavor, stage):
+            """A normal boot whose scheduler worker is killed after its
+            decision reserved victims (at ``stage``); the reconciler
+            converges, the owner boots again (:meth:`Cloud.boot_killed`).
+            """
+            if len(self.cloud.order) < 11:
+                problems = self.cloud.boot_killed(owner, flavor, stage)
+                self.cloud.verify(problems)
+
         @when('reconcile')
         @stateful.rule()
         @counted
@@ -878,7 +1101,7 @@ def make_machine(cloud, excluded=()):
         @counted
         def converge(self):
             problems = self.cloud.converge()
-            assert not problems, '\n'.join(problems)
+            self.cloud.verify(problems)
 
         @when('fault_delete')
         @stateful.rule(kind=st.sampled_from(['refuse', 'lose']))
@@ -941,7 +1164,7 @@ def make_machine(cloud, excluded=()):
             problems = list(problems)
             problems.extend(self.cloud.candidate_problems(decisions))
             problems.extend(self.cloud.owner_problems())
-            assert not problems, '\n'.join(problems)
+            self.cloud.verify(problems)
 
         def teardown(self):
             try:
@@ -950,7 +1173,7 @@ def make_machine(cloud, excluded=()):
                 self.cloud.count(calls, decisions)
                 problems = list(more) + problems + \
                     self.cloud.candidate_problems(decisions)
-                assert not problems, '\n'.join(problems)
+                self.cloud.verify(problems)
             finally:
                 self.cloud.recorder.check = None
 

@@ -55,6 +55,31 @@ def minimum(candidates, deficit):
     return best
 
 
+def minimum_count(candidates, deficit):
+    """The most victims a cheapest subset of ``candidates`` freeing
+    ``deficit`` has (0 when nothing needs freeing or no subset frees
+    enough): how many victims an exact decision may take.
+
+    :param candidates: as :func:`minimum`; ``deficit`` likewise.
+    :raises ValueError: above :data:`MAX_CANDIDATES` candidates.
+    """
+    if not any(deficit):
+        return 0
+    best = minimum(candidates, deficit)
+    if best is None:
+        return 0
+    n = len(candidates)
+    most = 0
+    for mask in range(1 << n):
+        chosen = [candidates[i] for i in range(n) if mask >> i & 1]
+        freed = [sum(r[d] for r, _ in chosen) for d in range(3)]
+        cost = sum(c for _, c in chosen)
+        if _covers(freed, deficit) and cost <= best + TOLERANCE * max(
+                1.0, abs(best)):
+            most = max(most, len(chosen))
+    return most
+
+
 def check_decision(hv, request, policy, now, plan):
     """Problems of one ``planner.plan_host`` decision (empty when it is
     exact): the deficit, feasibility and the victims' total cost against
@@ -75,7 +100,10 @@ def check_decision(hv, request, policy, now, plan):
         return problems
     if not needs:
         return problems
-    cands = [i for i in hv.instances if i.preemptible and not i.leaving]
+    # a pinned instance (its owner is moving it) holds its room and is no
+    # candidate
+    cands = [i for i in hv.instances
+             if i.preemptible and not i.leaving and not i.pinned]
     costed = [(tuple(i.resources), policy.instance_cost(i, hv, now))
               for i in cands]
     try:

@@ -64,8 +64,11 @@ class _ApiSpy:
                 raise RuntimeError('fuzz: compute service refuses %s' % name)
             if fault == 'lose':
                 # accepted and never carried out (an RPC cast lost)
+                recorder.sent(name, instance.uuid)
                 return None
-            return attr(ctxt, instance, *args, **kwargs)
+            result = attr(ctxt, instance, *args, **kwargs)
+            recorder.sent(name, instance.uuid)
+            return result
         return call
 
 
@@ -83,6 +86,9 @@ class Recorder:
         self.faults = {}
         self.check = None
         self.problems = []
+        #: called ``(verb, uuid)`` after each destructive call was sent
+        #: (the worker-kill rule's last point of death)
+        self.on_sent = None
 
     def install(self, use_fixture):
         import fixtures
@@ -117,6 +123,10 @@ class Recorder:
             if problem:
                 with self.lock:
                     self.problems.append(problem)
+
+    def sent(self, verb, uuid):
+        if self.on_sent is not None:
+            self.on_sent(verb, uuid)
 
     def fault_for(self, verb, uuid):
         """The fault injected into opie's ``verb`` (``refuse``, ``lose``

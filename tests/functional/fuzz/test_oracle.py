@@ -47,6 +47,19 @@ class OracleTest(testtools.TestCase):
         self.assertEqual(0.0, oracle.minimum(cands, (0, 0, 0)))
         self.assertIsNone(oracle.minimum(cands, (11, 0, 0)))
 
+    def test_minimum_count_by_hand(self):
+        # the cheapest way to free a large is two mediums: 2 victims
+        cands = [((2, 4000, 40), 400.0), ((2, 4000, 40), 1000.0),
+                 ((4, 8000, 80), 3000.0)]
+        self.assertEqual(2, oracle.minimum_count(cands, (4, 8000, 80)))
+        # two cheapest sets tie: the larger one counts
+        tie = [((2, 4000, 40), 500.0), ((2, 4000, 40), 500.0),
+               ((4, 8000, 80), 1000.0)]
+        self.assertEqual(2, oracle.minimum_count(tie, (4, 8000, 80)))
+        self.assertEqual(1, oracle.minimum_count(cands, (1, 0, 0)))
+        self.assertEqual(0, oracle.minimum_count(cands, (0, 0, 0)))
+        self.assertEqual(0, oracle.minimum_count(cands, (11, 0, 0)))
+
     @settings(max_examples=60, deadline=None, derandomize=True)
     @given(st.lists(st.tuples(st.sampled_from([(1, 2000, 20),
                                                (2, 4000, 40),
