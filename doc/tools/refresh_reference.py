@@ -362,22 +362,11 @@ def refresh_cli(bin_dir, date, timeout):
 #: 85 CPU-seconds in 13 minutes, so the run was split into its 140 calls
 #: (4-7 CPU-seconds each, 472 in all) over 36 worker processes at nice
 #: 10: 1210 s wall; ``--results DIR`` put it on the page, which says so.
-REDUCED_REASONS = {
-    'themis-value':
-        'the full run, the first 1000 jobs, 190 market and queue runs of '
-        '2-10 CPU-seconds each (the single-seed tables and 4 factors x 10 '
-        'seeds x 4 settings), did not finish on the shared 2-core machine '
-        'on 2026-11-28: at load average 40-55, 20 worker processes at nice '
-        '10 had about 4 CPU-seconds each after 9 minutes. This run is the '
-        'reduced configuration, the first 150 jobs at factors 0.1 and 1.0, '
-        'CPU only, at 10 seeds, so "high load" is factor 0.1 alone, and '
-        'lighter than at 1000 jobs. Its verdicts may not carry over: in '
-        'the full run of 2026-11-25 (one seed, 1000 jobs) market/FCFS was '
-        '2.59, 2.64 and 2.85 at factors 0.1-0.3, outside the 1.5-2.5 band, '
-        'and market/EDF fell to 0.66 at 0.2. That run\'s single-seed tables '
-        'of the three experiments over ten factors are in git history '
-        '(doc/source/simulator/index.rst)',
-}
+#: themis-value's full run (the first 1000 jobs x 10 seeds, 186 calls of
+#: 1-8 CPU-seconds) is on the page from tools/parallel_seeds.py with two
+#: workers at nice 19 on 2026-11-28: 3509 s wall, 690 CPU-seconds, beside
+#: five engineers' test runs (load average 9-21).
+REDUCED_REASONS = {}
 #: Seeds the page's run asks for (``--seed-count``), reduced or not.
 SEED_COUNTS = {'gossip-redistribution': 10, 'themis-value': 10}
 
@@ -570,7 +559,7 @@ def refresh_scenarios(bin_dir, date, timeout, reduced=(), results=None,
             if parallel:
                 how += (
                     '; computed by ``tools/parallel_seeds.py %s %d%s`` '
-                    'under ``nice -n 10``, whose %d worker processes ran '
+                    'niced, whose %d worker processes ran '
                     'the seeds\' calls and whose parent then ran the '
                     'scenario on them, which gives the command\'s '
                     'result' % (name, parallel['workers'],
