@@ -91,6 +91,12 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     Notice given to victims vs normal requests slowed vs utilisation given
     up, at several headroom sizes on the NASA, HPC2N and Lublin traces
     (:mod:`opie_sched.simulator.headroom_tradeoff`); issue 31, no paper.
+``score-replay``
+    How often the placement score's answer (``fits_now``, ``preempting``,
+    ``no_room``) was what the scheduler then did, asked at the pass and
+    0, 60 and 600 s before, on a NASA iPSC/860 prefix with preemptible
+    backfill (:mod:`opie_sched.simulator.score_replay`); issue 32, no
+    paper.
 """
 
 import collections
@@ -109,6 +115,7 @@ from opie_sched.simulator import repacking_tables45
 from opie_sched.simulator import rpm_fig3
 from opie_sched.simulator import rpm_vs_ffd
 from opie_sched.simulator import rpm_weights
+from opie_sched.simulator import score_replay
 from opie_sched.simulator import themis
 from opie_sched.simulator import themis_elastic
 from opie_sched.simulator import vertical_scaling
@@ -131,6 +138,7 @@ SCENARIOS = collections.OrderedDict([
     ('rpm-fig3', rpm_fig3.rpm_fig3),
     ('gossip-fig5', gossip_fig5.gossip_fig5),
     ('headroom-tradeoff', headroom_tradeoff.headroom_tradeoff),
+    ('score-replay', score_replay.score_replay),
 ])
 
 
