@@ -257,7 +257,7 @@ def tally(records, lags=LAGS):
 
 
 def _pct(num, den):
-    return '%.1f %%' % (100.0 * num / den) if den else '-'
+    return '%.2f %%' % (100.0 * num / den) if den else '-'
 
 
 def table_text(counts, lags=LAGS):
