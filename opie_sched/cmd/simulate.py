@@ -63,7 +63,7 @@ SEED_COUNT_SCENARIOS = ('rpm-weights', 'rpm-fig3', 'gossip-redistribution',
                         'themis-value')
 #: Named scenarios that replay the shared traces and take ``--traces-dir``
 #: and ``--limit`` (trace jobs per trace).
-TRACE_SCENARIOS = ('headroom-tradeoff',)
+TRACE_SCENARIOS = ('headroom-tradeoff', 'score-replay')
 #: Job numbers of the generated backfill start above this, so they never
 #: collide with a trace's.
 BACKFILL_JOB_BASE = 1000000000

@@ -15,9 +15,13 @@ score and outcome are known, the tally's sums on a generated workload,
 and the skip when the trace is absent.
 """
 
+import io
+import json
+
 import fixtures
 import testtools
 
+from opie_sched.cmd import cli
 from opie_sched.services.market import score
 from opie_sched.simulator import cloud as cloud_mod
 from opie_sched.simulator import scenarios
@@ -128,3 +132,15 @@ class ScenarioTest(testtools.TestCase):
             directory=self.useFixture(fixtures.TempDir()).path, jobs=5)
         self.assertIn('NASA-iPSC-1993-3.1-cln.swf.gz', result['skipped'])
         self.assertIn('score-replay: skipped: trace', text)
+
+    def test_cli_passes_traces_dir_and_limit(self):
+        out = self.useFixture(fixtures.MonkeyPatch('sys.stdout',
+                                                   io.StringIO())).new_value
+        empty = self.useFixture(fixtures.TempDir()).path
+        rc = cli.main(['simulate', '--scenario', 'score-replay',
+                       '--traces-dir', empty, '--limit', '7', '-f', 'json'])
+        self.assertEqual(0, rc)
+        data = json.loads(out.getvalue())
+        self.assertEqual('score-replay', data['scenario'])
+        self.assertEqual(7, data['jobs'])
+        self.assertIn(empty, data['skipped'])
