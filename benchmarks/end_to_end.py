@@ -65,9 +65,28 @@ opie
     creates the same request again (same name, flavor, image), which adds
     a build request and a quota check; the output says which one ran.
 
-No design polls a full server listing: the failure comes from the
-notifications, ACTIVE from a GET of the one server every 50 ms (the same
-for the three columns), the victims' release from ``GET
+opie + headroom (``--headroom``)
+    The demand the headroom is for (issue 31's target): an aggregate
+    ``e2e-headroom`` holding every compute host gets ``opie_headroom`` =
+    one normal server's size; the cloud is filled with preemptible
+    servers; opie's reconciler marks the victims that restore the
+    headroom at risk, gives them their notice (opie-scheduler's
+    ``[opie_preemption] headroom_notice_seconds``) and acts at the
+    deadline; once Placement shows room for one normal server, the normal
+    server is created and timed. While waiting, the servers' metadata is
+    listed every second: a victim's notice is its deadline
+    (``opie:preempt_deadline``) less the time its notice was first seen,
+    which under-states the notice by up to the polling period (never
+    over-states it). Prints the create to ACTIVE against (a) (target
+    <= 1.1) and the share of victims given at least ``--notice`` seconds
+    less 1 s (the deadline is written in whole seconds; target >= 95 %).
+    Each repetition waits a reconciler round and the notice out (about
+    3 minutes with the defaults).
+
+No design polls a full server listing in its timed create (the headroom
+design's wait lists the servers once a second, before it): the failure
+comes from the notifications, ACTIVE from a GET of the one server every
+50 ms (the same for every column), the victims' release from ``GET
 /allocations/{victim}``. Between repetitions the clouds are topped up,
 not refilled; with a stock cloud the three designs take turns in each
 repetition (the machine's load weighs alike on them). Prints per design
@@ -461,6 +480,158 @@ def run_free(cloud, rep):
     return sample
 
 
+#: The aggregate of the headroom design and its metadata key (that of
+#: opie_sched.preemption.headroom; not imported: the script runs on any
+#: cloud from the client side).
+HEADROOM_AGGREGATE = PREFIX + 'headroom'
+HEADROOM_KEY = 'opie_headroom'
+#: Server metadata keys of a victim's notice (opie_sched's
+#: preemption.victim_state).
+NOTICE_KEY = 'opie:preempt_notice'
+DEADLINE_KEY = 'opie:preempt_deadline'
+AT_RISK_KEY = 'opie:rebalance_recommendation'
+#: Seconds between two listings of the servers' metadata while the
+#: headroom design waits for its room.
+HEADROOM_POLL = 1.0
+
+
+def _epoch(text):
+    """Seconds since the epoch of an ISO 8601 UTC time (``...Z``), or
+    None when ``text`` is not one.
+    """
+    import datetime
+    try:
+        return datetime.datetime.strptime(
+            text, '%Y-%m-%dT%H:%M:%SZ').replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+class NoticeLog:
+    """What the servers' metadata showed of their notices, listing after
+    listing.
+
+    :meth:`see` takes one listing: ``[(server id, metadata dict)]`` at
+    wall-clock ``at`` (seconds since the epoch). :meth:`notices` gives
+    each noticed server's notice in seconds: its deadline less the
+    first listing that showed the notice (at most one polling period
+    after the notice was written, so a notice is never over-stated).
+    """
+
+    def __init__(self):
+        self.first_notice = {}
+        self.first_at_risk = {}
+        self.deadline = {}
+
+    def see(self, listing, at):
+        for server_id, meta in listing:
+            meta = meta or {}
+            if AT_RISK_KEY in meta:
+                self.first_at_risk.setdefault(server_id, at)
+            deadline = _epoch(meta.get(DEADLINE_KEY))
+            if NOTICE_KEY in meta and deadline is not None:
+                self.first_notice.setdefault(server_id, at)
+                self.deadline[server_id] = deadline
+
+    def notices(self):
+        """``{server id: seconds of notice}``."""
+        return {i: self.deadline[i] - t
+                for i, t in self.first_notice.items()}
+
+
+def notice_share(notices, target):
+    """``(given, total)``: victims whose notice was at least ``target``
+    seconds less 1 s (deadlines are written in whole seconds), of all.
+
+    :param notices: iterable of seconds of notice.
+    """
+    notices = list(notices)
+    return sum(1 for n in notices if n >= target - 1.0), len(notices)
+
+
+def headroom_text(flavor):
+    """The ``opie_headroom`` value of one server of ``flavor``."""
+    return '%d vcpu, %d MB, %d GB' % (flavor.vcpus, flavor.ram, flavor.disk)
+
+
+class HeadroomAggregate:
+    """The design's aggregate: every nova-compute host, with
+    ``opie_headroom`` = one server of the cloud's normal flavor; deleted
+    by :meth:`remove` (hosts first).
+    """
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+        self.aggregate = None
+
+    def create(self):
+        compute = self.cloud.conn.compute
+        for old in compute.aggregates():
+            if old.name == HEADROOM_AGGREGATE:
+                self._delete(old)
+        self.aggregate = compute.create_aggregate(name=HEADROOM_AGGREGATE)
+        hosts = sorted({s.host for s in compute.services()
+                        if s.binary == 'nova-compute'})
+        for host in hosts:
+            compute.add_host_to_aggregate(self.aggregate, host)
+        compute.set_aggregate_metadata(
+            self.aggregate, {HEADROOM_KEY: headroom_text(self.cloud.flavor)})
+        return hosts
+
+    def _delete(self, aggregate):
+        compute = self.cloud.conn.compute
+        aggregate = compute.get_aggregate(aggregate)
+        for host in aggregate.hosts or ():
+            compute.remove_host_from_aggregate(aggregate, host)
+        compute.delete_aggregate(aggregate, ignore_missing=True)
+
+    def remove(self):
+        if self.aggregate is not None:
+            self._delete(self.aggregate)
+            self.aggregate = None
+
+
+def run_headroom(cloud, rep, wait):
+    """One repetition of the headroom design (module docstring).
+
+    :param wait: seconds to wait for the headroom's room to be free.
+    :returns: the sample: ``total``, ``api``, ``scheduled`` (seconds
+        from the create), ``waited`` (seconds from the full cloud to the
+        room free) and ``notices`` (seconds of notice per victim).
+    :raises RuntimeError: when the room is not free within ``wait`` or
+        the normal server does not become ACTIVE.
+    """
+    twin = cloud.twin()
+    cloud.fill(twin, 'hr%d' % rep,
+               lambda hosts: max(1, cloud.room(twin, hosts)))
+    log = NoticeLog()
+    full_at = _now()
+    while cloud.room(cloud.flavor, cloud.hosts()) < 1:
+        log.see([(s.id, s.metadata) for s in cloud.conn.compute.servers(
+            details=True, all_projects=True)
+            if (s.name or '').startswith(PREFIX)], time.time())
+        if _now() - full_at > wait:
+            raise RuntimeError('headroom: no room for one %s %d s after '
+                               'the fill' % (cloud.flavor.name, wait))
+        time.sleep(HEADROOM_POLL)
+    waited = _now() - full_at
+    server, marks = create_timed(cloud, '%shr-normal-%d' % (PREFIX, rep),
+                                 cloud.flavor)
+    if server.status != 'ACTIVE':
+        raise RuntimeError('headroom: the normal server ended %s: %s'
+                           % (server.status, server.fault))
+    t0 = marks['start']
+    sample = {'total': marks['status:ACTIVE'] - t0,
+              'api': marks['api'] - t0,
+              'scheduled': marks.get('scheduled', marks['status:ACTIVE'])
+              - t0,
+              'waited': waited,
+              'notices': sorted(log.notices().values())}
+    cloud.delete([server.id])
+    return sample
+
+
 def _flavor_field(flavor, key):
     """A field of a server's embedded flavor (dict or sdk resource)."""
     try:
@@ -625,6 +796,17 @@ def main(argv=None):
     p.add_argument('--timeout', type=float, default=300.0,
                    help='seconds to wait for any one server')
     p.add_argument('--json', metavar='PATH')
+    p.add_argument('--headroom', action='store_true',
+                   help='also run the headroom design on the opie cloud '
+                        '(about 3 minutes per repetition)')
+    p.add_argument('--notice', type=float, default=120.0,
+                   help='the headroom notice the opie cloud gives '
+                        '(opie-scheduler\'s [opie_preemption] '
+                        'headroom_notice_seconds; the target of the '
+                        'notice share; default: %(default)s)')
+    p.add_argument('--headroom-wait', type=float, default=600.0,
+                   help='seconds to wait for the headroom\'s room per '
+                        'repetition (default: %(default)s)')
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error('--repeat must be >= 1')
@@ -661,11 +843,20 @@ def main(argv=None):
     print('  opie ran on: %s (opie-scheduler)' % opie.label)
     print('  (b) retry ran on: %s' % retry_on)
     samples = {'opie': [], 'free': [], 'retry': []}
+    if args.headroom:
+        samples['headroom'] = []
+
+    def show(v):
+        if isinstance(v, float):
+            return '%.2f' % v
+        if isinstance(v, list):
+            return '%d (min %s)' % (len(v), '%.1f' % min(v) if v else '-')
+        return v
 
     def say(design, rep, s):
         print('  rep %d %-5s %.2f s  %s' % (
             rep + 1, design, s['total'], ', '.join(
-                '%s %s' % (k, ('%.2f' % v) if isinstance(v, float) else v)
+                '%s %s' % (k, show(v))
                 for k, v in sorted(s.items()) if k != 'total')),
             file=sys.stderr)
         sys.stderr.flush()
@@ -693,6 +884,22 @@ def main(argv=None):
                 for rep in range(args.repeat):
                     samples[design].append(func(opie, rep))
                     say(design, rep, samples[design][-1])
+        if args.headroom:
+            opie.clean()
+            aggregate = HeadroomAggregate(opie)
+            try:
+                hosts = aggregate.create()
+                print('  headroom ran on: %s, aggregate %s (%d hosts), '
+                      'opie_headroom %s' % (opie.label, HEADROOM_AGGREGATE,
+                                            len(hosts),
+                                            headroom_text(opie.flavor)))
+                for rep in range(args.repeat):
+                    samples['headroom'].append(
+                        run_headroom(opie, rep, args.headroom_wait))
+                    say('headroom', rep, samples['headroom'][-1])
+            finally:
+                opie.clean()
+                aggregate.remove()
     finally:
         for cloud in {id(c): c for c in (opie, other)}.values():
             cloud.clean()
@@ -710,8 +917,28 @@ def main(argv=None):
         print('%-30s %7.2f %7.2f %3d  %s' % (
             label, med(samples[key], 'total'), p90(samples[key], 'total'),
             len(samples[key]), on))
+    headroom = None
+    given = total = 0
+    if args.headroom:
+        headroom = med(samples['headroom'], 'total')
+        print('%-30s %7.2f %7.2f %3d  %s' % (
+            'opie + headroom, demand in it', headroom,
+            p90(samples['headroom'], 'total'), len(samples['headroom']),
+            '%s (opie-scheduler, aggregate %s)' % (opie.label,
+                                                   HEADROOM_AGGREGATE)))
+        given, total = notice_share(
+            [n for s in samples['headroom'] for n in s['notices']],
+            args.notice)
     print()
     print('ratio opie/(a): %.2f (target <= 1.5)' % (op / free))
+    if headroom is not None:
+        print('ratio (opie + headroom)/(a): %.2f (target <= 1.1)'
+              % (headroom / free))
+        print('victims given >= %.0f s of notice (less 1 s): %d of %d '
+              '(%s; target >= 95 %%); waited for the room: median %.0f s'
+              % (args.notice, given, total,
+                 '%.0f %%' % (100.0 * given / total) if total else 'none',
+                 med(samples['headroom'], 'waited')))
     print('ratio (b)/opie: %.2f (target >= 2)' % (retry / op))
     print(retry_target_reach(free, op, retry))
     print()
@@ -736,7 +963,11 @@ def main(argv=None):
                'retry_cloud': retry_on,
                'stock_cloud': stock.label if stock else None,
                'flavor': opie.flavor.name, 'samples': samples,
-               'medians': {'free': free, 'opie': op, 'retry': retry},
+               'medians': {'free': free, 'opie': op, 'retry': retry,
+                           'headroom': headroom},
+               'notice': {'target': args.notice, 'given': given,
+                          'victims': total} if headroom is not None
+               else None,
                'p90': {k: p90(samples[k], 'total') for k in samples},
                'ratios': {'opie_vs_free': op / free,
                           'retry_vs_opie': retry / op},

@@ -154,6 +154,28 @@ class ScaleAndBurstRowsTest(testtools.TestCase):
                           '--stock-cloud', 's'],
                          self.run._e2e_args(args, 1))
 
+    def test_end_to_end_headroom_rows(self):
+        rows = {r['key']: r for r in self.run.ratio_rows(
+            {'e2e': {'medians': {'free': 2.0, 'opie': 3.0, 'retry': 9.0,
+                                 'headroom': 2.1},
+                     'notice': {'target': 120, 'given': 19,
+                                'victims': 20}}})}
+        self.assertAlmostEqual(1.05, rows['e2e.headroom_free']['value'])
+        self.assertTrue(rows['e2e.headroom_free']['ok'])
+        self.assertAlmostEqual(0.95, rows['e2e.headroom_notice']['value'])
+        self.assertTrue(rows['e2e.headroom_notice']['ok'])
+        rows = {r['key']: r for r in self.run.ratio_rows(
+            {'e2e': {'medians': {'free': 2.0, 'opie': 3.0, 'headroom': 2.4},
+                     'notice': {'target': 120, 'given': 18,
+                                'victims': 20}}})}
+        self.assertFalse(rows['e2e.headroom_free']['ok'])
+        self.assertFalse(rows['e2e.headroom_notice']['ok'])
+        # without the design (quick run): no row
+        rows = {r['key'] for r in self.run.ratio_rows(
+            {'e2e': {'medians': {'free': 2.0, 'opie': 3.0,
+                                 'headroom': None}, 'notice': None}})}
+        self.assertFalse(rows & {'e2e.headroom_free', 'e2e.headroom_notice'})
+
     def test_end_to_end_rows(self):
         rows = {r['key']: r for r in self.run.ratio_rows(
             {'e2e': {'medians': {'free': 2.0, 'opie': 3.0, 'retry': 9.0}}})}

@@ -227,3 +227,51 @@ class RetryTargetReachTest(testtools.TestCase):
     def test_reached(self):
         self.assertEqual('(b)/opie >= 2 reached (ceiling (b)/(a) = 3.00)',
                          self.e2e.retry_target_reach(2.0, 3.0, 6.0))
+
+
+class HeadroomNoticeTest(testtools.TestCase):
+    """How the headroom design counts the notice its victims were given."""
+
+    def setUp(self):
+        super().setUp()
+        self.e2e = _load()
+
+    def meta(self, deadline):
+        return {self.e2e.NOTICE_KEY: 'preemption at %s (delete): headroom'
+                % deadline, self.e2e.DEADLINE_KEY: deadline}
+
+    def test_notice_from_the_first_listing_that_showed_it(self):
+        log = self.e2e.NoticeLog()
+        # 2026-11-28T12:02:00Z = 1795867320
+        at = 1795867320.0
+        log.see([('a', {}), ('b', {})], at - 125)
+        log.see([('a', self.meta('2026-11-28T12:02:00Z')), ('b', {})],
+                at - 120.4)
+        log.see([('a', self.meta('2026-11-28T12:02:00Z')),
+                 ('b', self.meta('2026-11-28T12:02:30Z'))], at - 40)
+        # a later listing never moves the first sighting
+        log.see([('a', self.meta('2026-11-28T12:02:00Z'))], at - 10)
+        notices = log.notices()
+        self.assertAlmostEqual(120.4, notices['a'], places=3)
+        self.assertAlmostEqual(70.0, notices['b'])
+        self.assertEqual((1, 2), self.e2e.notice_share(notices.values(),
+                                                       120))
+
+    def test_forged_or_partial_keys_are_no_notice(self):
+        log = self.e2e.NoticeLog()
+        log.see([('a', {self.e2e.NOTICE_KEY: 'soon'}),
+                 ('b', {self.e2e.DEADLINE_KEY: '2026-11-28T12:02:00Z'}),
+                 ('c', {self.e2e.NOTICE_KEY: 'x',
+                        self.e2e.DEADLINE_KEY: 'tomorrow'}),
+                 ('d', None)], 0.0)
+        self.assertEqual({}, log.notices())
+
+    def test_share_counts_whole_second_deadlines(self):
+        self.assertEqual((2, 3), self.e2e.notice_share([119.0, 120.2, 118.9],
+                                                       120))
+        self.assertEqual((0, 0), self.e2e.notice_share([], 120))
+
+    def test_headroom_is_one_server_of_the_flavor(self):
+        flavor = mock.Mock(vcpus=2, ram=4096, disk=20)
+        self.assertEqual('2 vcpu, 4096 MB, 20 GB',
+                         self.e2e.headroom_text(flavor))
