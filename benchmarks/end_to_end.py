@@ -551,8 +551,13 @@ def notice_share(notices, target):
 
 
 def headroom_text(flavor):
-    """The ``opie_headroom`` value of one server of ``flavor``."""
-    return '%d vcpu, %d MB, %d GB' % (flavor.vcpus, flavor.ram, flavor.disk)
+    """The ``opie_headroom`` value of one free room for a server of
+    ``flavor`` inside one host (the slots form: amounts would be summed
+    over the pool's hosts, which a full cloud can meet with no host able
+    to take the server).
+    """
+    return '1 x %d vcpu, %d MB, %d GB' % (flavor.vcpus, flavor.ram,
+                                          flavor.disk)
 
 
 class HeadroomAggregate:
@@ -796,6 +801,10 @@ def main(argv=None):
     p.add_argument('--timeout', type=float, default=300.0,
                    help='seconds to wait for any one server')
     p.add_argument('--json', metavar='PATH')
+    p.add_argument('--designs', default='free,opie,retry',
+                   help='comma-separated designs besides the headroom '
+                        'one: free, opie, retry; free is always run '
+                        '(default: %(default)s)')
     p.add_argument('--headroom', action='store_true',
                    help='also run the headroom design on the opie cloud '
                         '(about 3 minutes per repetition)')
@@ -810,6 +819,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error('--repeat must be >= 1')
+    designs = {d.strip() for d in args.designs.split(',') if d.strip()}
+    if designs - {'free', 'opie', 'retry'}:
+        p.error('--designs: unknown %s'
+                % ', '.join(sorted(designs - {'free', 'opie', 'retry'})))
+    designs.add('free')
     if not (args.devcloud or args.os_cloud):
         p.error('give --devcloud or --os-cloud')
     clouds_yaml, transport = None, args.transport_url
@@ -872,6 +886,8 @@ def main(argv=None):
                 for design, func, cloud in (('free', run_free, stock),
                                             ('opie', run_opie, opie),
                                             ('retry', run_retry, stock)):
+                    if design not in designs:
+                        continue
                     samples[design].append(func(cloud, rep))
                     say(design, rep, samples[design][-1])
         else:
@@ -880,6 +896,8 @@ def main(argv=None):
                 samples['free'].append(run_free(opie, rep))
                 say('free', rep, samples['free'][-1])
             for design, func in (('opie', run_opie), ('retry', run_retry)):
+                if design not in designs:
+                    continue
                 opie.clean()
                 for rep in range(args.repeat):
                     samples[design].append(func(opie, rep))
@@ -930,7 +948,8 @@ def main(argv=None):
             [n for s in samples['headroom'] for n in s['notices']],
             args.notice)
     print()
-    print('ratio opie/(a): %.2f (target <= 1.5)' % (op / free))
+    if 'opie' in designs:
+        print('ratio opie/(a): %.2f (target <= 1.5)' % (op / free))
     if headroom is not None:
         print('ratio (opie + headroom)/(a): %.2f (target <= 1.1)'
               % (headroom / free))
@@ -939,25 +958,34 @@ def main(argv=None):
               % (args.notice, given, total,
                  '%.0f %%' % (100.0 * given / total) if total else 'none',
                  med(samples['headroom'], 'waited')))
-    print('ratio (b)/opie: %.2f (target >= 2)' % (retry / op))
-    print(retry_target_reach(free, op, retry))
+    if 'retry' in designs and 'opie' in designs:
+        print('ratio (b)/opie: %.2f (target >= 2)' % (retry / op))
+        print(retry_target_reach(free, op, retry))
     print()
     print('breakdown (medians, s):')
-    print('  opie : API %.2f, scheduled (victims chosen, deleted, host set)'
-          ' %.2f, ACTIVE %.2f' % (med(samples['opie'], 'api'),
-                                  med(samples['opie'], 'scheduled'), op))
-    parts = [('API answer', med(samples['retry'], 'api')),
-             ('NoValidHost notified', med(samples['retry'], 'failed')),
-             ('reaper choice', med(samples['retry'], 'reaper')),
-             ('victims\' allocations gone',
-              med(samples['retry'], 'victims_gone')),
-             ('retry to ACTIVE', med(samples['retry'], 'recreate'))]
-    print('  retry: ' + ', '.join('%s %.2f' % kv for kv in parts))
-    print('  retry ran as: %s' % ', '.join(sorted(
-        {s.get('retry', '?') for s in samples['retry']})))
-    top = max(parts[1:], key=lambda kv: kv[1])
-    print('  retry is dominated by: %s (%.0f%% of its total)' % (
-        top[0], 100.0 * top[1] / retry))
+    if 'opie' in designs:
+        print('  opie : API %.2f, scheduled (victims chosen, deleted, host '
+              'set) %.2f, ACTIVE %.2f' % (med(samples['opie'], 'api'),
+                                          med(samples['opie'], 'scheduled'),
+                                          op))
+    if 'retry' in designs:
+        parts = [('API answer', med(samples['retry'], 'api')),
+                 ('NoValidHost notified', med(samples['retry'], 'failed')),
+                 ('reaper choice', med(samples['retry'], 'reaper')),
+                 ('victims\' allocations gone',
+                  med(samples['retry'], 'victims_gone')),
+                 ('retry to ACTIVE', med(samples['retry'], 'recreate'))]
+        print('  retry: ' + ', '.join('%s %.2f' % kv for kv in parts))
+        print('  retry ran as: %s' % ', '.join(sorted(
+            {s.get('retry', '?') for s in samples['retry']})))
+        top = max(parts[1:], key=lambda kv: kv[1])
+        print('  retry is dominated by: %s (%.0f%% of its total)' % (
+            top[0], 100.0 * top[1] / retry))
+    if headroom is not None:
+        print('  headroom: scheduled %.2f, ACTIVE %.2f; notices (s) %s' % (
+            med(samples['headroom'], 'scheduled'), headroom,
+            ', '.join('%.1f' % n for n in sorted(
+                n for s in samples['headroom'] for n in s['notices']))))
     if args.json:
         doc = {'cloud': opie.label, 'free_room_cloud': free_on,
                'retry_cloud': retry_on,

@@ -273,5 +273,5 @@ class HeadroomNoticeTest(testtools.TestCase):
 
     def test_headroom_is_one_server_of_the_flavor(self):
         flavor = mock.Mock(vcpus=2, ram=4096, disk=20)
-        self.assertEqual('2 vcpu, 4096 MB, 20 GB',
+        self.assertEqual('1 x 2 vcpu, 4096 MB, 20 GB',
                          self.e2e.headroom_text(flavor))
