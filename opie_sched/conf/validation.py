@@ -45,7 +45,7 @@ import os
 
 from oslo_config import cfg
 
-from opie_sched.common import plugins
+from opie_sched import plugins
 
 #: Prefix of the option groups (and configuration file sections) of opie.
 PREFIX = 'opie_'
@@ -160,7 +160,7 @@ def _values(conf, group):
 
 
 def _plugin(group, option, value, namespace):
-    """The sentence of :class:`~opie_sched.common.plugins.PluginNotFound`
+    """The sentence of :class:`~opie_sched.plugins.PluginNotFound`
     when ``value`` is not a plugin of ``namespace``.
     """
     names = plugins.names(namespace)
