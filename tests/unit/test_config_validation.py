@@ -76,8 +76,10 @@ class ValidationTest(testtools.TestCase):
                               'action = explode\n')
         self.assertIn('[opie_preemption] release_timeout: Should be greater '
                       'than or equal to 0', found)
-        self.assertIn("[opie_preemption] action: Valid values are [delete, "
-                      "stop, shelve], but found 'explode'", found)
+        self.assertIn("[opie_preemption] action: unknown interruption "
+                      "behaviour 'explode' (entry-point group "
+                      "opie_sched.preemption.behaviours; available: delete, "
+                      "shelve, stop)", found)
 
     def test_misspelt_option_and_section(self):
         found = self.problems('[opie_preemption]\ncost_module = count\n'
