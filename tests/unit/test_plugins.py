@@ -20,7 +20,11 @@ from oslo_config import cfg
 import testtools
 
 from opie_sched.common import utilisation
+from opie_sched.market import budget
+from opie_sched.market import charge_rules
 from opie_sched import plugins
+from opie_sched.preemption import behaviours
+from opie_sched.preemption import costs
 from opie_sched.services.autoscaler import demand
 from opie_sched.services.autoscaler import policies
 from opie_sched.services.repacker import strategies
@@ -141,10 +145,24 @@ class FamiliesTest(testtools.TestCase):
             (utilisation.UtilisationError,
              lambda: utilisation.load_source('rmp'),
              'utilisation source', 'rmp', utilisation.NAMESPACE),
+            (costs.CostModuleError,
+             lambda: costs.load_policy('rmp'),
+             'cost module', 'rmp', costs.NAMESPACE),
+            (behaviours.BehaviourError,
+             lambda: behaviours.get('rmp'),
+             'interruption behaviour', 'rmp', behaviours.NAMESPACE),
+            (charge_rules.ChargeRuleError,
+             lambda: charge_rules.load('rmp'),
+             'charge rule', 'rmp', charge_rules.NAMESPACE),
+            (budget.BudgetError,
+             lambda: budget.load_policy('rmp'),
+             'out-of-credit policy', 'rmp', budget.POLICY_NAMESPACE),
         ]
         for error, call, kind, name, group in cases:
             exc = self.assertRaises(error, call)
-            self.assertIsInstance(exc.__cause__, plugins.PluginNotFound)
+            if error is not behaviours.BehaviourError:
+                # the registry is loaded whole; a name is looked up in it
+                self.assertIsInstance(exc.__cause__, plugins.PluginNotFound)
             self.assertIn("unknown %s %r (entry-point group %s; available: "
                           "%s)" % (kind, name, group,
                                    ', '.join(plugins.names(group))),
