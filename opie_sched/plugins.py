@@ -104,13 +104,6 @@ class PluginLoadError(PluginError):
         self.cause = cause
 
 
-def _reraise(manager, entry_point, exc):
-    """stevedore's load-failure callback: the import error itself (not a
-    logged warning followed by ``NoMatches``).
-    """
-    raise exc
-
-
 def names(group):
     """The sorted, distinct names of the entry points of ``group`` (from
     the package metadata; no plugin is imported).
@@ -141,8 +134,7 @@ def load(group, name, kind='plugin', invoke=True, args=(), kwargs=None,
     if not isinstance(name, str) or name not in available:
         raise PluginNotFound(group, name, kind, available)
     try:
-        target = driver.DriverManager(
-            group, name, on_load_failure_callback=_reraise).driver
+        target = driver.DriverManager(group, name).driver
     except Exception as exc:
         raise PluginLoadError(group, name, kind, available, exc) from exc
     if not invoke:
