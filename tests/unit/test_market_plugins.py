@@ -20,6 +20,8 @@ accepted by the options and used by the market.
 
 from decimal import Decimal as D
 import os
+import subprocess
+import sys
 
 import fixtures
 from oslo_config import cfg
@@ -183,6 +185,28 @@ class StartUpTest(testtools.TestCase):
         e = self.assertRaises(budget.BudgetError, budget.CreditManager(
             ).out_of_credit, 'p1', [], {}, HOUR, policy='random')
         self.assertIn("unknown out-of-credit policy 'random'", str(e))
+
+    def test_opie_market_refuses_to_start_with_one_line(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(tmp, 'opie-market.conf')
+        with open(path, 'w') as f:
+            f.write('[opie_market]\nstate_dir = %s\ncharge_rule = auction\n'
+                    % tmp)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))
+        proc = subprocess.run(
+            [sys.executable, '-c',
+             'import sys\nsys.argv = ["opie-market", "--config-file", %r, '
+             '"tick"]\nfrom opie_sched.cmd import launch\n'
+             'sys.exit(launch.opie_market())\n' % path],
+            capture_output=True, text=True, cwd=root, timeout=300,
+            env=dict(os.environ, PYTHONPATH=root))
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertEqual(
+            ["opie-market: invalid opie configuration: [opie_market] "
+             "charge_rule: unknown charge rule 'auction' (entry-point group "
+             "opie_sched.market.charge_rules; available: bid, share_cost)"],
+            proc.stderr.splitlines())
 
     def test_broken_plugins(self):
         self.useFixture(entry_points.EntryPoints({
