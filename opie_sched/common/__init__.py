@@ -16,8 +16,6 @@
   counts them (vCPU, MB, GB).
 * :mod:`.provider_config` -- the preemptible inventory of each compute
   node as a nova-compute provider config file.
-* :mod:`.plugins` -- the one loader of a named plugin from an entry-point
-  group, with one error type (``PluginError``) and one message.
 * :mod:`.utilisation` -- how busy a host really is (stevedore namespace
   ``opie_sched.utilisation``).
 * :mod:`.coordination` -- the companion services' daemons (oslo.service)

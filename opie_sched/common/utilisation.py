@@ -50,7 +50,7 @@ import time
 
 from oslo_log import log as logging
 
-from opie_sched.common import plugins
+from opie_sched import plugins
 
 LOG = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ what oslo.config cannot see:
 * an option of an ``opie_*`` section of the configuration files that no
   opie option is called (a misspelt option is otherwise ignored
   silently), and an ``opie_*`` section that no opie group is called;
-* ``[opie_preemption] cost_modules``: every module installed (stevedore
-  namespace ``opie_sched.preemption.costs``) and loadable, multipliers
+* ``[opie_preemption] cost_modules``: every module installed (entry-point
+  group ``opie_sched.preemption.costs``) and loadable, multipliers
   finite and >= 0;
 * ``[opie_preemption] max_retry_interval`` >= ``retry_interval``, and
   ``default_bid`` a decimal number >= 0;
@@ -45,7 +45,7 @@ import os
 
 from oslo_config import cfg
 
-from opie_sched.common import plugins
+from opie_sched import plugins
 
 #: Prefix of the option groups (and configuration file sections) of opie.
 PREFIX = 'opie_'
@@ -159,15 +159,15 @@ def _values(conf, group):
     return out
 
 
-def _plugin(group, option, value, namespace):
-    """The sentence of :class:`~opie_sched.common.plugins.PluginNotFound`
-    when ``value`` is not a plugin of ``namespace``.
+def _plugin(group, option, value, namespace, kind):
+    """The sentence of :class:`~opie_sched.plugins.PluginNotFound` when
+    ``value`` is not a plugin of ``namespace``.
     """
     names = plugins.names(namespace)
     if value in names:
         return []
     return ['[%s] %s: %s' % (group, option, plugins.PluginNotFound(
-        namespace, value, 'plugin', names))]
+        namespace, value, kind, names))]
 
 
 def _preemption(conf, opts):
@@ -175,14 +175,8 @@ def _preemption(conf, opts):
     from opie_sched.preemption import costs
     out = []
     try:
-        names = [n for n, _ in costs.parse_cost_modules(
-            list(opts.cost_modules))]
-        for name in names:
-            # named first: stevedore logs a warning of its own otherwise
-            out.extend(_plugin('opie_preemption', 'cost_modules', name,
-                               costs.NAMESPACE))
-        if not out:
-            costs.load_policy(list(opts.cost_modules), conf=conf)
+        # the loader names an unknown module before importing any
+        costs.load_policy(list(opts.cost_modules), conf=conf)
     except costs.CostModuleError as exc:
         out.append('[opie_preemption] cost_modules: %s' % _one_line(exc))
     if opts.max_retry_interval < opts.retry_interval:
@@ -199,7 +193,8 @@ def _preemption(conf, opts):
 def _rpm(conf, opts):
     from opie_sched.common import utilisation
     return _plugin('opie_rpm', 'utilisation_source',
-                   opts.utilisation_source, utilisation.NAMESPACE)
+                   opts.utilisation_source, utilisation.NAMESPACE,
+                   'utilisation source')
 
 
 def _reliability(conf, opts):
@@ -219,7 +214,7 @@ def _autoscaler(conf, opts):
 
 def _repacker(conf, opts):
     out = _plugin('opie_repacker', 'strategy', opts.strategy,
-                  'opie_sched.repacker.strategies')
+                  'opie_sched.repacker.strategies', 'repacker strategy')
     from opie_sched.conf import repacker as repacker_opts
     from opie_sched.rpm import planner
     try:

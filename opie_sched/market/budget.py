@@ -41,7 +41,10 @@ applications *at a rate*. Here:
 * amounts are :class:`~decimal.Decimal`, rounded to :data:`QUANTUM`
   (half-even) per entry;
 * :meth:`CreditManager.out_of_credit` names the servers to preempt when a
-  project cannot pay for the next period, by policy (:data:`POLICIES`).
+  project cannot pay for the next period, in the order of an
+  out-of-credit policy (:class:`OutOfCreditPolicy`, one class per policy,
+  entry points of the group :data:`POLICY_NAMESPACE`; ``[opie_market]
+  out_of_credit_policy``).
 
 Persistence: :class:`CreditManager` keeps no state itself; it reads and
 writes through a :class:`LedgerStore`. :class:`InMemoryStore` is the pure
@@ -59,6 +62,7 @@ from decimal import Decimal
 
 from opie_sched.market import outbid
 from opie_sched.market import pricing
+from opie_sched import plugins
 
 #: Ledger amounts are rounded to this many currency units (half-even).
 QUANTUM = Decimal('0.000001')
@@ -297,25 +301,83 @@ class InMemoryStore(LedgerStore):
                 if project is None or e.key.project == project]
 
 
-def _lowest_bid_first(servers, prices, period_seconds):
-    return sorted(servers, key=outbid.preemption_key)
+#: Entry-point group of the out-of-credit policies.
+POLICY_NAMESPACE = 'opie_sched.market.out_of_credit'
+#: What an out-of-credit policy is, in the loader's messages.
+POLICY_KIND = 'out-of-credit policy'
 
 
-def _most_expensive_first(servers, prices, period_seconds):
-    def key(server):
-        cost = server_charge(server, prices.get(server.pool, {}),
-                             period_seconds)
-        return (-cost,) + outbid.preemption_key(server)
-    return sorted(servers, key=key)
+class OutOfCreditPolicy(metaclass=abc.ABCMeta):
+    """Base class of out-of-credit policies: which servers of a project
+    that cannot pay the next period get notice first
+    (:meth:`CreditManager.out_of_credit` drops them in this order until
+    the rest fits the balance). An operator can add one from their own
+    package::
+
+        [entry_points]
+        opie_sched.market.out_of_credit =
+            my_policy = my_pkg.credit:MyPolicy
+    """
+
+    #: one line for the option's documentation.
+    description = ''
+
+    @abc.abstractmethod
+    def order(self, servers, prices, period_seconds):
+        """``servers`` in the order they are preempted.
+
+        :param servers: list of :class:`.outbid.Server` of one project.
+        :param prices: mapping ``pool -> {resource: price}`` (currency
+            per unit-hour).
+        :param period_seconds: period length in seconds.
+        :returns: a list of the same servers.
+        """
 
 
-#: Preemption policies of :meth:`CreditManager.out_of_credit`: name ->
-#: function ``(servers, prices, period_seconds) -> servers in the order
-#: they are preempted``.
-POLICIES = {
-    'lowest_bid': _lowest_bid_first,
-    'most_expensive': _most_expensive_first,
-}
+class LowestBidFirst(OutOfCreditPolicy):
+    """The lowest bid first, then the oldest, then by uuid
+    (:func:`.outbid.preemption_key`, the order of an out-of-bid notice).
+    """
+
+    description = 'the lowest bid first (then the oldest)'
+
+    def order(self, servers, prices, period_seconds):
+        return sorted(servers, key=outbid.preemption_key)
+
+
+class MostExpensiveFirst(OutOfCreditPolicy):
+    """The server whose next period costs most first
+    (:func:`server_charge`), ties by :func:`.outbid.preemption_key`: the
+    fewest servers are stopped to fit the balance.
+    """
+
+    description = ('the server whose next period costs most first (the '
+                   'fewest servers given notice)')
+
+    def order(self, servers, prices, period_seconds):
+        def key(server):
+            cost = server_charge(server, prices.get(server.pool, {}),
+                                 period_seconds)
+            return (-cost,) + outbid.preemption_key(server)
+        return sorted(servers, key=key)
+
+
+def policy_names():
+    """Sorted names of the installed out-of-credit policies."""
+    return plugins.names(POLICY_NAMESPACE)
+
+
+def load_policy(name):
+    """The out-of-credit policy ``name``, constructed.
+
+    :raises BudgetError: unknown name or a policy failing to load (the
+        loader's message; its :class:`~opie_sched.plugins.PluginError` is
+        the ``__cause__``).
+    """
+    try:
+        return plugins.load(POLICY_NAMESPACE, name, kind=POLICY_KIND)
+    except plugins.PluginError as exc:
+        raise BudgetError(str(exc)) from exc
 
 
 class CreditManager:
@@ -451,22 +513,21 @@ class CreditManager:
         :param servers: iterable of :class:`.outbid.Server` (others'
             servers are ignored).
         :param prices: mapping ``pool -> {resource: price}``.
-        :param policy: a key of :data:`POLICIES`.
+        :param policy: an :class:`OutOfCreditPolicy`, or the name of one
+            (:func:`load_policy`).
         :returns: list of :class:`.outbid.Server`, in preemption order;
             empty when the project can pay.
+        :raises BudgetError: ``policy`` names no installed policy.
         """
-        try:
-            order = POLICIES[policy]
-        except KeyError:
-            raise BudgetError('unknown policy %r (one of %s)'
-                              % (policy, ', '.join(sorted(POLICIES))))
+        if not isinstance(policy, OutOfCreditPolicy):
+            policy = load_policy(policy)
         balance = self.balance(project)
         mine = [s for s in servers if s.project == project]
         costs = {s.uuid: server_charge(s, prices.get(s.pool, {}),
                                        period_seconds) for s in mine}
         due = sum(costs.values(), ZERO)
         victims = []
-        for server in order(mine, prices, period_seconds):
+        for server in policy.order(mine, prices, period_seconds):
             if due <= max(balance, ZERO):
                 break
             victims.append(server)

@@ -24,6 +24,7 @@ MB-hour of memory ...), never floats, as the market stores them.
 
 from oslo_versionedobjects import fields
 
+from opie_sched.market import charge_rules
 from opie_sched.notifications import base
 from opie_sched.preemption import behaviours
 
@@ -32,8 +33,12 @@ EVENT_PRICE_UPDATE = 'opie.market.price.update'
 EVENT_NOTICE = 'opie.market.preempt.notice'
 EVENT_PREEMPTED = 'opie.market.preempt.end'
 
-#: ``[opie_market] charge_rule``.
-CHARGE_RULES = ('share_cost', 'bid')
+#: The charge rules (``[opie_market] charge_rule``, the entry points of
+#: :mod:`opie_sched.market.charge_rules`, read when this module is
+#: imported). A rule added changes this enum, hence the payload's
+#: fingerprint: bump the payload's version
+#: (``tests/unit/test_charge_rules.py`` pins the names per version).
+CHARGE_RULES = charge_rules.names()
 #: Why a server is noticed.
 KINDS = ('out_of_bid', 'out_of_credit')
 #: The interruption behaviours (:mod:`opie_sched.preemption.behaviours`,

@@ -11,10 +11,11 @@
 # under the License.
 """Interruption behaviours: how a victim is interrupted, one registry.
 
-A behaviour is a small class with one rule (its docstring), loaded with
-stevedore from the ``opie_sched.preemption.behaviours`` namespace like the
-cost modules (:mod:`opie_sched.preemption.costs`), so an operator can add
-one from their own package::
+A behaviour is a small class with one rule (its docstring), loaded by
+:func:`opie_sched.plugins.load_all` from the entry-point group
+``opie_sched.preemption.behaviours`` like the cost modules
+(:mod:`opie_sched.preemption.costs`), so an operator can add one from
+their own package::
 
     [entry_points]
     opie_sched.preemption.behaviours =
@@ -75,8 +76,7 @@ import collections
 import collections.abc
 import threading
 
-from oslo_config import types
-from stevedore import extension as stevedore_ext
+from opie_sched import plugins
 
 NAMESPACE = 'opie_sched.preemption.behaviours'
 
@@ -269,18 +269,8 @@ _lock = threading.Lock()
 _registry = None
 
 
-def _load_manager():
-    """The stevedore manager of :data:`NAMESPACE` (replaced in tests by
-    :func:`use_manager`).
-    """
-    return stevedore_ext.ExtensionManager(
-        NAMESPACE, invoke_on_load=True, on_load_failure_callback=_failed)
-
-
-def _failed(manager, entrypoint, exc):
-    raise BehaviourError('interruption behaviour %s (%s) could not be '
-                         'loaded: %s' % (entrypoint.name, entrypoint.value,
-                                         exc))
+#: What a behaviour is, in the loader's messages.
+KIND = 'interruption behaviour'
 
 
 def _check(found):
@@ -315,38 +305,42 @@ def _order(name):
     return (SHIPPED.index(name) if name in SHIPPED else len(SHIPPED), name)
 
 
-def _build(manager):
+def _build():
+    try:
+        loaded = plugins.load_all(NAMESPACE, kind=KIND)
+    except plugins.PluginError as exc:
+        raise BehaviourError(str(exc)) from exc
     found = collections.OrderedDict()
-    for ext in sorted(manager, key=lambda e: _order(e.name)):
-        ext.obj.name = ext.name
-        found[ext.name] = ext.obj
+    for name in sorted(loaded, key=_order):
+        loaded[name].name = name
+        found[name] = loaded[name]
     _check(found)
     return found
 
 
 def registry():
-    """``{name: InterruptionBehaviour}`` of every registered behaviour,
-    by name, loaded once per process.
+    """``{name: InterruptionBehaviour}`` of every registered behaviour
+    (the entry points of :data:`NAMESPACE`), by name, loaded once per
+    process.
 
-    :raises BehaviourError: a behaviour cannot be loaded or breaks the
-        contract.
+    :raises BehaviourError: a behaviour cannot be loaded (the loader's
+        message, its :class:`~opie_sched.plugins.PluginError` the
+        ``__cause__``) or breaks the contract.
     """
     global _registry
     with _lock:
         if _registry is None:
-            _registry = _build(_load_manager())
+            _registry = _build()
         return _registry
 
 
-def use_manager(manager):
-    """Use the behaviours of a stevedore manager (e.g.
-    ``ExtensionManager.make_test_instance``) instead of the installed
-    entry points; None: the installed ones again. For tests and embedded
-    clouds.
+def reset():
+    """Forget the loaded behaviours: the next use loads the entry points
+    installed then (a test that installs one).
     """
     global _registry
     with _lock:
-        _registry = None if manager is None else _build(manager)
+        _registry = None
 
 
 def names():
@@ -359,13 +353,14 @@ def names():
 def get(name):
     """The behaviour ``name``.
 
-    :raises BehaviourError: no behaviour of that name is registered.
+    :raises BehaviourError: no behaviour of that name is registered (the
+        :class:`~opie_sched.plugins.PluginNotFound` sentence).
     """
-    try:
-        return registry()[name]
-    except KeyError:
-        raise BehaviourError('unknown interruption behaviour %r (known: %s)'
-                             % (name, ', '.join(names())))
+    found = registry()
+    if isinstance(name, str) and name in found:
+        return found[name]
+    raise BehaviourError(str(plugins.PluginNotFound(
+        NAMESPACE, name, KIND, sorted(found))))
 
 
 def is_known(name):
@@ -419,15 +414,16 @@ class Names(collections.abc.Sequence):
         return repr(list(names()))
 
 
-class OptionType(types.String):
-    """oslo.config type of an option naming a behaviour: its choices are
-    the registered behaviours, read when the value is (so a behaviour
-    added by an entry point is accepted, and listed in the sample
-    configuration with its description).
+class OptionType(plugins.OptionType):
+    """oslo.config type of an option naming a behaviour
+    (:class:`opie_sched.plugins.OptionType` of :data:`NAMESPACE`): its
+    choices are the registered behaviours, read when the value is (so a
+    behaviour added by an entry point is accepted, and listed in the
+    sample configuration with its description), in :func:`names` order.
     """
 
     def __init__(self):
-        super().__init__(type_name='interruption behaviour')
+        super().__init__(NAMESPACE, KIND)
 
     @property
     def choices(self):
@@ -440,11 +436,7 @@ class OptionType(types.String):
         # fixed: the registry's
         pass
 
-    def __eq__(self, other):
-        return isinstance(other, OptionType)
-
-    def __hash__(self):
-        return hash(OptionType)
-
-    def _formatter(self, value):
-        return str(value)
+    def __call__(self, value):
+        value = str(value)
+        get(value)
+        return value

@@ -29,8 +29,7 @@ can stay exact (see :mod:`opie_sched.preemption.victims`).
 import abc
 import math
 
-from stevedore import driver as stevedore_driver
-from stevedore import exception as stevedore_exc
+from opie_sched import plugins
 
 NAMESPACE = 'opie_sched.preemption.costs'
 
@@ -200,24 +199,24 @@ def parse_cost_modules(spec):
 
 
 def load_cost_module(name, conf=None, **kwargs):
-    """Load one cost module by entry-point name through stevedore.
+    """Load one cost module by entry-point name (:func:`opie_sched.plugins.
+    load`), constructed with ``conf`` and ``kwargs``.
 
     :raises CostModuleError: when no module of that name is installed or it
-        fails to initialise.
+        fails to import or to initialise (the loader's message; its
+        :class:`~opie_sched.plugins.PluginError` is the ``__cause__``).
     """
     try:
-        mgr = stevedore_driver.DriverManager(
-            NAMESPACE, name, invoke_on_load=True,
-            invoke_kwds=dict(conf=conf, **kwargs))
-    except stevedore_exc.NoMatches:
-        raise CostModuleError('unknown cost module %r (namespace %s)'
-                              % (name, NAMESPACE))
-    except CostModuleError:
-        raise
-    except Exception as exc:
-        raise CostModuleError('cost module %r failed to load: %s'
-                              % (name, exc))
-    return mgr.driver
+        return plugins.load(NAMESPACE, name, kind='cost module',
+                            kwargs=dict(conf=conf, **kwargs),
+                            passthrough=(CostModuleError,))
+    except plugins.PluginError as exc:
+        raise CostModuleError(str(exc)) from exc
+
+
+def names():
+    """Sorted names of the installed cost modules."""
+    return plugins.names(NAMESPACE)
 
 
 def load_policy(spec, conf=None, **kwargs):

@@ -47,7 +47,7 @@ class ManagerStartTest(base.OpieNovaTestCase):
         exc = self.assertRaises(validation.ConfigError, self.start_scheduler)
         self.assertEqual(
             "invalid opie configuration: [opie_preemption] cost_modules: "
-            "unknown plugin 'nonexistent' (entry-point group "
+            "unknown cost module 'nonexistent' (entry-point group "
             "opie_sched.preemption.costs; available: billing_period, count, "
             "runtime, waste)", str(exc))
         # the same service with installed modules starts

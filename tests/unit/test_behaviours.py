@@ -19,19 +19,19 @@ both services.
 import dataclasses
 import datetime
 import decimal
-import importlib.metadata
 import types
 
 import fixtures
 from oslo_config import cfg
 from oslo_utils.fixture import uuidsentinel as uuids
-from stevedore import extension
 import testtools
 
 from opie_sched.notifications import market as market_notes
 from opie_sched.notifications import preemption as preempt_notes
+from opie_sched import plugins
 from opie_sched.preemption import behaviours as bh
 from opie_sched.preemption import victim_state as vs
+from tests import entry_points
 
 NOW = datetime.datetime(2026, 11, 28, 12, 0, 0,
                         tzinfo=datetime.timezone.utc)
@@ -86,29 +86,20 @@ class Keeper(bh.InterruptionBehaviour):
         return deleted
 
 
-def _extension(name, value):
-    ep = importlib.metadata.EntryPoint(name=name, value=value,
-                                       group=bh.NAMESPACE)
-    plugin = ep.load()
-    return extension.Extension(name, ep, plugin, plugin())
-
-
 class AddedBehaviour(fixtures.Fixture):
-    """The installed behaviours plus one more, from an entry point of
-    this test (stevedore's test manager); the installed ones again at
-    cleanup.
+    """The installed behaviours plus more, from entry points this test
+    installs (:class:`tests.entry_points.EntryPoints`); the registry is
+    loaded again from them, and from the installed ones at cleanup.
     """
 
-    def __init__(self, name, value):
-        self.name, self.value = name, value
+    def __init__(self, name, value, *more):
+        super().__init__()
+        self.eps = dict([(name, value)] + list(more))
 
     def _setUp(self):
-        installed = list(bh._load_manager())
-        mgr = extension.ExtensionManager.make_test_instance(
-            installed + [_extension(self.name, self.value)],
-            namespace=bh.NAMESPACE)
-        bh.use_manager(mgr)
-        self.addCleanup(bh.use_manager, None)
+        self.addCleanup(bh.reset)
+        self.useFixture(entry_points.EntryPoints({bh.NAMESPACE: self.eps}))
+        bh.reset()
 
 
 class ShippedBehavioursTest(testtools.TestCase):
@@ -155,7 +146,11 @@ class ShippedBehavioursTest(testtools.TestCase):
         self.assertEqual(bh.RESCUED, bh.STATUS_VM_STATES['RESCUE'])
 
     def test_unknown_name(self):
-        self.assertRaises(bh.BehaviourError, bh.get, 'explode')
+        e = self.assertRaises(bh.BehaviourError, bh.get, 'explode')
+        self.assertEqual(
+            "unknown interruption behaviour 'explode' (entry-point group "
+            "opie_sched.preemption.behaviours; available: delete, shelve, "
+            "stop)", str(e))
         self.assertNotIn('explode', vs.BEHAVIORS)
         self.assertEqual('delete', vs.interruption_behavior(
             {vs.BEHAVIOR_SPEC: 'explode'}, 'delete'))
@@ -163,16 +158,23 @@ class ShippedBehavioursTest(testtools.TestCase):
 
 class ContractTest(testtools.TestCase):
 
-    def load(self, *extra):
-        mgr = extension.ExtensionManager.make_test_instance(
-            list(bh._load_manager()) + [_extension(n, v) for n, v in extra],
-            namespace=bh.NAMESPACE)
-        self.addCleanup(bh.use_manager, None)
-        bh.use_manager(mgr)
+    def load(self, name, value):
+        self.useFixture(AddedBehaviour(name, value))
+        bh.registry()
+
+    def test_a_behaviour_failing_to_import_is_refused(self):
+        e = self.assertRaises(bh.BehaviourError, self.load,
+                              'broken', 'opie_sched_no_such_module:B')
+        self.assertEqual(
+            "interruption behaviour 'broken' (entry-point group "
+            "opie_sched.preemption.behaviours) failed to load: "
+            "ModuleNotFoundError: No module named "
+            "'opie_sched_no_such_module'", str(e))
+        self.assertIsInstance(e.__cause__, plugins.PluginLoadError)
 
     def test_a_behaviour_that_keeps_the_host_is_refused(self):
         e = self.assertRaises(bh.BehaviourError, self.load,
-                              ('keep', __name__ + ':Keeper'))
+                              'keep', __name__ + ':Keeper')
         self.assertIn('does not free the host', str(e))
 
     def test_a_fallback_to_nothing_is_refused(self):
@@ -181,7 +183,7 @@ class ContractTest(testtools.TestCase):
         self.useFixture(fixtures.MockPatch(__name__ + '.ParkBehaviour',
                                            Lost))
         e = self.assertRaises(bh.BehaviourError, self.load,
-                              ('park', __name__ + ':ParkBehaviour'))
+                              'park', __name__ + ':ParkBehaviour')
         self.assertIn('falls back to nowhere', str(e))
 
 

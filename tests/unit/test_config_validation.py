@@ -62,7 +62,7 @@ class ValidationTest(testtools.TestCase):
         found = self.problems('[opie_preemption]\ncost_modules = '
                               'billing_period,nonexistent:2\n')
         self.assertEqual(1, len(found), found)
-        self.assertIn("cost_modules: unknown plugin 'nonexistent' "
+        self.assertIn("cost_modules: unknown cost module 'nonexistent' "
                       "(entry-point group opie_sched.preemption.costs; "
                       "available: billing_period, count, runtime, waste)",
                       found[0])
@@ -76,8 +76,10 @@ class ValidationTest(testtools.TestCase):
                               'action = explode\n')
         self.assertIn('[opie_preemption] release_timeout: Should be greater '
                       'than or equal to 0', found)
-        self.assertIn("[opie_preemption] action: Valid values are [delete, "
-                      "stop, shelve], but found 'explode'", found)
+        self.assertIn("[opie_preemption] action: unknown interruption "
+                      "behaviour 'explode' (entry-point group "
+                      "opie_sched.preemption.behaviours; available: delete, "
+                      "shelve, stop)", found)
 
     def test_misspelt_option_and_section(self):
         found = self.problems('[opie_preemption]\ncost_module = count\n'
@@ -101,12 +103,14 @@ class ValidationTest(testtools.TestCase):
         self.assertIn('max_retry_interval (10) must be >= retry_interval '
                       '(60)', text)
         self.assertIn('default_bid', text)
-        self.assertIn("utilisation_source: unknown plugin 'prom'", text)
+        self.assertIn("utilisation_source: unknown utilisation source "
+                      "'prom'", text)
         self.assertIn('topology_file: /nonexistent/topology.yaml is not',
                       text)
 
     def test_service_groups(self):
-        self.assertIn("[opie_repacker] strategy: unknown plugin 'rmp'",
+        self.assertIn("[opie_repacker] strategy: unknown repacker strategy "
+                      "'rmp'",
                       self.problems('[opie_repacker]\nstrategy = rmp\n',
                                     repacker_opts.register_opts)[0])
         self.assertIn('stability_interval must be > 0',
@@ -186,7 +190,7 @@ class LaunchTest(testtools.TestCase):
         self.assertEqual(1, proc.returncode, proc.stderr)
         self.assertEqual(
             ["opie-scheduler refuses to start: invalid opie configuration: "
-             "[opie_preemption] cost_modules: unknown plugin 'nonexistent' "
-             "(entry-point group opie_sched.preemption.costs; available: "
-             "billing_period, count, runtime, waste)"],
+             "[opie_preemption] cost_modules: unknown cost module "
+             "'nonexistent' (entry-point group opie_sched.preemption.costs; "
+             "available: billing_period, count, runtime, waste)"],
             proc.stderr.splitlines())

@@ -28,8 +28,9 @@ Layers (:data:`LAYERS`, lowest first; a module may import its own layer
 and the layers below, never a layer above):
 
 0. the pure algorithms, which import nothing from Nova nor openstacksdk
-   (``tests/unit/test_layout.py`` checks that), and the shared simulation
-   core;
+   (``tests/unit/test_layout.py`` checks that), the shared simulation
+   core, and the one plugin loader (``plugins``, which every plugin
+   family uses, the cost modules of ``preemption`` included);
 1. what the plugin, the services and the tools share: ``common``, the
    options (``conf``) and the versioned notifications
    (``notifications``);
@@ -53,7 +54,7 @@ ROOT = 'opie_sched'
 
 LAYERS = (
     ('preemption', 'market', 'rpm', 'diehard', 'flavormix',
-     'consolidation', 'workload', 'simcore'),
+     'consolidation', 'workload', 'simcore', 'plugins'),
     ('common', 'conf', 'notifications'),
     ('scheduler', 'services', 'simulator'),
     ('demo', 'devcloud'),

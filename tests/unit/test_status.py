@@ -231,7 +231,7 @@ class CommandTest(testtools.TestCase):
         checks = {c['check']: c for c in out['checks']}
         options = checks[status.OptionsCheck.name]
         self.assertEqual(Code.FAILURE, options['result'])
-        self.assertIn("unknown plugin 'nonexistent'", options['details'])
+        self.assertIn("unknown cost module 'nonexistent'", options['details'])
         self.assertIn('did you mean cost_modules?', options['details'])
         # nova's [profiler] options are registered: the database checks
         # read the (empty) sqlite databases instead of NoSuchOptError
@@ -253,7 +253,7 @@ class OptionsCheckTest(testtools.TestCase):
                        group='opie_preemption')
         result = status.OptionsCheck(conf)()
         self.assertEqual(Code.FAILURE, result.code)
-        self.assertIn("unknown plugin 'nope'", result.details)
+        self.assertIn("unknown cost module 'nope'", result.details)
 
 
 class FakeFlavor(object):

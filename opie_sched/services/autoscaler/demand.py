@@ -38,7 +38,7 @@ import numbers
 import os
 import time
 
-from opie_sched.common import plugins
+from opie_sched import plugins
 
 NAMESPACE = 'opie_sched.autoscaler.demand'
 

@@ -88,9 +88,9 @@ import datetime
 import decimal
 import math
 
-from opie_sched.common import plugins
 from opie_sched.market import pricing
 from opie_sched.market import slo
+from opie_sched import plugins
 from opie_sched.services.autoscaler import spot
 from opie_sched.services.market import client as market_client
 

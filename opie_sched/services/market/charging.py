@@ -18,8 +18,6 @@ import dataclasses
 from oslo_log import log as logging
 
 from opie_sched.market import budget
-from opie_sched.market import pricing
-from opie_sched.services.market import settings as market_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -38,29 +36,18 @@ class Charger:
 
     def charged_servers(self, markets):
         """The servers of ``markets`` with their ``charge_per_hour``
-        (pending demand left out: it holds nothing).
-
-        ``charge_rule = share_cost`` (default): what the server's share
-        costs at the clearing price (:func:`opie_sched.market.outbid.
-        assess`), a uniform price -- our deviation from the papers, which
-        bill the bid (Merkat §2.3, Themis SLO-policies §2): under the
-        work-conserving rule a server capped at its flavor would pay more
-        than the market price of what it got, so two servers holding the
-        same flavor would pay different amounts for the same thing.
-        ``charge_rule = bid``: the papers' rule, each server that holds a
-        share pays its bid.
+        (pending demand left out: it holds nothing), as the configured
+        charge rule (``[opie_market] charge_rule``,
+        :mod:`opie_sched.market.charge_rules`) says.
         """
+        rule = self.settings.charge
         out = []
         for market in markets.values():
             for p in market.positions.values():
                 if p.server.pending:
                     continue
-                charge = p.charge_per_hour
-                if (self.settings.charge_rule == market_settings.CHARGE_BID
-                        and any(v > 0 for v in p.shares.values())):
-                    charge = pricing.as_decimal(p.server.bid)
-                out.append(dataclasses.replace(p.server,
-                                               charge_per_hour=charge))
+                out.append(dataclasses.replace(
+                    p.server, charge_per_hour=rule.charge_per_hour(p)))
         return out
 
     def ensure_account(self, project):

@@ -115,7 +115,7 @@ class Enforcer:
                 continue
             for srv in self.credit.out_of_credit(
                     project, keep, prices, s.period_seconds,
-                    s.out_of_credit_policy):
+                    s.credit_policy):
                 reason = ('out of credit: project %s has a balance of %s, '
                           'not enough for the next period of its '
                           'preemptible servers (policy %s)'
@@ -327,7 +327,7 @@ class Enforcer:
                 and srv.uuid not in noticed]
         victims = self.credit.out_of_credit(
             notice['project'], mine, prices, self.settings.period_seconds,
-            self.settings.out_of_credit_policy)
+            self.settings.credit_policy)
         return notice['server_uuid'] in {v.uuid for v in victims}
 
     def enforce(self, ps, now, report):

@@ -228,10 +228,10 @@ class MarketEngine:
             pools, snapshot, report.shares = self.pricer.price(servers)
             if self.store.create_period(ps, s.period_seconds, self.owner,
                                         snapshot, pools):
-                LOG.info('period %s priced: %s; charges: %s', iso(ps),
+                LOG.info('period %s priced: %s; charges (%s): %s', iso(ps),
                          _prices_text({p: m['prices']
                                        for p, m in pools.items()}),
-                         market_settings.CHARGE_RULE_TEXT[s.charge_rule])
+                         s.charge_rule, s.charge.description)
                 notifications.price_update(
                     self.notifier, ps, s.period_seconds, s.charge_rule,
                     {p: m['prices'] for p, m in pools.items()})

@@ -30,6 +30,9 @@ from oslo_config import cfg
 from oslo_db import options as db_options
 
 from opie_sched.common import credentials
+from opie_sched.market import budget
+from opie_sched.market import charge_rules
+from opie_sched import plugins
 from opie_sched.preemption import behaviours
 
 GROUP = 'opie_market'
@@ -102,10 +105,13 @@ OPTS = [
                help='Seconds of the sliding window drill_limit counts in '
                     '(default 86400, a day). Possible values: an integer '
                     '>= 1.'),
-    cfg.StrOpt('out_of_credit_policy', default='lowest_bid',
-               choices=['lowest_bid', 'most_expensive'],
-               help='Which servers of a project out of credit are given '
-                    'notice first (opie_sched.market.budget.POLICIES).'),
+    cfg.Opt('out_of_credit_policy', default='lowest_bid',
+            type=plugins.OptionType(budget.POLICY_NAMESPACE,
+                                    budget.POLICY_KIND),
+            help='Which servers of a project out of credit are given notice '
+                 'first. Possible values: an out-of-credit policy installed '
+                 '(entry points ``opie_sched.market.out_of_credit``; those '
+                 'shipped are listed below).'),
     cfg.ListOpt('pools', default=[],
                 help='Host aggregates that are pools (separate markets). '
                      'Hosts in none of them form the pool "default".'),
@@ -124,18 +130,13 @@ OPTS = [
                     'long enough for the notice the refused demand causes '
                     'to be enforced. Deleting the refused server ends its '
                     'demand at once.'),
-    cfg.StrOpt('charge_rule', default='share_cost',
-               choices=[('share_cost', 'a server pays what its share '
-                                       'costs at the clearing price (a '
-                                       'uniform price; our deviation from '
-                                       'the papers: a server capped at '
-                                       'its flavor pays the market price '
-                                       'of it, not more)'),
-                        ('bid', 'a server pays its bid (the papers\' '
-                                'rule: Merkat §2.3, Themis SLO-policies '
-                                '§2)')],
-               help='What a running preemptible server is charged each '
-                    'period.'),
+    cfg.Opt('charge_rule', default='share_cost',
+            type=plugins.OptionType(charge_rules.NAMESPACE,
+                                    charge_rules.KIND),
+            help='What a running preemptible server is charged each '
+                 'period. Possible values: a charge rule installed (entry '
+                 'points ``opie_sched.market.charge_rules``; those shipped '
+                 'are listed below).'),
     cfg.StrOpt('initial_credit', default='0',
                help='Balance of an account opened automatically for a '
                     'project seen with preemptible servers (currency).'),

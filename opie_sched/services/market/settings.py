@@ -18,9 +18,11 @@ prices currency per unit-hour, times seconds.
 
 import dataclasses
 import decimal
+import functools
 
 from opie_sched.market import bids as market_bids
 from opie_sched.market import budget
+from opie_sched.market import charge_rules
 from opie_sched.market import pricing
 from opie_sched.preemption import behaviours
 
@@ -28,19 +30,6 @@ from opie_sched.preemption import behaviours
 #: flavor extra spec :data:`.enforcement.BEHAVIOR_SPEC`): the registry's
 #: (:mod:`opie_sched.preemption.behaviours`, a live sequence).
 BEHAVIORS = behaviours.Names()
-
-#: ``[opie_market] charge_rule`` values. ``share_cost``: a server pays
-#: what its share costs at the clearing price (a uniform price, our
-#: deviation); ``bid``: it pays its bid (Merkat §2.3 "VMs are billed
-#: based on their bids"; Themis SLO-policies §2).
-CHARGE_SHARE_COST = 'share_cost'
-CHARGE_BID = 'bid'
-CHARGE_RULES = (CHARGE_SHARE_COST, CHARGE_BID)
-#: How each rule is labelled in the logs.
-CHARGE_RULE_TEXT = {
-    CHARGE_SHARE_COST: 'share cost at the clearing price (uniform price; '
-                       'our deviation from the papers, which bill the bid)',
-    CHARGE_BID: 'the bid (Merkat 2.3, Themis SLO-policies 2)'}
 
 
 class ConfigError(ValueError):
@@ -85,9 +74,16 @@ class Settings:
     drill_window: int = 86400
 
     def __post_init__(self):
-        if self.charge_rule not in CHARGE_RULES:
-            raise ConfigError('charge_rule must be one of %s, got %r'
-                              % (', '.join(CHARGE_RULES), self.charge_rule))
+        # loaded now: an unknown or broken plugin stops the service at
+        # start, with the loader's sentence
+        try:
+            self.charge
+        except charge_rules.ChargeRuleError as exc:
+            raise ConfigError('charge_rule: %s' % exc) from exc
+        try:
+            self.credit_policy
+        except budget.BudgetError as exc:
+            raise ConfigError('out_of_credit_policy: %s' % exc) from exc
         if self.refused_demand_window is not None and \
                 self.refused_demand_window < 0:
             raise ConfigError('refused_demand_window must be >= 0, got %r'
@@ -111,10 +107,6 @@ class Settings:
         if self.stop_grace_period < 0:
             raise ConfigError('stop_grace_period must be >= 0, got %r'
                               % self.stop_grace_period)
-        if self.out_of_credit_policy not in budget.POLICIES:
-            raise ConfigError('out_of_credit_policy must be one of %s, got '
-                              '%r' % (', '.join(sorted(budget.POLICIES)),
-                                      self.out_of_credit_policy))
         unknown = set(self.reserve_prices) - set(pricing.RESOURCES)
         if unknown:
             raise ConfigError('reserve_prices: unknown resources %s (known: '
@@ -153,6 +145,26 @@ class Settings:
             refused_demand_window=g.refused_demand_window,
             charge_rule=g.charge_rule, drill_limit=g.drill_limit,
             drill_window=g.drill_window)
+
+    @functools.cached_property
+    def charge(self):
+        """The :class:`~opie_sched.market.charge_rules.ChargeRule` named
+        by :attr:`charge_rule`.
+
+        :raises opie_sched.market.charge_rules.ChargeRuleError: not
+            installed or failing to load.
+        """
+        return charge_rules.load(self.charge_rule)
+
+    @functools.cached_property
+    def credit_policy(self):
+        """The :class:`~opie_sched.market.budget.OutOfCreditPolicy` named
+        by :attr:`out_of_credit_policy`.
+
+        :raises opie_sched.market.budget.BudgetError: not installed or
+            failing to load.
+        """
+        return budget.load_policy(self.out_of_credit_policy)
 
     @property
     def refused_window(self):

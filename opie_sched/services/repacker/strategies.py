@@ -49,11 +49,11 @@ are 0.
 
 import numpy as np
 
-from opie_sched.common import plugins
 from opie_sched.conf import repacker as opts_mod
 from opie_sched.consolidation import gossip
 from opie_sched.consolidation import overlay as overlay_mod
 from opie_sched.consolidation import p2p
+from opie_sched import plugins
 from opie_sched.rpm import model as rpm
 from opie_sched.rpm import planner
 
@@ -402,7 +402,7 @@ def load(conf, name=None):
     constructed with ``conf``.
 
     :raises StrategyError: unknown name or a plugin failing to load (the
-        message of :class:`opie_sched.common.plugins.PluginError`, which
+        message of :class:`opie_sched.plugins.PluginError`, which
         is its ``__cause__``).
     """
     name = name or conf[opts_mod.GROUP].strategy

@@ -9,13 +9,29 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Loading one named plugin from an entry-point group.
+"""The one loader of plugins: a named plugin of an entry-point group.
 
-Every plugin family of opie_sched (repacker strategies, autoscaler SLO
-policies and demand sources, utilisation sources, ...) is a group of
-entry points in ``setup.cfg [entry_points]``. :func:`load` is the one way
-to get a plugin by name: stevedore loads the entry point, and every
-failure is one of two errors with one message format:
+Every plugin family of opie_sched is a group of entry points in
+``setup.cfg [entry_points]``, one class per plugin:
+
+=============================================  ==============================
+entry-point group                              family
+=============================================  ==============================
+``opie_sched.preemption.costs``                cost modules
+``opie_sched.preemption.behaviours``           interruption behaviours
+``opie_sched.market.charge_rules``             the market's charge rules
+``opie_sched.market.out_of_credit``            out-of-credit policies
+``opie_sched.repacker.strategies``             repacker strategies
+``opie_sched.autoscaler.policies``             autoscaler SLO policies
+``opie_sched.autoscaler.demand``               autoscaler demand sources
+``opie_sched.utilisation``                     utilisation sources
+=============================================  ==============================
+
+(``opie_sched.cli``, the commands of ``opie-sched``, is cliff's.)
+
+:func:`load` is the one way to get a plugin by name and :func:`load_all`
+the one way to get every plugin of a group: stevedore loads the entry
+point, and every failure is one of two errors with one message format:
 
 * :class:`PluginNotFound` -- no entry point of that name in the group::
 
@@ -35,11 +51,16 @@ and gets it unchanged.
 
 The names are read from the package metadata (:func:`names`), without
 importing any plugin, so a missing name is reported before stevedore is
-asked (which would otherwise log a warning of its own).
+asked (which would otherwise log a warning of its own). An option naming a
+plugin takes its possible values from the same metadata
+(:class:`OptionType`), so a plugin installed by another package is
+accepted, listed in the sample configuration and checked at start by
+:mod:`opie_sched.conf.validation` like the shipped ones.
 """
 
 import importlib.metadata
 
+from oslo_config import types
 from stevedore import driver
 
 
@@ -124,3 +145,81 @@ def load(group, name, kind='plugin', invoke=True, args=(), kwargs=None,
         raise
     except Exception as exc:
         raise PluginLoadError(group, name, kind, available, exc) from exc
+
+
+def load_all(group, kind='plugin', invoke=True, args=(), kwargs=None,
+             passthrough=()):
+    """Every plugin of ``group``, ``{name: plugin}`` by name (see
+    :func:`load` for the parameters).
+
+    :raises PluginLoadError: the first plugin (by name) that fails.
+    """
+    return {name: load(group, name, kind=kind, invoke=invoke, args=args,
+                       kwargs=kwargs, passthrough=passthrough)
+            for name in names(group)}
+
+
+def description(plugin):
+    """One line about ``plugin`` (a class or an object): its
+    ``description`` attribute, else the first sentence of its docstring.
+    """
+    text = getattr(plugin, 'description', '') or ''
+    if not text:
+        doc = (getattr(plugin, '__doc__', '') or '').strip()
+        text = ' '.join(doc.split('\n\n', 1)[0].split())
+    return text
+
+
+class OptionType(types.String):
+    """oslo.config type of an option naming one plugin of ``group``.
+
+    Its possible values are the entry points installed in ``group``, read
+    when the option is (so a plugin added by another package is
+    accepted); a value that is none of them is refused with the
+    :class:`PluginNotFound` sentence. :attr:`choices` (what the sample
+    configuration lists) imports the plugins for their
+    :func:`description`.
+
+    :param group: entry-point group.
+    :param kind: what the plugin is, in words (``'charge rule'``): the
+        option's type name and the error's.
+    """
+
+    def __init__(self, group, kind):
+        self.group = group
+        self.kind = kind
+        super().__init__(type_name=kind)
+
+    @property
+    def choices(self):
+        out = {}
+        for name in names(self.group):
+            try:
+                out[name] = description(load(self.group, name,
+                                             kind=self.kind, invoke=False))
+            except PluginError as exc:
+                out[name] = str(exc)
+        return out
+
+    @choices.setter
+    def choices(self, value):
+        # fixed: the installed entry points
+        pass
+
+    def __call__(self, value):
+        value = str(value)
+        available = names(self.group)
+        if value not in available:
+            raise ValueError(str(PluginNotFound(self.group, value,
+                                                self.kind, available)))
+        return value
+
+    def __eq__(self, other):
+        return (type(other) is type(self) and other.group == self.group
+                and other.kind == self.kind)
+
+    def __hash__(self):
+        return hash((type(self), self.group, self.kind))
+
+    def _formatter(self, value):
+        return str(value)
