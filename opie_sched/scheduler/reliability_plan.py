@@ -9,28 +9,33 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Die-Hard in Nova: place a job's tasks over failure domains.
+"""Die-Hard in Nova: the per-request plan over failure domains.
 
 Thesis Paper VI (see :mod:`opie_sched.diehard`): a job of K identical
 tasks, one per host, must keep K running for T hours with probability
 S_min; the planner deploys N = K + n tasks with a quota per combined
 failure domain (network domain × power domain, a "cell"). Here a job is a
-multi-create request (``min_count = max_count = N``) and:
+multi-create request (``min_count = max_count = N``). This module makes
+and keeps the request's plan (:func:`request_plan`); two plugins apply
+it:
 
-* :class:`FailureDomainFilter` lets a host pass only while its cell still
-  has quota for this request, and never a host that already holds a task
-  of the job (one task per host);
-* :class:`ReliabilityWeigher` prefers hosts of the cell with the most quota
-  left, i.e. the domain the plan wants next.
+* :class:`opie_sched.scheduler.filters.failure_domain.FailureDomainFilter`
+  lets a host pass only while its cell still has quota for this request,
+  and never a host that already holds a task of the job (one task per
+  host);
+* :class:`opie_sched.scheduler.weights.reliability.ReliabilityWeigher`
+  prefers hosts of the cell with the most quota left, i.e. the domain the
+  plan wants next.
 
 Enable in nova.conf (put the filter *last*: the plan is made from the
 hosts that reach it for the first instance)::
 
     [filter_scheduler]
     available_filters = nova.scheduler.filters.all_filters
-    available_filters = opie_sched.scheduler.reliability.all_filters
+    available_filters = opie_sched.scheduler.filters.all_filters
     enabled_filters = ...,FailureDomainFilter
-    weight_classes = ...,opie_sched.scheduler.reliability.ReliabilityWeigher
+    weight_classes = ...,
+        opie_sched.scheduler.weights.reliability.ReliabilityWeigher
 
 **The request** (:func:`constraint`). Scheduler hints ``opie_tasks`` (K,
 integer >= 1), ``opie_target`` (S_min in (0, 1), default
@@ -88,9 +93,6 @@ from oslo_log import log as logging
 import yaml
 
 import nova.conf
-from nova.scheduler import filters
-from nova.scheduler import utils as scheduler_utils
-from nova.scheduler import weights
 
 from opie_sched.conf import rpm as rpm_opts
 from opie_sched.diehard import planner as dh_plan
@@ -475,101 +477,3 @@ def request_plan(spec_obj, host_states):
     if isinstance(entry, ReliabilityError):
         raise entry
     return entry
-
-
-# -- plugins ------------------------------------------------------------------
-
-def _instance_uuid(spec_obj):
-    if spec_obj.obj_attr_is_set('instance_uuid'):
-        return spec_obj.instance_uuid
-    return None
-
-
-class FailureDomainFilter(filters.BaseHostFilter):
-    """A reliability request's host must be in a cell with quota left and
-    hold no task of the job yet (Paper VI: one task per machine, the
-    planner's per-domain counts). Requests without ``opie_tasks`` pass.
-    Invalid requests and errors reject every host (fail closed, logged).
-    """
-
-    RUN_ON_REBUILD = False
-
-    def filter_all(self, filter_obj_list, spec_obj):
-        host_states = list(filter_obj_list)
-        try:
-            plan = request_plan(spec_obj, host_states)
-            if plan is None:
-                return host_states
-            placed = plan.placed_hosts(spec_obj, host_states)
-            left = plan.remaining(placed)
-            passed = [hs for hs in host_states
-                      if plan.allowed(hs.host, placed, left)]
-        except ReliabilityError as exc:
-            LOG.error('Reliability request of instance %s rejected: %s',
-                      _instance_uuid(spec_obj), exc)
-            return []
-        except Exception:
-            LOG.exception('FailureDomainFilter failed; rejecting every host '
-                          'for this reliability request')
-            return []
-        LOG.debug('FailureDomainFilter: placed %s, quota left %s',
-                  sorted(placed), left)
-        return passed
-
-    def host_passes(self, host_state, spec_obj):
-        return bool(self.filter_all([host_state], spec_obj))
-
-
-class ReliabilityWeigher(weights.BaseHostWeigher):
-    """Hosts of the cell the plan wants next first: weight = quota left in
-    the host's cell / the largest quota left (1 for the emptiest cell
-    relative to its plan, 0 outside the plan). 0 everywhere for requests
-    without a reliability constraint, and on errors.
-    """
-
-    minval = 0.0
-    maxval = 1.0
-
-    def weight_multiplier(self, host_state):
-        return scheduler_utils.get_weight_multiplier(
-            host_state, 'reliability_weight_multiplier',
-            CONF.opie_reliability.reliability_weight_multiplier)
-
-    def weigh_objects(self, weighed_obj_list, weight_properties):
-        host_states = [w.obj for w in weighed_obj_list]
-        try:
-            plan = request_plan(weight_properties, host_states)
-            if plan is None:
-                return [0.0] * len(host_states)
-            placed = plan.placed_hosts(weight_properties, host_states)
-            left = plan.remaining(placed)
-            top = max(list(left.values()) + [0])
-            result = []
-            for hs in host_states:
-                cell = plan.cell_of.get(hs.host)
-                if top <= 0 or not plan.allowed(hs.host, placed, left):
-                    result.append(0.0)
-                else:
-                    result.append(left[cell] / float(top))
-            return result
-        except ReliabilityError:
-            return [0.0] * len(host_states)  # the filter logs why
-        except Exception:
-            LOG.exception('ReliabilityWeigher failed; ignoring it for this '
-                          'request')
-            return [0.0] * len(host_states)
-
-    def _weigh_object(self, host_state, weight_properties):
-        class _W(object):
-            obj = host_state
-        return self.weigh_objects([_W()], weight_properties)[0]
-
-
-def all_filters():
-    """The reliability filter classes (for ``available_filters``)."""
-    return [FailureDomainFilter]
-
-
-def all_weighers():
-    """The reliability weigher classes (for ``weight_classes``)."""
-    return [ReliabilityWeigher]

@@ -9,21 +9,14 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""RPM weighers and the utilisation cap filter (thesis Paper IV).
+"""The RPM terms of a request's candidate hosts (thesis Paper IV).
 
-Enable in nova.conf::
-
-    [filter_scheduler]
-    available_filters = nova.scheduler.filters.all_filters
-    available_filters = opie_sched.scheduler.rpm_plugins.all_filters
-    enabled_filters = ...,UtilisationCapFilter
-    weight_classes = opie_sched.scheduler.rpm_plugins.RPMWeigher
-
-or the per-term weighers (``RPMRiskWeigher``, ``RPMEfficiencyWeigher``,
-``RPMImbalanceWeigher``, ``RPMDistanceWeigher``) with their own
-multipliers instead of the combined one (``all_weighers()`` lists all five;
-enabling the combined weigher together with the per-term ones counts the
-terms twice).
+The RPM weighers (:mod:`opie_sched.scheduler.weights.rpm` and the
+per-term ``rpm_risk``, ``rpm_efficiency``, ``rpm_imbalance``,
+``rpm_distance``) rank hosts by the terms :func:`evaluate` computes here,
+once per request for all of them; the utilisation cap filter
+(:mod:`opie_sched.scheduler.filters.utilisation_cap`) reads the same
+usage.
 
 Scores and weights: every term is normalised by its upper bound (Paper IV
 §4.3.1) to s in [0, 1], lower is better; the weighers return ``-s`` and set
@@ -49,10 +42,9 @@ candidate is located with two aggregate queries per request.
 
 Each plugin catches its own errors: weighers log and return the same
 neutral weight for every host; the filter fails closed (rejects the host),
-as :class:`opie_sched.scheduler.filters.PreemptibleFullStateFilter` does.
+as the full-state filter does.
 """
 
-import abc
 import threading
 import weakref
 
@@ -61,9 +53,6 @@ from oslo_log import log as logging
 import nova.conf
 from nova import context as nova_context
 from nova import objects
-from nova.scheduler import filters
-from nova.scheduler import utils as scheduler_utils
-from nova.scheduler import weights
 
 from opie_sched.common import utilisation
 from opie_sched.conf import rpm as rpm_opts
@@ -266,164 +255,3 @@ def evaluate(host_states, spec_obj):
                               locations[hs.host], refs, conf)
     state.key, state.terms = key, terms
     return terms
-
-
-# -- weighers -----------------------------------------------------------------
-
-class _RPMWeigher(weights.BaseHostWeigher):
-    """Weight = −(normalised score); nova maps it to ``1 − score`` with
-    the fixed bounds below.
-    """
-
-    minval = -1.0
-    maxval = 0.0
-    #: option (and aggregate metadata key) of the multiplier
-    multiplier_option = None
-
-    @abc.abstractmethod
-    def _score(self, host_terms):
-        """Normalised score in [0, 1] of one host's :class:`HostTerms`."""
-
-    def weight_multiplier(self, host_state):
-        return scheduler_utils.get_weight_multiplier(
-            host_state, self.multiplier_option,
-            getattr(CONF.opie_rpm, self.multiplier_option))
-
-    def weigh_objects(self, weighed_obj_list, weight_properties):
-        host_states = [w.obj for w in weighed_obj_list]
-        try:
-            terms = evaluate(host_states, weight_properties)
-            result = []
-            for hs in host_states:
-                value = -self._score(terms[(hs.host, hs.nodename)])
-                result.append(min(self.maxval, max(self.minval, value)))
-        except Exception:
-            # Never break scheduling: the same weight everywhere.
-            LOG.exception('%s failed; ignoring it for this request',
-                          type(self).__name__)
-            result = [self.maxval] * len(host_states)
-        return result
-
-    def _weigh_object(self, host_state, weight_properties):
-        class _W(object):
-            obj = host_state
-        return self.weigh_objects([_W()], weight_properties)[0]
-
-
-class RPMRiskWeigher(_RPMWeigher):
-    """Lower risk first: Risk = R_o × R_v (Paper IV eq. 5-7), normalised by
-    its bound sqrt(history_length − 1) (the largest coefficient of
-    variation of that many samples).
-    """
-
-    multiplier_option = 'rpm_risk_weight_multiplier'
-
-    def _score(self, host_terms):
-        return host_terms.terms.risk
-
-
-class RPMEfficiencyWeigher(_RPMWeigher):
-    """Hosts ending closest to the target utilisation first: E of Paper IV
-    eq. 10-11 (``[opie_rpm] efficiency_formula``), normalised by its
-    bounds.
-    """
-
-    multiplier_option = 'rpm_efficiency_weight_multiplier'
-
-    def _score(self, host_terms):
-        return host_terms.terms.efficiency
-
-
-class RPMImbalanceWeigher(_RPMWeigher):
-    """Hosts whose CPU and RAM utilisation stay balanced first: Imb of
-    Paper IV eq. 12-13 for a new request (no source term), bound 1.
-    """
-
-    multiplier_option = 'rpm_imbalance_weight_multiplier'
-
-    def _score(self, host_terms):
-        return host_terms.terms.imbalance
-
-
-class RPMDistanceWeigher(_RPMWeigher):
-    """Hosts near the reference hosts first: Dist of Paper IV §4.3.1
-    (1 same group, 2 same cluster, 3 elsewhere or unknown), divided by 3;
-    neutral (0) without reference hosts.
-    """
-
-    multiplier_option = 'rpm_distance_weight_multiplier'
-
-    def _score(self, host_terms):
-        return host_terms.terms.distance
-
-
-def configured_lambdas():
-    """λ1..λ5 from ``[opie_rpm]`` in the order of :class:`rpm.Terms`.
-
-    :raises opie_sched.rpm.model.RPMError: they do not add up to 1.
-    """
-    conf = CONF.opie_rpm
-    return rpm.check_lambdas((conf.risk_lambda, conf.distance_lambda,
-                              conf.efficiency_lambda,
-                              conf.data_transfer_lambda,
-                              conf.imbalance_lambda))
-
-
-class RPMWeigher(_RPMWeigher):
-    """Lowest RPM score first: Score = Σ λ_k × term_k (Paper IV eq. 3)
-    with the λ's of ``[opie_rpm]`` (0.2 each by default).
-    """
-
-    multiplier_option = 'rpm_weight_multiplier'
-
-    def _score(self, host_terms):
-        return rpm.score(host_terms.terms, configured_lambdas())
-
-
-# -- filter -------------------------------------------------------------------
-
-class UtilisationCapFilter(filters.BaseHostFilter):
-    """CPU and RAM utilisation after the placement stay <= alpha.
-
-    Paper IV eq. 2: Σ Res_j <= n_active × (α × Capacity), applied per host:
-    ``(actually used + requested) / capacity <= [opie_rpm] alpha`` for CPU
-    and for RAM, with "actually used" from the utilisation source. Errors
-    reject the host (fail closed).
-    """
-
-    RUN_ON_REBUILD = False
-
-    def host_passes(self, host_state, spec_obj):
-        alpha = CONF.opie_rpm.alpha
-        try:
-            usage = utilisation_source().usage(host_state)
-            req_cpu, req_ram = request_size(spec_obj)
-            cpu = ((usage.cpu_used + req_cpu) / usage.cpu_capacity
-                   if usage.cpu_capacity else float('inf'))
-            ram = ((usage.ram_used + req_ram) / usage.ram_capacity
-                   if usage.ram_capacity else float('inf'))
-        except Exception:
-            LOG.exception('UtilisationCapFilter failed on host %s; '
-                          'rejecting the host',
-                          getattr(host_state, 'host', '?'))
-            return False
-        if cpu <= alpha + 1e-9 and ram <= alpha + 1e-9:
-            return True
-        LOG.debug('%(host)s rejected: utilisation after placement CPU '
-                  '%(cpu).3f, RAM %(ram).3f > alpha %(alpha).3f',
-                  {'host': host_state, 'cpu': cpu, 'ram': ram,
-                   'alpha': alpha})
-        return False
-
-
-def all_filters():
-    """The RPM filter classes (for ``available_filters``)."""
-    return [UtilisationCapFilter]
-
-
-def all_weighers():
-    """Every RPM weigher class (for ``weight_classes``); enable either the
-    combined :class:`RPMWeigher` or the per-term ones, not both.
-    """
-    return [RPMWeigher, RPMRiskWeigher, RPMEfficiencyWeigher,
-            RPMImbalanceWeigher, RPMDistanceWeigher]

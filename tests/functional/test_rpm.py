@@ -21,9 +21,7 @@ from opie_sched.diehard import topology as dh_topo
 from tests.functional import base
 
 FILTERS = ['nova.scheduler.filters.all_filters',
-           'opie_sched.scheduler.filters.all_filters',
-           'opie_sched.scheduler.rpm_plugins.all_filters',
-           'opie_sched.scheduler.reliability.all_filters']
+           'opie_sched.scheduler.filters.all_filters']
 
 
 class _Helpers:
@@ -71,7 +69,7 @@ class RPMPlacementTest(base.OpieNovaTestCase, _Helpers):
             'available_filters': FILTERS,
             'enabled_filters': ['ComputeFilter', 'PreemptibleFullStateFilter',
                                 'UtilisationCapFilter'],
-            'weight_classes': ['opie_sched.scheduler.rpm_plugins.RPMWeigher'],
+            'weight_classes': ['opie_sched.scheduler.weights.rpm.RPMWeigher'],
         },
         'opie_rpm': {'sample_interval': 0.0, 'alpha': 0.9},
     }
@@ -100,7 +98,8 @@ class RPMDistanceTest(base.OpieNovaTestCase, _Helpers):
             'enabled_filters': ['ComputeFilter',
                                 'PreemptibleFullStateFilter'],
             'weight_classes': [
-                'opie_sched.scheduler.rpm_plugins.RPMDistanceWeigher'],
+                'opie_sched.scheduler.weights.rpm_distance.'
+                'RPMDistanceWeigher'],
         },
     }
 
@@ -141,7 +140,8 @@ class DieHardPlacementTest(base.OpieNovaTestCase, _Helpers):
                                 'FailureDomainFilter'],
             'weight_classes': [
                 'nova.scheduler.weights.all_weighers',
-                'opie_sched.scheduler.reliability.ReliabilityWeigher'],
+                'opie_sched.scheduler.weights.reliability.'
+                'ReliabilityWeigher'],
         },
     }
 

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The proportional-share weigher of the spot market.
+"""``ProportionalShareWeigher``: the proportional-share weigher of the spot
+market.
 
 Themis (S. Costache et al., *Themis: Economy-based automatic resource
 scaling for cloud systems*, HPCC'12, §III.B): under proportional sharing a
@@ -22,7 +23,8 @@ assess`, the function the ``opie-market`` engine and API use): on each
 host, the request and the host's preemptible instances share the host's
 capacity with work-conserving caps (their flavors); a host where the
 request's share would not cover its flavor -- it would be out of bid the
-moment it lands -- weighs 0. With idle capacity every share covers its
+moment it lands (:func:`opie_sched.scheduler.bids.request_out_of_bid`) --
+weighs 0. With idle capacity every share covers its
 flavor, so no host is penalised because others bid more.
 
 A share is what the market entitles a server to; Nova gives every server
@@ -37,92 +39,29 @@ Enable it with the other opie weighers::
     [filter_scheduler]
     weight_classes = nova.scheduler.weights.all_weighers,
         opie_sched.scheduler.weights.all_weighers,
-        opie_sched.scheduler.market_weights.ProportionalShareWeigher
+        opie_sched.scheduler.weights.proportional_share.ProportionalShareWeigher
+
+It is not in :func:`~opie_sched.scheduler.weights.all_weighers` (it steers
+preemptible requests by their bids, which only a cloud running the market
+wants).
 
 Bids of the instances already on the candidate hosts come from the same
 bulk load per request as the preemption weighers (instance metadata and
 flavor, one query per cell), never from a query per host.
 """
 
-from oslo_log import log as logging
-
 import nova.conf
 from nova.scheduler import utils as scheduler_utils
 
 from opie_sched.common import flavors
 from opie_sched import conf as opie_conf
-from opie_sched.market import bids
-from opie_sched.market import outbid
 from opie_sched.market import pricing
+from opie_sched.scheduler import bids
 from opie_sched.scheduler import hosts
-from opie_sched.scheduler import weights
+from opie_sched.scheduler.weights import base
 
-LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 opie_conf.register_opts(CONF)
-
-#: Scheduler hint that gives a preemptible request's bid (currency per
-#: hour), e.g. ``openstack server create --hint opie_bid=0.08``; it is the
-#: request's own bid, ahead of its flavor's ``opie:bid``.
-BID_HINT = 'opie_bid'
-
-
-def request_bid(spec_obj):
-    """The bid of a preemptible request (Decimal, currency per hour).
-
-    Scheduler hint ``opie_bid`` > flavor extra spec ``opie:bid`` >
-    ``[opie_preemption] default_bid``.
-
-    :raises opie_sched.market.bids.BidError: the first given source is not a
-        valid bid.
-    """
-    hint = spec_obj.get_scheduler_hint(BID_HINT) if hasattr(
-        spec_obj, 'get_scheduler_hint') else None
-    if hint is not None:
-        return bids.parse_bid(hint, what='scheduler hint ' + BID_HINT)
-    flavor = getattr(spec_obj, 'flavor', None)
-    specs = getattr(flavor, 'extra_specs', None) or {}
-    bid, _ = bids.resolve_bid(None, specs, CONF.opie_preemption.default_bid)
-    return bid
-
-
-def instance_bid(instance):
-    """The bid of an instance already placed (Decimal, currency per hour);
-    an invalid bid counts as the default one (it is logged).
-    """
-    meta = instance.metadata if 'metadata' in instance else {}
-    specs = getattr(instance.flavor, 'extra_specs', None) or {}
-    default = CONF.opie_preemption.default_bid
-    try:
-        return bids.resolve_bid(meta, specs, default)[0]
-    except bids.BidError as exc:
-        LOG.warning('Instance %s: %s; counting the default bid %s',
-                    instance.uuid, exc, default)
-        return bids.parse_bid(default)
-
-
-#: Key of the request in the host's market.
-_REQUEST = object()
-
-
-def request_out_of_bid(bid, vcpus, memory_mb, capacity, others):
-    """Whether a request would be out of bid on a host.
-
-    :param bid: the request's bid, currency per hour.
-    :param vcpus: its flavor's vCPUs; ``memory_mb`` its RAM, MB.
-    :param capacity: ``{"vcpus": units, "memory_mb": units}`` of the host
-        (> 0 each).
-    :param others: iterable of ``(bid, vcpus, memory_mb)`` of the host's
-        preemptible instances.
-    :returns: bool (:func:`opie_sched.market.outbid.assess`).
-    """
-    servers = [outbid.Server(_REQUEST, bid, {
-        pricing.VCPUS: vcpus, pricing.MEMORY_MB: memory_mb})]
-    for n, (b, v, m) in enumerate(others):
-        servers.append(outbid.Server(n, b, {pricing.VCPUS: v,
-                                            pricing.MEMORY_MB: m}))
-    market = outbid.assess(servers, capacity)
-    return market.positions[_REQUEST].out_of_bid
 
 
 def _capacity(host_state):
@@ -141,20 +80,23 @@ def _capacity(host_state):
             pricing.MEMORY_MB: pricing.as_decimal(float(ram))}
 
 
-class ProportionalShareWeigher(weights._BulkWeigher):
+class ProportionalShareWeigher(base.BulkWeigher):
     """A preemptible request goes where its bid buys the largest share.
 
     Weight = ``bid / (Σ bids of the host's preemptible instances + bid)``
     (Themis §III.B, worst fit by the sum of bids), in [0, 1]; instances
     already leaving (being preempted or deleted) do not count. A host where
     the request would be out of bid (its work-conserving share below its
-    flavor, :func:`request_out_of_bid`) weighs 0. Normal requests: every
-    host 0 (they are not in the market). A request without a usable bid is
-    weighed as bidding ``[opie_preemption] default_bid``.
+    flavor, :func:`opie_sched.scheduler.bids.request_out_of_bid`) weighs
+    0. Normal requests: every host 0 (they are not in the market). A
+    request without a usable bid is weighed as bidding ``[opie_preemption]
+    default_bid``.
     """
 
     minval = 0.0
     maxval = 1.0
+    #: named in ``weight_classes`` by a cloud that runs the market.
+    OPT_IN = True
 
     def weight_multiplier(self, host_state):
         return scheduler_utils.get_weight_multiplier(
@@ -166,19 +108,19 @@ class ProportionalShareWeigher(weights._BulkWeigher):
         if not flavors.is_marked_preemptible(
                 getattr(flavor, 'extra_specs', None)):
             return [0.0] * len(host_states)
-        bid = request_bid(spec_obj)
+        bid = bids.request_bid(spec_obj)
         view = hosts.view_for(spec_obj)
         loaded = view.loaded_instances(host_states)
         result = []
         for hs in host_states:
-            others = [(instance_bid(inst), inst.flavor.vcpus,
+            others = [(bids.instance_bid(inst), inst.flavor.vcpus,
                        inst.flavor.memory_mb)
                       for inst in loaded.get((hs.host, hs.nodename), [])
                       if flavors.is_marked_preemptible(
                           getattr(inst.flavor, 'extra_specs', None))
                       and not hosts.instance_is_leaving(inst)]
             capacity = _capacity(hs)
-            if capacity is not None and request_out_of_bid(
+            if capacity is not None and bids.request_out_of_bid(
                     bid, spec_obj.vcpus, spec_obj.memory_mb, capacity,
                     others):
                 result.append(0.0)
