@@ -88,6 +88,27 @@ class RPMPlacementTest(base.OpieNovaTestCase, _Helpers):
         self.assertEqual('host2', self.server_host(preloaded))
 
 
+class RPMOldClassPathsTest(RPMPlacementTest):
+    """The same placement with the class paths of the releases before the
+    filters/ and weights/ packages in nova.conf: nova's scheduler still
+    loads them (deprecated, see tests/unit/test_plugin_paths.py).
+    """
+
+    EXTRA_FLAGS = {
+        'filter_scheduler': {
+            'available_filters': [
+                'nova.scheduler.filters.all_filters',
+                'opie_sched.scheduler.filters.all_filters',
+                'opie_sched.scheduler.rpm_plugins.all_filters',
+                'opie_sched.scheduler.reliability.all_filters'],
+            'enabled_filters': ['ComputeFilter', 'PreemptibleFullStateFilter',
+                                'UtilisationCapFilter'],
+            'weight_classes': ['opie_sched.scheduler.rpm_plugins.RPMWeigher'],
+        },
+        'opie_rpm': {'sample_interval': 0.0, 'alpha': 0.9},
+    }
+
+
 class RPMDistanceTest(base.OpieNovaTestCase, _Helpers):
     """The distance weigher alone, so that load does not blur the levels."""
 
