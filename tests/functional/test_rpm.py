@@ -16,9 +16,16 @@ in-process Nova (the opie scheduler, fake 8 vCPU / 16000 MB hosts).
 import collections
 import time
 
+import nova.conf
+
+from opie_sched.conf import rpm as rpm_opts
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import topology as dh_topo
 from tests.functional import base
+
+# [opie_rpm] is set in EXTRA_FLAGS before the scheduler loads the plugins
+# that register it (a class run alone failed with NoSuchGroupError)
+rpm_opts.register_opts(nova.conf.CONF)
 
 FILTERS = ['nova.scheduler.filters.all_filters',
            'opie_sched.scheduler.filters.all_filters']
