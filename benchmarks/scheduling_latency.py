@@ -258,8 +258,10 @@ def build_cloud_class():
                 'opie_sched.scheduler.filters.all_filters'],
             'enabled_filters': stock_filters + ['PreemptibleFullStateFilter'],
             'weight_classes': stock_weighers + [
-                'opie_sched.scheduler.weights.PreemptionCostWeigher',
-                'opie_sched.scheduler.weights.PreemptibleCountWeigher'],
+                'opie_sched.scheduler.weights.preemption_cost.'
+                'PreemptionCostWeigher',
+                'opie_sched.scheduler.weights.preemptible_count.'
+                'PreemptibleCountWeigher'],
         }
 
         def __init__(self, poll_interval=None, cells=1):
@@ -807,7 +809,7 @@ class Bench:
         from opie_sched.preemption import planner
         from opie_sched.scheduler import actions
         from opie_sched.scheduler import hosts
-        from opie_sched.scheduler import weights
+        from opie_sched.scheduler import preemption_plans
         from oslo_utils import timeutils
 
         objects = self.objects
@@ -834,7 +836,8 @@ class Bench:
         f = self.flavors[REQUEST_FLAVOR]
         plan = planner.plan_host(
             hv, model.Resources(f.vcpus, f.memory_mb, f.root_gb),
-            weights.cost_policy(), timeutils.utcnow(with_timezone=True))
+            preemption_plans.cost_policy(),
+            timeutils.utcnow(with_timezone=True))
         victims = [i.uuid for i, _ in plan.victims]
         require(victims, '(c): no victims chosen')
         require(all(self.instances[v][0] == node for v in victims),

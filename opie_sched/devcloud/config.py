@@ -42,17 +42,16 @@ OPIE_AVAILABLE_FILTERS = ('nova.scheduler.filters.all_filters',
                           'opie_sched.scheduler.filters.all_filters')
 OPIE_WEIGHT_CLASSES = (
     'nova.scheduler.weights.all_weighers',
-    'opie_sched.scheduler.weights.PreemptionCostWeigher',
-    'opie_sched.scheduler.weights.PreemptibleCountWeigher',
+    'opie_sched.scheduler.weights.preemption_cost.PreemptionCostWeigher',
+    'opie_sched.scheduler.weights.preemptible_count.PreemptibleCountWeigher',
 )
 
-#: Die-Hard (:mod:`opie_sched.scheduler.reliability`), added when asked:
-#: the filter goes last (it plans from the hosts that reach it).
-RELIABILITY_AVAILABLE_FILTERS = (
-    'opie_sched.scheduler.reliability.all_filters',)
+#: Die-Hard (:mod:`opie_sched.scheduler.reliability_plan`), added when
+#: asked: the filter goes last (it plans from the hosts that reach it);
+#: ``opie_sched.scheduler.filters.all_filters`` already makes it available.
 RELIABILITY_FILTERS = ('FailureDomainFilter',)
 RELIABILITY_WEIGHT_CLASSES = (
-    'opie_sched.scheduler.reliability.ReliabilityWeigher',)
+    'opie_sched.scheduler.weights.reliability.ReliabilityWeigher',)
 
 #: ``Settings.market_capacity_source``: the ``[opie_market]
 #: capacity_source`` choices.
@@ -712,7 +711,7 @@ def scheduler_conf(workers=None, base_filters=None, reliability=False):
         nova's :data:`NOVA_DEFAULT_FILTERS`); a comma-separated string or a
         list.
     :param reliability: also enable Die-Hard: FailureDomainFilter last
-        and ReliabilityWeigher (:mod:`opie_sched.scheduler.reliability`;
+        and ReliabilityWeigher (:mod:`opie_sched.scheduler.reliability_plan`;
         failure domains from host aggregate metadata). Requests without
         the ``opie_tasks`` hint pass the filter and weigh 0.
     """
@@ -728,7 +727,6 @@ def scheduler_conf(workers=None, base_filters=None, reliability=False):
     if reliability:
         filters = [f for f in filters if f not in RELIABILITY_FILTERS]
         filters += list(RELIABILITY_FILTERS)
-        available += list(RELIABILITY_AVAILABLE_FILTERS)
         weighers += list(RELIABILITY_WEIGHT_CLASSES)
     conf = {
         'filter_scheduler': {

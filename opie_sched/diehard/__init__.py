@@ -32,6 +32,6 @@ at least ``S_min``.
 Units: durations in hours, failure rates per hour, probabilities in [0, 1].
 
 No nova imports: a pure library used by the ReliabilityWeigher
-(:mod:`opie_sched.scheduler.reliability`), ``opie-sched reliability`` and
+(:mod:`opie_sched.scheduler.reliability_plan`), ``opie-sched reliability`` and
 the simulator.
 """

@@ -14,7 +14,7 @@
 :func:`assess` is the market's one rule, used alike by the ``opie-market``
 engine (notices, preemptions, charges: :mod:`.engine`), its REST API
 (:mod:`.api.app`) and the scheduler's
-:class:`~opie_sched.scheduler.market_weights.ProportionalShareWeigher`.
+:class:`~opie_sched.scheduler.weights.proportional_share.ProportionalShareWeigher`.
 For a market (a pool of hosts, or one host) it splits each server's bid
 over the resources (:func:`.pricing.split_bid`), clears each resource's
 market with work-conserving caps (:func:`.pricing.clear_market`: Merkat

@@ -52,7 +52,7 @@ instead it diminishes the virtual machine's resource share".
 
 What a share means on a real hypervisor: opie places servers by share
 (the market's prices, notices and the scheduler's
-:class:`~opie_sched.scheduler.market_weights.ProportionalShareWeigher`),
+:class:`~opie_sched.scheduler.weights.proportional_share.ProportionalShareWeigher`),
 but Nova gives every server its whole flavor and enforces no CPU share by
 itself. An operator who wants the libvirt/KVM host to enforce
 proportional CPU time under contention sets the flavor extra spec

@@ -337,7 +337,7 @@ def pool_room(headroom, frees, capacities):
 def keeps_headroom(room, host_free, request):
     """True when placing ``request`` on one host of a pool leaves the pool
     at or above its headroom (the Keeper would then take nothing): the
-    rule of :class:`opie_sched.scheduler.headroom_filter.HeadroomFilter`.
+    rule of :class:`opie_sched.scheduler.filters.headroom.HeadroomFilter`.
 
     Amounts and fractions: the pool's free room after the placement,
     ``free − max(host_free, 0) + max(host_free − request, 0)`` per

@@ -18,6 +18,6 @@ Pure algorithms, no Nova imports:
 * :mod:`.planner` -- the migration planner: Alg. 1 with its local view of
   the cloud (k neighbours, locality, MaxTTL) or a global view.
 
-Used by the scheduler's RPM weighers (:mod:`opie_sched.scheduler.rpm_plugins`),
+Used by the scheduler's RPM weighers (:mod:`opie_sched.scheduler.rpm_terms`),
 the ``opie-repacker`` service and the simulator.
 """

@@ -20,7 +20,7 @@ Paper IV, §4.3.1 and §5.3). A candidate host PM_j for a VM_i gets
 each term normalised by its upper bound, **lower is better**. This module
 holds the terms, their bounds, the combined score and the over/underload
 triggers (§4.2, §5.3). It is pure: no nova imports; the scheduler plugins
-(:mod:`opie_sched.scheduler.rpm_plugins`) feed it numbers.
+(:mod:`opie_sched.scheduler.rpm_terms`) feed it numbers.
 
 Units: resources (``req``, ``unreq``, ``free``) in one unit per dimension
 (vCPU or MB); utilisations are fractions of capacity (0.75 = 75 %);

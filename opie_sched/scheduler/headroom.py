@@ -67,8 +67,8 @@ from opie_sched.preemption import planner
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reservations
-from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -184,7 +184,7 @@ class Keeper:
         views, noticed = self._views(ctx, now, reads)
         if not dry_run:
             self._act_on_overdue(ctx, noticed, now)
-        policy = weights.cost_policy()
+        policy = preemption_plans.cost_policy()
         acted = []
         taken = set()
         for name, room, members in pools:

@@ -81,10 +81,10 @@ from opie_sched.scheduler import extra_specs
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import ownership
+from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reconciler
 from opie_sched.scheduler import reservations
 from opie_sched.scheduler import transparent
-from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -469,7 +469,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                 host_state.nodename or host_state.host,
                 view.planned_victims, now, cctxt=cctxt)
             plan = planner.plan_host(hv, planner.model.ZERO,
-                                     weights.cost_policy(), now)
+                                     preemption_plans.cost_policy(), now)
             if not plan.needs_preemption:
                 return
             if not plan.feasible:
@@ -661,7 +661,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             hv.instances = [i for i in hv.instances
                             if (i.uuid == instance_uuid) == self_victim]
             plan = planner.plan_host(hv, planner.model.ZERO,
-                                     weights.cost_policy(), now)
+                                     preemption_plans.cost_policy(), now)
             if not plan.needs_preemption:
                 return
             if not plan.feasible:

@@ -82,9 +82,9 @@ from opie_sched.scheduler import headroom
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import ownership
+from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reservations
 from opie_sched.scheduler import restore
-from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -223,7 +223,7 @@ class Reconciler:
         """``[(cell_uuid, HostPlan)]`` for every overcommitted host, as the
         ComputeNode records show them (no lock, nothing reserved).
         """
-        policy = weights.cost_policy()
+        policy = preemption_plans.cost_policy()
         now = timeutils.utcnow(with_timezone=True)
         plans = []
         for cell_uuid, hv in self.host_views(ctx, skip):
@@ -373,7 +373,7 @@ class Reconciler:
     def _repair_cell(self, ctx, cell_uuid, cctxt, skip, dry_run,
                      nodes=None):
         acted = []
-        policy = weights.cost_policy()
+        policy = preemption_plans.cost_policy()
         if nodes is None:
             nodes = objects.ComputeNodeList.get_all(cctxt)
         for node in nodes:

@@ -32,7 +32,7 @@ headroom step:
    server only; any other value is ignored);
 2. the pending servers are taken in order (:func:`~opie_sched.preemption.
    victim_state.restore_order`: the highest bid first, the scheduler's
-   :func:`~opie_sched.scheduler.market_weights.instance_bid`, whose last
+   :func:`~opie_sched.scheduler.bids.instance_bid`, whose last
    source is the flavor's ``opie:bid`` or ``[opie_preemption]
    default_bid``; then the longest waiting), at most
    ``[opie_reconciler] restore_per_round`` per round;
@@ -69,9 +69,9 @@ from opie_sched.preemption import headroom as headroom_rules
 from opie_sched.preemption import model
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
+from opie_sched.scheduler import bids
 from opie_sched.scheduler import headroom
 from opie_sched.scheduler import hosts
-from opie_sched.scheduler import market_weights
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
 
@@ -211,7 +211,7 @@ class Restorer:
         if not pending or limit <= 0:
             return []
         pending.sort(key=lambda item: victim_state.restore_order(
-            market_weights.instance_bid(item[1]), item[2], item[1].uuid))
+            bids.instance_bid(item[1]), item[2], item[1].uuid))
         room = Room(*self._room(ctx))
         started = []
         for cell_uuid, inst, vs in pending:

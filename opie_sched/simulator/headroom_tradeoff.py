@@ -334,7 +334,7 @@ class HeadroomSimulator:
     :param keep_out: keep preemptible requests out of the headroom (the
         model's assumption: the room of victims under notice counts as
         free, as the reconciler counts it); ``'filter'`` keeps them out by
-        :class:`opie_sched.scheduler.headroom_filter.HeadroomFilter`'s
+        :class:`opie_sched.scheduler.filters.headroom.HeadroomFilter`'s
         rule (the full state only, each host's negatives as 0: room under
         notice is not free yet); False admits them wherever the full
         state fits, as a scheduler without such a filter would, and the

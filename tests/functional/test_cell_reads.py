@@ -33,7 +33,7 @@ from nova import objects
 from nova.scheduler import weights as nova_weights
 
 from opie_sched.scheduler import hosts
-from opie_sched.scheduler import weights
+from opie_sched.scheduler.weights import preemptible_count
 from tests.functional import base
 from tests.functional import test_native_threading
 
@@ -108,7 +108,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
                          {hs.host: hs.cell_uuid for hs in host_states})
         hosts.set_current_view(hosts.RequestView(self.ctx))
         weighed = nova_weights.HostWeightHandler().get_weighed_objects(
-            [weights.PreemptibleCountWeigher()], host_states, spec)
+            [preemptible_count.PreemptibleCountWeigher()], host_states, spec)
         return {w.obj.host: round(w.weight, 6) for w in weighed}
 
     def assert_cell2_failed(self, exc, reason):

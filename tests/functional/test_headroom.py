@@ -36,8 +36,8 @@ from opie_sched.preemption import model
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import headroom
 from opie_sched.scheduler import hosts
+from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reconciler
-from opie_sched.scheduler import weights
 from tests.functional import base
 from tests.functional.fuzz import oracle
 from tests.functional import test_preemption
@@ -106,7 +106,7 @@ class HeadroomOracleTest(base.OpieNovaTestCase, _Headroom):
         ctx = nova_context.get_admin_context()
         # the oracle's reading of the pool, costed at one instant
         now = timeutils.utcnow(with_timezone=True)
-        policy = weights.cost_policy()
+        policy = preemption_plans.cost_policy()
         views = [hv for _, hv in rec.host_views(ctx)]
         [plan] = rec.run_once(ctx)
         noticed = {u for u, vs in self.records().items()

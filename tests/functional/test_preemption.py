@@ -322,7 +322,8 @@ class ProportionalShareTest(base.OpieNovaTestCase, _Helpers):
     HOSTS = ('host1', 'host2')
     EXTRA_FLAGS = {'filter_scheduler': {'weight_classes': [
         'opie_sched.scheduler.weights.all_weighers',
-        'opie_sched.scheduler.market_weights.ProportionalShareWeigher']}}
+        'opie_sched.scheduler.weights.proportional_share.'
+        'ProportionalShareWeigher']}}
 
     def boot_with_bid(self, name, bid):
         server = self._build_server(

@@ -16,14 +16,19 @@ in-process Nova (the opie scheduler, fake 8 vCPU / 16000 MB hosts).
 import collections
 import time
 
+import nova.conf
+
+from opie_sched.conf import rpm as rpm_opts
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import topology as dh_topo
 from tests.functional import base
 
+# [opie_rpm] is set in EXTRA_FLAGS before the scheduler loads the plugins
+# that register it (a class run alone failed with NoSuchGroupError)
+rpm_opts.register_opts(nova.conf.CONF)
+
 FILTERS = ['nova.scheduler.filters.all_filters',
-           'opie_sched.scheduler.filters.all_filters',
-           'opie_sched.scheduler.rpm_plugins.all_filters',
-           'opie_sched.scheduler.reliability.all_filters']
+           'opie_sched.scheduler.filters.all_filters']
 
 
 class _Helpers:
@@ -71,7 +76,7 @@ class RPMPlacementTest(base.OpieNovaTestCase, _Helpers):
             'available_filters': FILTERS,
             'enabled_filters': ['ComputeFilter', 'PreemptibleFullStateFilter',
                                 'UtilisationCapFilter'],
-            'weight_classes': ['opie_sched.scheduler.rpm_plugins.RPMWeigher'],
+            'weight_classes': ['opie_sched.scheduler.weights.rpm.RPMWeigher'],
         },
         'opie_rpm': {'sample_interval': 0.0, 'alpha': 0.9},
     }
@@ -90,6 +95,27 @@ class RPMPlacementTest(base.OpieNovaTestCase, _Helpers):
         self.assertEqual('host2', self.server_host(preloaded))
 
 
+class RPMOldClassPathsTest(RPMPlacementTest):
+    """The same placement with the class paths of the releases before the
+    filters/ and weights/ packages in nova.conf: nova's scheduler still
+    loads them (deprecated, see tests/unit/test_plugin_paths.py).
+    """
+
+    EXTRA_FLAGS = {
+        'filter_scheduler': {
+            'available_filters': [
+                'nova.scheduler.filters.all_filters',
+                'opie_sched.scheduler.filters.all_filters',
+                'opie_sched.scheduler.rpm_plugins.all_filters',
+                'opie_sched.scheduler.reliability.all_filters'],
+            'enabled_filters': ['ComputeFilter', 'PreemptibleFullStateFilter',
+                                'UtilisationCapFilter'],
+            'weight_classes': ['opie_sched.scheduler.rpm_plugins.RPMWeigher'],
+        },
+        'opie_rpm': {'sample_interval': 0.0, 'alpha': 0.9},
+    }
+
+
 class RPMDistanceTest(base.OpieNovaTestCase, _Helpers):
     """The distance weigher alone, so that load does not blur the levels."""
 
@@ -100,7 +126,8 @@ class RPMDistanceTest(base.OpieNovaTestCase, _Helpers):
             'enabled_filters': ['ComputeFilter',
                                 'PreemptibleFullStateFilter'],
             'weight_classes': [
-                'opie_sched.scheduler.rpm_plugins.RPMDistanceWeigher'],
+                'opie_sched.scheduler.weights.rpm_distance.'
+                'RPMDistanceWeigher'],
         },
     }
 
@@ -141,7 +168,8 @@ class DieHardPlacementTest(base.OpieNovaTestCase, _Helpers):
                                 'FailureDomainFilter'],
             'weight_classes': [
                 'nova.scheduler.weights.all_weighers',
-                'opie_sched.scheduler.reliability.ReliabilityWeigher'],
+                'opie_sched.scheduler.weights.reliability.'
+                'ReliabilityWeigher'],
         },
     }
 

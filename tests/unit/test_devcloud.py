@@ -65,8 +65,9 @@ class TestRender(testtools.TestCase):
         self.assertEqual(['nova.scheduler.filters.all_filters',
                           'opie_sched.scheduler.filters.all_filters'],
                          fs['available_filters'])
-        self.assertIn('opie_sched.scheduler.weights.PreemptionCostWeigher',
-                      fs['weight_classes'].split(','))
+        self.assertIn(
+            'opie_sched.scheduler.weights.preemption_cost.'
+            'PreemptionCostWeigher', fs['weight_classes'].split(','))
         self.assertEqual({'workers': 3}, conf['scheduler'])
 
     def test_scheduler_conf_keeps_base_filters_once(self):
@@ -86,14 +87,17 @@ class TestRender(testtools.TestCase):
         # that reach it.
         self.assertEqual('ComputeFilter,PreemptibleFullStateFilter,'
                          'FailureDomainFilter', fs['enabled_filters'])
-        self.assertIn('opie_sched.scheduler.reliability.all_filters',
-                      fs['available_filters'])
-        self.assertIn('opie_sched.scheduler.reliability.ReliabilityWeigher',
-                      fs['weight_classes'].split(','))
+        # the package's all_filters makes FailureDomainFilter available
+        self.assertEqual(['nova.scheduler.filters.all_filters',
+                          'opie_sched.scheduler.filters.all_filters'],
+                         fs['available_filters'])
+        self.assertIn(
+            'opie_sched.scheduler.weights.reliability.ReliabilityWeigher',
+            fs['weight_classes'].split(','))
         plain = config.scheduler_conf()['filter_scheduler']
         self.assertNotIn('FailureDomainFilter', plain['enabled_filters'])
         self.assertNotIn('reliability', plain['weight_classes'])
-        self.assertNotIn('opie_sched.scheduler.reliability.all_filters',
+        self.assertEqual(fs['available_filters'],
                          plain['available_filters'])
 
     def test_reliability_setting_reaches_scheduler_conf(self):

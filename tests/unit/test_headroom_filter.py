@@ -22,7 +22,7 @@ from nova import objects
 
 from opie_sched.preemption import headroom as rules
 from opie_sched.scheduler import filters
-from opie_sched.scheduler import headroom_filter
+from opie_sched.scheduler.filters import headroom as headroom_filter
 from tests.unit import test_scheduler_plugins as plugins
 
 MEDIUM = plugins.MEDIUM

@@ -1164,19 +1164,19 @@ class WeigherRuleTest(testtools.TestCase):
     """
 
     def test_request_out_of_bid(self):
-        from opie_sched.scheduler import market_weights
+        from opie_sched.scheduler import bids
         capacity = {CPU: D(96), RAM: D(96000)}
         # the issue's example: bids 1 and 100 for 1 vCPU in 96
-        self.assertFalse(market_weights.request_out_of_bid(
+        self.assertFalse(bids.request_out_of_bid(
             D(1), 1, 1000, capacity, [(D(100), 1, 1000)]))
         full = [(D(100), 48, 48000), (D(100), 48, 48000)]
-        self.assertTrue(market_weights.request_out_of_bid(
+        self.assertTrue(bids.request_out_of_bid(
             D(1), 1, 1000, capacity, full))
-        self.assertFalse(market_weights.request_out_of_bid(
+        self.assertFalse(bids.request_out_of_bid(
             D(1000), 1, 1000, capacity, full))
 
     def test_weights(self):
-        from opie_sched.scheduler import market_weights
+        from opie_sched.scheduler.weights import proportional_share
         from tests.unit import test_scheduler_plugins as plugins
 
         class Case(plugins._PluginTest):
@@ -1200,7 +1200,7 @@ class WeigherRuleTest(testtools.TestCase):
                                           for i in range(4)]))
         spec = plugins.request(plugins.MEDIUM, True)
         spec.scheduler_hints = {'opie_bid': ['0.1']}
-        got = dict(case.weigh([market_weights.ProportionalShareWeigher],
+        got = dict(case.weigh([proportional_share.ProportionalShareWeigher],
                               hosts, spec))
         # 8 of 8 vCPU asked: it fits, worst fit by the sum of bids
         self.assertAlmostEqual(0.1 / 3.1, got['h-fits'], places=6)

@@ -96,16 +96,16 @@ class NovaSignatureTest(testtools.TestCase):
         # before nova's per-host filtering
         from nova.scheduler import filters as nova_filters
 
-        from opie_sched.scheduler import filters
+        from opie_sched.scheduler.filters import preemptible_full_state
         expected = ['self', 'filter_obj_list', 'spec_obj']
         self.assertEqual(expected,
                          params(nova_filters.BaseHostFilter.filter_all))
         self.assertEqual(expected, params(
-            filters.PreemptibleFullStateFilter.filter_all))
+            preemptible_full_state.PreemptibleFullStateFilter.filter_all))
         # HeadroomFilter sums each pool once over the candidate hosts
-        from opie_sched.scheduler import headroom_filter
+        from opie_sched.scheduler.filters import headroom
         self.assertEqual(expected, params(
-            headroom_filter.HeadroomFilter.filter_all))
+            headroom.HeadroomFilter.filter_all))
 
     def test_consume_selected_host_is_a_staticmethod_in_nova(self):
         self.assertIsInstance(

@@ -29,8 +29,18 @@ from opie_sched.common import utilisation
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import topology as dh_topo
 from opie_sched.rpm import model as rpm
-from opie_sched.scheduler import reliability
-from opie_sched.scheduler import rpm_plugins
+from opie_sched.scheduler import filters
+from opie_sched.scheduler.filters import failure_domain
+from opie_sched.scheduler.filters import utilisation_cap
+from opie_sched.scheduler import reliability_plan as reliability
+from opie_sched.scheduler import rpm_terms
+from opie_sched.scheduler import weights
+from opie_sched.scheduler.weights import reliability as reliability_weigher
+from opie_sched.scheduler.weights import rpm as rpm_weigher
+from opie_sched.scheduler.weights import rpm_distance
+from opie_sched.scheduler.weights import rpm_efficiency
+from opie_sched.scheduler.weights import rpm_imbalance
+from opie_sched.scheduler.weights import rpm_risk
 
 objects.register_all()
 CONF = nova.conf.CONF
@@ -336,7 +346,7 @@ class RPMWeigherTest(_NovaTest):
     def test_efficiency_prefers_ending_at_target(self):
         hosts = [host_state('empty'), host_state('half', 4, 8000),
                  host_state('full', 6, 12000)]
-        got = self.weigh([rpm_plugins.RPMEfficiencyWeigher], hosts,
+        got = self.weigh([rpm_efficiency.RPMEfficiencyWeigher], hosts,
                          request())
         # after a medium: 25 % (E .5), 75 % (E 0), 100 % (E .25)
         self.assertEqual([('half', 1.0), ('full', round(1 - 0.25 / 0.75, 6)),
@@ -345,7 +355,7 @@ class RPMWeigherTest(_NovaTest):
     def test_imbalance(self):
         hosts = [host_state('cpu-heavy', 6, 0), host_state('balanced', 2,
                                                            4000)]
-        got = self.weigh([rpm_plugins.RPMImbalanceWeigher], hosts,
+        got = self.weigh([rpm_imbalance.RPMImbalanceWeigher], hosts,
                          request())
         self.assertEqual([('balanced', 1.0), ('cpu-heavy', 0.25)], got)
 
@@ -358,7 +368,7 @@ class RPMWeigherTest(_NovaTest):
             hist.record(('wild', 'wild'), 0.9 if i % 2 else 0.1, 0.1875)
         # A large request does not fit the free capacity of either host in
         # CPU (4 > 8 − 3? no: fits), so make it need overbooking: 6 vCPU.
-        got = self.weigh([rpm_plugins.RPMRiskWeigher], [wild, calm],
+        got = self.weigh([rpm_risk.RPMRiskWeigher], [wild, calm],
                          request(vcpus=6, ram=1000))
         self.assertEqual('calm', got[0][0])
         self.assertEqual(1.0, got[0][1])
@@ -376,7 +386,7 @@ class RPMWeigherTest(_NovaTest):
                  host_state('unknown'),
                  host_state('near', aggregates=[g1]),
                  host_state('ref', aggregates=[g1])]
-        got = self.weigh([rpm_plugins.RPMDistanceWeigher], hosts,
+        got = self.weigh([rpm_distance.RPMDistanceWeigher], hosts,
                          request(hints={'opie_near': ['ref']}))
         weights = dict(got)
         self.assertAlmostEqual(2 / 3., weights['near'], places=5)
@@ -387,54 +397,65 @@ class RPMWeigherTest(_NovaTest):
     def test_distance_without_reference_is_neutral(self):
         hosts = [host_state('a', aggregates=[aggregate(
             opie__topology_group='g')]), host_state('b')]
-        got = self.weigh([rpm_plugins.RPMDistanceWeigher], hosts, request())
+        got = self.weigh([rpm_distance.RPMDistanceWeigher], hosts, request())
         self.assertEqual({1.0}, {w for _, w in got})
 
     def test_conflicting_topology_is_unknown(self):
-        loc = rpm_plugins.location(host_state('h', aggregates=[
+        loc = rpm_terms.location(host_state('h', aggregates=[
             aggregate(opie__topology_group='a'),
             aggregate(opie__topology_group='b')]))
         self.assertIsNone(loc.group)
 
     def test_combined_score(self):
         hosts = [host_state('empty'), host_state('half', 4, 8000)]
-        got = dict(self.weigh([rpm_plugins.RPMWeigher], hosts, request()))
+        got = dict(self.weigh([rpm_weigher.RPMWeigher], hosts, request()))
         # no history, no reference: only E and Imb count (0.2 each)
         self.assertAlmostEqual(1.0, got['half'])
         self.assertAlmostEqual(1 - 0.2 * (0.5 / 0.75), got['empty'],
                                places=5)
         self.flags('opie_rpm', efficiency_lambda=0.0, imbalance_lambda=0.6)
-        got = dict(self.weigh([rpm_plugins.RPMWeigher], hosts, request()))
+        got = dict(self.weigh([rpm_weigher.RPMWeigher], hosts, request()))
         self.assertEqual(1.0, got['empty'])
 
     def test_bad_lambdas_are_neutral(self):
         self.flags('opie_rpm', risk_lambda=0.9)
         hosts = [host_state('empty'), host_state('half', 4, 8000)]
-        got = self.weigh([rpm_plugins.RPMWeigher], hosts, request())
+        got = self.weigh([rpm_weigher.RPMWeigher], hosts, request())
         self.assertEqual({1.0}, {w for _, w in got})
 
     def test_error_is_neutral(self):
         hosts = [host_state('a'), host_state('b', 4, 8000)]
         hosts[1].vcpus_total = None
-        got = self.weigh([rpm_plugins.RPMEfficiencyWeigher], hosts,
+        got = self.weigh([rpm_efficiency.RPMEfficiencyWeigher], hosts,
                          request())
         self.assertEqual({1.0}, {w for _, w in got})
 
     def test_multiplier_from_aggregate(self):
         hs = host_state('a', aggregates=[aggregate(
             rpm_weight_multiplier=3)])
-        self.assertEqual(3.0, rpm_plugins.RPMWeigher().weight_multiplier(hs))
+        self.assertEqual(3.0, rpm_weigher.RPMWeigher().weight_multiplier(hs))
 
-    def test_all_weighers(self):
-        self.assertEqual(5, len(rpm_plugins.all_weighers()))
-        self.assertEqual([rpm_plugins.UtilisationCapFilter],
-                         rpm_plugins.all_filters())
+    def test_found_by_the_packages_but_opt_in(self):
+        # the five RPM weighers are found, but named by the operator (the
+        # combined one and the per-term ones would count the terms twice)
+        rpm_family = {rpm_weigher.RPMWeigher, rpm_risk.RPMRiskWeigher,
+                      rpm_efficiency.RPMEfficiencyWeigher,
+                      rpm_imbalance.RPMImbalanceWeigher,
+                      rpm_distance.RPMDistanceWeigher}
+        self.assertLessEqual(rpm_family, set(weights.every_weigher()))
+        self.assertFalse(rpm_family & set(weights.all_weighers()))
+        self.assertIn(utilisation_cap.UtilisationCapFilter,
+                      filters.all_filters())
+        self.assertIn(failure_domain.FailureDomainFilter,
+                      filters.all_filters())
+        self.assertIn(reliability_weigher.ReliabilityWeigher,
+                      weights.every_weigher())
 
 
 class UtilisationCapFilterTest(_NovaTest):
 
     def test_cap(self):
-        filt = rpm_plugins.UtilisationCapFilter()
+        filt = utilisation_cap.UtilisationCapFilter()
         self.assertTrue(filt.host_passes(host_state('h', 4, 8000),
                                          request(2, 4000)))     # 75 %
         self.assertTrue(filt.host_passes(host_state('h', 5, 8000),
@@ -450,7 +471,7 @@ class UtilisationCapFilterTest(_NovaTest):
     def test_error_fails_closed(self):
         hs = host_state('h')
         hs.total_usable_ram_mb = None
-        self.assertFalse(rpm_plugins.UtilisationCapFilter().host_passes(
+        self.assertFalse(utilisation_cap.UtilisationCapFilter().host_passes(
             hs, request()))
 
 
@@ -509,8 +530,8 @@ class FailureDomainFilterTest(_NovaTest):
 
     def run_multi_create(self, hosts, spec, count):
         """Mimic nova's loop: filter, weigh, pick the best, consume."""
-        filt = reliability.FailureDomainFilter()
-        weigher = reliability.ReliabilityWeigher()
+        filt = failure_domain.FailureDomainFilter()
+        weigher = reliability_weigher.ReliabilityWeigher()
         chosen = []
         for _ in range(count):
             passed = list(filt.filter_all(hosts, spec))
@@ -550,7 +571,7 @@ class FailureDomainFilterTest(_NovaTest):
         self.assertEqual(4, len(set(chosen)))
 
     def test_fifth_instance_is_rejected(self):
-        filt = reliability.FailureDomainFilter()
+        filt = failure_domain.FailureDomainFilter()
         hosts = domain_hosts(LAYOUT)
         spec = request(hints=HINTS, num=4)
         chosen, _ = self.run_multi_create(hosts, spec, 4)
@@ -564,7 +585,7 @@ class FailureDomainFilterTest(_NovaTest):
         self.assertEqual(6, len(set(chosen)))
 
     def test_too_few_instances_fail_cleanly(self):
-        filt = reliability.FailureDomainFilter()
+        filt = failure_domain.FailureDomainFilter()
         with fixtures.FakeLogger() as log:
             passed = list(filt.filter_all(domain_hosts(LAYOUT),
                                           request(hints=HINTS, num=2)))
@@ -573,27 +594,28 @@ class FailureDomainFilterTest(_NovaTest):
 
     def test_unreachable_target_fails(self):
         hints = dict(HINTS, opie_target=['0.9999999'])
-        filt = reliability.FailureDomainFilter()
+        filt = failure_domain.FailureDomainFilter()
         self.assertEqual([], list(filt.filter_all(
             domain_hosts(LAYOUT), request(hints=hints, num=6))))
 
     def test_invalid_hint_rejects_all(self):
-        filt = reliability.FailureDomainFilter()
+        filt = failure_domain.FailureDomainFilter()
         self.assertEqual([], list(filt.filter_all(
             domain_hosts(LAYOUT), request(hints={'opie_tasks': 'two'}))))
 
     def test_no_constraint_passes_all(self):
         hosts = domain_hosts(LAYOUT) + [host_state('plain')]
         self.assertEqual(hosts, list(
-            reliability.FailureDomainFilter().filter_all(hosts, request())))
+            failure_domain.FailureDomainFilter().filter_all(hosts, request())))
         self.assertEqual([0.0] * len(hosts), [
             w.weight for w in nova_weights.HostWeightHandler(
-            ).get_weighed_objects([reliability.ReliabilityWeigher()], hosts,
-                                  request())])
+            ).get_weighed_objects(
+                [reliability_weigher.ReliabilityWeigher()], hosts,
+                request())])
 
     def test_hosts_without_domain_are_not_candidates(self):
         hosts = domain_hosts(LAYOUT) + [host_state('plain')]
-        passed = list(reliability.FailureDomainFilter().filter_all(
+        passed = list(failure_domain.FailureDomainFilter().filter_all(
             hosts, request(hints=HINTS, num=4)))
         self.assertNotIn('plain', [h.host for h in passed])
         self.assertEqual(6, len(passed))
@@ -617,9 +639,9 @@ class FailureDomainFilterTest(_NovaTest):
     def test_error_fails_closed(self):
         hosts = domain_hosts(LAYOUT)
         self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.reliability.host_domains',
+            'opie_sched.scheduler.reliability_plan.host_domains',
             side_effect=RuntimeError('boom')))
-        self.assertEqual([], list(reliability.FailureDomainFilter(
+        self.assertEqual([], list(failure_domain.FailureDomainFilter(
         ).filter_all(hosts, request(hints=HINTS, num=4))))
 
 

@@ -24,10 +24,12 @@ from nova.scheduler import weights as nova_weights
 from nova.tests.unit.scheduler import fakes
 
 from opie_sched.common import flavors
-from opie_sched.scheduler import filters
+from opie_sched.scheduler.filters import preemptible_full_state
 from opie_sched.scheduler import hosts
-from opie_sched.scheduler import market_weights
 from opie_sched.scheduler import weights
+from opie_sched.scheduler.weights import preemptible_count
+from opie_sched.scheduler.weights import preemption_cost
+from opie_sched.scheduler.weights import proportional_share
 
 objects.register_all()
 
@@ -103,7 +105,7 @@ class FullStateFilterTest(_PluginTest):
 
     def setUp(self):
         super().setUp()
-        self.filt = filters.PreemptibleFullStateFilter()
+        self.filt = preemptible_full_state.PreemptibleFullStateFilter()
 
     def test_preemptible_request_needs_full_state_room(self):
         full = host_state('h', [instance('a', 'h', LARGE, True),
@@ -223,7 +225,7 @@ class WeigherTest(_PluginTest):
                                              False)]))
 
     def test_preemption_cost_order(self):
-        got = self.weigh([weights.PreemptionCostWeigher], self.hosts(),
+        got = self.weigh([preemption_cost.PreemptionCostWeigher], self.hosts(),
                          request(LARGE, False))
         self.assertEqual(['h-free', 'h-cheap', 'h-dear', 'h-normal'],
                          [h for h, _ in got])
@@ -236,12 +238,12 @@ class WeigherTest(_PluginTest):
         self.assertEqual(0.0, got[3][1])
 
     def test_preemptible_requests_are_not_ranked_by_cost(self):
-        got = self.weigh([weights.PreemptionCostWeigher], self.hosts(),
+        got = self.weigh([preemption_cost.PreemptionCostWeigher], self.hosts(),
                          request(LARGE, True))
         self.assertEqual({10.0}, {w for _, w in got})
 
     def test_preemptible_count(self):
-        got = dict(self.weigh([weights.PreemptibleCountWeigher],
+        got = dict(self.weigh([preemptible_count.PreemptibleCountWeigher],
                               self.hosts(), request(LARGE, False)))
         # raw: fits -> 0; else -(1 + preemptibles), min-max normalised.
         self.assertEqual(1.0, got['h-free'])
@@ -250,9 +252,9 @@ class WeigherTest(_PluginTest):
 
     def test_weigher_error_is_neutral(self):
         self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.weights.plans_for',
+            'opie_sched.scheduler.preemption_plans.plans_for',
             side_effect=RuntimeError('boom')))
-        got = self.weigh([weights.PreemptionCostWeigher], self.hosts(),
+        got = self.weigh([preemption_cost.PreemptionCostWeigher], self.hosts(),
                          request(LARGE, False))
         self.assertEqual({0.0}, {w for _, w in got})
 
@@ -295,7 +297,7 @@ class SharedHostViewsTest(_PluginTest):
         host_states = self.hosts()
         built = self.count_views()
         spec = request(MEDIUM, False)
-        filt = filters.PreemptibleFullStateFilter()
+        filt = preemptible_full_state.PreemptibleFullStateFilter()
         for hs in host_states:
             filt.host_passes(hs, spec)
         for _ in range(2):
@@ -440,7 +442,7 @@ class ProportionalShareWeigherTest(_PluginTest):
     def test_worst_fit_by_sum_of_bids(self):
         spec = request(MEDIUM, True)
         spec.scheduler_hints = {'opie_bid': ['0.1']}
-        got = dict(self.weigh([market_weights.ProportionalShareWeigher],
+        got = dict(self.weigh([proportional_share.ProportionalShareWeigher],
                               self.bid_hosts(), spec))
         # share = bid / (sum of bids on the host + bid), Themis §III.B;
         # an invalid or missing bid counts the default bid 0.01.
@@ -452,21 +454,21 @@ class ProportionalShareWeigherTest(_PluginTest):
     def test_flavor_bid_then_default(self):
         spec = request(MEDIUM, True)
         spec.flavor.extra_specs['opie:bid'] = '0.5'
-        got = dict(self.weigh([market_weights.ProportionalShareWeigher],
+        got = dict(self.weigh([proportional_share.ProportionalShareWeigher],
                               self.bid_hosts(), spec))
         self.assertAlmostEqual(0.5 / 1.0, got['h-busy'], places=5)
         self.assertEqual(['h-busy'],
                          [h for h, w in got.items() if w == min(got.values())])
 
     def test_normal_requests_are_not_in_the_market(self):
-        got = self.weigh([market_weights.ProportionalShareWeigher],
+        got = self.weigh([proportional_share.ProportionalShareWeigher],
                          self.bid_hosts(), request(MEDIUM, False))
         self.assertEqual({0.0}, {w for _, w in got})
 
     def test_invalid_request_bid_is_neutral(self):
         spec = request(MEDIUM, True)
         spec.scheduler_hints = {'opie_bid': ['-1']}
-        got = self.weigh([market_weights.ProportionalShareWeigher],
+        got = self.weigh([proportional_share.ProportionalShareWeigher],
                          self.bid_hosts(), spec)
         self.assertEqual({0.0}, {w for _, w in got})
 

@@ -20,7 +20,8 @@ from nova.scheduler.weights import ram
 
 from opie_sched.scheduler import hosts
 from opie_sched.scheduler import transparent
-from opie_sched.scheduler import weights
+from opie_sched.scheduler.weights import preemptible_count
+from opie_sched.scheduler.weights import preemption_cost
 from tests.unit import test_scheduler_plugins as plugins
 
 CONF = nova.conf.CONF
@@ -206,8 +207,8 @@ class FullStateWeighersTest(_Base):
         h2 = plugins.host_state('h2', [])
         self.use_hosts(h1, h2)
         spec = plugins.request((6, 4000, 40), False)
-        classes = [weights.PreemptionCostWeigher,
-                   weights.PreemptibleCountWeigher]
+        classes = [preemption_cost.PreemptionCostWeigher,
+                   preemptible_count.PreemptibleCountWeigher]
         self.assertEqual('h2', self.weigh(classes, [h1, h2], spec)[0][0])
         views = transparent.normal_views([h1, h2], spec)
         weighed = self.weigh(classes, views, spec)

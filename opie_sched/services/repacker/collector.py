@@ -29,7 +29,7 @@ number of servers (plus one inventory call per compute node):
   server moves only when it is ACTIVE with no task;
 * ``compute.aggregates()``: topology from aggregate metadata
   ``opie:topology_group`` / ``opie:topology_cluster`` (the keys of the RPM
-  weighers, :mod:`opie_sched.scheduler.rpm_plugins`; Paper IV §3).
+  weighers, :mod:`opie_sched.scheduler.rpm_terms`; Paper IV §3).
 
 "Actually used" is what the flavors allocate (the ``allocations``
 utilisation source of :mod:`opie_sched.common.utilisation`): a host's sample is

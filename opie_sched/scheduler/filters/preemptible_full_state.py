@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scheduler filters of opie_sched.
+"""``PreemptibleFullStateFilter``: a request that may not preempt must fit
+the host's full state.
 
 Enable in nova.conf::
 
@@ -17,10 +18,6 @@ Enable in nova.conf::
     available_filters = nova.scheduler.filters.all_filters
     available_filters = opie_sched.scheduler.filters.all_filters
     enabled_filters = ...,PreemptibleFullStateFilter
-
-One rule per module: :class:`PreemptibleFullStateFilter` here,
-:class:`~opie_sched.scheduler.headroom_filter.HeadroomFilter` in its own
-module; :func:`all_filters` lists them all.
 """
 
 from oslo_log import log as logging
@@ -29,7 +26,6 @@ import nova.conf
 from nova.scheduler import filters
 
 from opie_sched import conf as opie_conf
-from opie_sched.scheduler import headroom_filter
 from opie_sched.scheduler import hosts
 
 LOG = logging.getLogger(__name__)
@@ -147,8 +143,3 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
         key = (host_state.host, host_state.nodename)
         hv = view.host_views([host_state], request=request)[key]
         return request.fits_in(hv.reclaimable_free())
-
-
-def all_filters():
-    """The filter classes of opie_sched (for ``available_filters``)."""
-    return [PreemptibleFullStateFilter, headroom_filter.HeadroomFilter]

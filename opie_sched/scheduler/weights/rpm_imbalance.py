@@ -1,0 +1,38 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``RPMImbalanceWeigher``: hosts whose CPU and RAM stay balanced first
+(thesis Paper IV, eq. 12-13).
+
+One of the RPM per-term weighers (:mod:`opie_sched.scheduler.rpm_terms`
+computes the terms once per request for all of them). Not in
+:func:`opie_sched.scheduler.weights.all_weighers`: name it in
+``weight_classes``, beside the other per-term weighers or instead of the
+combined :class:`opie_sched.scheduler.weights.rpm.RPMWeigher` (both count
+the terms twice)::
+
+    [filter_scheduler]
+    weight_classes = ...,
+        opie_sched.scheduler.weights.rpm_imbalance.RPMImbalanceWeigher
+"""
+
+from opie_sched.scheduler.weights import base
+
+
+class RPMImbalanceWeigher(base.RPMTermWeigher):
+    """Hosts whose CPU and RAM utilisation stay balanced first: Imb of
+    Paper IV eq. 12-13 for a new request (no source term), bound 1.
+    """
+
+    multiplier_option = 'rpm_imbalance_weight_multiplier'
+
+    def _score(self, host_terms):
+        return host_terms.terms.imbalance
