@@ -315,6 +315,7 @@ class Keeper:
                 main_db.instance_metadata_update(cctxt, uuid, notice, False)
             except exception.InstanceNotFound:
                 continue
+            actions.record_notice(cctxt, uuid)
             noticed.append(uuid)
         LOG.info('Headroom: victims %s got %.1f s of notice (deadline %s)',
                  sorted(noticed), seconds, victim_state.format_time(deadline))
