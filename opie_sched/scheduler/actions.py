@@ -354,11 +354,13 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
         if earlier:
             reason = 'notice cut (was %s); %s' % (earlier, reason)
         notice = victim_state.notice_metadata(deadline, behavior, reason)
+        if seconds > 0:
+            # before the keys: a guest that reads its notice and
+            # acknowledges it at once finds the notice's trace there
+            record_notice(cctxt, uuid)
         try:
             main_db.instance_metadata_update(cctxt, uuid, notice, False)
             noticed.append(uuid)
-            if seconds > 0:
-                record_notice(cctxt, uuid)
         except exception.InstanceNotFound:
             continue
         except Exception:
@@ -387,9 +389,10 @@ def cut_from(inst, deadline):
 
 
 def record_notice(cctxt, uuid):
-    """Record the :data:`NOTICE_ACTION` instance action on a victim just
-    given a notice, under a fresh request id (never the preemptor's: the
-    owner reads it in ``openstack server event list``). It is the
+    """Record the :data:`NOTICE_ACTION` instance action on a victim given a
+    notice (before its keys are written), under a fresh request id (never
+    the preemptor's: the owner reads it in ``openstack server event
+    list``). It is the
     service-owned trace of the notice that the market checks before it
     accepts the owner's acknowledgement
     (:func:`opie_sched.preemption.victim_state.pending_notice`). Errors
