@@ -15,6 +15,10 @@ the scheduler's (the ``preempt_notice`` instance action) -- runs its
 interruption now; notice keys the owner wrote never make a notice.
 """
 
+import configparser
+import importlib
+import os
+
 import testtools
 
 from opie_sched.preemption import victim_state
@@ -213,6 +217,17 @@ class AckAPITest(api_base._Base):
                                   osc.InterruptionAck, ['srv-a'],
                                   version='1.3')
         self.assertIn('needs spot-market API microversion 1.4', str(error))
+
+    def test_the_command_is_registered(self):
+        cfg = configparser.ConfigParser()
+        cfg.read(os.path.join(os.path.dirname(__file__), '..', '..',
+                              'setup.cfg'))
+        entries = dict(
+            line.split(' = ') for line in
+            cfg['entry_points']['openstack.spot.v1'].strip().splitlines())
+        module, _, name = entries['spot_interruption_ack'].partition(':')
+        self.assertIs(osc.InterruptionAck,
+                      getattr(importlib.import_module(module), name))
 
 
 class PendingNoticeTest(testtools.TestCase):
