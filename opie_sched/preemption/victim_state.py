@@ -122,6 +122,49 @@ PREEMPTED_TAG = 'opie-preempted'
 AT_RISK_KEY = 'opie:rebalance_recommendation'
 #: Nova's limit on a metadata value (characters).
 METADATA_MAX = 255
+#: Nova instance action the scheduler and the reconciler record on a
+#: victim when they give it a notice (``openstack server event list``
+#: shows it to the owner, under a request id of its own). Unlike the
+#: notice's metadata keys, a user cannot write an instance action: it is
+#: the service-owned trace the market reads before it accepts an owner's
+#: acknowledgement of a notice (:func:`pending_notice`).
+NOTICE_ACTION = 'preempt_notice'
+#: The instance action of a victim's interruption (the scheduler's
+#: ``mark_victim``): it ends the notice before it.
+PREEMPT_ACTION = 'preempt'
+
+
+def pending_notice(actions, now, window):
+    """When the newest service-recorded notice of a server was given, if
+    it still stands.
+
+    Rule: the server's newest :data:`NOTICE_ACTION` is pending when no
+    :data:`PREEMPT_ACTION` came after it (the victim was not interrupted
+    yet) and it is younger than ``window`` seconds (a notice is never
+    longer than that: an older one lapsed, e.g. its scheduler died and
+    the reservation expired).
+
+    :param actions: iterable of ``(action name, start time)``, start time
+        in epoch seconds (Nova's instance actions of the server; other
+        names are ignored).
+    :param now: epoch seconds.
+    :param window: seconds (>= 0).
+    :returns: the notice's epoch seconds, or None when none is pending.
+    """
+    notice = interrupted = None
+    for name, start in actions:
+        if start is None:
+            continue
+        if name == NOTICE_ACTION and (notice is None or start > notice):
+            notice = start
+        elif name == PREEMPT_ACTION and (interrupted is None
+                                         or start > interrupted):
+            interrupted = start
+    if notice is None or (interrupted is not None and interrupted >= notice):
+        return None
+    if now - notice > window:
+        return None
+    return notice
 
 
 def notice_metadata(deadline, behavior, reason):

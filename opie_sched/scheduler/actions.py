@@ -77,7 +77,10 @@ CONF = nova.conf.CONF
 
 EVENT_TYPE = preempt_notes.EVENT_TYPE
 #: Instance action recorded on every victim (``openstack server event list``).
-PREEMPT_ACTION = 'preempt'
+PREEMPT_ACTION = victim_state.PREEMPT_ACTION
+#: Instance action recorded on a victim given a notice (the market reads
+#: it before it accepts the owner's acknowledgement of that notice).
+NOTICE_ACTION = victim_state.NOTICE_ACTION
 #: Code of opie's instance faults: Nova's API shows a fault's ``details``
 #: to admins only when its code is 500.
 FAULT_CODE = 500
@@ -351,6 +354,10 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
         if earlier:
             reason = 'notice cut (was %s); %s' % (earlier, reason)
         notice = victim_state.notice_metadata(deadline, behavior, reason)
+        if seconds > 0:
+            # before the keys: a guest that reads its notice and
+            # acknowledges it at once finds the notice's trace there
+            record_notice(cctxt, uuid)
         try:
             main_db.instance_metadata_update(cctxt, uuid, notice, False)
             noticed.append(uuid)
@@ -379,6 +386,28 @@ def cut_from(inst, deadline):
     if earlier is None or new is None or earlier <= new:
         return None
     return victim_state.format_time(earlier)
+
+
+def record_notice(cctxt, uuid):
+    """Record the :data:`NOTICE_ACTION` instance action on a victim given a
+    notice (before its keys are written), under a fresh request id (never
+    the preemptor's: the owner reads it in ``openstack server event
+    list``). It is the
+    service-owned trace of the notice that the market checks before it
+    accepts the owner's acknowledgement
+    (:func:`opie_sched.preemption.victim_state.pending_notice`). Errors
+    are logged, never raised: the notice stands without it (it only
+    cannot be acknowledged through the market).
+    """
+    actx = copy.copy(cctxt)
+    actx.request_id = oslo_context.generate_request_id()
+    try:
+        objects.InstanceAction.action_start(actx, uuid, NOTICE_ACTION,
+                                            want_result=False)
+        objects.InstanceAction.action_finish(actx, uuid, want_result=False)
+    except Exception:
+        LOG.exception('Could not record the %s action on %s', NOTICE_ACTION,
+                      uuid)
 
 
 def withdraw_notice(cctxt, uuid):

@@ -311,6 +311,9 @@ class Keeper:
             notice = victim_state.notice_metadata(
                 victim_state.format_time(deadline), action,
                 'preempted to keep free room for new servers (headroom)')
+            # the notice's trace first (what the market's acknowledgement
+            # reads), then the keys the guest reads
+            actions.record_notice(cctxt, uuid)
             try:
                 main_db.instance_metadata_update(cctxt, uuid, notice, False)
             except exception.InstanceNotFound:

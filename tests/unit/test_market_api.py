@@ -91,6 +91,12 @@ MATRIX = [
      '/v1/servers/srv-a/interruption-drill', {'notice_seconds': 60},
      {'reader': 403, 'member': 202, 'admin': 202, 'other project': 404,
       'service': 403}),
+    # 1.4: the owner acknowledges srv-a's pending notice (put back before
+    # each persona's call: see PersonaMatrixTest.fresh)
+    ('POST', '/v1/servers/{server_id}/interruption-ack',
+     '/v1/servers/srv-a/interruption-ack', {},
+     {'reader': 403, 'member': 202, 'admin': 202, 'other project': 404,
+      'service': 403}),
     # last: srv-a then bids the default 0 (BidUnsetTest checks /v1/shares
     # stays 200 then)
     ('DELETE', '/v1/servers/{server_id}/bid', '/v1/servers/srv-a/bid', None,
@@ -169,6 +175,14 @@ class PersonaMatrixTest(_Base):
         pending notice (the fixture's market notice, or the drill of the
         persona before), so a drill's answer is its policy's.
         """
+        if route.endswith('/interruption-ack'):
+            # the ack of the persona before interrupted srv-a (delete):
+            # it runs again under its notice
+            if 'srv-a' not in self.cloud.by_uuid:
+                self.cloud.add('srv-a', 'pA', 1)
+            for state in (models.PREEMPTED, models.CANCELLED):
+                self.store.set_notice_state('srv-a', models.NOTICED,
+                                            expected=state)
         if route.endswith('/interruption-drill'):
             self.store.set_notice_state('srv-a', models.CANCELLED)
             # and a second later (one drill per server and instant)
@@ -316,7 +330,7 @@ class MicroversionTest(_Base):
     def test_versions_document(self):
         status, body = self.call('GET', '/', None)
         (v1,) = body['versions']
-        self.assertEqual(('v1', '1.0', '1.3'), (v1['id'], v1['min_version'],
+        self.assertEqual(('v1', '1.0', '1.4'), (v1['id'], v1['min_version'],
                                                 v1['version']))
         self.assertEqual('spot-market 1.0', self.last.headers[V])
         self.assertIn(V, self.last.headers['Vary'])
@@ -327,14 +341,15 @@ class MicroversionTest(_Base):
                 ('spot-market 1.1', 200, '1.1'),
                 ('spot-market 1.2', 200, '1.2'),
                 ('spot-market 1.3', 200, '1.3'),
-                ('spot-market latest', 200, '1.3'),
+                ('spot-market 1.4', 200, '1.4'),
+                ('spot-market latest', 200, '1.4'),
                 ('compute 2.90', 200, '1.0')):
             headers = {V: asked} if asked else {}
             self.assertEqual(status, self.call('GET', '/v1/prices', MEMBER,
                                                headers=headers)[0], asked)
             self.assertEqual('spot-market %s' % served,
                              self.last.headers[V], asked)
-        for asked, status in (('spot-market 1.4', 406),
+        for asked, status in (('spot-market 1.5', 406),
                               ('spot-market 2.0', 406),
                               ('spot-market 0.9', 406),
                               ('spot-market one', 400)):
@@ -517,7 +532,7 @@ class OSCCommandsTest(_Base):
             api_version='1.0')
         self.assertEqual('1.0', client.request('GET', '/prices').version)
         client.api_version = 'latest'
-        self.assertEqual('1.3', client.request('GET', '/prices').version)
+        self.assertEqual('1.4', client.request('GET', '/prices').version)
         client.api_version = '1.7'
         error = self.assertRaises(market_client.MarketAPIError,
                                   client.prices)

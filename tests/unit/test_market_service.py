@@ -71,6 +71,9 @@ class FakeCloud:
         self.aggs = {}
         self.fail_listing = False
         self.refuse = set()
+        #: {uuid: [(instance action name, start epoch)]}: Nova's instance
+        #: actions (the scheduler's preempt_notice and preempt among them)
+        self.actions = {}
 
     def add(self, uuid, project, bid=None, host='h1', vcpus=2, ram=4000,
             created=0, preemptible=True, metadata=None):
@@ -112,6 +115,10 @@ class FakeCloud:
 
     def add_tag(self, uuid, tag):
         self.tags.setdefault(uuid, set()).add(tag)
+
+    def instance_actions(self, uuid):
+        return list(self.actions.get(uuid, ())) if uuid in self.by_uuid \
+            else []
 
     def confirm_resize(self, uuid):
         self.confirmed.append(uuid)

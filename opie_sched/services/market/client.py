@@ -52,7 +52,7 @@ import json
 SERVICE_TYPE = 'spot-market'
 VERSION_HEADER = 'OpenStack-API-Version'
 #: Newest microversion this client knows.
-MAX_VERSION = '1.3'
+MAX_VERSION = '1.4'
 
 
 class MarketError(Exception):
@@ -390,6 +390,17 @@ class MarketClient:
         return self._call('POST', '/servers/%s/interruption-drill'
                           % server_id, 'interruption_drill', body=body,
                           version=self._at_least('1.3'))
+
+    def interruption_ack(self, server_id):
+        """Acknowledge the preemption notice pending on one's own server
+        (1.4): its interruption runs now. ``{"server_id", "project_id",
+        "notice" ("market" or "scheduler"), "kind", "noticed_at",
+        "deadline" (null for the scheduler's), "acknowledged_at",
+        "action"}``. No notice pending: :class:`MarketAPIError` 409.
+        """
+        return self._call('POST', '/servers/%s/interruption-ack'
+                          % server_id, 'interruption_ack', body={},
+                          version=self._at_least('1.4'))
 
     def credit(self, project_id, amount, note=None):
         """Grant ``amount`` (currency) to a project (admin)."""

@@ -336,6 +336,27 @@ class Cloud:
     def add_tag(self, uuid, tag):
         self.conn.compute.add_tag_to_server(uuid, tag)
 
+    def instance_actions(self, uuid):
+        """Nova's instance actions of ``uuid`` (admin: every action,
+        whoever asked it), as ``[(action name, start epoch seconds)]``;
+        ``[]`` when the server is gone. Users cannot write them: the
+        scheduler's ``preempt_notice`` and ``preempt`` actions are the
+        service-owned trace of its notices
+        (:func:`opie_sched.preemption.victim_state.pending_notice`).
+        """
+        from openstack import exceptions as sdk_exc
+        try:
+            resp = self.conn.compute.get(
+                '/servers/%s/os-instance-actions' % uuid,
+                microversion='2.58')
+        except sdk_exc.NotFoundException:
+            return []
+        if resp.status_code == 404:
+            return []
+        resp.raise_for_status()
+        return [(a.get('action'), epoch(a.get('start_time')))
+                for a in resp.json().get('instanceActions', [])]
+
     def confirm_resize(self, uuid):
         """Confirm a resize waiting in VERIFY_RESIZE (asynchronous)."""
         self.conn.compute.confirm_server_resize(uuid)

@@ -65,6 +65,17 @@ NOT_PREEMPTIBLE = ('no longer preemptible (its flavor requests no '
 BEHAVIOR_SPEC = victim_state.BEHAVIOR_SPEC
 
 
+#: Where an acknowledged notice came from (the ``notice`` field of the
+#: acknowledgement): the market's own (its database), or the scheduler's
+#: or its reconciler's (the victim's ``preempt_notice`` instance action).
+SOURCE_MARKET = 'market'
+SOURCE_SCHEDULER = 'scheduler'
+
+
+class NoNotice(Exception):
+    """No notice is pending on the server (nothing to acknowledge)."""
+
+
 class Enforcer:
     """Gives notices and enforces them.
 
@@ -230,6 +241,99 @@ class Enforcer:
         notifications.preempt_notice(self.notifier, info.uuid, info.project,
                                      KIND_DRILL, reason, deadline, action)
         return notice, action
+
+    def pending(self, info, now):
+        """The notice pending on ``info`` (:class:`.cloud.ServerInfo`),
+        read only where users cannot write: the market's notices (its
+        database, state ``noticed``), else the scheduler's and its
+        reconciler's (the server's newest ``preempt_notice`` instance
+        action with no ``preempt`` after it, younger than
+        ``scheduler_notice_window``:
+        :func:`opie_sched.preemption.victim_state.pending_notice`), whose
+        notice keys must still be on the server (the scheduler removes
+        them when it spares the victim). The notice keys alone, which the
+        owner can write, never make a notice.
+
+        :returns: ``(source, notice)``: ``("market", notice dict)`` or
+            ``("scheduler", {"noticed_at": epoch seconds})``.
+        :raises NoNotice: none is pending.
+        """
+        for n in self.store.notices(state=models.NOTICED,
+                                    project=info.project):
+            if n['server_uuid'] == info.uuid:
+                return SOURCE_MARKET, n
+        if DEADLINE_KEY in (info.metadata or {}):
+            noticed_at = victim_state.pending_notice(
+                self.cloud.instance_actions(info.uuid), now,
+                self.settings.scheduler_notice_window)
+            if noticed_at is not None:
+                return SOURCE_SCHEDULER, {'noticed_at': noticed_at}
+        raise NoNotice('server %s has no pending preemption notice'
+                       % info.uuid)
+
+    def acknowledge(self, info, now, asked_by):
+        """Its owner's acknowledgement of the notice pending on ``info``
+        (:meth:`pending`): the server's interruption runs now, as it
+        would at the deadline (:meth:`behavior`, with its fallback), so
+        that a request waiting on it proceeds (the scheduler's wait ends
+        when its victim stops, shelves or goes:
+        :func:`opie_sched.preemption.headroom.released_early`).
+
+        A market notice moves to ``preempted`` first (one of several
+        replicas, or the enforcement at the deadline, acts) and the server
+        is marked as at its deadline; a scheduler notice gets only the
+        verb (the scheduler marks and finishes its victim as it does when
+        the owner stops it). Recorded as one ``ack`` event (cause
+        ``owner``); the life of a server whose notice was no drill ends
+        as interrupted. No ledger entry: the ack charges nothing, the
+        periods the server ran are charged as always.
+
+        :param asked_by: who asked (a user id), for the service's log.
+        :raises NoNotice: none is pending (or another actor took it).
+        :returns: ``{"notice": source, "kind", "noticed_at", "deadline"
+            (market notices; None for the scheduler's), "action"}``.
+        """
+        source, notice = self.pending(info, now)
+        uuid = info.uuid
+        if source == SOURCE_MARKET:
+            action = self.behavior(info)
+            if not self.store.set_notice_state(uuid, models.PREEMPTED,
+                                               action):
+                raise NoNotice('the notice of server %s was taken by the '
+                               'enforcement meanwhile' % uuid)
+            try:
+                applied = self._preempt(uuid, notice, info, now)
+            except Exception:
+                self.store.set_notice_state(uuid, models.NOTICED,
+                                            expected=models.PREEMPTED)
+                raise
+            if applied != action:
+                self.store.set_notice_state(uuid, models.PREEMPTED, applied,
+                                            expected=models.PREEMPTED)
+            kind, deadline = notice['kind'], notice['deadline']
+        else:
+            applied = self._send(uuid, info, True)
+            kind, deadline = SOURCE_SCHEDULER, None
+        left = '' if deadline is None else ', %d s before its deadline %s' % (
+            max(0, deadline - now), market_cloud.iso(deadline))
+        detail = 'acknowledged by its owner (%s notice%s): %s now' % (
+            kind, left, applied)
+        try:
+            self.store.add_event(uuid, info.project, models.EVENT_ACK, now,
+                                 cause=models.CAUSE_OWNER, action=applied,
+                                 host=info.host, flavor=info.flavor_name,
+                                 detail=detail)
+            if kind != KIND_DRILL:
+                self.store.end_lifetime(uuid, now, models.END_INTERRUPTED)
+        except Exception:
+            LOG.exception('could not record the acknowledgement of server '
+                          '%s', uuid)
+        LOG.warning('server %s (project %s): notice acknowledged by %s; '
+                    '%s now (%s)', uuid, info.project, asked_by, applied,
+                    source)
+        return {'notice': source, 'kind': kind,
+                'noticed_at': notice['noticed_at'], 'deadline': deadline,
+                'action': applied}
 
     def _tell_owner(self, uuid, reason, deadline):
         """Write the notice on the server; returns the behaviour told."""

@@ -105,6 +105,17 @@ OPTS = [
                help='Seconds of the sliding window drill_limit counts in '
                     '(default 86400, a day). Possible values: an integer '
                     '>= 1.'),
+    cfg.IntOpt('scheduler_notice_window', default=3600, min=1,
+               help='Seconds after a notice of the scheduler or its '
+                    'reconciler (the victim\'s preempt_notice instance '
+                    'action) during which its owner may still acknowledge '
+                    'it (POST /v1/servers/{id}/interruption-ack, '
+                    '``openstack spot interruption ack``) while the '
+                    'victim has not been interrupted; an older notice '
+                    'counts as lapsed. Set it at least to the longest '
+                    'notice the scheduler gives ([opie_preemption] '
+                    'notice_seconds, headroom_notice_seconds). Possible '
+                    'values: an integer >= 1 (default 3600).'),
     cfg.Opt('out_of_credit_policy', default='lowest_bid',
             type=plugins.OptionType(budget.POLICY_NAMESPACE,
                                     budget.POLICY_KIND),

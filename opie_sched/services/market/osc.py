@@ -568,3 +568,27 @@ class InterruptionSimulate(_MarketCommand, command.ShowOne):
         columns = ('server_id', 'project_id', 'state', 'noticed_at',
                    'deadline', 'notice_seconds', 'action', 'reason')
         return columns, tuple(doc.get(c) for c in columns)
+
+
+class InterruptionAck(_MarketCommand, command.ShowOne):
+    """Acknowledge the preemption notice of your own server: its flavor's
+    interruption behaviour (delete, stop, shelve) runs now instead of at
+    the deadline, and a boot waiting for its room proceeds. Only a
+    notice the market or the scheduler really gave can be acknowledged
+    (409 otherwise); recorded as an ``ack`` in ``openstack spot event
+    list``; it charges nothing.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', metavar='<server>',
+                            help='server name or ID (yours, ACTIVE, under '
+                                 'notice)')
+        return parser
+
+    def market_action(self, client, parsed_args):
+        server = _server_id(self, parsed_args.server)
+        doc = client.interruption_ack(server)
+        columns = ('server_id', 'project_id', 'notice', 'kind',
+                   'noticed_at', 'deadline', 'acknowledged_at', 'action')
+        return columns, tuple(doc.get(c) for c in columns)

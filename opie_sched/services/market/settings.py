@@ -72,6 +72,7 @@ class Settings:
     charge_rule: str = 'share_cost'
     drill_limit: int = 3
     drill_window: int = 86400
+    scheduler_notice_window: int = 3600
 
     def __post_init__(self):
         # loaded now: an unknown or broken plugin stops the service at
@@ -104,6 +105,9 @@ class Settings:
         if self.drill_window <= 0:
             raise ConfigError('drill_window must be > 0, got %r'
                               % self.drill_window)
+        if self.scheduler_notice_window <= 0:
+            raise ConfigError('scheduler_notice_window must be > 0, got %r'
+                              % self.scheduler_notice_window)
         if self.stop_grace_period < 0:
             raise ConfigError('stop_grace_period must be >= 0, got %r'
                               % self.stop_grace_period)
@@ -144,7 +148,8 @@ class Settings:
                                 allow_none=True),
             refused_demand_window=g.refused_demand_window,
             charge_rule=g.charge_rule, drill_limit=g.drill_limit,
-            drill_window=g.drill_window)
+            drill_window=g.drill_window,
+            scheduler_notice_window=g.scheduler_notice_window)
 
     @functools.cached_property
     def charge(self):

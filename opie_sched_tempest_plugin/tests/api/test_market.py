@@ -226,6 +226,12 @@ class MarketPersonaTest(MarketBaseTest):
              {'flavor': self.preemptible.id}, all_ok),
             ('events', 'GET', '/events', None, {'project_id': project},
              private),
+            # 1.4: the server has no notice, so the policy's yes is a 409
+            # (nothing to acknowledge; nothing is interrupted)
+            ('interruption ack', 'POST',
+             '/servers/%s/interruption-ack' % server, {}, None,
+             dict(hidden, reader=403, service=403, member=409,
+                  admin=409)),
             ('bid unset', 'DELETE', bid, None, None,
              dict(hidden, reader=403)),
         ]
@@ -322,12 +328,12 @@ class MarketConventionsTest(MarketBaseTest):
         status, body = self.market.versions()
         self.assertEqual(200, status, body)
         (v1,) = body['versions']
-        self.assertEqual(('1.0', '1.3'), (v1['min_version'],
+        self.assertEqual(('1.0', '1.4'), (v1['min_version'],
                                           v1['version']))
         resp = self.market.response('GET', '/prices')
         self.assertEqual('spot-market 1.0', resp.headers.get(VERSION_HEADER))
         resp = self.market.response('GET', '/prices', version='latest')
-        self.assertEqual('spot-market 1.3', resp.headers.get(VERSION_HEADER))
+        self.assertEqual('spot-market 1.4', resp.headers.get(VERSION_HEADER))
         self.assertEqual(406, self.market.request(
             'GET', '/prices', version='1.99')[0])
         # /v1/notices exists from 1.1 on

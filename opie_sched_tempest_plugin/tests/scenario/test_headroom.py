@@ -28,6 +28,11 @@ default, was run once: 120.0 s of notice given) and the reconciler every
 * Early release: a normal boot on the full cloud gives its victim the whole
   notice; the victim's owner stops it 5 s into the notice; the normal
   server is ACTIVE soon after the stop, not after the notice.
+* Acknowledgement: the same, the owner acknowledging the notice through
+  the market API (``POST /v1/servers/{id}/interruption-ack``) instead of
+  stopping the server: the market runs the interruption, the normal
+  server is ACTIVE before the deadline (seconds from the ack to ACTIVE
+  reported), the ack is in the owner's event history.
 
 The fake driver of the devcloud's computes has no guest that could power
 itself off; the owner's stop is the API path to the same release (the
@@ -43,9 +48,11 @@ import time
 from oslo_log import log as logging
 from tempest import config
 from tempest.lib import decorators
+import testtools.content
 
 from opie_sched.devcloud import chaos
 from opie_sched_tempest_plugin import base
+from opie_sched_tempest_plugin import market_client
 
 CONF = config.CONF
 LOG = logging.getLogger(__name__)
@@ -175,8 +182,14 @@ class HeadroomTest(base.OpieBaseTest):
                      'baseline_boot_s': round(baseline_s, 1),
                      'boot_in_headroom_s': round(boot_s, 1)})
 
-    @decorators.idempotent_id('8c2e4b1d-6f3a-4d9e-b7c5-2a1e0f9d3c42')
-    def test_owner_stop_releases_the_waiting_boot(self):
+    def _burst(self, name):
+        """A normal boot on the cloud filled with preemptibles, waiting on
+        the victim the scheduler gave its notice.
+
+        :returns: ``(normal server id, victim id, monotonic time the
+            notice was seen, its deadline in epoch seconds, the notice's
+            length in seconds)``.
+        """
         fill, _ = self.fill_with_preemptibles(self.primary,
                                               self.preemptible)
         # wait for the headroom's victim to be gone: the cloud is full
@@ -187,26 +200,27 @@ class HeadroomTest(base.OpieBaseTest):
             time.sleep(0.5)
         self.boot(self.admin, self.normal)
         fill = [i for i in fill if i != noticed]
-        name = 'headroom-burst'
-        start = time.monotonic()
         self.call(self.alt, 'POST', '/servers', '2.37', json={'server': {
             'name': name, 'flavorRef': self.normal.id,
             'imageRef': self.image_id, 'networks': 'none'}})
         [normal_id] = self.find_servers(self.alt, name, 1)
         self.addCleanup(self.delete_and_wait, self.alt, [normal_id])
-        victim = None
         end = time.monotonic() + 60
-        while victim is None and time.monotonic() < end:
+        while time.monotonic() < end:
             for i in fill:
                 meta = self.metadata(i) or {}
                 if 'scheduler' in meta.get(NOTICE_KEY, ''):
-                    victim, noticed_at = i, time.monotonic()
                     deadline = _epoch(meta[DEADLINE_KEY])
-                    notice_s = deadline - time.time()
-                    break
+                    return (normal_id, i, time.monotonic(), deadline,
+                            deadline - time.time())
             time.sleep(0.2)
-        self.assertIsNotNone(victim, 'no victim got the scheduler\'s '
-                             'notice within 60 s')
+        self.fail('no victim got the scheduler\'s notice within 60 s')
+
+    @decorators.idempotent_id('8c2e4b1d-6f3a-4d9e-b7c5-2a1e0f9d3c42')
+    def test_owner_stop_releases_the_waiting_boot(self):
+        start = time.monotonic()
+        normal_id, victim, noticed_at, _, notice_s = self._burst(
+            'headroom-burst')
         time.sleep(max(0, 5 - (time.monotonic() - noticed_at)))
         self.call(self.primary, 'POST', '/servers/%s/action' % victim,
                   json={'os-stop': None})
@@ -220,6 +234,62 @@ class HeadroomTest(base.OpieBaseTest):
                      'boot_s': round(time.monotonic() - start, 1)})
         self.assertLess(active_after_stop, self.notice / 4.0,
                         'the boot waited the notice out')
+
+    @decorators.idempotent_id('5d7e1f3a-2b9c-4e6d-8a0f-1c3b5d7e9f20')
+    def test_owner_ack_releases_the_waiting_boot(self):
+        """The victim's owner acknowledges the scheduler's notice through
+        the market API (``openstack spot interruption ack``, microversion
+        1.4) 5 s into it: the market runs its interruption now and the
+        waiting normal server is ACTIVE before the notice's deadline; the
+        owner's event history shows the ``ack``.
+        """
+        if not CONF.opie.market:
+            raise self.skipException('[opie] market = false')
+        market = market_client.MarketClient(
+            self.primary, CONF.opie.market_endpoint or None, 'latest')
+        start = time.monotonic()
+        normal_id, victim, noticed_at, deadline, notice_s = self._burst(
+            'headroom-ack')
+        time.sleep(max(0, 5 - (time.monotonic() - noticed_at)))
+        status, body = market.interruption_ack(victim)
+        acked_at = time.monotonic()
+        self.assertEqual(202, status, body)
+        ack = body['interruption_ack']
+        self.assertEqual(('scheduler', victim),
+                         (ack['notice'], ack['server_id']))
+        # polled at 0.2 s (the figure of the issue's target)
+        while True:
+            server = self.server_map(self.alt).get(normal_id)
+            self.assertIsNotNone(server, 'the normal server is gone')
+            self.assertNotEqual('ERROR', server.status, server.fault)
+            if server.status == 'ACTIVE':
+                break
+            self.assertLess(time.time(), deadline + 60,
+                            'the normal server is not ACTIVE 60 s after '
+                            'the deadline')
+            time.sleep(0.2)
+        active_at = time.time()
+        active_after_ack = time.monotonic() - acked_at
+        figures = {'scheduler_notice_s': round(notice_s, 1),
+                   'ack_after_notice_s': round(acked_at - noticed_at, 1),
+                   'active_after_ack_s': round(active_after_ack, 1),
+                   'active_before_deadline_s': round(deadline - active_at,
+                                                     1),
+                   'action': ack['action'],
+                   'boot_s': round(time.monotonic() - start, 1)}
+        self.report(figures)
+        self.addDetail('ack figures', testtools.content.json_content(
+            figures))
+        self.assertLess(active_at, deadline,
+                        'the boot waited the notice out')
+        status, body = market.request('GET', '/events',
+                                      params={'server_id': victim})
+        self.assertEqual(200, status, body)
+        self.assertIn(('ack', 'owner'), [(e['kind'], e['cause'])
+                                         for e in body['events']])
+        # acknowledged once: nothing is pending any more (a deleted victim
+        # is gone, 404; one stopped or shelved has no notice, 409)
+        self.assertIn(market.interruption_ack(victim)[0], (404, 409))
 
     def _headroom_victim(self, fill):
         end = time.monotonic() + 4 * (CONF.opie.chaos_reconciler_interval

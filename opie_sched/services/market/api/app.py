@@ -36,6 +36,7 @@ currency per hour, prices in currency per unit-hour; times ISO 8601 UTC)::
     GET    /v1/events[?project_id=][&server_id=][&limit=][&marker=] (1.2)
     POST   /v1/servers/{server_id}/interruption-drill
                                     [{"notice_seconds": 60}]      (1.3)
+    POST   /v1/servers/{server_id}/interruption-ack   [{}]     (1.4)
 
 **Microversions.** A request names the version it speaks with the header
 ``OpenStack-API-Version: spot-market 1.1`` (or ``latest``); without it,
@@ -49,7 +50,8 @@ ledger entries, notices and history rows get an ``id`` (the marker).
 1.2 adds ``/v1/placement-score``, ``/v1/interruption-history`` and
 ``/v1/events`` (the owner's event history). 1.3 adds ``POST
 /v1/servers/{server_id}/interruption-drill`` (an owner's interruption
-drill).
+drill). 1.4 adds ``POST /v1/servers/{server_id}/interruption-ack`` (an
+owner acknowledges a pending notice: the interruption runs now).
 A resource asked at an older version than its own is 404, as if it did
 not exist.
 
@@ -126,7 +128,7 @@ VERSION_HEADER = 'OpenStack-API-Version'
 REQUEST_ID_HEADER = 'X-OpenStack-Request-ID'
 #: Oldest and newest microversion served.
 MIN_VERSION = microversion_parse.Version(1, 0)
-MAX_VERSION = microversion_parse.Version(1, 3)
+MAX_VERSION = microversion_parse.Version(1, 4)
 #: What each microversion added.
 VERSIONS = {
     '1.0': 'The original API.',
@@ -139,10 +141,15 @@ VERSIONS = {
     '1.3': 'POST /v1/servers/{id}/interruption-drill (an owner\'s '
            'interruption drill: at-risk mark, notice, the flavor\'s '
            'behaviour; rate-limited per project, 429 with Retry-After).',
+    '1.4': 'POST /v1/servers/{id}/interruption-ack (the owner '
+           'acknowledges a pending notice, the market\'s or the '
+           'scheduler\'s: the flavor\'s interruption behaviour runs now '
+           'and a boot waiting on the server proceeds).',
 }
 V1_1 = microversion_parse.Version(1, 1)
 V1_2 = microversion_parse.Version(1, 2)
 V1_3 = microversion_parse.Version(1, 3)
+V1_4 = microversion_parse.Version(1, 4)
 
 VERSION = {'id': 'v1', 'status': 'CURRENT',
            'min_version': '%d.%d' % MIN_VERSION,
@@ -441,7 +448,9 @@ class MarketAPI:
                  V1_2),
                 ('GET', '/v1/events', 'events', V1_2),
                 ('POST', '/v1/servers/{server_id}/interruption-drill',
-                 'interruption_drill', V1_3)):
+                 'interruption_drill', V1_3),
+                ('POST', '/v1/servers/{server_id}/interruption-ack',
+                 'interruption_ack', V1_4)):
             self.mapper.connect(path, action=action,
                                 conditions={'method': [method]})
             self.routes.append((method, path, since))
@@ -1243,6 +1252,54 @@ class MarketAPI:
             'deadline': market_cloud.iso(notice['deadline']),
             'notice_seconds': notice_seconds, 'action': action,
             'reason': notice['reason']}}
+
+    def interruption_ack(self, req, ctx, server_id):
+        """Acknowledge the preemption notice pending on the caller's own
+        server (microversion 1.4): its flavor's interruption behaviour
+        runs now, as at the deadline, so a boot waiting on it proceeds
+        (:meth:`.enforcement.Enforcer.acknowledge`). The pending notice is
+        read where users cannot write -- the market's notices, or the
+        scheduler's ``preempt_notice`` instance action -- never from the
+        notice keys of the server's metadata alone. Recorded as an
+        ``ack`` event (cause ``owner``); it charges nothing.
+
+        202 with the acknowledgement; 400 a body with fields; 403 the
+        policy (a reader of the project); 404 no such server, or
+        another project's; 409 no notice pending, or the server is not
+        ACTIVE or busy (its interruption is under way).
+        """
+        if req.body:
+            _body(req, schemas.ACK_CREATE)
+        info = self.cloud.get_server(server_id)
+        if info is None:
+            raise ApiError(404, 'server %s not found' % server_id)
+        self._forbidden_or_hidden(ctx, info, policy.INTERRUPTION_ACK_CREATE,
+                                  policy.BID_SHOW)
+        if info.status != 'ACTIVE' or info.busy:
+            raise ApiError(409, 'server %s is %s%s: only an ACTIVE server '
+                           'with no task has a notice to acknowledge' % (
+                               server_id, info.status,
+                               ' (task %s)' % info.task_state
+                               if info.task_state else ''),
+                           'spot-market.server-not-active')
+        now = self.clock()
+        enforcer = enforcement.Enforcer(
+            self.store, self.cloud, self.settings, self.credit, self.pricer,
+            charging.Charger(self.settings, self.credit))
+        try:
+            ack = enforcer.acknowledge(info, now, ctx.user_id or 'an admin')
+        except enforcement.NoNotice:
+            raise ApiError(409, 'server %s has no pending preemption notice '
+                           'to acknowledge' % server_id,
+                           'spot-market.no-notice')
+        return 202, {'interruption_ack': {
+            'server_id': server_id, 'project_id': info.project,
+            'notice': ack['notice'], 'kind': ack['kind'],
+            'noticed_at': market_cloud.iso(ack['noticed_at']),
+            'deadline': (market_cloud.iso(ack['deadline'])
+                         if ack['deadline'] is not None else None),
+            'acknowledged_at': market_cloud.iso(now),
+            'action': ack['action']}}
 
 
 class NoAuth:

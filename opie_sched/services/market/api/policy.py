@@ -21,9 +21,10 @@ persona                       may
 project reader                read prices, its servers' bids, its account,
                               ledger, notices and event history, placement
                               scores and interruption histories
-project member                the above, set or unset its bids, and send
+project member                the above, set or unset its bids, send
                               its preemptible servers through an
-                              interruption drill
+                              interruption drill, and acknowledge their
+                              notices
 admin (``role:admin``)        everything, any project (the market's
                               operators: credit, reserve prices, shares)
 service (``role:service``)    what the cloud's services need: read and set
@@ -82,6 +83,7 @@ PLACEMENT_SCORE_SHOW = 'opie_market:placement_score:show'
 INTERRUPTION_HISTORY_SHOW = 'opie_market:interruption_history:show'
 EVENTS_LIST = 'opie_market:events:list'
 INTERRUPTION_DRILL_CREATE = 'opie_market:interruption_drill:create'
+INTERRUPTION_ACK_CREATE = 'opie_market:interruption_ack:create'
 
 #: Names before secure RBAC (deprecated; their overrides still apply).
 OLD_NAMES = {
@@ -213,6 +215,14 @@ API_RULES = [
           "project and drill_window (a reader of the project gets 403, "
           "another project 404; microversion 1.3).",
           [{'path': '/v1/servers/{server_id}/interruption-drill',
+            'method': 'POST'}]),
+    _rule(INTERRUPTION_ACK_CREATE, PROJECT_MEMBER_OR_ADMIN,
+          "Acknowledge the preemption notice pending on one's own server "
+          "(the market's or the scheduler's): its flavor's interruption "
+          "behaviour runs now, recorded as an ack event, never charged "
+          "(a reader of the project gets 403, another project 404; "
+          "microversion 1.4).",
+          [{'path': '/v1/servers/{server_id}/interruption-ack',
             'method': 'POST'}]),
     _rule(SHARES_LIST, SERVICE_OR_ADMIN,
           "Every preemptible server's per-host share and allocation error "

@@ -66,6 +66,13 @@ DRILL_CREATE = {
     'additionalProperties': False,
 }
 
+#: The acknowledgement of a notice (microversion 1.4): no fields yet.
+ACK_CREATE = {
+    'type': 'object',
+    'properties': {},
+    'additionalProperties': False,
+}
+
 #: Pagination parameters of list resources (microversion 1.1).
 PAGINATION = {'limit': _INT_TEXT, 'marker': _NAME}
 

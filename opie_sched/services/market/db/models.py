@@ -215,15 +215,19 @@ class ReservePrice(Base):
 
 #: Kinds of :class:`Event` (the owner's event history, oldest first):
 #: a server marked at risk, given notice, interrupted, restored, sent
-#: through a drill; ``deleted``: its owner deleted it.
+#: through a drill; ``deleted``: its owner deleted it; ``ack``: its owner
+#: acknowledged a notice (:data:`EVENT_ACK`).
 EVENT_AT_RISK = 'at_risk'
 EVENT_NOTICE = 'notice'
 EVENT_INTERRUPTION = 'interruption'
 EVENT_RESTORE = 'restore'
 EVENT_DRILL = 'drill'
 EVENT_DELETED = 'deleted'
+#: Its owner acknowledged a pending notice through the market API: the
+#: interruption ran then, not at the deadline (cause ``owner``).
+EVENT_ACK = 'ack'
 EVENT_KINDS = (EVENT_AT_RISK, EVENT_NOTICE, EVENT_INTERRUPTION,
-               EVENT_RESTORE, EVENT_DRILL, EVENT_DELETED)
+               EVENT_RESTORE, EVENT_DRILL, EVENT_DELETED, EVENT_ACK)
 
 #: Causes of an interruption (the scheduler's cause words, the market's;
 #: ``drill``: an owner's interruption drill, never counted in rates).
