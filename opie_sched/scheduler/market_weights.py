@@ -54,7 +54,8 @@ from opie_sched import conf as opie_conf
 from opie_sched.market import bids
 from opie_sched.market import outbid
 from opie_sched.market import pricing
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import weights
 
 LOG = logging.getLogger(__name__)
@@ -167,7 +168,7 @@ class ProportionalShareWeigher(weights._BulkWeigher):
                 getattr(flavor, 'extra_specs', None)):
             return [0.0] * len(host_states)
         bid = request_bid(spec_obj)
-        view = hosts.view_for(spec_obj)
+        view = request_view.view_for(spec_obj)
         loaded = view.loaded_instances(host_states)
         result = []
         for hs in host_states:
@@ -176,7 +177,7 @@ class ProportionalShareWeigher(weights._BulkWeigher):
                       for inst in loaded.get((hs.host, hs.nodename), [])
                       if flavors.is_marked_preemptible(
                           getattr(inst.flavor, 'extra_specs', None))
-                      and not hosts.instance_is_leaving(inst)]
+                      and not ownership.instance_is_leaving(inst)]
             capacity = _capacity(hs)
             if capacity is not None and request_out_of_bid(
                     bid, spec_obj.vcpus, spec_obj.memory_mb, capacity,

@@ -18,7 +18,8 @@ Enable in nova.conf::
         opie_sched.scheduler.weights.all_weighers
 
 Both weighers read the instances of all candidate hosts in one bulk query
-per cell (see :mod:`opie_sched.scheduler.hosts`), never one per host.
+per cell (see :mod:`opie_sched.scheduler.cell_reads`), never one per
+host.
 """
 
 import abc
@@ -34,7 +35,8 @@ from nova.scheduler import weights
 from opie_sched import conf as opie_conf
 from opie_sched.preemption import costs
 from opie_sched.preemption import planner
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import transparent
 
 LOG = logging.getLogger(__name__)
@@ -64,8 +66,8 @@ def cost_policy():
 
 def plans_for(host_states, spec_obj):
     """``{(host, node): HostPlan}`` of a normal request on each host."""
-    view = hosts.view_for(spec_obj)
-    request = hosts.request_resources(spec_obj)
+    view = request_view.view_for(spec_obj)
+    request = ownership.request_resources(spec_obj)
     policy = cost_policy()
     now = timeutils.utcnow(with_timezone=True)
     return {key: planner.plan_host(hv, request, policy, now)
@@ -118,7 +120,7 @@ class PreemptionCostWeigher(_BulkWeigher):
             CONF.opie_preemption.preemption_cost_weight_multiplier)
 
     def _weigh_all(self, host_states, spec_obj):
-        if (hosts.request_is_preemptible(spec_obj)
+        if (ownership.request_is_preemptible(spec_obj)
                 or transparent.is_normal_view(host_states)):
             return [1.0] * len(host_states)
         plans = plans_for(host_states, spec_obj)
@@ -157,11 +159,11 @@ class PreemptibleCountWeigher(_BulkWeigher):
             CONF.opie_preemption.preemptible_count_weight_multiplier)
 
     def _weigh_all(self, host_states, spec_obj):
-        if (hosts.request_is_preemptible(spec_obj)
+        if (ownership.request_is_preemptible(spec_obj)
                 or transparent.is_normal_view(host_states)):
             return [0.0] * len(host_states)
-        view = hosts.view_for(spec_obj)
-        request = hosts.request_resources(spec_obj)
+        view = request_view.view_for(spec_obj)
+        request = ownership.request_resources(spec_obj)
         views = view.host_views(host_states, request=request)
         result = []
         for hs in host_states:
