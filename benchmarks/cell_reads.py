@@ -24,7 +24,7 @@ of all N nodes are timed, ``--repeat`` times each (median wall and CPU ms
 of the calling thread; the garbage collector runs untimed before each):
 
 * ``opie load_instances``: opie's preemption-phase instance read
-  (``hosts.load_instances``, light rows), one query per cell, the cells
+  (``cell_reads.load_instances``, light rows), one query per cell, the cells
   at the same time (``scatter_gather_cells``, from two cells on), for the
   host states of all N nodes;
 * ``nova computes``: nova's host manager's compute node and service read
@@ -64,14 +64,14 @@ def measure(n_nodes, cells, repeat, log):
         bench.push_instance_info()
         bench.fill(sl.FILL_A)
         bench.fill(sl.FILL_B_EXTRA)
-        from opie_sched.scheduler import hosts
+        from opie_sched.scheduler import cell_reads
         hm = bench.opie.host_manager
         uuids = sorted(bench.node_uuid.values())
         hosts_by_cell, nodes_by_cell = {}, {}
         for hs in hm.get_host_states_by_uuids(bench.ctx, uuids, None):
             hosts_by_cell.setdefault(hs.cell_uuid, set()).add(hs.host)
             nodes_by_cell.setdefault(hs.cell_uuid, set()).add(hs.nodename)
-        found = hosts.load_instances(bench.ctx, hosts_by_cell,
+        found = cell_reads.load_instances(bench.ctx, hosts_by_cell,
                                      nodes_by_cell=nodes_by_cell)
         sl.require(sum(len(v) for v in found.values())
                    == len(bench.instances),
@@ -81,7 +81,7 @@ def measure(n_nodes, cells, repeat, log):
         mappings = [m for name, m in sorted(cloud.cell_mappings.items())
                     if name != 'cell0']
         reads = {
-            'opie load_instances': lambda: hosts.load_instances(
+            'opie load_instances': lambda: cell_reads.load_instances(
                 bench.ctx, hosts_by_cell, nodes_by_cell=nodes_by_cell),
             'nova computes': lambda: hm._get_computes_for_cells(
                 bench.ctx, mappings, uuids),

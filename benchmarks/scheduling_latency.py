@@ -131,7 +131,7 @@ mapping (``EmbeddedCloud(cells=N)``) and one compute service (host
 first of its block, the others ``compute<i>-nNNNN``). Both managers'
 host managers then read compute nodes and services per cell (nova's
 ``scatter_gather_cells``) and opie's instance read
-(``hosts.load_instances``) runs one query per cell of the candidates,
+(``cell_reads.load_instances``) runs one query per cell of the candidates,
 the cells at the same time too (``scatter_gather_cells`` from two cells
 on). The bulk set-up copies, in each cell, that
 cell's own template node and instances. One artefact: nova's
@@ -808,7 +808,8 @@ class Bench:
         from opie_sched.preemption import model
         from opie_sched.preemption import planner
         from opie_sched.scheduler import actions
-        from opie_sched.scheduler import hosts
+        from opie_sched.scheduler import host_capacity
+        from opie_sched.scheduler import ownership
         from opie_sched.scheduler import preemption_plans
         from oslo_utils import timeutils
 
@@ -830,9 +831,10 @@ class Bench:
         insts = objects.InstanceList.get_by_host_and_node(
             cctx, host, node,
             expected_attrs=['flavor', 'metadata'])
-        capacity, used = hosts.compute_node_state(cn)
-        hv = model.HostView(name=node, capacity=capacity, used=used,
-                            instances=[hosts.instance_info(i) for i in insts])
+        capacity, used = host_capacity.compute_node_state(cn)
+        hv = model.HostView(
+            name=node, capacity=capacity, used=used,
+            instances=[ownership.instance_info(i) for i in insts])
         f = self.flavors[REQUEST_FLAVOR]
         plan = planner.plan_host(
             hv, model.Resources(f.vcpus, f.memory_mb, f.root_gb),

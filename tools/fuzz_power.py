@@ -64,11 +64,11 @@ MUTATIONS = [
         'victim is still preemptible'),
     mutation(
         'i19.2-moves-preempt', 'opie_sched/scheduler/manager.py',
-        '    if operation in hosts.MOVES:\n',
+        '    if operation in operations.MOVES:\n',
         '    if False:\n',
         'issue 19 #2: live migrations and evacuations preempt'),
     mutation(
-        'i19.3-capacity-formula', 'opie_sched/scheduler/hosts.py',
+        'i19.3-capacity-formula', 'opie_sched/scheduler/host_capacity.py',
         '    used = model.Resources(node.vcpus_used, node.memory_mb_used,\n'
         '                           node.local_gb_used) - reserved\n',
         '    capacity = model.Resources(\n'
@@ -86,13 +86,15 @@ MUTATIONS = [
         'issue 19 #4: a victim stuck in deleting is never deleted again',
         needs=('lose_compute_deletes',)),
     mutation(
-        'i19.5-soft-deleted-no-candidate', 'opie_sched/scheduler/hosts.py',
+        'i19.5-soft-deleted-no-candidate',
+        'opie_sched/scheduler/cell_reads.py',
         '    alive = sa.and_(inst.c.uuid.in_(uuids), inst.c.deleted == 0)\n',
         '    alive = sa.and_(inst.c.uuid.in_(uuids), inst.c.deleted == 0,\n'
         "                    inst.c.vm_state != 'soft-delete')\n",
         'issue 19 #5: a soft-deleted server is never a candidate'),
     mutation(
-        'i19.5-resize-source-no-candidate', 'opie_sched/scheduler/hosts.py',
+        'i19.5-resize-source-no-candidate',
+        'opie_sched/scheduler/ownership.py',
         '    missing = consumers - set(rows)\n    if missing:\n',
         '    missing = consumers - set(rows)\n    if False:\n',
         'issue 19 #5: the source allocation of an unconfirmed resize is '

@@ -68,7 +68,6 @@ from opie_sched.notifications import preemption as preempt_notes
 from opie_sched.preemption import behaviours
 from opie_sched.preemption import headroom as headroom_rules
 from opie_sched.preemption import victim_state
-from opie_sched.scheduler import hosts
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
 
@@ -208,14 +207,14 @@ def mark_victim(cctxt, instance, cause, details):
     cause = victim_state.cause_of(cause)
     now = timeutils.utcnow(with_timezone=True).strftime('%Y-%m-%dT%H:%M:%SZ')
     main_db.instance_metadata_update(
-        cctxt, instance.uuid, {hosts.PREEMPTED_BY_KEY: cause,
-                               hosts.PREEMPTED_AT_KEY: now}, False)
+        cctxt, instance.uuid, {victim_state.PREEMPTED_BY_KEY: cause,
+                               victim_state.PREEMPTED_AT_KEY: now}, False)
     try:
         objects.Tag(context=cctxt, resource_id=instance.uuid,
-                    tag=hosts.PREEMPTED_TAG).create()
+                    tag=victim_state.PREEMPTED_TAG).create()
     except exception.TooManyTags:
         LOG.warning('Instance %s has too many tags to add %s',
-                    instance.uuid, hosts.PREEMPTED_TAG)
+                    instance.uuid, victim_state.PREEMPTED_TAG)
     _add_fault(cctxt, instance, owner_message(cause), details)
     objects.InstanceAction.action_start(cctxt, instance.uuid, PREEMPT_ACTION,
                                         want_result=False)
@@ -336,9 +335,9 @@ def give_notice(cctxt, rows, uuids, preempted_by, request_id, action, now,
     noticed = []
     for uuid in uuids:
         inst = rows.get(uuid)
-        if inst is None or inst.task_state in hosts.LEAVING_TASK_STATES:
+        if inst is None or inst.task_state in ownership.LEAVING_TASK_STATES:
             continue
-        state = hosts.victim_state(inst)
+        state = ownership.victim_state(inst)
         if (not ownership.may_be_victim(inst)
                 or not victim_state.may_act(state, 'terminate',
                                             preempted_by, request_id, now)):
@@ -412,7 +411,7 @@ def record_notice(cctxt, uuid):
 
 def withdraw_notice(cctxt, uuid):
     """Remove the notice keys of a victim that is spared."""
-    for key in (hosts.NOTICE_KEY, hosts.DEADLINE_KEY):
+    for key in (victim_state.NOTICE_KEY, victim_state.DEADLINE_KEY):
         try:
             main_db.instance_metadata_delete(cctxt, uuid, key)
         except Exception:
@@ -529,7 +528,7 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
                    decision=None):
     opts = CONF.opie_preemption
     now = timeutils.utcnow(with_timezone=True)
-    state = hosts.victim_state(inst)
+    state = ownership.victim_state(inst)
     if not ownership.may_be_victim(inst):
         # normal now, or pinned by its owner's move (issue 30)
         _spare(cctxt, inst, state)
@@ -539,7 +538,7 @@ def _terminate_one(cctxt, inst, step, preempted_by, request_id, action,
                  '%s (request %s); leaving it alone', inst.uuid,
                  state and state.state, step, preempted_by, request_id)
         return False
-    deleting = inst.task_state in hosts.LEAVING_TASK_STATES
+    deleting = inst.task_state in ownership.LEAVING_TASK_STATES
     first = state.state != victim_state.TERMINATING
     behavior = _behaviour_of(inst, state, action)
     refused_by = None
@@ -901,12 +900,12 @@ def _not_ours(inst, request_id):
     """True when a victim's record no longer names ``request_id`` (spared
     after a resize, or another actor's): the request does not wait for it.
     """
-    state = hosts.victim_state(inst)
+    state = ownership.victim_state(inst)
     return state is None or state.request_id != (request_id or '')
 
 
 def _behavior(inst):
-    state = hosts.victim_state(inst) if inst is not None else None
+    state = ownership.victim_state(inst) if inst is not None else None
     return state.behavior if state is not None else ''
 
 

@@ -66,7 +66,7 @@ from opie_sched.preemption import headroom as rules
 from opie_sched.preemption import planner
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reservations
 
@@ -145,7 +145,7 @@ class Keeper:
         for read in reads:
             mine = set()
             for row in read.rows:
-                vs = hosts.victim_state(row)
+                vs = ownership.victim_state(row)
                 if vs is not None and vs.state == victim_state.NOTICED:
                     noticed[row.uuid] = (read.cell_uuid, vs)
                     mine.add(row.uuid)
@@ -247,7 +247,7 @@ class Keeper:
                 request_id=rid, next_attempt=deadline, reason=reason)
             try:
                 if not reservations.swap_state(
-                        cctxt, row, hosts.victim_state(row), record):
+                        cctxt, row, ownership.victim_state(row), record):
                     LOG.info('Headroom: victim %s changed under us; not '
                              'noticed', info.uuid)
                     continue
@@ -301,7 +301,7 @@ class Keeper:
         noticed = []
         for uuid in uuids:
             row = rows.get(uuid)
-            vs = hosts.victim_state(row) if row is not None else None
+            vs = ownership.victim_state(row) if row is not None else None
             if (vs is None or vs.state != victim_state.NOTICED
                     or vs.request_id != rid):
                 continue
@@ -368,7 +368,7 @@ class Keeper:
         mine = []
         for uuid in uuids:
             row = rows.get(uuid)
-            vs = hosts.victim_state(row) if row is not None else None
+            vs = ownership.victim_state(row) if row is not None else None
             if (vs is None or vs.state != victim_state.NOTICED
                     or vs.request_id != rid):
                 LOG.info('Headroom: victim %s was taken or spared by '

@@ -78,11 +78,13 @@ from opie_sched.conf import validation
 from opie_sched.preemption import planner
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import extra_specs
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import host_capacity
 from opie_sched.scheduler import locks
+from opie_sched.scheduler import operations
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reconciler
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import reservations
 from opie_sched.scheduler import transparent
 
@@ -189,7 +191,7 @@ class _AlternatesBook:
 
 
 def preemption_policy(operation, preemptible):
-    """The :class:`~opie_sched.scheduler.hosts.Decision` of a request.
+    """The :class:`~opie_sched.scheduler.request_view.Decision` of a request.
 
     * A preemptible request never preempts; it must fit the full state,
       and a claim that leaves its host over capacity (a concurrent claim
@@ -210,18 +212,19 @@ def preemption_policy(operation, preemptible):
     """
     opts = CONF.opie_preemption
     if preemptible:
-        return hosts.Decision(operation, False, True, True)
-    if operation == hosts.REBUILD or not opts.enabled:
-        return hosts.Decision(operation, False, False, False)
-    if operation in hosts.MOVES:
+        return request_view.Decision(operation, False, True, True)
+    if operation == operations.REBUILD or not opts.enabled:
+        return request_view.Decision(operation, False, False, False)
+    if operation in operations.MOVES:
         mode = opts.moves_preempt
         allowed = (mode == 'all'
-                   or (operation == hosts.MIGRATION
+                   or (operation == operations.MIGRATION
                        and mode in ('resize', 'evacuate'))
-                   or (operation == hosts.EVACUATE and mode == 'evacuate'))
+                   or (operation == operations.EVACUATE
+                       and mode == 'evacuate'))
         if not allowed:
-            return hosts.Decision(operation, False, True, True)
-    return hosts.Decision(operation, True, False, False)
+            return request_view.Decision(operation, False, True, True)
+    return request_view.Decision(operation, True, False, False)
 
 
 class OpieSchedulerManager(nova_manager.SchedulerManager):
@@ -284,11 +287,11 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                   alloc_reqs_by_rp_uuid, provider_summaries,
                   allocation_request_version=None, return_alternates=False):
         extra_specs.refuse_invalid(spec_obj)  # any microversion (issue 33)
-        view = hosts.RequestView(context.elevated(), provider_summaries)
+        view = request_view.RequestView(context.elevated(), provider_summaries)
         view.request_id = context.request_id
         view.set_policy(self._policy_for(view.ctx, spec_obj, instance_uuids,
                                          alloc_reqs_by_rp_uuid))
-        hosts.set_current_view(view)
+        request_view.set_current_view(view)
         try:
             selections = super()._schedule(
                 context, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid,
@@ -298,7 +301,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                                       alloc_reqs_by_rp_uuid, selections)
             return selections
         finally:
-            hosts.set_current_view(None)
+            request_view.set_current_view(None)
             if view.pending and not view.executed:
                 # the request failed after victims were reserved
                 self._unreserve(view)
@@ -308,16 +311,16 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         """The callable deciding, on first need, what the request may do
         (:func:`preemption_policy`; reading the operation costs a query).
         """
-        preemptible = hosts.request_is_preemptible(spec_obj)
+        preemptible = ownership.request_is_preemptible(spec_obj)
 
         def decide():
             if preemptible:
                 operation = None
             elif not instance_uuids:
                 # an old conductor: nothing is claimed for it
-                operation = hosts.REBUILD
+                operation = operations.REBUILD
             else:
-                operation = hosts.request_operation(
+                operation = operations.request_operation(
                     ctx, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid)
             decision = preemption_policy(operation, preemptible)
             LOG.debug('Request %s (%s): %s', ctx.request_id, operation,
@@ -345,15 +348,15 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
 
     def _consume_selected_host(self, selected_host, spec_obj,
                                instance_uuid=None):
-        before = hosts.consumed_disk_gb(selected_host)
+        before = host_capacity.consumed_disk_gb(selected_host)
         super()._consume_selected_host(selected_host, spec_obj,
                                        instance_uuid=instance_uuid)
-        hosts.note_consumed(selected_host, spec_obj, before)
-        view = hosts.current_view()
+        host_capacity.note_consumed(selected_host, spec_obj, before)
+        view = request_view.current_view()
         if view is None:
             return
         view.note_claim(selected_host.uuid,
-                        hosts.request_resources(spec_obj))
+                        ownership.request_resources(spec_obj))
         # Every claim is checked, whatever the provider summary said: a
         # host without preemptible usage when the candidates were read may
         # have taken a preemptible claim since, whose own check ran before
@@ -529,15 +532,15 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         one when no such host is left). With ``[opie_preemption] enabled
         = False`` normal requests keep nova's alternates.
         """
-        view = hosts.current_view()
+        view = request_view.current_view()
         if num_alts and view is not None and (
                 CONF.opie_preemption.enabled
-                or hosts.request_is_preemptible(spec_obj)):
+                or ownership.request_is_preemptible(spec_obj)):
             try:
-                request = hosts.request_resources(spec_obj)
+                request = ownership.request_resources(spec_obj)
                 kept = []
                 for hs in hosts_:
-                    capacity, used = hosts.full_state(hs, view)
+                    capacity, used = host_capacity.full_state(hs, view)
                     if hs in selected_hosts or request.fits_in(
                             capacity - used):
                         kept.append(hs)
@@ -554,7 +557,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
 
     def _ensure_sufficient_hosts(self, context, hosts_, required_count,
                                  claimed_uuids=None):
-        view = hosts.current_view()
+        view = request_view.current_view()
         if view is not None and view.refused and claimed_uuids:
             # A claim taken back by _check_claim: the request fails (nova
             # removes the other claims and raises NoValidHost).
@@ -588,13 +591,13 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         try:
             self_victim = False
             if any(len(sel) > 1 for sel in selections) and \
-                    hosts.request_is_preemptible(spec_obj):
+                    ownership.request_is_preemptible(spec_obj):
                 # a preemptible new server that lands on a full alternate
                 # is the one to go; a preemptible server moved by its
                 # owner never is
-                self_victim = hosts.request_operation(
+                self_victim = operations.request_operation(
                     view.ctx, spec_obj, instance_uuids,
-                    alloc_reqs_by_rp_uuid) == hosts.BOOT
+                    alloc_reqs_by_rp_uuid) == operations.BOOT
             for uuid, sel in zip(instance_uuids, selections):
                 if len(sel) > 1:
                     self._alternates.add(

@@ -19,13 +19,13 @@ reservations`), the reconciler, transparent placement, the destructive
 steps' re-check (:mod:`opie_sched.scheduler.actions`) and ``opie-sched
 preempt explain`` read it. The rules themselves, free of Nova, are in
 :mod:`opie_sched.preemption.ownership`; this module applies them to Nova's
-records (instances, light :class:`~opie_sched.scheduler.hosts.InstanceRow`
+records (instances, light :class:`~opie_sched.scheduler.cell_reads.InstanceRow`
 rows, migrations, Placement allocations).
 
 * **Consumer and server.** A Placement consumer on a provider is an
   instance (soft-deleted ones included) or a migration (the source
   allocation of a resize or migration in progress); the server behind a
-  migration is its instance (:func:`provider_instances`). Consumers that are
+  migration is its instance (:func:`allocation_owners`). Consumers that are
   neither (a claim in flight) count as used and belong to no server
   (:func:`provider_instances`).
 * **Preemptible** by the resource classes it holds (Placement's
@@ -65,6 +65,7 @@ from opie_sched import conf as opie_conf
 from opie_sched.preemption import model
 from opie_sched.preemption import ownership as rules
 from opie_sched.preemption import victim_state as victim_state_mod
+from opie_sched.scheduler import cell_reads
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -95,7 +96,7 @@ def flavor_disagreement(flavor):
     ``opie-status`` and ``opie-sched flavor check``).
 
     :param flavor: a nova ``Flavor``, an openstacksdk flavor, a
-        :class:`~opie_sched.scheduler.hosts.RowFlavor`, or anything with
+        :class:`~opie_sched.scheduler.cell_reads.RowFlavor`, or anything with
         ``extra_specs`` (and ``name``).
     :returns: str or None.
     """
@@ -334,6 +335,47 @@ def moving_owners(owners):
     return {owner for consumer, owner in owners.items() if consumer != owner}
 
 
+def allocation_owners(cctxt, consumers):
+    """The instance a termination frees each Placement consumer with.
+
+    A consumer is an instance (soft-deleted ones included: they hold their
+    allocation until reclaimed or restored) or a migration (the source
+    allocation of an unconfirmed resize or a migration in progress, freed
+    when its instance is deleted). Consumers that are neither (a claim in
+    flight for a server not yet in the cell, another cell's) are left out:
+    they hold resources but no victim frees them.
+
+    :param cctxt: admin RequestContext targeted at the provider's cell.
+    :param consumers: consumer uuids.
+    :returns: ``({consumer uuid: instance uuid}, {instance uuid:
+        InstanceRow})``: light rows
+        (:func:`~opie_sched.scheduler.cell_reads.instance_rows_by_uuid`: the
+        columns, the instance's own flavor and opie's victim record; no server
+        metadata), read fresh. Two queries for the instances, one for
+        migrations when some consumers are not instances, two more when
+        migrations are found.
+    """
+    consumers = set(consumers)
+    if not consumers:
+        return {}, {}
+    rows = cell_reads.instance_rows_by_uuid(cctxt, consumers)
+    owners = {u: u for u in rows}
+    missing = consumers - set(rows)
+    if missing:
+        migrations = objects.MigrationList.get_by_filters(
+            cctxt, {'uuid': sorted(missing)})
+        by_instance = {}
+        for mig in migrations:
+            by_instance.setdefault(mig.instance_uuid, []).append(mig.uuid)
+        extra = set(by_instance) - set(rows)
+        if extra:
+            rows.update(cell_reads.instance_rows_by_uuid(cctxt, extra))
+        for inst_uuid, mig_uuids in by_instance.items():
+            if inst_uuid in rows:
+                owners.update(dict.fromkeys(mig_uuids, inst_uuid))
+    return owners, rows
+
+
 #: ``Resources`` of an allocation, standard and preemptible classes added
 #: up (:func:`opie_sched.preemption.ownership.amounts_resources`).
 amounts_resources = rules.amounts_resources
@@ -352,7 +394,7 @@ def provider_instances(cctxt, allocations, owners_of, extra_leaving=(),
         ``({consumer uuid: instance uuid}, {instance uuid: InstanceRow})``:
         the server behind each consumer, an instance (soft-deleted ones
         included) or a migration's instance
-        (:func:`opie_sched.scheduler.hosts.allocation_owners`).
+        (:func:`allocation_owners`).
     :param extra_leaving: instance uuids chosen by this request already.
     :returns: ``([InstanceInfo], {instance uuid: InstanceRow})``: one
         entry per server owning a consumer that holds a preemptible class

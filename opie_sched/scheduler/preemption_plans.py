@@ -28,7 +28,8 @@ import nova.conf
 from opie_sched import conf as opie_conf
 from opie_sched.preemption import costs
 from opie_sched.preemption import planner
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 
 CONF = nova.conf.CONF
 opie_conf.register_opts(CONF)
@@ -56,8 +57,8 @@ def cost_policy():
 
 def plans_for(host_states, spec_obj):
     """``{(host, node): HostPlan}`` of a normal request on each host."""
-    view = hosts.view_for(spec_obj)
-    request = hosts.request_resources(spec_obj)
+    view = request_view.view_for(spec_obj)
+    request = ownership.request_resources(spec_obj)
     policy = cost_policy()
     now = timeutils.utcnow(with_timezone=True)
     return {key: planner.plan_host(hv, request, policy, now)

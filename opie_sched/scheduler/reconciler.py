@@ -78,8 +78,9 @@ from opie_sched.preemption import model
 from opie_sched.preemption import planner
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
+from opie_sched.scheduler import cell_reads
 from opie_sched.scheduler import headroom
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import host_capacity
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import preemption_plans
@@ -125,10 +126,10 @@ class NodeRead:
     :param cell_uuid: its cell.
     :param node: the ComputeNode record.
     :param capacity: :class:`~opie_sched.preemption.model.Resources`, in
-        Placement's capacity model (:func:`opie_sched.scheduler.hosts.
-        compute_node_state`).
+        Placement's capacity model (:func:`opie_sched.scheduler.
+        host_capacity.compute_node_state`).
     :param used: likewise, what its record counts as used.
-    :param rows: its instances (:class:`opie_sched.scheduler.hosts.
+    :param rows: its instances (:class:`opie_sched.scheduler.cell_reads.
         InstanceRow`).
     """
 
@@ -149,7 +150,7 @@ class NodeRead:
         now = now or timeutils.utcnow(with_timezone=True)
         return model.HostView(
             name=self.node.hypervisor_hostname, capacity=self.capacity,
-            used=self.used, instances=[hosts.instance_info(r, leaving, now)
+            used=self.used, instances=[ownership.instance_info(r, leaving, now)
                                        for r in self.rows])
 
 
@@ -160,7 +161,7 @@ class Reconciler:
         self._placement = placement
         # providers' reserved amounts: the screen judges ComputeNode
         # records in Placement's capacity model
-        self._reserved = hosts.ReservedCache()
+        self._reserved = host_capacity.ReservedCache()
         # the headroom step (step 5) and its waiters
         self.headroom = headroom.Keeper(self)
         # the restore step (step 6) and the uuids it unshelved last round
@@ -188,16 +189,17 @@ class Reconciler:
         :param nodes: the cell's ComputeNodeList when already read.
         :returns: list of :class:`NodeRead`. One ComputeNode query (unless
             ``nodes`` is given) and one bulk instance query
-            (:func:`opie_sched.scheduler.hosts.load_instances`).
+            (:func:`opie_sched.scheduler.cell_reads.load_instances`).
         """
         if nodes is None:
             nodes = objects.ComputeNodeList.get_all(cctxt)
         if not nodes:
             return []
-        insts = hosts.load_instances(cctxt, {None: {n.host for n in nodes}})
+        insts = cell_reads.load_instances(
+            cctxt, {None: {n.host for n in nodes}})
         reads = []
         for node in nodes:
-            capacity, used = hosts.compute_node_state(
+            capacity, used = host_capacity.compute_node_state(
                 node, self._reserved.get(self.placement(), ctx, node))
             reads.append(NodeRead(cell_uuid, node, capacity, used, insts.get(
                 (node.host, node.hypervisor_hostname), [])))
@@ -329,7 +331,7 @@ class Reconciler:
                     'system_metadata': {victim_state.KEY_STATE: state}},
             expected_attrs=['flavor', 'system_metadata'])
         for inst in insts:
-            vs = hosts.victim_state(inst)
+            vs = ownership.victim_state(inst)
             if vs is not None and vs.state == state:
                 yield inst, vs
 
@@ -377,7 +379,7 @@ class Reconciler:
         if nodes is None:
             nodes = objects.ComputeNodeList.get_all(cctxt)
         for node in nodes:
-            capacity, used = hosts.compute_node_state(
+            capacity, used = host_capacity.compute_node_state(
                 node, self._reserved.get(self.placement(), ctx, node))
             if (used - capacity).fits_in(model.ZERO):
                 continue
@@ -476,7 +478,7 @@ class Reconciler:
             by_uuid[inst.uuid] = inst
             if age >= limit:
                 expired[(inst.node or inst.host or '?')].append(
-                    (hosts.instance_info(inst, now=now), limit))
+                    (ownership.instance_info(inst, now=now), limit))
         acted = []
         for node, items in sorted(expired.items()):
             plan = planner.HostPlan(

@@ -51,7 +51,7 @@ from opie_sched.common import flavors
 from opie_sched.preemption import model
 from opie_sched.preemption import ownership as own_rules
 from opie_sched.preemption import victim_state
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import cell_reads
 from opie_sched.scheduler import ownership
 
 LOG = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ def cell_context(ctx, cell_uuid):
     cctxt.timestamp = timeutils.utcnow()
     if cell_uuid is not None:
         nova_context.set_target_cell(cctxt,
-                                     hosts._cell_mapping(ctx, cell_uuid))
+                                     cell_reads.cell_mapping(ctx, cell_uuid))
     return cctxt
 
 
@@ -231,7 +231,7 @@ def fresh_host_view(ctx, client, rp_uuid, cell_uuid, capacity, name,
         cctxt = cell_context(ctx, cell_uuid)
     # who holds the preemptible room, its state: the ownership model
     infos, rows = ownership.provider_instances(
-        cctxt, allocs, hosts.allocation_owners, extra_leaving, now)
+        cctxt, allocs, ownership.allocation_owners, extra_leaving, now)
     return model.HostView(name=name, capacity=capacity, used=used,
                           instances=infos), rows
 
@@ -259,7 +259,7 @@ def reserve(cctxt, instances, preemptor, request_id, reasons, now=None,
         state = victim_state.reserve(preemptor, now, request_id,
                                      reasons.get(inst.uuid, ''), worker)
         try:
-            if swap_state(cctxt, inst, hosts.victim_state(inst), state):
+            if swap_state(cctxt, inst, ownership.victim_state(inst), state):
                 done.append(inst.uuid)
             else:
                 LOG.info('Victim %s changed before its reservation; not '
@@ -393,7 +393,7 @@ def unreserve(ctx, cell_uuid, uuids):
     cctxt = cell_context(ctx, cell_uuid)
     cleared = []
     for inst in load_by_uuid(cctxt, uuids).values():
-        state = hosts.victim_state(inst)
+        state = ownership.victim_state(inst)
         if (state is not None and state.state == victim_state.RESERVED
                 and state.request_id == (ctx.request_id or '')):
             try:
@@ -421,7 +421,7 @@ def renew(ctx, cell_uuid, uuids, request_id, now=None):
     cctxt = cell_context(ctx, cell_uuid)
     done = []
     for inst in load_by_uuid(cctxt, uuids).values():
-        state = hosts.victim_state(inst)
+        state = ownership.victim_state(inst)
         if (state is None or state.state != victim_state.RESERVED
                 or state.request_id != request_id):
             continue

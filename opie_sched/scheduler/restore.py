@@ -71,7 +71,6 @@ from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import bids
 from opie_sched.scheduler import headroom
-from opie_sched.scheduler import hosts
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
 
@@ -161,7 +160,7 @@ class Restorer:
                         'system_metadata': {victim_state.KEY_STATE: state}},
                 expected_attrs=['flavor', 'system_metadata', 'metadata'])
             for inst in insts:
-                vs = hosts.victim_state(inst)
+                vs = ownership.victim_state(inst)
                 if vs is not None and vs.state == state:
                     yield inst, vs
 

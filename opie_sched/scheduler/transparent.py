@@ -30,8 +30,8 @@ preemption phase, unchanged). Preemptible requests keep the full state.
 
 What a view takes out, per preemptible instance the host's ComputeNode
 counts (the request's bulk-loaded instances,
-:meth:`opie_sched.scheduler.hosts.RequestView.loaded_instances`, one query
-per cell, never one per host, for the hosts where Placement shows
+:meth:`opie_sched.scheduler.request_view.RequestView.loaded_instances`, one
+query per cell, never one per host, for the hosts where Placement shows
 preemptible usage):
 
 * ``vcpus_used``: its flavor's vCPUs;
@@ -71,8 +71,8 @@ from nova.compute import vm_states
 import nova.conf
 
 from opie_sched import conf as opie_conf
-from opie_sched.scheduler import hosts
 from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import reservations
 
 LOG = logging.getLogger(__name__)
@@ -107,9 +107,9 @@ def applies(spec_obj):
     placed on the normal state it could land where only victims would make
     room, and then be refused).
     """
-    if not enabled() or hosts.request_is_preemptible(spec_obj):
+    if not enabled() or ownership.request_is_preemptible(spec_obj):
         return False
-    view = hosts.current_view()
+    view = request_view.current_view()
     return view is None or not view.decision().fit_full_state
 
 
@@ -120,7 +120,7 @@ def instance_usage(inst):
     volume) + ephemeral GB + swap MB, in MB.
     """
     flavor = inst.flavor
-    root_gb = 0 if hosts.instance_boots_from_volume(inst) else (
+    root_gb = 0 if ownership.instance_boots_from_volume(inst) else (
         flavor.root_gb or 0)
     disk_mb = ((root_gb + (flavor.ephemeral_gb or 0)) * 1024
                + (getattr(flavor, 'swap', 0) or 0))
@@ -224,7 +224,7 @@ def normal_views(host_states, spec_obj):
     preemptible servers pays for few rows.
     """
     host_states = list(host_states)
-    view = hosts.view_for(spec_obj)
+    view = request_view.view_for(spec_obj)
     summaries = getattr(view, 'summaries', None) or {}
     needy = [hs for hs in host_states if reservations.summary_has_preemptible(
         summaries.get(hs.uuid))]

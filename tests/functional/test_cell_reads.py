@@ -13,7 +13,7 @@
 in-process Nova with two cell databases (nova's ``CellDatabases``
 fixture, one compute host in each cell): both cells are read, at the
 same time, and a cell that fails or does not answer fails the read
-(``hosts.CellReadError``) instead of showing its hosts without
+(``cell_reads.CellReadError``) instead of showing its hosts without
 instances, so the scheduler's weighers leave the order alone rather than
 take that cell's full hosts for hosts with nothing to preempt.
 
@@ -32,7 +32,8 @@ from nova import context as nova_context
 from nova import objects
 from nova.scheduler import weights as nova_weights
 
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import cell_reads
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler.weights import preemptible_count
 from tests.functional import base
 from tests.functional import test_native_threading
@@ -56,7 +57,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
         self.ctx = nova_context.get_admin_context()
         self.cell1 = self.cell_mappings['cell1'].uuid
         self.cell2 = self.cell_mappings['cell2'].uuid
-        self.addCleanup(hosts.set_current_view, None)
+        self.addCleanup(request_view.set_current_view, None)
 
     def fill(self):
         """host1: a large and a medium preemptible server (6 of 8 vCPU),
@@ -70,7 +71,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
                       for f in ('large', 'medium', 'small')]}
 
     def read(self, **kwargs):
-        return hosts.load_instances(
+        return cell_reads.load_instances(
             self.ctx, {self.cell1: {'host1'}, self.cell2: {'host2'}},
             **kwargs)
 
@@ -79,10 +80,10 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
                 for key, rows in found.items()}
 
     def fail_in_cell2(self, name, fail):
-        """Make ``hosts.<name>`` (a per-cell read) call ``fail()`` in
+        """Make ``cell_reads.<name>`` (a per-cell read) call ``fail()`` in
         cell2 instead of reading; cell1 is read as usual.
         """
-        real = getattr(hosts, name)
+        real = getattr(cell_reads, name)
         cell2 = self.cell2
 
         def read(cctxt, *args, **kwargs):
@@ -90,7 +91,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
                 return fail()
             return real(cctxt, *args, **kwargs)
         self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.scheduler.hosts.' + name, read))
+            'opie_sched.scheduler.cell_reads.' + name, read))
 
     def count_weights(self):
         """``{host: weight}`` of opie's PreemptibleCountWeigher for a large
@@ -106,7 +107,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
                        for h in self.HOSTS], spec))
         self.assertEqual({'host1': self.cell1, 'host2': self.cell2},
                          {hs.host: hs.cell_uuid for hs in host_states})
-        hosts.set_current_view(hosts.RequestView(self.ctx))
+        request_view.set_current_view(request_view.RequestView(self.ctx))
         weighed = nova_weights.HostWeightHandler().get_weighed_objects(
             [preemptible_count.PreemptibleCountWeigher()], host_states, spec)
         return {w.obj.host: round(w.weight, 6) for w in weighed}
@@ -129,7 +130,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
         # the same rows as each cell read alone
         alone = {}
         for cell, host in ((self.cell1, 'host1'), (self.cell2, 'host2')):
-            alone.update(hosts.load_instances(self.ctx, {cell: {host}}))
+            alone.update(cell_reads.load_instances(self.ctx, {cell: {host}}))
         self.assertEqual(self.uuids(alone), self.uuids(found))
         # whole Instance objects too
         self.assertEqual(self.uuids(found), self.uuids(self.read(
@@ -140,7 +141,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
         rows = self.read(server_metadata=False)
         by_uuid = {r.uuid: r for rs in rows.values() for r in rs}
         self.assertEqual({}, by_uuid[bid].metadata)
-        hosts.load_server_metadata(self.ctx, {
+        cell_reads.load_server_metadata(self.ctx, {
             self.cell1: rows[('host1', 'host1')],
             self.cell2: rows[('host2', 'host2')]})
         self.assertEqual({'opie:bid': '0.5'}, by_uuid[bid].metadata)
@@ -150,13 +151,13 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
         # each cell's read waits for the other's to start: read one cell
         # after the other, the first would wait alone and fail
         both = threading.Barrier(2, timeout=10)
-        real = hosts._query_instances
+        real = cell_reads._query_instances
 
         def read(cctxt, *args, **kwargs):
             both.wait()
             return real(cctxt, *args, **kwargs)
         self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.scheduler.hosts._query_instances', read))
+            'opie_sched.scheduler.cell_reads._query_instances', read))
         self.boot('small.preemptible', host='host1')
         self.boot('small.preemptible', host='host2')
         found = self.read()
@@ -168,8 +169,8 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
         scatter = self.useFixture(fixtures.MockPatch(
             'nova.context.scatter_gather_cells',
             side_effect=nova_context.scatter_gather_cells))
-        found = hosts.load_instances(self.ctx, {self.cell2: {'host2'},
-                                                self.cell1: set()})
+        found = cell_reads.load_instances(
+            self.ctx, {self.cell2: {'host2'}, self.cell1: set()})
         self.assertEqual({('host2', 'host2'): [server['id']]},
                          self.uuids(found))
         scatter.mock.assert_not_called()
@@ -187,7 +188,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
         def fail():
             raise RuntimeError('cell2 database gone')
         self.fail_in_cell2('_query_instances', fail)
-        exc = self.assertRaises(hosts.CellReadError, self.read)
+        exc = self.assertRaises(cell_reads.CellReadError, self.read)
         self.assert_cell2_failed(exc, 'RuntimeError: cell2 database gone')
         self.assertIsInstance(exc.__cause__, RuntimeError)
         # host2 is not taken for a host with nothing to preempt (it would
@@ -204,7 +205,8 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
         for row in rows[('host1', 'host1')]:
             row.metadata = {'unread': True}
         exc = self.assertRaises(
-            hosts.CellReadError, hosts.load_server_metadata, self.ctx, {
+            cell_reads.CellReadError, cell_reads.load_server_metadata,
+            self.ctx, {
                 self.cell1: rows[('host1', 'host1')],
                 self.cell2: rows[('host2', 'host2')]})
         self.assert_cell2_failed(exc, 'cell2 database gone')
@@ -220,7 +222,7 @@ class TwoCellsReadTest(base.OpieNovaTestCase):
         # cell2's reads left waiting finish when the test ends
         self.addCleanup(answer.set)
         self.fail_in_cell2('_query_instances', lambda: answer.wait(30))
-        exc = self.assertRaises(hosts.CellReadError, self.read)
+        exc = self.assertRaises(cell_reads.CellReadError, self.read)
         self.assert_cell2_failed(exc, 'did not answer within 0.5 s')
         self.assertIsNone(exc.__cause__)
         self.assertEqual({'host1': 0.0, 'host2': 0.0}, self.count_weights())
@@ -245,7 +247,7 @@ except ImportError:
 cloud = cloud_mod.EmbeddedCloud(hosts=2, cells=2, extra_flags={
     'opie_reconciler': {'run_in_scheduler': False}}).start()
 from nova import context as nova_context
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import cell_reads
 
 
 def boot(conn, flavor, name):
@@ -259,23 +261,23 @@ def two_reads_at_once(ctx, cells):
     # each cell's read waits for the other's to start
     both = threading.Barrier(2, timeout=10)
     threads = []
-    real = hosts._query_instances
+    real = cell_reads._query_instances
 
     def query(cctxt, *args, **kwargs):
         threads.append(threading.current_thread().name)
         both.wait()
         return real(cctxt, *args, **kwargs)
-    hosts._query_instances = query
+    cell_reads._query_instances = query
     try:
-        return hosts.load_instances(ctx, cells), threads
+        return cell_reads.load_instances(ctx, cells), threads
     finally:
-        hosts._query_instances = real
+        cell_reads._query_instances = real
 
 
 def scheduler_loads(conn):
     # the scheduler's reads during a preempting boot: [cells, error]
     loads = []
-    real = hosts.load_instances
+    real = cell_reads.load_instances
 
     def load(ctx, hosts_by_cell, *args, **kwargs):
         try:
@@ -285,11 +287,11 @@ def scheduler_loads(conn):
             raise
         loads.append([len(hosts_by_cell), None])
         return got
-    hosts.load_instances = load
+    cell_reads.load_instances = load
     try:
         return boot(conn, 'large', 'n0'), loads
     finally:
-        hosts.load_instances = real
+        cell_reads.load_instances = real
 
 
 try:

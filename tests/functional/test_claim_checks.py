@@ -37,8 +37,9 @@ from oslo_utils import timeutils
 from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
-from opie_sched.scheduler import hosts
 from opie_sched.scheduler import manager as opie_manager
+from opie_sched.scheduler import operations
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import reservations
 from tests.functional import base
 from tests.functional import test_preemption
@@ -257,11 +258,11 @@ class RenewalAtEveryClaimTest(_Base):
             victims=[(types.SimpleNamespace(uuid=victim['id']), 100.0)])
         rp2 = self._get_provider_uuid_by_host('host2')
         # the request read host2 empty: no preemptible usage
-        view = hosts.RequestView(ctx, {rp2: {'resources': {
+        view = request_view.RequestView(ctx, {rp2: {'resources': {
             rc: {'capacity': c, 'used': 0}
             for rc, c in zip(flavors.STANDARD_CLASSES, CAPACITY)}}})
-        view.set_policy(lambda: hosts.Decision(hosts.BOOT, True, False,
-                                               False))
+        view.set_policy(lambda: request_view.Decision(
+            operations.BOOT, True, False, False))
         view.pending.append(opie_manager._Pending(plan, cell, 'instance-1',
                                                   {}))
         view.renewed_at = time.monotonic() - 200
@@ -273,8 +274,8 @@ class RenewalAtEveryClaimTest(_Base):
         host2 = types.SimpleNamespace(uuid=rp2, host='host2',
                                       nodename='host2', cell_uuid=cell,
                                       updated=None)
-        hosts.set_current_view(view)
-        self.addCleanup(hosts.set_current_view, None)
+        request_view.set_current_view(view)
+        self.addCleanup(request_view.set_current_view, None)
         with mock.patch.object(nova_manager.SchedulerManager,
                                '_consume_selected_host'):
             self.scheduler.manager._consume_selected_host(
@@ -335,9 +336,9 @@ class NoDiskInventoryTest(_Base):
         self.assertNotIn('DISK_GB', self._get_provider_inventory(rp))
         ctx = nova_context.get_admin_context()
         ctx.request_id = 'req-no-disk'
-        view = hosts.RequestView(ctx, summary)
-        view.set_policy(lambda: hosts.Decision(hosts.BOOT, True, False,
-                                               False))
+        view = request_view.RequestView(ctx, summary)
+        view.set_policy(lambda: request_view.Decision(
+            operations.BOOT, True, False, False))
         cell = self.cell_mappings['cell1'].uuid
         stale = types.SimpleNamespace(
             uuid=rp, host='host1', nodename='host1', cell_uuid=cell,
@@ -348,8 +349,8 @@ class NoDiskInventoryTest(_Base):
         flavor = objects.Flavor.get_by_flavor_id(ctx, self.flavor_ids['ceph'])
         spec = objects.RequestSpec(flavor=flavor, num_instances=1,
                                    is_bfv=False)
-        hosts.set_current_view(view)
-        self.addCleanup(hosts.set_current_view, None)
+        request_view.set_current_view(view)
+        self.addCleanup(request_view.set_current_view, None)
         with mock.patch.object(nova_manager.SchedulerManager,
                                '_consume_selected_host'):
             self.scheduler.manager._consume_selected_host(

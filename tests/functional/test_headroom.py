@@ -34,8 +34,9 @@ from nova.virt import event as virtevent
 
 from opie_sched.preemption import model
 from opie_sched.preemption import victim_state
+from opie_sched.scheduler import cell_reads
 from opie_sched.scheduler import headroom
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reconciler
 from tests.functional import base
@@ -67,8 +68,8 @@ class _Headroom(test_preemption._Helpers):
                 ctx, self.cell_mappings['cell1']) as cctxt:
             insts = objects.InstanceList.get_by_filters(
                 cctxt, {'deleted': False}, expected_attrs=['system_metadata'])
-        return {i.uuid: hosts.victim_state(i) for i in insts
-                if hosts.victim_state(i) is not None}
+        return {i.uuid: ownership.victim_state(i) for i in insts
+                if ownership.victim_state(i) is not None}
 
     def wait_for(self, predicate, timeout=30):
         end = time.time() + timeout
@@ -135,7 +136,7 @@ class HeadroomOracleTest(base.OpieNovaTestCase, _Headroom):
         for u in noticed:
             meta = self.guest_metadata(u)['meta']
             self.assertIn(headroom.AT_RISK_KEY, meta)
-            self.assertIn('(headroom)', meta[hosts.NOTICE_KEY])
+            self.assertIn('(headroom)', meta[victim_state.NOTICE_KEY])
         # a second round takes nothing more: the noticed room counts
         self.assertEqual([], rec.run_once(ctx))
         # at the deadline they are deleted, and the headroom holds
@@ -167,7 +168,7 @@ class HeadroomBurstTest(base.OpieNovaTestCase, _Headroom):
         # its waiter gives the notice at once (headroom_rebalance_seconds
         # 0)
         self.assertTrue(self.wait_for(
-            lambda: hosts.NOTICE_KEY in self.guest_metadata(
+            lambda: victim_state.NOTICE_KEY in self.guest_metadata(
                 p[0]['id'])['meta']))
         notices = []
         real = victim_state.notice_metadata
@@ -214,7 +215,8 @@ class HeadroomRoundReadTest(base.OpieNovaTestCase, _Headroom):
             objects.ComputeNodeList, 'get_all',
             side_effect=objects.ComputeNodeList.get_all)).mock
         insts = self.useFixture(fixtures.MockPatchObject(
-            hosts, 'load_instances', side_effect=hosts.load_instances)).mock
+            cell_reads, 'load_instances',
+            side_effect=cell_reads.load_instances)).mock
         return lambda: {'nodes': nodes.call_count,
                         'instances': insts.call_count}
 
@@ -274,8 +276,8 @@ class EarlyReleaseTest(base.OpieNovaTestCase, _Headroom):
             # 1 s after it reads the notice
             for _ in itertools.count():
                 meta = self.guest_metadata(victim).get('meta', {})
-                if hosts.NOTICE_KEY in meta:
-                    powered['deadline'] = meta[hosts.DEADLINE_KEY]
+                if victim_state.NOTICE_KEY in meta:
+                    powered['deadline'] = meta[victim_state.DEADLINE_KEY]
                     powered['actions'] = {
                         a['action'] for a in
                         self.api.get_instance_actions(victim)}

@@ -27,8 +27,8 @@ from nova.db.main import models
 from nova import objects
 
 from opie_sched.notifications import base as notes
+from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
-from opie_sched.scheduler import hosts
 from opie_sched.scheduler import reconciler
 from tests.functional import base
 
@@ -246,11 +246,11 @@ class NoticeTest(base.OpieNovaTestCase, _Helpers):
         self.assertEqual('active', vm_state)
         meta = meta['meta']
         deadline = datetime.datetime.strptime(
-            meta[hosts.DEADLINE_KEY], '%Y-%m-%dT%H:%M:%SZ').replace(
+            meta[victim_state.DEADLINE_KEY], '%Y-%m-%dT%H:%M:%SZ').replace(
                 tzinfo=datetime.timezone.utc).timestamp()
         self.assertEqual(
             'preemption at %s (stop): preempted by the scheduler'
-            % meta[hosts.DEADLINE_KEY], meta[hosts.NOTICE_KEY])
+            % meta[victim_state.DEADLINE_KEY], meta[victim_state.NOTICE_KEY])
         # never stopped before its deadline, which was NOTICE s after the
         # notice appeared (to the second)
         self.assertGreaterEqual(stopped_at, deadline)
@@ -264,7 +264,7 @@ class NoticeTest(base.OpieNovaTestCase, _Helpers):
         self.assertEqual('host1', self.server_host(normal))
         self.assertNotIn(p[0]['id'], self.live_uuids())
         # the other preemptible server got no notice
-        self.assertNotIn(hosts.NOTICE_KEY,
+        self.assertNotIn(victim_state.NOTICE_KEY,
                          self.guest_metadata(p[1]['id']).get('meta', {}))
         # the request waited for the notice (what it costs)
         self.assertGreaterEqual(took, self.NOTICE)
@@ -278,7 +278,7 @@ class NoticeTest(base.OpieNovaTestCase, _Helpers):
                     cctxt) as session:
                 row = session.execute(sa.select(models.InstanceMetadata).where(
                     models.InstanceMetadata.instance_uuid == uuid,
-                    models.InstanceMetadata.key == hosts.NOTICE_KEY)
+                    models.InstanceMetadata.key == victim_state.NOTICE_KEY)
                 ).scalars().first()
             return row.created_at.replace(
                 tzinfo=datetime.timezone.utc).timestamp()

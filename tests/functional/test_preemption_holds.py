@@ -21,6 +21,7 @@ from unittest import mock
 
 import fixtures
 from oslo_utils.fixture import uuidsentinel as uuids
+from oslo_utils import timeutils
 
 from nova import context as nova_context
 from nova import objects
@@ -31,9 +32,12 @@ from opie_sched.common import flavors
 from opie_sched.notifications import base as notes
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import cell_reads
 from opie_sched.scheduler import locks
+from opie_sched.scheduler import operations
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reconciler
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import reservations
 from tests.functional import base
 from tests.functional import test_preemption
@@ -71,7 +75,7 @@ class ForgedMetadataTest(_Base):
         p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
         # the owner writes every key the service ever used
         self.api.post_server_metadata(p[0]['id'], {
-            hosts.PREEMPTED_BY_KEY: 'x', hosts.PREEMPTED_AT_KEY: 'now',
+            vs.PREEMPTED_BY_KEY: 'x', vs.PREEMPTED_AT_KEY: 'now',
             vs.KEY_STATE: vs.TERMINATING})
         normal = self.boot('large', name='normal')
         self.assertEqual({p[1]['id'], normal['id']}, self.live_uuids())
@@ -153,7 +157,7 @@ class CrashedWorkerTest(_Base):
             inst = objects.Instance.get_by_uuid(
                 cctxt, p[0]['id'], expected_attrs=['system_metadata'])
             reservations.write_state(inst, vs.reserve(
-                'dead-request', hosts.timeutils.utcnow(with_timezone=True)))
+                'dead-request', timeutils.utcnow(with_timezone=True)))
         time.sleep(1.1)
         reconciler.Reconciler().run_once()
         self.assertIsNone(self.sysmeta(p[0]['id']))
@@ -245,7 +249,7 @@ class SummaryShortcutTest(_Base, _ClaimHelpers):
         """
         rp = self._get_provider_uuid_by_host('host1')
         manager = self.scheduler.manager
-        view = hosts.RequestView(nova_context.get_admin_context(),
+        view = request_view.RequestView(nova_context.get_admin_context(),
                                  {rp: summary})
         view.request_id = 'req-' + preemptor[:8]
         view.note_claim(rp, reservations.model.Resources(*claimed))
@@ -347,7 +351,7 @@ class SummaryShortcutTest(_Base, _ClaimHelpers):
 
 class AllocationOwnersTest(_Base):
     """The rows the decision under the lock reads for a host's preemptible
-    consumers (``hosts.allocation_owners``): light rows, read fresh, that
+    consumers (``ownership.allocation_owners``): light rows, read fresh, that
     carry what the plan and the reservation need.
     """
 
@@ -372,16 +376,16 @@ class AllocationOwnersTest(_Base):
         cctxt = reservations.cell_context(ctx, cell)
         # another worker reserved p[1]
         self.reserved_by(cctxt, p[1]['id'], 'other')
-        owners, rows = hosts.allocation_owners(
+        owners, rows = ownership.allocation_owners(
             cctxt, [p[0]['id'], p[1]['id'], p[2]['id'], uuids.in_flight])
         # the deleted server and the claim in flight own nothing
         self.assertEqual({p[0]['id']: p[0]['id'], p[1]['id']: p[1]['id']},
                          owners)
         self.assertEqual({p[0]['id'], p[1]['id']}, set(rows))
         row = rows[p[1]['id']]
-        self.assertEqual(vs.RESERVED, hosts.victim_state(row).state)
-        self.assertTrue(hosts.instance_is_leaving(row))
-        info = hosts.instance_info(rows[p[0]['id']])
+        self.assertEqual(vs.RESERVED, ownership.victim_state(row).state)
+        self.assertTrue(ownership.instance_is_leaving(row))
+        info = ownership.instance_info(rows[p[0]['id']])
         self.assertEqual((True, (2, 4000, 40), False),
                          (info.preemptible, tuple(info.resources),
                           info.leaving))
@@ -400,7 +404,7 @@ class AllocationOwnersTest(_Base):
 
 
 class BulkRowsTest(_Base):
-    """The bulk read of a request's hosts (``hosts.load_instances``): one
+    """The bulk read of a request's hosts (``cell_reads.load_instances``): one
     row per instance whatever its victim record holds (the record's keys
     ride along the instance rows in one query), and the server metadata
     only when asked for, also for rows loaded earlier without it.
@@ -420,7 +424,7 @@ class BulkRowsTest(_Base):
         self.api.post_server_metadata(ids[2], {'opie:bid': '0.5',
                                                'owner:note': 'x'})
         for meta in (True, False):
-            rows = hosts.load_instances(ctx, {cell: {'host1'}},
+            rows = cell_reads.load_instances(ctx, {cell: {'host1'}},
                                         server_metadata=meta)
             got = rows[('host1', 'host1')]
             self.assertEqual(sorted(ids), sorted(r.uuid for r in got))
@@ -429,8 +433,8 @@ class BulkRowsTest(_Base):
             self.assertEqual(sorted(record),
                              sorted(by_uuid[ids[1]].system_metadata))
             self.assertEqual('other',
-                             hosts.victim_state(by_uuid[ids[1]]).preemptor)
-            self.assertTrue(hosts.instance_is_leaving(by_uuid[ids[1]]))
+                             ownership.victim_state(by_uuid[ids[1]]).preemptor)
+            self.assertTrue(ownership.instance_is_leaving(by_uuid[ids[1]]))
             self.assertEqual({}, by_uuid[ids[0]].system_metadata)
             self.assertEqual({}, by_uuid[ids[2]].system_metadata)
             self.assertEqual({'opie:bid': '0.5'} if meta else {},
@@ -438,7 +442,7 @@ class BulkRowsTest(_Base):
             self.assertEqual({}, by_uuid[ids[0]].metadata)
         # a request's view loads without the server metadata; a reader
         # of it (the market's weigher) still gets it
-        view = hosts.RequestView(ctx)
+        view = request_view.RequestView(ctx)
         host_state = mock.Mock(host='host1', nodename='host1',
                                cell_uuid=cell)
         view._ensure_loaded([host_state])
@@ -451,7 +455,7 @@ class BulkRowsTest(_Base):
 
 
 class RequestOperationTest(_Base):
-    """What a request is for (``hosts.request_operation``), from the
+    """What a request is for (``operations.request_operation``), from the
     instance mapping's cell (one column) and the instance's record.
     """
 
@@ -462,28 +466,29 @@ class RequestOperationTest(_Base):
         spec = objects.RequestSpec()
 
         def operation(uuid):
-            return hosts.request_operation(ctx, spec, [uuid], {})
+            return operations.request_operation(ctx, spec, [uuid], {})
         # no mapping; a mapping without a cell yet (a new server)
-        self.assertEqual(hosts.BOOT, operation(uuids.unknown))
+        self.assertEqual(operations.BOOT, operation(uuids.unknown))
         objects.InstanceMapping(
             context=ctx, instance_uuid=uuids.new, project_id='p',
             user_id='u', cell_mapping=None).create()
-        self.assertEqual(hosts.BOOT, operation(uuids.new))
+        self.assertEqual(operations.BOOT, operation(uuids.new))
         # a server mapped to cell1, on a host
         server = self.boot('medium', host='host1')
-        self.assertEqual(hosts.MOVE, operation(server['id']))
+        self.assertEqual(operations.MOVE, operation(server['id']))
         with nova_context.target_cell(
                 ctx, self.cell_mappings['cell1']) as cctxt:
             inst = objects.Instance.get_by_uuid(cctxt, server['id'])
             inst.task_state = task_states.MIGRATING
             inst.save()
-            self.assertEqual(hosts.LIVE_MIGRATION, operation(server['id']))
+            self.assertEqual(operations.LIVE_MIGRATION,
+                             operation(server['id']))
             inst.task_state = None
             inst.vm_state = vm_states.SHELVED_OFFLOADED
             inst.save()
-        self.assertEqual(hosts.UNSHELVE, operation(server['id']))
+        self.assertEqual(operations.UNSHELVE, operation(server['id']))
         # a rebuild (nova fetches no candidates for it)
-        self.assertEqual(hosts.REBUILD, hosts.request_operation(
+        self.assertEqual(operations.REBUILD, operations.request_operation(
             ctx, spec, [server['id']], None))
 
 
@@ -607,7 +612,7 @@ class TwoSchedulersRaceTest(_Base, _ClaimHelpers):
         managers = (self.scheduler.manager, self.scheduler2.manager)
         threads = []
         for manager, preemptor in zip(managers, preemptors):
-            view = hosts.RequestView(nova_context.get_admin_context())
+            view = request_view.RequestView(nova_context.get_admin_context())
             view.pending = []
             view.summaries, view.request_id = {rp: summary}, 'req-' + \
                 preemptor[:8]

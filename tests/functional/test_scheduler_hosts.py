@@ -22,13 +22,13 @@ import sys
 import time
 
 import fixtures
+from oslo_utils import timeutils
 
 from nova import context as nova_context
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
 
 from opie_sched.preemption import victim_state as vs
-from opie_sched.scheduler import hosts
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import manager
 from opie_sched.scheduler import reconciler
@@ -85,7 +85,7 @@ class DeadWorkerTest(test_preemption_holds._Base):
                 cctxt, server_id, expected_attrs=['system_metadata'])
             reservations.reserve(
                 cctxt, [inst], 'preemptor', 'req-dead', {},
-                hosts.timeutils.utcnow(with_timezone=True), worker=worker)
+                timeutils.utcnow(with_timezone=True), worker=worker)
 
     def test_dead_workers_victims_are_released_at_once(self):
         p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
@@ -110,7 +110,7 @@ class DeadWorkerTest(test_preemption_holds._Base):
 
     def test_a_live_request_renews_only_its_own_reservations(self):
         p = self.fill_with_preemptibles('host1', 'large', [100, 2000])
-        old = hosts.timeutils.utcnow(with_timezone=True) - \
+        old = timeutils.utcnow(with_timezone=True) - \
             datetime.timedelta(seconds=250)
         ctx = nova_context.get_admin_context()
         cell = self.cell_mappings['cell1']

@@ -234,7 +234,7 @@ class ClientImportsTest(testtools.TestCase):
 
     def test_probe_catches_nova(self):
         # the probe itself: a module importing nova fails it
-        code, _, err = _probe(['opie_sched.scheduler.hosts'])
+        code, _, err = _probe(['opie_sched.scheduler.cell_reads'])
         self.assertNotEqual(0, code)
         self.assertIn('must not import nova', err)
 

@@ -109,7 +109,7 @@ class HeadroomFilterTest(plugins._PluginTest):
 
     def test_error_lets_every_host_pass_without_raising(self):
         hs = self.hosts()
-        with mock.patch.object(headroom_filter.hosts, 'full_state',
+        with mock.patch.object(headroom_filter.host_capacity, 'full_state',
                                side_effect=RuntimeError('boom')):
             self.assertEqual(['a', 'b', 'c'],
                              self.passing(hs, LARGE, True))

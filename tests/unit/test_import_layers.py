@@ -137,7 +137,7 @@ def import_graph(mods):
 
 
 def top_package(module):
-    """``'scheduler'`` for ``opie_sched.scheduler.hosts``; ``''`` for the
+    """``'scheduler'`` for ``opie_sched.scheduler.ownership``; ``''`` for the
     root package itself.
     """
     parts = module.split('.')

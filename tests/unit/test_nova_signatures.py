@@ -160,7 +160,7 @@ class NovaSignatureTest(testtools.TestCase):
             method.__module__, method.__qualname__))
 
     def test_scatter_gather_cells(self):
-        # hosts._read_cells reads several cells with it, reads nova's
+        # cell_reads._read_cells reads several cells with it, reads nova's
         # timeout and sentinel by these names, and _read_cell finds its
         # job by the targeted context's cell_uuid
         from nova import context as nova_context

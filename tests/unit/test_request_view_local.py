@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The per-request view (``hosts.current_view``) is one per request
+"""The per-request view (``request_view.current_view``) is one per request
 whatever the concurrency mode and import order.
 
 Each case runs in its own interpreter (eventlet's monkey-patching is
@@ -33,7 +33,7 @@ _SCRIPT = textwrap.dedent('''
     if mode == 'opie-scheduler':
         # the console script's own import path: it patches (or not) first
         import opie_sched.cmd.scheduler  # noqa: F401
-    from opie_sched.scheduler import hosts
+    from opie_sched.scheduler import request_view
     if mode == 'eventlet-after-opie':
         import eventlet
         eventlet.monkey_patch()
@@ -51,7 +51,7 @@ _SCRIPT = textwrap.dedent('''
 
     def request(name):
         view = object()
-        hosts.set_current_view(view)
+        request_view.set_current_view(view)
         if green:
             import eventlet
             eventlet.sleep(0.05)  # the other request runs meanwhile
@@ -61,8 +61,8 @@ _SCRIPT = textwrap.dedent('''
             else:
                 both_set.set()
             time.sleep(0.05)
-        seen[name] = hosts.current_view() is view
-        hosts.set_current_view(None)
+        seen[name] = request_view.current_view() is view
+        request_view.set_current_view(None)
 
     if green:
         import eventlet
@@ -77,7 +77,7 @@ _SCRIPT = textwrap.dedent('''
         for t in threads:
             t.join()
     print(json.dumps({'green': green, 'own_view': seen,
-                      'main_view': hosts.current_view() is None}))
+                      'main_view': request_view.current_view() is None}))
 ''')
 
 

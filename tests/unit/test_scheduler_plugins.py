@@ -24,8 +24,12 @@ from nova.scheduler import weights as nova_weights
 from nova.tests.unit.scheduler import fakes
 
 from opie_sched.common import flavors
+from opie_sched.preemption import model
+from opie_sched.scheduler import cell_reads
 from opie_sched.scheduler.filters import preemptible_full_state
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import host_capacity
+from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import weights
 from opie_sched.scheduler.weights import preemptible_count
 from opie_sched.scheduler.weights import preemption_cost
@@ -79,19 +83,19 @@ class _PluginTest(testtools.TestCase):
             'oslo_utils.timeutils.utcnow',
             side_effect=lambda with_timezone=False: NOW.replace(
                 tzinfo=datetime.timezone.utc) if with_timezone else NOW))
-        self.addCleanup(hosts.set_current_view, None)
+        self.addCleanup(request_view.set_current_view, None)
 
     def use_hosts(self, *host_states):
         """Make the request's view know the hosts' instances (what
         opie-scheduler bulk-loads once per request).
         """
-        view = hosts.RequestView(ctx=None)
+        view = request_view.RequestView(ctx=None)
         for hs in host_states:
             view._instances[(hs.host, hs.nodename)] = list(
                 hs.instances.values())
             view._loaded.add((hs.host, hs.nodename))
             view._meta_loaded.add((hs.host, hs.nodename))
-        hosts.set_current_view(view)
+        request_view.set_current_view(view)
         return list(host_states)
 
     def weigh(self, classes, host_states, spec):
@@ -140,9 +144,10 @@ class FullStateFilterTest(_PluginTest):
         self.assertFalse(self.filt.host_passes(hs, request(MEDIUM, True)))
 
     def test_request_read_once_per_spec_in_a_request(self):
-        hosts.set_current_view(hosts.RequestView(ctx=None))
+        request_view.set_current_view(request_view.RequestView(ctx=None))
         sizes = self.useFixture(fixtures.MockPatchObject(
-            hosts, 'request_resources', wraps=hosts.request_resources)).mock
+            ownership, 'request_resources',
+            wraps=ownership.request_resources)).mock
         states = [host_state('h%d' % i, [instance('a%d' % i, 'h%d' % i,
                                                   LARGE, False)])
                   for i in range(5)]
@@ -175,15 +180,15 @@ class FullStateFilterTest(_PluginTest):
         spec = request(MEDIUM, False)
         for fit, expected in ((False, [True] * 4),
                               (True, [False, False, False, True])):
-            view = hosts.RequestView(ctx=None)
+            view = request_view.RequestView(ctx=None)
             for hs in states:
                 view._instances[(hs.host, hs.nodename)] = list(
                     hs.instances.values())
                 view._loaded.add((hs.host, hs.nodename))
-            decide = mock.Mock(return_value=hosts.Decision(
+            decide = mock.Mock(return_value=request_view.Decision(
                 'migration', not fit, fit, fit))
             view.set_policy(decide)
-            hosts.set_current_view(view)
+            request_view.set_current_view(view)
             self.assertEqual(expected, [self.filt.host_passes(hs, spec)
                                         for hs in states])
             self.assertEqual(1, decide.call_count)
@@ -202,8 +207,8 @@ class FullStateFilterTest(_PluginTest):
             # with the second one running, it can be preempted
             pinned[1].vm_state = vm_state
             [hs] = self.use_hosts(host_state('h', pinned))
-            hosts.current_view().set_policy(
-                lambda: hosts.Decision('boot', True, False, False))
+            request_view.current_view().set_policy(
+                lambda: request_view.Decision('boot', True, False, False))
             self.assertEqual(passes, self.filt.host_passes(hs, spec))
 
 
@@ -261,7 +266,7 @@ class WeigherTest(_PluginTest):
     def test_one_view_per_request(self):
         host_states = self.hosts()
         load = self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.hosts.load_instances'))
+            'opie_sched.scheduler.cell_reads.load_instances'))
         self.weigh(weights.all_weighers(), host_states,
                    request(LARGE, False))
         load.mock.assert_not_called()
@@ -291,7 +296,7 @@ class SharedHostViewsTest(_PluginTest):
 
     def count_views(self):
         return self.useFixture(fixtures.MockPatchObject(
-            hosts.model, 'HostView', wraps=hosts.model.HostView)).mock
+            model, 'HostView', wraps=model.HostView)).mock
 
     def test_views_built_once_per_request(self):
         host_states = self.hosts()
@@ -314,20 +319,20 @@ class SharedHostViewsTest(_PluginTest):
         """
         spec.pci_requests = objects.InstancePCIRequests(requests=[])
         spec.numa_topology = None
-        before = hosts.consumed_disk_gb(hs)
+        before = host_capacity.consumed_disk_gb(hs)
         vcpus = hs.vcpus_used
         hs.consume_from_request(spec)
         self.assertEqual(vcpus + spec.vcpus, hs.vcpus_used)  # it happened
-        hosts.note_consumed(hs, spec, before)
+        host_capacity.note_consumed(hs, spec, before)
 
     def fresh_weights(self, host_states, spec):
         """The weights a new view (nothing shared) gives."""
-        shared = hosts.current_view()
+        shared = request_view.current_view()
         self.use_hosts(*host_states)
         try:
             return self.weigh(weights.all_weighers(), host_states, spec)
         finally:
-            hosts.set_current_view(shared)
+            request_view.set_current_view(shared)
 
     def test_decisions_unchanged_after_consumption(self):
         host_states = self.hosts()
@@ -364,21 +369,21 @@ class SharedHostViewsTest(_PluginTest):
         host_states = self.hosts()
         for hs, used in zip(host_states, (6, 8, 8)):
             hs.uuid = hs.host + '-rp'
-            hosts.current_view().summaries[hs.uuid] = summary(used)
+            request_view.current_view().summaries[hs.uuid] = summary(used)
         spec = request(MEDIUM, False)
         first = self.weigh(weights.all_weighers(), host_states, spec)
         self.assertEqual('h-room', first[0][0])
-        hosts.current_view().note_claim(host_states[0].uuid,
-                                        hosts.request_resources(spec))
+        request_view.current_view().note_claim(host_states[0].uuid,
+                                        ownership.request_resources(spec))
         second = self.weigh(weights.all_weighers(), host_states, spec)
-        summaries = hosts.current_view().summaries
-        shared = hosts.current_view()
+        summaries = request_view.current_view().summaries
+        shared = request_view.current_view()
         self.use_hosts(*host_states)
-        hosts.current_view().summaries.update(summaries)
-        hosts.current_view().note_claim(host_states[0].uuid,
-                                        hosts.request_resources(spec))
+        request_view.current_view().summaries.update(summaries)
+        request_view.current_view().note_claim(host_states[0].uuid,
+                                        ownership.request_resources(spec))
         fresh = self.weigh(weights.all_weighers(), host_states, spec)
-        hosts.set_current_view(shared)
+        request_view.set_current_view(shared)
         self.assertEqual(fresh, second)
         self.assertEqual('h-cheap', second[0][0])
 
@@ -388,7 +393,7 @@ class SharedHostViewsTest(_PluginTest):
         first = self.weigh(weights.all_weighers(), host_states, spec)
         # an earlier instance of the request planned c1 and c2 as victims:
         # h-cheap's are leaving, it no longer needs preemption
-        hosts.current_view().planned_victims.update({'c1', 'c2'})
+        request_view.current_view().planned_victims.update({'c1', 'c2'})
         second = dict(self.weigh(weights.all_weighers(), host_states, spec))
         self.assertNotEqual(dict(first), second)
         self.assertEqual(max(second.values()), second['h-cheap'])
@@ -407,12 +412,12 @@ class SharedHostViewsTest(_PluginTest):
             inst.image_ref = image
             rows.append(inst)
         hs = host_state('h', rows)
-        view = hosts.RequestView(ctx=None)
+        view = request_view.RequestView(ctx=None)
         view._instances[('h', 'h')] = rows
         view._loaded.add(('h', 'h'))
-        got = view.host_views([hs], request=hosts.request_resources(
+        got = view.host_views([hs], request=ownership.request_resources(
             request(LARGE, False)))[('h', 'h')].instances
-        self.assertEqual([hosts.instance_info(i) for i in rows], got)
+        self.assertEqual([ownership.instance_info(i) for i in rows], got)
         # a preemptible server holds its flavor's CUSTOM_PREEMPTIBLE_*
         # amounts in Placement, but no root disk when booted from a volume
         # (the scheduler claims it so: nova's is_bfv rule for DISK_GB,
@@ -483,9 +488,9 @@ class BulkLoadTest(_PluginTest):
         full = host_state('full', [instance('f1', 'full', LARGE, True),
                                    instance('f2', 'full', LARGE, True)])
         load = self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.hosts.load_instances',
+            'opie_sched.scheduler.cell_reads.load_instances',
             return_value={('full', 'full'): list(full.instances.values())}))
-        hosts.set_current_view(hosts.RequestView(ctx=None))
+        request_view.set_current_view(request_view.RequestView(ctx=None))
         got = dict(self.weigh(weights.all_weighers(), roomy + [full],
                               request(LARGE, False)))
         # the full-state weighers do not read server metadata
@@ -497,14 +502,14 @@ class BulkLoadTest(_PluginTest):
     def test_nothing_loaded_when_every_host_fits(self):
         roomy = [host_state('h%d' % i, []) for i in range(3)]
         load = self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.hosts.load_instances'))
-        hosts.set_current_view(hosts.RequestView(ctx=None))
+            'opie_sched.scheduler.cell_reads.load_instances'))
+        request_view.set_current_view(request_view.RequestView(ctx=None))
         self.weigh(weights.all_weighers(), roomy, request(LARGE, False))
         load.mock.assert_not_called()
 
 
 class InstanceRowsTest(testtools.TestCase):
-    """The bulk read's rows (``hosts._instance_rows``), on a fake session
+    """The bulk read's rows (``cell_reads._instance_rows``), on a fake session
     (no database).
     """
 
@@ -520,7 +525,7 @@ class InstanceRowsTest(testtools.TestCase):
         # the columns with opie's system metadata keys, then its server
         # metadata keys
         session.execute.side_effect = [recs, []]
-        read = hosts._instance_rows.__wrapped__
+        read = cell_reads._instance_rows.__wrapped__
         return read(mock.Mock(session=session), ['h'], ['n'])
 
     def test_one_parse_per_serialized_flavor(self):
@@ -532,7 +537,7 @@ class InstanceRowsTest(testtools.TestCase):
                 'old': None, 'new': None})
         large, medium = text(LARGE, True), text(MEDIUM, False)
         parse = self.useFixture(fixtures.MockPatchObject(
-            hosts, '_row_flavor', wraps=hosts._row_flavor)).mock
+            cell_reads, '_row_flavor', wraps=cell_reads._row_flavor)).mock
         rows = self.rows([large, medium, large, None])
         self.assertEqual(['u0', 'u1', 'u2'], [r.uuid for r in rows])
         self.assertEqual(2, parse.call_count)
@@ -540,7 +545,7 @@ class InstanceRowsTest(testtools.TestCase):
         self.assertEqual((4, 8000, 80, True), (
             rows[2].flavor.vcpus, rows[2].flavor.memory_mb,
             rows[2].flavor.root_gb,
-            hosts.flavor_is_preemptible(rows[2].flavor)))
+            ownership.flavor_is_preemptible(rows[2].flavor)))
         self.assertEqual((2, False), (
-            rows[1].flavor.vcpus, hosts.flavor_is_preemptible(
+            rows[1].flavor.vcpus, ownership.flavor_is_preemptible(
                 rows[1].flavor)))

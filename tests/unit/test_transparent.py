@@ -18,7 +18,7 @@ import fixtures
 import nova.conf
 from nova.scheduler.weights import ram
 
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import transparent
 from opie_sched.scheduler.weights import preemptible_count
 from opie_sched.scheduler.weights import preemption_cost
@@ -106,7 +106,7 @@ class NormalHostStateTest(_Base):
     def test_never_below_zero_nor_above_the_total(self):
         # A preemptible instance the ComputeNode no longer counts.
         real = with_counts(plugins.host_state('h', []), 0, 0, 200 * 1024)
-        hosts.current_view()._instances[('h', 'h')] = [
+        request_view.current_view()._instances[('h', 'h')] = [
             inst('p', 'h', LARGE, True)]
         [v] = transparent.normal_views([real],
                                        plugins.request(MEDIUM, False))
@@ -121,7 +121,7 @@ class NormalHostStateTest(_Base):
         h2 = plugins.host_state('h2', [inst('n', 'h2', LARGE, False)])
         h1.uuid, h2.uuid = 'rp1', 'rp2'
         self.use_hosts(h1, h2)
-        view = hosts.current_view()
+        view = request_view.current_view()
         view.summaries = {
             'rp1': {'resources': {'CUSTOM_PREEMPTIBLE_VCPU': {'used': 4}}},
             'rp2': {'resources': {'VCPU': {'used': 4},
@@ -129,7 +129,7 @@ class NormalHostStateTest(_Base):
         calls = []
         real_load = view.loaded_instances
         self.useFixture(fixtures.MonkeyPatch(
-            'opie_sched.scheduler.hosts.RequestView.loaded_instances',
+            'opie_sched.scheduler.request_view.RequestView.loaded_instances',
             lambda self_, hs, **kw: calls.append([h.host for h in hs]) or
             real_load(hs, **kw)))
         v1, v2 = transparent.normal_views([h1, h2],
@@ -188,7 +188,7 @@ class SortedHostsTest(_Base):
 
     def test_database_error_falls_back_to_the_full_state(self):
         self.useFixture(fixtures.MockPatchObject(
-            hosts.RequestView, 'loaded_instances',
+            request_view.RequestView, 'loaded_instances',
             side_effect=RuntimeError('db gone')))
         logged = self.useFixture(fixtures.FakeLogger())
         out = transparent.sorted_hosts(

@@ -26,7 +26,7 @@ from nova.tests.unit.scheduler import fakes
 
 from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import host_capacity
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
 
@@ -59,15 +59,15 @@ class LeavingTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.flags = self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF.opie_preemption, 'reservation_timeout', 300))
+            host_capacity.CONF.opie_preemption, 'reservation_timeout', 300))
 
     def test_user_metadata_cannot_make_a_server_leave(self):
         # the owner sets the keys the service once used: nothing changes
         inst = instance(uuids.a, flavor(1, 2000, 20), metadata={
-            hosts.PREEMPTED_BY_KEY: 'x', hosts.PREEMPTED_AT_KEY: 'now',
+            vs.PREEMPTED_BY_KEY: 'x', vs.PREEMPTED_AT_KEY: 'now',
             vs.KEY_STATE: vs.TERMINATING})
-        self.assertFalse(hosts.instance_is_leaving(inst, now=NOW))
-        info = hosts.instance_info(inst, now=NOW)
+        self.assertFalse(ownership.instance_is_leaving(inst, now=NOW))
+        info = ownership.instance_info(inst, now=NOW)
         self.assertFalse(info.leaving)
         self.assertTrue(info.preemptible)
 
@@ -75,33 +75,33 @@ class LeavingTest(testtools.TestCase):
         reserved = vs.reserve('p', NOW - datetime.timedelta(seconds=10))
         inst = instance(uuids.a, flavor(1, 2000, 20),
                         sysmeta=reserved.as_metadata())
-        self.assertTrue(hosts.instance_is_leaving(inst, now=NOW))
+        self.assertTrue(ownership.instance_is_leaving(inst, now=NOW))
         stale = vs.reserve('p', NOW - datetime.timedelta(seconds=301))
         inst = instance(uuids.b, flavor(1, 2000, 20),
                         sysmeta=stale.as_metadata())
-        self.assertFalse(hosts.instance_is_leaving(inst, now=NOW))
+        self.assertFalse(ownership.instance_is_leaving(inst, now=NOW))
         term = stale.terminating(NOW, 60, 3600)
         inst = instance(uuids.c, flavor(1, 2000, 20),
                         sysmeta=term.as_metadata())
-        self.assertTrue(hosts.instance_is_leaving(inst, now=NOW))
+        self.assertTrue(ownership.instance_is_leaving(inst, now=NOW))
 
     def test_vm_and_task_states(self):
         deleting = instance(uuids.a, flavor(1, 2000, 20),
                             task_state='deleting')
         deleting.updated_at = NOW - datetime.timedelta(seconds=59)
-        self.assertTrue(hosts.instance_is_leaving(deleting, now=NOW))
+        self.assertTrue(ownership.instance_is_leaving(deleting, now=NOW))
         # issue 30 hole 4: a delete that never finishes (whoever asked
         # for it) leaves only until retry_interval (60 s) after it began
         deleting.updated_at = NOW - datetime.timedelta(seconds=61)
-        self.assertFalse(hosts.instance_is_leaving(deleting, now=NOW))
+        self.assertFalse(ownership.instance_is_leaving(deleting, now=NOW))
         self.assertEqual(ownership.RUNNING,
-                         hosts.instance_state(deleting, now=NOW))
+                         ownership.instance_state(deleting, now=NOW))
         # a soft-deleted server keeps its allocation until reclaimed or
         # restored: it is not leaving (it is a candidate victim)
-        self.assertFalse(hosts.instance_is_leaving(
+        self.assertFalse(ownership.instance_is_leaving(
             instance(uuids.a, flavor(1, 2000, 20), vm_state='soft-delete'),
             now=NOW))
-        self.assertFalse(hosts.instance_is_leaving(
+        self.assertFalse(ownership.instance_is_leaving(
             instance(uuids.a, flavor(1, 2000, 20),
                      task_state='soft-deleting'), now=NOW))
 
@@ -110,37 +110,39 @@ class DiskAccountingTest(testtools.TestCase):
 
     def test_swap_counted_and_volume_root_excluded(self):
         flv = flavor(2, 4000, 40, ephemeral=10, swap=1536)
-        self.assertEqual(40 + 10 + 2, hosts.flavor_resources(flv).disk_gb)
+        self.assertEqual(40 + 10 + 2, ownership.flavor_resources(flv).disk_gb)
         normal = flavor(2, 4000, 40, preemptible=False, ephemeral=10,
                         swap=1536)
-        self.assertEqual(12, hosts.flavor_resources(
+        self.assertEqual(12, ownership.flavor_resources(
             normal, boot_from_volume=True).disk_gb)
         bfv = instance(uuids.v, normal, image_ref='')
-        self.assertEqual(12, hosts.instance_info(bfv, now=NOW)
+        self.assertEqual(12, ownership.instance_info(bfv, now=NOW)
                          .resources.disk_gb)
         # a preemptible flavor booted from a volume holds no root disk in
         # CUSTOM_PREEMPTIBLE_DISK_GB either, as the scheduler claims it
         # (nova's is_bfv rule for DISK_GB; issue 30, hole 9)
-        self.assertEqual(12, hosts.flavor_resources(
+        self.assertEqual(12, ownership.flavor_resources(
             flv, boot_from_volume=True).disk_gb)
 
     def test_resources_overrides_win(self):
         # a Ceph-style flavor (resources:DISK_GB=0) holds no disk
         ceph = flavor(2, 4000, 40, preemptible=False)
         ceph.extra_specs = {'resources:DISK_GB': '0'}
-        self.assertEqual((2, 4000, 0), tuple(hosts.flavor_resources(ceph)))
+        self.assertEqual((2, 4000, 0), tuple(ownership.flavor_resources(ceph)))
 
     def test_request_resources_like_nova(self):
         spec = objects.RequestSpec(
             flavor=flavor(2, 4000, 40, preemptible=False, swap=512),
             is_bfv=True, num_instances=1)
-        self.assertEqual((2, 4000, 1), tuple(hosts.request_resources(spec)))
+        self.assertEqual((2, 4000, 1),
+                         tuple(ownership.request_resources(spec)))
         spec.is_bfv = False
-        self.assertEqual((2, 4000, 41), tuple(hosts.request_resources(spec)))
+        self.assertEqual((2, 4000, 41),
+                         tuple(ownership.request_resources(spec)))
 
     def test_consumed_disk_counts_in_the_full_state(self):
         self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF, 'reserved_host_memory_mb', 0))
+            host_capacity.CONF, 'reserved_host_memory_mb', 0))
         hs = fakes.FakeHostState('h', 'h', {
             'vcpus_total': 8, 'vcpus_used': 0, 'total_usable_ram_mb': 16000,
             'free_ram_mb': 16000, 'total_usable_disk_gb': 200,
@@ -152,10 +154,10 @@ class DiskAccountingTest(testtools.TestCase):
                                    pci_requests=None, numa_topology=None,
                                    instance_group=None)
         for _ in range(2):
-            before = hosts.consumed_disk_gb(hs)
+            before = host_capacity.consumed_disk_gb(hs)
             hs.consume_from_request(spec)
-            hosts.note_consumed(hs, spec, before)
-        capacity, used = hosts.full_state(hs)
+            host_capacity.note_consumed(hs, spec, before)
+        capacity, used = host_capacity.full_state(hs)
         # nova never raises disk_mb_used: opie adds what was consumed
         self.assertEqual(100 * 1024, hs.disk_mb_used)
         self.assertEqual((4, 8000, 180), tuple(used))
@@ -164,7 +166,7 @@ class DiskAccountingTest(testtools.TestCase):
         hs.free_disk_mb = 20 * 1024
         hs.disk_mb_used = 180 * 1024
         hs.updated = NOW
-        self.assertEqual(180, hosts.full_state(hs)[1].disk_gb)
+        self.assertEqual(180, host_capacity.full_state(hs)[1].disk_gb)
 
 
 class FakePlacement:
@@ -186,7 +188,7 @@ class FreshHostViewTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF.opie_preemption, 'reservation_timeout', 300))
+            host_capacity.CONF.opie_preemption, 'reservation_timeout', 300))
         self.rows = {}
         self.migrations = {}
 
@@ -196,7 +198,7 @@ class FreshHostViewTest(testtools.TestCase):
                           if m in consumers})
             return found, {i: self.rows[i] for i in set(found.values())}
         self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.hosts.allocation_owners',
+            'opie_sched.scheduler.ownership.allocation_owners',
             side_effect=owners))
         self.useFixture(fixtures.MockPatch(
             'opie_sched.scheduler.reservations.cell_context'))
@@ -257,12 +259,13 @@ class FreshHostViewTest(testtools.TestCase):
             'DISK_GB': {'capacity': 200, 'used': 0},
             flavors.VCPU_CLASS: {'capacity': 8, 'used': 0}}}
         self.assertEqual(((8, 15488, 200), (2, 0, 0)),
-                         tuple(map(tuple, hosts.summary_state(summary))))
+                         tuple(map(tuple,
+                                   host_capacity.summary_state(summary))))
         self.assertFalse(reservations.summary_has_preemptible(summary))
         summary['resources'][flavors.VCPU_CLASS]['used'] = 1
         self.assertTrue(reservations.summary_has_preemptible(summary))
         self.assertTrue(reservations.summary_has_preemptible(None))
-        self.assertIsNone(hosts.summary_state({'resources': {}}))
+        self.assertIsNone(host_capacity.summary_state({'resources': {}}))
 
 
 class TerminateTest(testtools.TestCase):
@@ -343,8 +346,8 @@ class TerminateTest(testtools.TestCase):
     def test_a_victim_resized_to_a_normal_flavor_is_spared(self):
         state = self.reserved(uuids.a, flavor(2, 4000, 40, False))
         # a notice written before (the market's, or ours before a resize)
-        self.notices[uuids.a] = {hosts.NOTICE_KEY: 'x',
-                                 hosts.DEADLINE_KEY: 'y', 'mine': 'z'}
+        self.notices[uuids.a] = {vs.NOTICE_KEY: 'x',
+                                 vs.DEADLINE_KEY: 'y', 'mine': 'z'}
         self.assertEqual([], self.actions.terminate(
             self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
         # its record is cleared (compare-and-set), nothing else happens
@@ -354,9 +357,9 @@ class TerminateTest(testtools.TestCase):
 
     def test_the_guest_is_noticed_before_the_action(self):
         self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF.opie_preemption, 'notice_seconds', 7.5))
+            host_capacity.CONF.opie_preemption, 'notice_seconds', 7.5))
         self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF.opie_preemption, 'reservation_timeout', 300))
+            host_capacity.CONF.opie_preemption, 'reservation_timeout', 300))
         self.journal_notices = True
         self.reserved(uuids.a)
         self.reserved(uuids.b, request_id='req-other')
@@ -368,18 +371,18 @@ class TerminateTest(testtools.TestCase):
         # only the victim this request may act on; the cause word only
         self.assertEqual([uuids.a], list(self.notices))
         notice = self.notices[uuids.a]
-        deadline = notice[hosts.DEADLINE_KEY]
+        deadline = notice[vs.DEADLINE_KEY]
         self.assertEqual('preemption at %s (stop): preempted by the '
-                         'scheduler' % deadline, notice[hosts.NOTICE_KEY])
+                         'scheduler' % deadline, notice[vs.NOTICE_KEY])
         self.sleep.assert_called_once_with(7.5)
 
     def test_notice_waits_once_for_all_hosts_and_is_bounded(self):
         self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF.opie_preemption, 'notice_seconds', 500))
+            host_capacity.CONF.opie_preemption, 'notice_seconds', 500))
         self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF.opie_preemption, 'release_timeout', 120))
+            host_capacity.CONF.opie_preemption, 'release_timeout', 120))
         self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF.opie_preemption, 'reservation_timeout', 300))
+            host_capacity.CONF.opie_preemption, 'reservation_timeout', 300))
         self.reserved(uuids.a)
         self.reserved(uuids.b)
         noticed = self.actions.notify_guests(
@@ -455,7 +458,7 @@ class TerminateTest(testtools.TestCase):
                                       sysmeta=state.as_metadata(),
                                       task_state='deleting')
         self.useFixture(fixtures.MockPatchObject(
-            hosts.CONF.opie_preemption, 'max_attempts', 3))
+            host_capacity.CONF.opie_preemption, 'max_attempts', 3))
         faults = self.useFixture(fixtures.MockPatchObject(
             self.actions, '_add_fault')).mock
         with mock.patch.object(self.actions.timeutils, 'utcnow',

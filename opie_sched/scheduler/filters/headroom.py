@@ -33,7 +33,9 @@ from nova.scheduler import utils as scheduler_utils
 
 from opie_sched import conf as opie_conf
 from opie_sched.preemption import headroom as rules
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import host_capacity
+from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -76,8 +78,8 @@ class HeadroomFilter(filters.BaseHostFilter):
     it. A pool already below its headroom takes no preemptible server.
 
     Free room: each host's full state, as the full-state filter reads it
-    (:func:`opie_sched.scheduler.hosts.full_state`: the provider summary
-    nova fetched for the request plus this request's own claims so far,
+    (:func:`opie_sched.scheduler.host_capacity.full_state`: the provider
+    summary nova fetched for the request plus this request's own claims so far,
     so a multi-create counts its earlier servers), negatives as 0; summed
     once per pool per call (nova calls :meth:`filter_all` once per server
     of the request), then O(1) per host. No database or HTTP read.
@@ -143,12 +145,12 @@ class HeadroomFilter(filters.BaseHostFilter):
         """Indexes into ``host_states`` of the hosts a preemptible request
         may not use (an empty set for a normal request).
         """
-        view = hosts.current_view()
+        view = request_view.current_view()
         if view is not None:
             preemptible, request = view.request_facts(spec_obj)
         else:
-            preemptible = hosts.request_is_preemptible(spec_obj)
-            request = hosts.request_resources(spec_obj) if preemptible \
+            preemptible = ownership.request_is_preemptible(spec_obj)
+            request = ownership.request_resources(spec_obj) if preemptible \
                 else None
         if not preemptible or not host_states:
             return set()
@@ -177,7 +179,7 @@ class HeadroomFilter(filters.BaseHostFilter):
         frees = {}
         caps = {}
         for i in member_of:
-            capacity, used = hosts.full_state(host_states[i], view)
+            capacity, used = host_capacity.full_state(host_states[i], view)
             caps[i] = capacity
             frees[i] = capacity - used
         rooms = {key: rules.pool_room(room, [frees[i] for i in members],

@@ -26,7 +26,9 @@ import nova.conf
 from nova.scheduler import filters
 
 from opie_sched import conf as opie_conf
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import host_capacity
+from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -41,8 +43,9 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
     RAM and disk (López García et al., §3: preemptible requests are
     filtered on the full state, so they never displace anything). The
     figures are the provider summaries nova fetched for the request plus
-    its own claims so far (:func:`opie_sched.scheduler.hosts.full_state`):
-    no database or HTTP call per host.
+    its own claims so far
+    (:func:`opie_sched.scheduler.host_capacity.full_state`): no database or
+    HTTP call per host.
 
     Requests that may not preempt: preemptible ones, and under opie's
     scheduler manager the moves that ``[opie_preemption] moves_preempt``
@@ -78,7 +81,7 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
 
     @staticmethod
     def _load_needy(host_states, spec_obj):
-        view = hosts.current_view()
+        view = request_view.current_view()
         if view is None or len(host_states) < 2:
             return
         preemptible, request = view.request_facts(spec_obj)
@@ -86,7 +89,7 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
             return
         needy = []
         for hs in host_states:
-            capacity, used = hosts.full_state(hs, view)
+            capacity, used = host_capacity.full_state(hs, view)
             if not request.fits_in(capacity - used):
                 needy.append(hs)
         if needy and not view.decision().fit_full_state:
@@ -94,15 +97,15 @@ class PreemptibleFullStateFilter(filters.BaseHostFilter):
 
     def host_passes(self, host_state, spec_obj):
         try:
-            view = hosts.current_view()
+            view = request_view.current_view()
             if view is None:
-                preemptible = hosts.request_is_preemptible(spec_obj)
+                preemptible = ownership.request_is_preemptible(spec_obj)
                 if not preemptible:
                     return True
-                request = hosts.request_resources(spec_obj)
+                request = ownership.request_resources(spec_obj)
             else:
                 preemptible, request = view.request_facts(spec_obj)
-            capacity, used = hosts.full_state(host_state, view)
+            capacity, used = host_capacity.full_state(host_state, view)
             free = capacity - used
             if request.fits_in(free):
                 return True

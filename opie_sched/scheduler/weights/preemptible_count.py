@@ -21,7 +21,8 @@ import nova.conf
 from nova.scheduler import utils as scheduler_utils
 
 from opie_sched import conf as opie_conf
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler import transparent
 from opie_sched.scheduler.weights import base
 
@@ -47,11 +48,11 @@ class PreemptibleCountWeigher(base.BulkWeigher):
             CONF.opie_preemption.preemptible_count_weight_multiplier)
 
     def _weigh_all(self, host_states, spec_obj):
-        if (hosts.request_is_preemptible(spec_obj)
+        if (ownership.request_is_preemptible(spec_obj)
                 or transparent.is_normal_view(host_states)):
             return [0.0] * len(host_states)
-        view = hosts.view_for(spec_obj)
-        request = hosts.request_resources(spec_obj)
+        view = request_view.view_for(spec_obj)
+        request = ownership.request_resources(spec_obj)
         views = view.host_views(host_states, request=request)
         result = []
         for hs in host_states:

@@ -21,14 +21,14 @@ preemptible_count.PreemptibleCountWeigher`, both are in
         opie_sched.scheduler.weights.all_weighers
 
 It reads the instances of all candidate hosts in one bulk query per cell
-(see :mod:`opie_sched.scheduler.hosts`), never one per host.
+(see :mod:`opie_sched.scheduler.cell_reads`), never one per host.
 """
 
 import nova.conf
 from nova.scheduler import utils as scheduler_utils
 
 from opie_sched import conf as opie_conf
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
 from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import transparent
 from opie_sched.scheduler.weights import base
@@ -59,7 +59,7 @@ class PreemptionCostWeigher(base.BulkWeigher):
             CONF.opie_preemption.preemption_cost_weight_multiplier)
 
     def _weigh_all(self, host_states, spec_obj):
-        if (hosts.request_is_preemptible(spec_obj)
+        if (ownership.request_is_preemptible(spec_obj)
                 or transparent.is_normal_view(host_states)):
             return [1.0] * len(host_states)
         plans = preemption_plans.plans_for(host_states, spec_obj)

@@ -57,7 +57,8 @@ from opie_sched.common import flavors
 from opie_sched import conf as opie_conf
 from opie_sched.market import pricing
 from opie_sched.scheduler import bids
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
+from opie_sched.scheduler import request_view
 from opie_sched.scheduler.weights import base
 
 CONF = nova.conf.CONF
@@ -109,7 +110,7 @@ class ProportionalShareWeigher(base.BulkWeigher):
                 getattr(flavor, 'extra_specs', None)):
             return [0.0] * len(host_states)
         bid = bids.request_bid(spec_obj)
-        view = hosts.view_for(spec_obj)
+        view = request_view.view_for(spec_obj)
         loaded = view.loaded_instances(host_states)
         result = []
         for hs in host_states:
@@ -118,7 +119,7 @@ class ProportionalShareWeigher(base.BulkWeigher):
                       for inst in loaded.get((hs.host, hs.nodename), [])
                       if flavors.is_marked_preemptible(
                           getattr(inst.flavor, 'extra_specs', None))
-                      and not hosts.instance_is_leaving(inst)]
+                      and not ownership.instance_is_leaving(inst)]
             capacity = _capacity(hs)
             if capacity is not None and bids.request_out_of_bid(
                     bid, spec_obj.vcpus, spec_obj.memory_mb, capacity,

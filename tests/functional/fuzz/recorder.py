@@ -20,7 +20,7 @@ import threading
 
 from opie_sched.preemption import planner
 from opie_sched.scheduler import actions
-from opie_sched.scheduler import hosts
+from opie_sched.scheduler import ownership
 
 #: Calls of nova's compute API that stop, shelve or delete a server.
 DESTRUCTIVE = frozenset(['delete', 'stop', 'shelve', 'shelve_offload',
@@ -56,7 +56,7 @@ class _ApiSpy:
         recorder = self._recorder
 
         def call(ctxt, instance, *args, **kwargs):
-            state = hosts.victim_state(instance)
+            state = ownership.victim_state(instance)
             recorder.destroyed(name, instance.uuid,
                                state.preemptor if state else None)
             fault = recorder.fault_for(name, instance.uuid)
