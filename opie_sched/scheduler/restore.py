@@ -37,13 +37,22 @@ headroom step:
    default_bid``; then the longest waiting), at most
    ``[opie_reconciler] restore_per_round`` per round;
 3. each is unshelved through Nova's compute API (the same server: its
-   UUID, ports and volumes), targeted at a host whose free room (the
-   ComputeNode records and the ownership model, as the headroom reads
-   them; leaving servers counted as gone) holds it without preempting
-   anyone and, in every pool with a headroom (:func:`opie_sched.scheduler.
-   headroom.pool_headrooms`), without taking the pool below it; with no
-   such host it waits. The record goes ``restoring`` first (by
-   compare-and-set: one actor per server).
+   UUID, ports and volumes), targeted at a host whose free room holds it
+   without preempting anyone and, in every pool with a headroom
+   (:func:`opie_sched.scheduler.headroom.pool_headrooms`), without taking
+   the pool below it; with no such host it waits. The room is first read
+   from the ComputeNode records and the ownership model, as the headroom
+   reads them (leaving servers counted as gone); the host chosen is then
+   read again from Placement (:meth:`Restorer.placement_free`), since a
+   ComputeNode record lags the claims (a server scheduled to the host and
+   not yet built there, e.g. the preemptor of a victim just offloaded):
+   its full state as the scheduler judges it (every allocation, normal
+   and preemptible, the ownership model for who is leaving) and its
+   preemptible inventories' own room, each must hold the server. A host
+   Placement shows without that room is taken as Placement shows it for
+   the rest of the round (one read per host and round; a host Placement
+   cannot answer for is left out for the round). The record goes
+   ``restoring`` first (by compare-and-set: one actor per server).
 
 The unshelve is an ordinary preemptible request: Nova's scheduler places
 it (Placement claims) and never preempts for it, so a restore never makes
@@ -149,6 +158,8 @@ class Restorer:
 
     def __init__(self, reconciler):
         self._reconciler = reconciler
+        # {service host: NodeRead} of the last views() (placement_free)
+        self._reads = {}
 
     # -- reads ---------------------------------------------------------------
 
@@ -169,11 +180,70 @@ class Restorer:
         (the ComputeNode records; servers leaving counted as gone), read
         as the reconciler's other steps read them
         (:meth:`~opie_sched.scheduler.reconciler.Reconciler.read_nodes`),
-        named by service host (the unshelve's destination).
+        named by service host (the unshelve's destination). The nodes
+        read are kept for :meth:`placement_free`.
         """
         now = timeutils.utcnow(with_timezone=True)
+        reads = self._reconciler.read_nodes(ctx)
+        self._reads = {r.host: r for r in reads}
         return {r.host: dataclasses.replace(r.view((), now), name=r.host)
-                for r in self._reconciler.read_nodes(ctx)}
+                for r in reads}
+
+    def placement_free(self, ctx, host):
+        """Free room of ``host`` as Placement admits a preemptible claim
+        and the scheduler's full-state check then judges it: per
+        dimension the smaller of
+
+        * the full state's projected free room from Placement's
+          allocations on the node's provider (normal and preemptible
+          classes, claims in flight included) with the ownership model's
+          leaving servers counted as gone
+          (:func:`opie_sched.scheduler.reservations.fresh_host_view`),
+          against the standard inventories' capacity;
+        * the preemptible inventories' free room now
+          (:func:`opie_sched.scheduler.reservations.
+          provider_preemptible_free`).
+
+        :param host: a service host of the last :meth:`views`.
+        :returns: :class:`~opie_sched.preemption.model.Resources` (vCPU,
+            MB, GB; negative where over).
+        :raises opie_sched.scheduler.reservations.PlacementError: Placement
+            did not answer.
+        """
+        read = self._reads[host]
+        client = self._reconciler.placement()
+        rp_uuid = read.node.uuid
+        capacity = reservations.provider_capacity(client, ctx, rp_uuid)
+        view, _rows = reservations.fresh_host_view(
+            ctx, client, rp_uuid, read.cell_uuid, capacity, host)
+        full = view.projected_free()
+        pre = reservations.provider_preemptible_free(client, ctx, rp_uuid)
+        return model.Resources(*(min(a, b) for a, b in zip(full, pre)))
+
+    def _place(self, ctx, room, need, confirmed):
+        """The host :meth:`Room.place` chooses for ``need`` once the
+        chosen host's room is confirmed by Placement
+        (:meth:`placement_free`; each host read at most once per round,
+        ``confirmed`` holding those read), or None.
+        """
+        while True:
+            host = room.place(need)
+            if host is None or host in confirmed:
+                return host
+            confirmed.add(host)
+            try:
+                free = self.placement_free(ctx, host)
+            except Exception as exc:
+                LOG.warning('Restore: Placement could not be read for %s '
+                            '(%s); no restore there this round', host, exc)
+                free = model.Resources(-1, -1, -1)
+            if not need.fits_in(free):
+                LOG.info('Restore: %s has room by its ComputeNode record '
+                         'but not in Placement (free %s: a claim the '
+                         'record does not show yet); taken as Placement '
+                         'shows it this round', host, tuple(free))
+            room.free[host] = model.Resources(
+                *(min(a, b) for a, b in zip(room.free[host], free)))
 
     @staticmethod
     def pools(ctx, views):
@@ -212,6 +282,7 @@ class Restorer:
         pending.sort(key=lambda item: victim_state.restore_order(
             bids.instance_bid(item[1]), item[2], item[1].uuid))
         room = Room(*self._room(ctx))
+        confirmed = set()
         started = []
         for cell_uuid, inst, vs in pending:
             if len(started) >= limit:
@@ -221,7 +292,7 @@ class Restorer:
                 break
             need = ownership.flavor_resources(
                 inst.flavor, ownership.instance_boots_from_volume(inst))
-            host = room.place(need)
+            host = self._place(ctx, room, need, confirmed)
             if host is None:
                 LOG.info('Restore: no free room for %s (%s, waiting since '
                          '%s) without preempting or taking a headroom; it '

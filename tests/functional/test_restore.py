@@ -24,6 +24,7 @@ from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import reconciler
 from tests.functional import test_destructive_steps
+from tests.functional import test_preemption_holds
 
 _Steps = test_destructive_steps._Steps
 
@@ -254,4 +255,77 @@ class RestoreHeadroomTest(_RestoreBase):
         self.assertEqual('SHELVED_OFFLOADED', self.status(victim))
         self.assertEqual(vs.RESTORE_PENDING,
                          self.sysmeta(victim['id']).state)
+        self.assertEqual('ACTIVE', self.status(filler))
+
+
+class RestoreTwoHostsTest(_RestoreBase):
+    """Both hosts full: the victim waits however many rounds run, and
+    comes back where the room returns (the devcloud scenario's shape,
+    opie_sched_tempest_plugin/tests/scenario/test_restore.py).
+    """
+
+    HOSTS = ('host1', 'host2')
+
+    def test_no_room_on_any_host_no_unshelve(self):
+        victim, filler = self.boot_victim()
+        others = []
+        for i, runtime in enumerate((2000, 3000)):
+            other = self.boot('restoring.preemptible', host='host2',
+                              name='other%d' % i)
+            self.set_runtime(other['id'], runtime)
+            others.append(other)
+        normal = self.preempt(victim)
+        self.assertEqual('host1', self.server_host(normal))
+        self.wait_node_vcpus('host1', 8)
+        for _ in range(3):
+            self.rec.run_once()
+            self.assertEqual([], self.rec.restored)
+            time.sleep(0.5)
+        self.assertEqual('SHELVED_OFFLOADED', self.status(victim))
+        self.assertNotIn('unshelve', self.action_names(victim['id']))
+        self.delete(normal)
+        self.assertTrue(self.round_until(lambda: self.rec.restored))
+        back = self.wait_status(victim, 'ACTIVE', 120)
+        self.assertEqual('host1', back['OS-EXT-SRV-ATTR:host'])
+        for server in others + [filler]:
+            self.assertEqual('ACTIVE', self.status(server))
+        self.assertEqual((8, 16000, 160), self.full_used('host1'))
+        self.assertEqual((8, 16000, 160), self.full_used('host2'))
+
+
+class RestoreClaimInFlightTest(_RestoreBase,
+                               test_preemption_holds._ClaimHelpers):
+    """The room a restore takes is the room Placement gives: a normal
+    claim already in Placement that the host's ComputeNode record does not
+    show yet (a server scheduled there and not yet built, the window
+    between a victim's offload and its preemptor's build) holds its room.
+    No unshelve is tried into it (it would only be refused: a futile
+    ``unshelve`` action on the owner's server, and a round's restore slot
+    spent).
+    """
+
+    def test_claim_in_flight_holds_the_room(self):
+        victim, filler = self.boot_victim()
+        normal = self.preempt(victim)
+        self.delete(normal)
+        # the ComputeNode record shows the room back ...
+        self.wait_node_vcpus('host1', 4)
+        # ... and a normal claim of the same size is in Placement already
+        rp = self._get_provider_uuid_by_host('host1')
+        in_flight = '6c0f4a1e-8b2d-4c3a-9e7f-1d2b3c4d5e6f'
+        self.claim(rp, in_flight, 4, 8000, 80)
+        for _ in range(2):
+            self.rec.run_once()
+            self.assertEqual([], self.rec.restored)
+        self.assertEqual('SHELVED_OFFLOADED', self.status(victim))
+        self.assertNotIn('unshelve', self.action_names(victim['id']))
+        self.assertEqual(vs.RESTORE_PENDING,
+                         self.sysmeta(victim['id']).state)
+        # the claim goes (its server failed): the room is the restore's
+        self.placement.delete('/allocations/%s' % in_flight)
+        self.assertTrue(self.round_until(lambda: self.rec.restored))
+        back = self.wait_status(victim, 'ACTIVE', 120)
+        self.assertEqual('host1', back['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(['unshelve'], [a for a in self.action_names(
+            victim['id']) if a == 'unshelve'])
         self.assertEqual('ACTIVE', self.status(filler))

@@ -545,3 +545,37 @@ class TerminateTest(testtools.TestCase):
         self.actions.finish(self.ctx, None, [uuids.a])
         self.assertEqual(['swap'], [c[0] for c in self.calls])
         self.assertIsNone(self.calls[0][3])
+
+
+class ProviderPreemptibleFreeTest(testtools.TestCase):
+    """What Placement admits of a preemptible claim: its own inventories'
+    capacity less their usage, per class.
+    """
+
+    def test_capacity_less_usage_per_preemptible_class(self):
+        pre = flavors.CLASS_MAP
+        bodies = {
+            'inventories': {'inventories': {
+                'VCPU': {'total': 8, 'reserved': 0, 'allocation_ratio': 2.0},
+                pre['VCPU']: {'total': 8, 'reserved': 0,
+                              'allocation_ratio': 1.0},
+                pre['MEMORY_MB']: {'total': 16512, 'reserved': 512,
+                                   'allocation_ratio': 1.0}}},
+            'usages': {'usages': {'VCPU': 4, pre['VCPU']: 6,
+                                  pre['MEMORY_MB']: 12000}}}
+
+        def get(url, version=None, global_request_id=None):
+            resp = mock.Mock(status_code=200)
+            resp.json.return_value = bodies[url.rsplit('/', 1)[1]]
+            return resp
+        client = mock.Mock(get=get)
+        free = reservations.provider_preemptible_free(client, None, 'rp')
+        # no preemptible disk inventory: nothing of it is free
+        self.assertEqual((2, 4000, 0), tuple(free))
+
+    def test_placement_error(self):
+        client = mock.Mock(get=mock.Mock(return_value=mock.Mock(
+            status_code=503)))
+        self.assertRaises(reservations.PlacementError,
+                          reservations.provider_preemptible_free, client,
+                          None, 'rp')
