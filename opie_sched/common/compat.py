@@ -193,6 +193,23 @@ def service_base():
     return cls
 
 
+def reset_context_globals(context):
+    """Empty ``nova.context``'s cell caches (what a previous in-process
+    cloud filled): ``context.reset_globals()`` where nova has it (nova 34;
+    it also resets nova's service auth), else its two caches by hand
+    (nova 31-33 keep them as module attributes, as their own test base
+    resets them).
+
+    :param context: the ``nova.context`` module.
+    """
+    reset = getattr(context, 'reset_globals', None)
+    if reset is not None:
+        reset()
+        return
+    context.CELL_CACHE = {}
+    context.CELLS = []
+
+
 #: Placement microversion of ``GET /resource_providers/{uuid}/usages``
 #: (the route exists from 1.0; 1.9 is what the rest of opie_sched reads).
 USAGES_MICROVERSION = '1.9'

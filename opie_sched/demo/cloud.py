@@ -56,6 +56,7 @@ import threading
 
 import fixtures
 
+from opie_sched.common import compat
 from opie_sched.common import flavors
 from opie_sched.common import provider_config
 
@@ -472,7 +473,7 @@ class EmbeddedCloud(fixtures.Fixture):
 
         objects.Service.clear_min_version_cache()
         compute_api.CELLS = []
-        context.reset_globals()
+        compat.reset_context_globals(context)
         compute_rpcapi.reset_globals()
         quota.UID_QFD_POPULATED_CACHE_BY_PROJECT = set()
         quota.UID_QFD_POPULATED_CACHE_ALL = False

@@ -87,6 +87,9 @@ class OpieNovaTestCase(integrated_helpers._IntegratedTestBase):
         for group, opts in self.EXTRA_FLAGS.items():
             self.flags(group=group, **opts)
         super().setUp()
+        if not hasattr(self, 'placement_fixture'):
+            # nova before 34 keeps only the fixture's API client
+            self.placement_fixture = self.placement.fixture
         # this test's lock directory: its coordinators end with it
         self.addCleanup(locks.reset)
         self.flavor_ids = {}

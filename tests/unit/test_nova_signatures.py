@@ -310,3 +310,30 @@ def _add_script_tests():
 
 
 _add_script_tests()
+
+
+class ContextGlobalsTest(testtools.TestCase):
+    """compat.reset_context_globals on both shapes of nova.context."""
+
+    def test_nova_with_reset_globals(self):
+        import types
+
+        from opie_sched.common import compat
+        calls = []
+        ctx = types.SimpleNamespace(reset_globals=lambda: calls.append(1),
+                                    CELL_CACHE={'a': 1}, CELLS=['c'])
+        compat.reset_context_globals(ctx)
+        self.assertEqual([1], calls)
+
+    def test_older_nova_caches_emptied_by_hand(self):
+        import types
+
+        from opie_sched.common import compat
+        ctx = types.SimpleNamespace(CELL_CACHE={'a': 1}, CELLS=['c'])
+        compat.reset_context_globals(ctx)
+        self.assertEqual(({}, []), (ctx.CELL_CACHE, ctx.CELLS))
+
+    def test_installed_nova_has_one_of_them(self):
+        from nova import context
+        self.assertTrue(hasattr(context, 'reset_globals')
+                        or hasattr(context, 'CELL_CACHE'))
