@@ -75,13 +75,15 @@ opie + headroom (``--headroom``)
     deadline; once Placement shows room for one normal server, the normal
     server is created and timed. While waiting, the servers' metadata is
     listed every second: a victim's notice is its deadline
-    (``opie:preempt_deadline``) less the time its notice was first seen,
-    which under-states the notice by up to the polling period (never
-    over-states it). Prints the create to ACTIVE against (a) (target
-    <= 1.1) and the share of victims given at least ``--notice`` seconds
-    less 1 s (the deadline is written in whole seconds; target >= 95 %).
-    Each repetition waits a reconciler round and the notice out (about
-    3 minutes with the defaults).
+    (``opie:preempt_deadline``) less the start of its ``preempt_notice``
+    instance action (recorded by opie just before it writes the notice;
+    both whole seconds), or, where that action cannot be read, less the
+    time the notice was first seen (which under-states the notice by up
+    to the polling period and the listing's own time). Prints the create
+    to ACTIVE against (a) (target <= 1.1) and the share of victims given
+    at least ``--notice`` seconds less 1 s (the deadline is written in
+    whole seconds; target >= 95 %). Each repetition waits a reconciler
+    round and the notice out (about 3 minutes with the defaults).
 
 No design polls a full server listing in its timed create (the headroom
 design's wait lists the servers once a second, before it): the failure
@@ -490,6 +492,8 @@ HEADROOM_KEY = 'opie_headroom'
 NOTICE_KEY = 'opie:preempt_notice'
 DEADLINE_KEY = 'opie:preempt_deadline'
 AT_RISK_KEY = 'opie:rebalance_recommendation'
+#: The instance action opie records on a victim as it gives the notice.
+NOTICE_ACTION = 'preempt_notice'
 #: Seconds between two listings of the servers' metadata while the
 #: headroom design waits for its room.
 HEADROOM_POLL = 1.0
@@ -513,31 +517,68 @@ class NoticeLog:
     listing.
 
     :meth:`see` takes one listing: ``[(server id, metadata dict)]`` at
-    wall-clock ``at`` (seconds since the epoch). :meth:`notices` gives
-    each noticed server's notice in seconds: its deadline less the
-    first listing that showed the notice (at most one polling period
-    after the notice was written, so a notice is never over-stated).
+    wall-clock ``at`` (seconds since the epoch) and returns the servers
+    noticed for the first time; :meth:`given_at` records when the notice
+    was given (its instance action's start). :meth:`notices` gives each
+    noticed server's notice in seconds: its deadline less when it was
+    given, else less the first listing that showed it (later than the
+    notice, so never over-stated).
     """
 
     def __init__(self):
         self.first_notice = {}
         self.first_at_risk = {}
         self.deadline = {}
+        self.given = {}
+
+    def given_at(self, server_id, at):
+        """The notice of ``server_id`` was given at ``at`` (seconds since
+        the epoch; None: unknown).
+        """
+        if at is not None:
+            self.given[server_id] = at
 
     def see(self, listing, at):
+        new = []
         for server_id, meta in listing:
             meta = meta or {}
             if AT_RISK_KEY in meta:
                 self.first_at_risk.setdefault(server_id, at)
             deadline = _epoch(meta.get(DEADLINE_KEY))
             if NOTICE_KEY in meta and deadline is not None:
+                if server_id not in self.first_notice:
+                    new.append(server_id)
                 self.first_notice.setdefault(server_id, at)
                 self.deadline[server_id] = deadline
+        return new
 
     def notices(self):
         """``{server id: seconds of notice}``."""
-        return {i: self.deadline[i] - t
+        return {i: self.deadline[i] - self.given.get(i, t)
                 for i, t in self.first_notice.items()}
+
+
+def notice_given_at(conn, server_id):
+    """Start of the server's latest ``preempt_notice`` instance action
+    (seconds since the epoch), or None when it has none or it cannot be
+    read.
+    """
+    import datetime
+    try:
+        starts = [a.start_time for a in conn.compute.server_actions(server_id)
+                  if a.action == NOTICE_ACTION and a.start_time]
+    except Exception:
+        return None
+    times = []
+    for text in starts:
+        try:
+            t = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
+        except (AttributeError, ValueError):
+            continue
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=datetime.timezone.utc)
+        times.append(t.timestamp())
+    return max(times) if times else None
 
 
 def notice_share(notices, target):
@@ -613,9 +654,11 @@ def run_headroom(cloud, rep, wait):
     log = NoticeLog()
     full_at = _now()
     while cloud.room(cloud.flavor, cloud.hosts()) < 1:
-        log.see([(s.id, s.metadata) for s in cloud.conn.compute.servers(
+        new = log.see([(s.id, s.metadata) for s in cloud.conn.compute.servers(
             details=True, all_projects=True)
             if (s.name or '').startswith(PREFIX)], time.time())
+        for server_id in new:
+            log.given_at(server_id, notice_given_at(cloud.conn, server_id))
         if _now() - full_at > wait:
             raise RuntimeError('headroom: no room for one %s %d s after '
                                'the fill' % (cloud.flavor.name, wait))
