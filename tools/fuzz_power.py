@@ -203,6 +203,30 @@ MUTATIONS = [
         '    return flavors.disk_gb(root_gb,\n',
         'issue 30 #9: a boot-from-volume server counts its flavor\'s root '
         'disk'),
+    # the spot market's enforcement (the market_round rule)
+    mutation(
+        'market-no-preemptible-recheck',
+        'opie_sched/services/market/enforcement.py',
+        'not info.preemptible', 'False',
+        'the market\'s enforcement never re-reads whether a noticed server '
+        'is still preemptible (a resize to a normal flavor keeps its '
+        'notice)', needs=('market_round',), every=True),
+    mutation(
+        'market-ignores-moves', 'opie_sched/services/market/enforcement.py',
+        '        if info.busy:\n'
+        "            LOG.info('server %s is busy (%s, task %s): its "
+        "preemption '\n",
+        '        if False:\n'
+        "            LOG.info('server %s is busy (%s, task %s): its "
+        "preemption '\n",
+        'the market\'s enforcement acts on a server its owner is moving '
+        '(resize, migration in progress)', needs=('market_round',)),
+    mutation(
+        'market-marker-not-classes', 'opie_sched/services/market/cloud.py',
+        '    preemptible = ownership.requests_preemptible(specs)\n',
+        '    preemptible = ownership.marked(specs)\n',
+        'the market decides "preemptible" by the flavor marker instead of '
+        'the resource classes', needs=('market_round',)),
 ]
 
 

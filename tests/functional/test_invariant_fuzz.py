@@ -46,6 +46,7 @@ from nova.tests import fixtures as nova_fixtures
 from nova.virt import fake as fake_virt
 
 from opie_sched.common import flavors
+from opie_sched.demo import clients
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import reconciler
 from tests.functional import base
@@ -116,8 +117,14 @@ class FuzzCloud(base.OpieNovaTestCase):
                 extra_spec=dict(flavors.preemptible_extra_specs(*medium),
                                 **extra))
             self.PAPER_SIZES[name] = medium
+        # the spot market (the market_round rule): openstacksdk as admin
+        # against the in-process API, a sqlite store per example
+        self.useFixture(clients.RealClients(self))
+        self.market_conn = clients.connection(self, 'admin:admin')
+        self.market_dir = self.useFixture(fixtures.TempDir()).path
         self.recorder = fuzz_recorder.Recorder()
         self.recorder.install(self.useFixture)
+        self.recorder.install_market(self.useFixture)
         self.cloud = fuzz_machine.Cloud(self, self.recorder)
         self._hang_destroys(self.cloud)
         self._lose_compute_deletes(self.cloud)
