@@ -88,14 +88,13 @@ from nova.tests.functional.api import client as api_client
 from opie_sched.common import flavors
 from opie_sched.market import budget
 from opie_sched.preemption import victim_state as vs
-from opie_sched.services.market.db import api as market_db
-from opie_sched.services.market.db import models as market_models
-from opie_sched.services.market import engine as market_engine
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import manager as opie_manager
 from opie_sched.scheduler import reconciler
+from opie_sched.services.market.db import api as market_db
+from opie_sched.services.market.db import models as market_models
+from opie_sched.services.market import engine as market_engine
 from tests.functional.fuzz import oracle
-from tests.functional.fuzz import recorder as fuzz_recorder
 from tests.functional.fuzz import worker_kill
 
 NORMAL = ('small', 'medium', 'large')
