@@ -1340,8 +1340,9 @@ def make_machine(cloud, excluded=()):
             credit=st.sampled_from(['0', '0.05', '1', '100']),
             action=st.sampled_from(['delete', 'stop', 'shelve']),
             enforce=st.booleans(),
-            move=st.one_of(st.none(), st.tuples(servers_idx,
-                                                st.sampled_from(FLAVORS))))
+            move=st.one_of(st.none(), st.tuples(
+                servers_idx, st.one_of(st.sampled_from(NORMAL),
+                                       st.sampled_from(FLAVORS)))))
         @counted
         def market_round(self, bids, reserve, credit, action, enforce,
                          move):
@@ -1353,8 +1354,9 @@ def make_machine(cloud, excluded=()):
             notices). ``move``: between the two ticks the owner of a
             noticed server starts resizing it to a flavor (no wait): the
             enforcement meets a server being moved (or waiting in
-            VERIFY_RESIZE, which it confirms); a third tick meets it
-            moved.
+            VERIFY_RESIZE, which it confirms); a third tick, and a fourth
+            once the owner's step ended, meet it moved (half the moves are
+            to a normal flavor).
             """
             cloud = self.cloud
             for srv, value in zip(cloud.live(), bids):
@@ -1393,6 +1395,10 @@ def make_machine(cloud, excluded=()):
                         and not is_preemptible(old)):
                     # the market confirmed the resize it met
                     moved.start_preemptible_clock()
+                # and once the owner's step is over (a resize the market
+                # confirmed at the third tick is done now)
+                problems += cloud.market_tick(engine, now + MARKET_NOTICE
+                                              + 3)
             cloud.verify(problems)
 
         # -- invariants -------------------------------------------------
