@@ -25,7 +25,7 @@ and the baseline's did not fail at that example or before.
 Usage (from the repository root, in the py3 environment)::
 
     python tools/fuzz_power.py [--examples N] [--steps N] [--only NAME,...]
-        [--timeout SECONDS] [--list]
+        [--exclude RULE,...] [--timeout SECONDS] [--list]
 """
 
 import argparse
@@ -319,7 +319,13 @@ def main(argv=None):
     parser.add_argument('--keep-logs', default='')
     parser.add_argument('--no-baseline', action='store_true',
                         help='no baseline run (another run made it)')
+    parser.add_argument('--exclude', default='',
+                        help='rules every run (the baseline too) leaves '
+                             'out, comma-separated: a run focused on the '
+                             'rules a guarantee needs')
     args = parser.parse_args(argv)
+    default_excluded = DEFAULT_EXCLUDED + tuple(
+        r for r in args.exclude.split(',') if r)
     muts = MUTATIONS
     if args.only:
         names = args.only.split(',')
@@ -334,7 +340,7 @@ def main(argv=None):
     jobs = []
     excluded_sets = []
     for mut in muts:
-        excluded = tuple(r for r in DEFAULT_EXCLUDED
+        excluded = tuple(r for r in default_excluded
                          if r not in mut['needs'])
         if excluded not in excluded_sets:
             excluded_sets.append(excluded)
@@ -375,7 +381,7 @@ def main(argv=None):
         shutil.rmtree(work, ignore_errors=True)
     rows = []
     for mut in muts:
-        excluded = tuple(r for r in DEFAULT_EXCLUDED
+        excluded = tuple(r for r in default_excluded
                          if r not in mut['needs'])
         failed, stats, problem, secs = results[(mut['name'], excluded)][:4]
         base = results.get((None, excluded), (False, {}, '', 0, ''))
