@@ -25,7 +25,7 @@ and the baseline's did not fail at that example or before.
 Usage (from the repository root, in the py3 environment)::
 
     python tools/fuzz_power.py [--examples N] [--steps N] [--only NAME,...]
-        [--timeout SECONDS] [--list]
+        [--exclude RULE,...] [--timeout SECONDS] [--list]
 """
 
 import argparse
@@ -205,6 +205,30 @@ MUTATIONS = [
         '    return flavors.disk_gb(root_gb,\n',
         'issue 30 #9: a boot-from-volume server counts its flavor\'s root '
         'disk'),
+    # the spot market's enforcement (the market_round rule)
+    mutation(
+        'market-no-preemptible-recheck',
+        'opie_sched/services/market/enforcement.py',
+        'not info.preemptible', 'False',
+        'the market\'s enforcement never re-reads whether a noticed server '
+        'is still preemptible (a resize to a normal flavor keeps its '
+        'notice)', needs=('market_round',), every=True),
+    mutation(
+        'market-ignores-moves', 'opie_sched/services/market/enforcement.py',
+        '        if info.busy:\n'
+        "            LOG.info('server %s is busy (%s, task %s): its "
+        "preemption '\n",
+        '        if False:\n'
+        "            LOG.info('server %s is busy (%s, task %s): its "
+        "preemption '\n",
+        'the market\'s enforcement acts on a server its owner is moving '
+        '(resize, migration in progress)', needs=('market_round',)),
+    mutation(
+        'market-marker-not-classes', 'opie_sched/services/market/cloud.py',
+        '    preemptible = ownership.requests_preemptible(specs)\n',
+        '    preemptible = ownership.marked(specs)\n',
+        'the market decides "preemptible" by the flavor marker instead of '
+        'the resource classes', needs=('market_round',)),
 ]
 
 
@@ -297,7 +321,13 @@ def main(argv=None):
     parser.add_argument('--keep-logs', default='')
     parser.add_argument('--no-baseline', action='store_true',
                         help='no baseline run (another run made it)')
+    parser.add_argument('--exclude', default='',
+                        help='rules every run (the baseline too) leaves '
+                             'out, comma-separated: a run focused on the '
+                             'rules a guarantee needs')
     args = parser.parse_args(argv)
+    default_excluded = DEFAULT_EXCLUDED + tuple(
+        r for r in args.exclude.split(',') if r)
     muts = MUTATIONS
     if args.only:
         names = args.only.split(',')
@@ -312,7 +342,7 @@ def main(argv=None):
     jobs = []
     excluded_sets = []
     for mut in muts:
-        excluded = tuple(r for r in DEFAULT_EXCLUDED
+        excluded = tuple(r for r in default_excluded
                          if r not in mut['needs'])
         if excluded not in excluded_sets:
             excluded_sets.append(excluded)
@@ -353,7 +383,7 @@ def main(argv=None):
         shutil.rmtree(work, ignore_errors=True)
     rows = []
     for mut in muts:
-        excluded = tuple(r for r in DEFAULT_EXCLUDED
+        excluded = tuple(r for r in default_excluded
                          if r not in mut['needs'])
         failed, stats, problem, secs = results[(mut['name'], excluded)][:4]
         base = results.get((None, excluded), (False, {}, '', 0, ''))

@@ -427,7 +427,7 @@ def is_marked(cctxt, instance):
                    cctxt, instance.uuid))
 
 
-def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
+def terminate(ctx, cell_uuid, uuids, preempted_by, action=None,
               retry=False, notice=True):
     """Terminate victims, recording each attempt in their service-owned
     state so that a failed or interrupted termination is retried by the
@@ -447,8 +447,6 @@ def terminate(ctx, cell_uuid, uuids, preempted_by, reasons, action=None,
     :param uuids: victim instance uuids.
     :param preempted_by: the preemptor's instance uuid, or a cause word
         (``reconciler``, ``max-lifetime``).
-    :param reasons: unused (the details come from each record); kept for
-        callers.
     :param action: the default interruption behaviour, ``delete``,
         ``stop`` or ``shelve`` (default ``[opie_preemption] action``); a
         flavor's ``opie:interruption_behavior`` wins. Fixed in the record

@@ -385,7 +385,7 @@ class Keeper:
             return []
         actx = ctx.elevated()
         actx.request_id = rid
-        done = actions.terminate(actx, cell_uuid, mine, CAUSE, {},
+        done = actions.terminate(actx, cell_uuid, mine, CAUSE,
                                  notice=False)
         if done:
             actions.release(actx, cell_uuid, done, wait=False)

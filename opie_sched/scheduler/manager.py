@@ -93,7 +93,7 @@ CONF = nova.conf.CONF
 opie_conf.register_opts(CONF)
 
 _Pending = collections.namedtuple(
-    'Pending', 'plan cell_uuid preemptor_uuid reasons')
+    'Pending', 'plan cell_uuid preemptor_uuid')
 
 
 def victim_reasons(plan, preemptor_uuid, request_id):
@@ -490,7 +490,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             view.renewed_at = time.monotonic()
         view.planned_victims.update(reserved)
         view.pending.append(_Pending(plan, host_state.cell_uuid,
-                                     instance_uuid, reasons))
+                                     instance_uuid))
         LOG.info('Preemption decision for instance %s: %s', instance_uuid,
                  planner.describe_plan(plan))
 
@@ -690,8 +690,8 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
                  'alternate whose claim left it over capacity: %s',
                  instance_uuid, planner.describe_plan(plan))
         try:
-            self._terminate(ctx, [_Pending(plan, cell_uuid, instance_uuid,
-                                           reasons)])
+            self._terminate(ctx, [_Pending(plan, cell_uuid,
+                                           instance_uuid)])
         except Exception:
             LOG.exception('Preemption failed; the reconciler will finish '
                           'terminating the reserved victims')
@@ -714,8 +714,7 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         for item in pending:
             victims = [inst.uuid for inst, _ in item.plan.victims]
             done = actions.terminate(ctx, item.cell_uuid, victims,
-                                     item.preemptor_uuid, item.reasons,
-                                     notice=False)
+                                     item.preemptor_uuid, notice=False)
             actions.notify(ctx, item.plan, item.preemptor_uuid,
                            ctx.request_id, CONF.opie_preemption.action,
                            terminated=done)

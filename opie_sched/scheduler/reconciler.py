@@ -368,7 +368,7 @@ class Reconciler:
                  'termination did not complete: %s', len(due),
                  sorted(i.uuid for i in due))
         actions.terminate(ctx, cell_uuid, [i.uuid for i in due],
-                          PREEMPTED_BY, {}, action='delete', retry=True)
+                          PREEMPTED_BY, action='delete', retry=True)
 
     # -- 3: overcommitted hosts ---------------------------------------------
 
@@ -424,13 +424,13 @@ class Reconciler:
                 reservations.cell_context(ctx, cell_uuid),
                 [rows[inst.uuid] for inst, _ in plan.victims],
                 PREEMPTED_BY, ctx.request_id, reasons, now)
-        self._finish(ctx, cell_uuid, plan, PREEMPTED_BY, reasons)
+        self._finish(ctx, cell_uuid, plan, PREEMPTED_BY)
         return plan
 
     @staticmethod
-    def _finish(ctx, cell_uuid, plan, cause, reasons):
+    def _finish(ctx, cell_uuid, plan, cause):
         uuids = [inst.uuid for inst, _ in plan.victims]
-        done = actions.terminate(ctx, cell_uuid, uuids, cause, reasons)
+        done = actions.terminate(ctx, cell_uuid, uuids, cause)
         actions.notify(ctx, plan, cause, ctx.request_id,
                        CONF.opie_preemption.action, terminated=done)
         if done:
@@ -498,5 +498,5 @@ class Reconciler:
                     reservations.cell_context(ctx, cell_uuid),
                     [by_uuid[u] for u in reasons], LIFETIME,
                     ctx.request_id, reasons, now)
-                self._finish(ctx, cell_uuid, plan, LIFETIME, reasons)
+                self._finish(ctx, cell_uuid, plan, LIFETIME)
         return acted

@@ -263,8 +263,7 @@ class RenewalAtEveryClaimTest(_Base):
             for rc, c in zip(flavors.STANDARD_CLASSES, CAPACITY)}}})
         view.set_policy(lambda: request_view.Decision(
             operations.BOOT, True, False, False))
-        view.pending.append(opie_manager._Pending(plan, cell, 'instance-1',
-                                                  {}))
+        view.pending.append(opie_manager._Pending(plan, cell, 'instance-1'))
         view.renewed_at = time.monotonic() - 200
         flavor = objects.Flavor.get_by_flavor_id(
             ctx, self.flavor_ids['large'])

@@ -92,3 +92,47 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
             ('kill_worker', {'owner': 'a', 'flavor': 'large',
                              'stage': 'sent'}),
         ])
+
+    def test_market_preempts_the_preemptible_out_of_bid_only(self):
+        """The ``market_round`` rule, directed: a reserve price above
+        every bid (an invalid one counts as 0; none written: the default
+        bid 0) puts the preemptible server out of bid; at the deadline
+        the market deletes it (soft: it leaves the listing) and no normal
+        server; the recorder sees the market's delete.
+        """
+        self.replay([
+            ('fill', {'servers': [('a', 'medium', 0),
+                                  ('b', 'small.preemptible', 0),
+                                  ('a', 'small', 0)]}),
+            ('market_round', {'bids': [None, 'abc'], 'reserve': '1',
+                              'credit': '100', 'action': 'delete',
+                              'enforce': True, 'move': None}),
+        ])
+        self.assertEqual(1, self.cloud.stats['market preempted'])
+        self.assertGreaterEqual(self.cloud.stats['market calls'], 1)
+        self.assertEqual({('medium', 'ACTIVE'), ('small', 'ACTIVE')},
+                         {(s.flavor, s.status) for s in self.cloud.live()})
+
+    def test_market_spares_a_server_moved_to_a_normal_flavor(self):
+        """The ``market_round`` rule, directed: a noticed preemptible
+        server's owner starts a resize to a normal flavor just before its
+        deadline; the enforcement meets it moving (it waits) or waiting in
+        VERIFY_RESIZE (it confirms the resize); at the next round the
+        server is normal: the notice is withdrawn, nothing is deleted
+        (mutations ``market-ignores-moves``, ``market-no-preemptible-
+        recheck``).
+        """
+        self.replay([
+            ('fill', {'servers': [('a', 'small.preemptible', 0)]}),
+            ('market_round', {'bids': [], 'reserve': '1', 'credit': '100',
+                              'action': 'delete', 'enforce': True,
+                              'move': (0, 'small')}),
+            ('market_round', {'bids': [], 'reserve': '1', 'credit': '100',
+                              'action': 'delete', 'enforce': False,
+                              'move': None}),
+        ])
+        self.assertEqual(1, self.cloud.stats['market rounds meeting a '
+                                             'move'])
+        self.assertEqual(0, self.cloud.stats['market calls'])
+        [srv] = self.cloud.live()
+        self.assertEqual(('small', 'ACTIVE'), (srv.flavor, srv.status))

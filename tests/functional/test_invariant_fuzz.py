@@ -39,6 +39,7 @@ from hypothesis import HealthCheck
 from hypothesis import Phase
 from hypothesis import settings
 from hypothesis import stateful
+from openstack import service_description
 from testtools import content
 
 from nova.compute import manager as compute_manager
@@ -46,6 +47,7 @@ from nova.tests import fixtures as nova_fixtures
 from nova.virt import fake as fake_virt
 
 from opie_sched.common import flavors
+from opie_sched.demo import clients
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import reconciler
 from tests.functional import base
@@ -116,14 +118,38 @@ class FuzzCloud(base.OpieNovaTestCase):
                 extra_spec=dict(flavors.preemptible_extra_specs(*medium),
                                 **extra))
             self.PAPER_SIZES[name] = medium
+        # the spot market (the market_round rule): openstacksdk as admin
+        # against the in-process API, a sqlite store per example
+        self.market_conn = self._market_connection()
+        self.market_dir = self.useFixture(fixtures.TempDir()).path
         self.recorder = fuzz_recorder.Recorder()
         self.recorder.install(self.useFixture)
+        self.recorder.install_market(self.useFixture)
         self.cloud = fuzz_machine.Cloud(self, self.recorder)
         self._hang_destroys(self.cloud)
         self._lose_compute_deletes(self.cloud)
         self._fail_builds(self.cloud)
         worker_kill.install(self.useFixture, self.cloud)
         self.addCleanup(self.cloud.heal)
+
+    def _market_connection(self):
+        """The market's openstacksdk connection (``admin:admin`` token),
+        as :mod:`opie_sched.demo.clients` builds it, without its
+        ``RealClients`` fixture: that fixture gives openstacksdk its real
+        Placement proxy for good, and a compute service started later
+        (the ``evacuate`` rule restarts one) then fails to build nova's
+        report client. Here the real proxies are made once, for this
+        connection only (openstacksdk caches them per connection).
+        """
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.api.auth.NovaKeystoneContext._create_context',
+            clients._token_context))
+        with fixtures.MockPatchObject(
+                service_description.ServiceDescription, '_make_proxy',
+                clients._REAL_MAKE_PROXY):
+            conn = clients.connection(self, 'admin:admin')
+            conn.compute, conn.placement
+        return conn
 
     def _fail_builds(self, cloud):
         """While ``cloud.fail_builds`` is positive, a compute's spawn

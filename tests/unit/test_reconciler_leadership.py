@@ -357,7 +357,7 @@ class RenewReservationsTest(testtools.TestCase):
         victim = mock.Mock(uuid='v1')
         plan = mock.Mock(victims=[(victim, 1.0)])
         self.view = mock.Mock(
-            pending=[manager._Pending(plan, 'cell1', 'p', {})],
+            pending=[manager._Pending(plan, 'cell1', 'p')],
             renewed_at=1000.0, request_id='req-1', ctx=mock.sentinel.ctx)
 
     def test_renewed_after_a_third_of_the_lease(self):

@@ -349,7 +349,7 @@ class TerminateTest(testtools.TestCase):
         self.notices[uuids.a] = {vs.NOTICE_KEY: 'x',
                                  vs.DEADLINE_KEY: 'y', 'mine': 'z'}
         self.assertEqual([], self.actions.terminate(
-            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+            self.ctx, None, [uuids.a], uuids.p, action='delete'))
         # its record is cleared (compare-and-set), nothing else happens
         self.assertEqual([('swap', uuids.a, state, None)], self.calls)
         # and the notice is withdrawn, the owner's keys kept
@@ -364,7 +364,7 @@ class TerminateTest(testtools.TestCase):
         self.reserved(uuids.a)
         self.reserved(uuids.b, request_id='req-other')
         self.assertEqual([uuids.a], self.actions.terminate(
-            self.ctx, None, [uuids.a, uuids.b], uuids.p, 'why',
+            self.ctx, None, [uuids.a, uuids.b], uuids.p,
             action='stop'))
         self.assertEqual(['notice', 'swap', 'mark', 'stop'],
                          [c[0] for c in self.calls])
@@ -396,14 +396,14 @@ class TerminateTest(testtools.TestCase):
         self.journal_notices = True
         self.calls.clear()
         self.actions.terminate(self.ctx, None, [uuids.a], 'reconciler',
-                               'why', action='delete', retry=True)
+                               action='delete', retry=True)
         self.assertNotIn('notice', [c[0] for c in self.calls])
         self.sleep.assert_not_called()
 
     def test_record_written_before_the_delete_and_failure_is_kept(self):
         state = self.reserved(uuids.a)
         self.assertEqual([uuids.a], self.actions.terminate(
-            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+            self.ctx, None, [uuids.a], uuids.p, action='delete'))
         [swap, mark, delete] = self.calls
         # the ORDER: the record, then the owner's marks, then the delete
         self.assertEqual(('swap', uuids.a, state), swap[:3])
@@ -423,7 +423,7 @@ class TerminateTest(testtools.TestCase):
         self.api.delete.side_effect = RuntimeError('compute down')
         with self.assertLogs('opie_sched.scheduler.actions', 'WARNING'):
             done = self.actions.terminate(self.ctx, None, [uuids.b],
-                                          uuids.p, 'why', action='delete')
+                                          uuids.p, action='delete')
         self.assertEqual([], done)
         self.assertEqual(['swap', 'mark'], [c[0] for c in self.calls])
 
@@ -433,12 +433,12 @@ class TerminateTest(testtools.TestCase):
         self.reserved(uuids.a, request_id='req-other')
         self.rows[uuids.b] = instance(uuids.b, flavor(2, 4000, 40))
         self.assertEqual([], self.actions.terminate(
-            self.ctx, None, [uuids.a, uuids.b], uuids.p, 'why'))
+            self.ctx, None, [uuids.a, uuids.b], uuids.p))
         self.assertEqual([], self.calls)
         self.reserved(uuids.c)
         self.cas_wins = False
         self.assertEqual([], self.actions.terminate(
-            self.ctx, None, [uuids.c], uuids.p, 'why'))
+            self.ctx, None, [uuids.c], uuids.p))
         self.assertEqual(['swap'], [c[0] for c in self.calls])
 
     def test_gone_and_deleting_victims(self):
@@ -447,7 +447,7 @@ class TerminateTest(testtools.TestCase):
         # nothing is called now
         self.reserved(uuids.b, task_state='deleting')
         self.assertEqual([], self.actions.terminate(
-            self.ctx, None, [uuids.a, uuids.b], uuids.p, 'why'))
+            self.ctx, None, [uuids.a, uuids.b], uuids.p))
         self.assertEqual(['swap'], [c[0] for c in self.calls])
         self.assertEqual(vs.TERMINATING, self.calls[0][3].state)
 
@@ -467,7 +467,7 @@ class TerminateTest(testtools.TestCase):
                 self.assertLogs('opie_sched.scheduler.actions',
                                 'ERROR') as logs:
             self.assertEqual([uuids.a], self.actions.terminate(
-                self.ctx, None, [uuids.a], 'reconciler', {}, retry=True))
+                self.ctx, None, [uuids.a], 'reconciler', retry=True))
         self.assertEqual(['swap', 'delete'], [c[0] for c in self.calls])
         self.assertEqual(3, self.calls[0][3].attempts)
         self.assertIn('Preemption stuck', '\n'.join(logs.output))
@@ -480,7 +480,7 @@ class TerminateTest(testtools.TestCase):
                                return_value=new.next_attempt
                                - datetime.timedelta(seconds=1)):
             self.assertEqual([], self.actions.terminate(
-                self.ctx, None, [uuids.a], 'reconciler', {}, retry=True))
+                self.ctx, None, [uuids.a], 'reconciler', retry=True))
         self.assertEqual([], self.calls)
 
     def test_shelve_refused_by_nova_falls_back_to_delete(self):
@@ -498,7 +498,7 @@ class TerminateTest(testtools.TestCase):
             self.actions, '_add_fault', side_effect=lambda c, inst, msg, d:
             self.calls.append(('fault', inst.uuid, msg))))
         self.assertEqual([uuids.a], self.actions.terminate(
-            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+            self.ctx, None, [uuids.a], uuids.p, action='delete'))
         self.assertEqual(['swap', 'mark', 'swap', 'fault', 'delete'],
                          [c[0] for c in self.calls])
         first, second = self.calls[0][3], self.calls[2][3]
@@ -513,7 +513,7 @@ class TerminateTest(testtools.TestCase):
             self.actions, '_add_fault', side_effect=lambda c, inst, msg, d:
             self.calls.append(('fault', inst.uuid, msg))))
         self.assertEqual([uuids.a], self.actions.terminate(
-            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+            self.ctx, None, [uuids.a], uuids.p, action='delete'))
         self.assertEqual(['swap', 'mark', 'fault', 'delete'],
                          [c[0] for c in self.calls])
         self.assertEqual(vs.DELETE, self.calls[0][3].behavior)
@@ -525,7 +525,7 @@ class TerminateTest(testtools.TestCase):
         flv.extra_specs[vs.BEHAVIOR_SPEC] = vs.SHELVE
         self.reserved(uuids.a, flv)
         self.assertEqual([uuids.a], self.actions.terminate(
-            self.ctx, None, [uuids.a], uuids.p, 'why', action='delete'))
+            self.ctx, None, [uuids.a], uuids.p, action='delete'))
         self.assertEqual(['swap', 'mark', 'shelve'],
                          [c[0] for c in self.calls])
         new = self.calls[0][3]

@@ -27,6 +27,19 @@ checks, after every step:
   the brute-force minimum over its candidates (:mod:`.oracle`), and every
   candidate it offered is one the model says may be a victim;
 * **owners see only their own** servers;
+* **the market** (``market_round``: owners' bids, drawn and untrusted,
+  set as server metadata with their own API clients; a reserve price,
+  the projects' first credit and the interruption behaviour drawn; the
+  spot market's engine ticks on a fake clock one pricing period later,
+  and optionally again past the notice period, the owner starting a move
+  of a noticed server in between) never stops, shelves or deletes a
+  server that is normal now (by the resource classes its Placement
+  allocations hold, or its flavor copy requests when it holds none; and
+  by the model's flavor), nor one its owner is moving (a move task state,
+  or ``VERIFY_RESIZE``), judged when Nova's API makes the call
+  (:mod:`.recorder`); every server the engine reports preempted was seen
+  by the recorder. A market termination is no scheduler decision: the
+  oracle judges ``plan_host`` decisions only;
 * after the ``converge`` step (faults healed, reconciler rounds until
   stable, bounded): no host over capacity by Placement usage (standard
   plus ``CUSTOM_PREEMPTIBLE_*`` against the provider's capacity) nor by
@@ -55,6 +68,7 @@ preconditions are static (drawn data only, never the cloud's statuses).
 
 import collections
 import datetime
+import decimal
 import functools
 import os
 import threading
@@ -72,10 +86,14 @@ from nova import objects
 from nova.tests.functional.api import client as api_client
 
 from opie_sched.common import flavors
+from opie_sched.market import budget
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import locks
 from opie_sched.scheduler import manager as opie_manager
 from opie_sched.scheduler import reconciler
+from opie_sched.services.market.db import api as market_db
+from opie_sched.services.market.db import models as market_models
+from opie_sched.services.market import engine as market_engine
 from tests.functional.fuzz import oracle
 from tests.functional.fuzz import worker_kill
 
@@ -96,6 +114,19 @@ HOLDING = frozenset(['ACTIVE', 'SHUTOFF', 'SOFT_DELETED', 'RESCUE',
                      'PAUSED', 'SUSPENDED', 'SHELVED'])
 #: Seconds a step waits for its server to settle.
 SETTLE_TIMEOUT = float(os.environ.get('OPIE_FUZZ_SETTLE', '45'))
+#: The market's pricing period and notice period, seconds (fake clock).
+MARKET_PERIOD = 3600
+MARKET_NOTICE = 300
+#: Bids owners write (``opie:bid`` server metadata): untrusted text,
+#: valid or not.
+BIDS = ('0', '0.001', '0.05', '0.5', '2', '50', '1e6', '-1', 'abc', 'NaN',
+        'Infinity', '', ' 3 ', '0x10', '\u00bd')
+#: Nova task states of a move (resize, cold or live migration): the
+#: fuzzer's own list, not the ownership model's.
+MOVE_TASKS = frozenset(['resize_prep', 'resize_migrating',
+                        'resize_migrated', 'resize_finish',
+                        'resize_reverting', 'resize_confirming',
+                        'migrating'])
 
 
 def is_preemptible(flavor):
@@ -218,6 +249,10 @@ class Cloud:
         #: what the fuzzer did: examples, steps per rule, opie's
         #: destructive calls, decisions and those the oracle enumerated
         self.stats = collections.Counter()
+        #: the market of this example (its store, fake clock), created at
+        #: its first round
+        self.market_store = None
+        self.market_now = None
 
     def verify(self, problems):
         """Raise AssertionError with ``problems`` when there are some; the
@@ -559,6 +594,148 @@ class Cloud:
         del self.order[:]
         self.recorder.reset()
         self.hung.clear()
+        if self.market_store is not None:
+            self.market_store.dispose()
+        self.market_store = self.market_now = None
+
+    # -- the market -----------------------------------------------------------
+
+    def bid(self, srv, value):
+        """``srv``'s owner writes ``value`` as its bid (server metadata,
+        the owner's own API client); a refusal (4xx) is a no-op.
+        """
+        self.call(self.owners[srv.owner].api_post,
+                  '/servers/%s/metadata' % srv.uuid,
+                  {'metadata': {'opie:bid': value}})
+
+    def market_engine(self, reserve, credit, action):
+        """The spot market's engine on this example's store (a new sqlite
+        file per example), Nova read and acted on through openstacksdk
+        (admin) with Placement capacities.
+        """
+        if self.market_store is None:
+            self.stats['market stores'] += 1
+            self.market_store = market_db.MarketStore(
+                'sqlite:///%s/market-%d.sqlite' % (
+                    self.case.market_dir, self.stats['market stores']))
+            self.market_store.sync()
+            self.market_now = budget.period_start_for(
+                int(time.time()), MARKET_PERIOD)
+        settings = market_engine.Settings(
+            period_seconds=MARKET_PERIOD, notice_period=MARKET_NOTICE,
+            reserve_prices={'vcpus': decimal.Decimal(reserve)},
+            initial_credit=decimal.Decimal(credit),
+            bid_cap=decimal.Decimal(100), preemption_action=action,
+            stop_grace_period=60)
+        return market_engine.MarketEngine(
+            self.market_store,
+            market_engine.Cloud(self.case.market_conn, 'placement'),
+            settings)
+
+    def market_tick(self, engine, now):
+        """One tick of the market at ``now`` (fake clock), its calls of
+        Nova's compute API recorded as the market's; then the servers
+        settle and resizes the market confirmed are the model's. Problems:
+        a server the engine reports preempted that the recorder did not
+        see.
+        """
+        start = len(self.recorder.calls)
+        with self.recorder.market_round():
+            report = engine.tick(now)
+        seen = {c.uuid for c in self.recorder.calls[start:] if c.by_market}
+        self.stats['market ticks'] += 1
+        self.stats['market notices'] += len(report.notices)
+        self.stats['market notices withdrawn'] += len(report.cancelled)
+        self.stats['market preempted'] += len(report.preempted)
+        self.stats['market calls'] += sum(
+            1 for c in self.recorder.calls[start:] if c.by_market)
+        self.stats['market errors'] += len(report.errors)
+        self.settle(timeout=20)
+        self.adopt_confirmed()
+        return ['the market preempted %s but the recorder saw no call of '
+                'it' % u for u in report.preempted if u not in seen]
+
+    def adopt_confirmed(self):
+        """The resizes the market confirmed (a noticed server waiting in
+        VERIFY_RESIZE past its deadline) become the model's: the server
+        has its new flavor, no pending move.
+        """
+        with self.recorder.lock:
+            confirmed = self.recorder.market_confirmed
+            # a server its owner's step is still moving: that step's end
+            # adopts it (the rule calls this again)
+            self.recorder.market_confirmed = [
+                u for u in confirmed
+                if u in self.servers and self.servers[u].moving]
+            confirmed = [u for u in confirmed
+                         if u not in self.recorder.market_confirmed]
+        if not confirmed:
+            return
+        self.stats['market confirmed resizes'] += len(confirmed)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            self.sync()
+            if not any(self.servers[u].status == 'VERIFY_RESIZE'
+                       for u in confirmed if u in self.servers):
+                break
+            time.sleep(0.25)
+        for uuid in confirmed:
+            srv = self.servers.get(uuid)
+            if (srv is None or srv.pending is None
+                    or srv.status == 'VERIFY_RESIZE'):
+                continue
+            old, new = srv.pending
+            srv.flavor = self.admin.get_server(uuid)['flavor'][
+                'original_name']
+            srv.pending = None
+            if is_preemptible(srv.flavor) and not is_preemptible(old):
+                srv.start_preemptible_clock()
+
+    def noticed(self):
+        """uuids the market has a pending notice for."""
+        if self.market_store is None:
+            return set()
+        return {n['server_uuid'] for n in self.market_store.notices(
+            state=market_models.NOTICED)}
+
+    def _holds_preemptible(self, instance):
+        """Whether ``instance`` is preemptible now by the resource classes
+        its Placement allocations hold (those its flavor copy requests
+        when it holds none: shelved offloaded, not placed).
+        """
+        allocs = self.case.placement.get(
+            '/allocations/%s' % instance.uuid).body['allocations']
+        held = {}
+        for alloc in allocs.values():
+            for rc, amount in alloc.get('resources', {}).items():
+                held[rc] = held.get(rc, 0) + amount
+        if held:
+            return any(amount > 0 and rc.startswith('CUSTOM_PREEMPTIBLE_')
+                       for rc, amount in held.items())
+        specs = instance.flavor.extra_specs or {}
+        return any(k.startswith('resources:CUSTOM_PREEMPTIBLE_')
+                   and str(v).strip() not in ('', '0')
+                   for k, v in specs.items())
+
+    def judge_market(self, verb, instance):
+        """Why the market's ``verb`` of ``instance`` (as Nova's API loaded
+        it, when the call is made) is wrong, or None.
+        """
+        why = []
+        if (instance.task_state in MOVE_TASKS
+                or instance.vm_state == 'resized'):
+            why.append('its owner is moving it (task state %s, vm state '
+                       '%s)' % (instance.task_state, instance.vm_state))
+        if not self._holds_preemptible(instance):
+            why.append('it is normal now by the resource classes it holds')
+        srv = self.servers.get(instance.uuid)
+        if (srv is not None and srv.pending is None
+                and not is_preemptible(srv.flavor)):
+            why.append('it is normal (%s)' % srv.flavor)
+        if not why:
+            return None
+        return ('the market %s %s although %s'
+                % (verb, srv or instance.uuid, '; '.join(why)))
 
     # -- the system's judgement ---------------------------------------------
 
@@ -729,7 +906,8 @@ RULES = ('boot', 'boot_normal', 'multi_create', 'boot_from_volume',
          'shelve', 'unshelve', 'rescue', 'unrescue', 'stop', 'soft_delete',
          'restore', 'delete', 'lock', 'kill_worker', 'reconcile',
          'converge', 'fault_delete', 'fault_shelve', 'lose_compute_deletes',
-         'hang_compute', 'heal', 'clock_jump', 'expire_lifetimes')
+         'hang_compute', 'heal', 'clock_jump', 'expire_lifetimes',
+         'market_round')
 #: The rules an example may leave out (swarm testing); a reconciler round
 #: is always possible.
 SWARM = tuple(r for r in RULES if r != 'reconcile')
@@ -774,6 +952,7 @@ def make_machine(cloud, excluded=()):
             self.cloud = cloud
             cloud.reset()
             cloud.recorder.check = cloud.judge_destroy
+            cloud.recorder.market_check = cloud.judge_market
             cloud.stats['examples'] += 1
             #: the rules of this example (swarm testing: drawn by fill)
             self.enabled = frozenset(RULES)
@@ -1152,6 +1331,75 @@ def make_machine(cloud, excluded=()):
             self.cloud.age_all(SHORT_LIFETIME + 600)
             reconciler.Reconciler().run_once()
             self.cloud.settle(timeout=20)
+
+        @when('market_round')
+        @stateful.rule(
+            bids=st.lists(st.one_of(st.none(), st.sampled_from(BIDS)),
+                          max_size=12),
+            reserve=st.sampled_from(['0', '0.01', '0.1', '1', '10']),
+            credit=st.sampled_from(['0', '0.05', '1', '100']),
+            action=st.sampled_from(['delete', 'stop', 'shelve']),
+            enforce=st.booleans(),
+            move=st.one_of(st.none(), st.tuples(
+                servers_idx, st.one_of(st.sampled_from(NORMAL),
+                                       st.sampled_from(FLAVORS)))))
+        @counted
+        def market_round(self, bids, reserve, credit, action, enforce,
+                         move):
+            """The owners bid (``bids[i]`` for the i-th server, None: no
+            bid written), then the market's engine ticks one pricing
+            period later (prices, charges, notices, and the enforcement
+            of the notices given before); with ``enforce`` or ``move`` it
+            ticks again past the notice period (enforcing this round's
+            notices). ``move``: between the two ticks the owner of a
+            noticed server starts resizing it to a flavor (no wait): the
+            enforcement meets a server being moved (or waiting in
+            VERIFY_RESIZE, which it confirms); a third tick, and a fourth
+            once the owner's step ended, meet it moved (half the moves are
+            to a normal flavor).
+            """
+            cloud = self.cloud
+            for srv, value in zip(cloud.live(), bids):
+                if value is not None:
+                    cloud.bid(srv, value)
+            engine = cloud.market_engine(reserve, credit, action)
+            cloud.market_now += MARKET_PERIOD
+            now = cloud.market_now + 1
+            problems = cloud.market_tick(engine, now)
+            moved = None
+            if move is not None:
+                noticed = cloud.noticed()
+                moved = cloud.pick(move[0], lambda s: (
+                    s.uuid in noticed and s.status in ('ACTIVE',
+                                                       'SHUTOFF')))
+                if moved is not None and moved.flavor != move[1]:
+                    moved.begin_move(moved.flavor, move[1])
+                    ok = cloud.action(moved, {'resize': {
+                        'flavorRef': cloud.case.flavor_ids[move[1]]}})
+                    cloud.stats['market rounds meeting a move'] += 1
+                else:
+                    moved = None
+            if enforce or move is not None:
+                problems += cloud.market_tick(engine, now + MARKET_NOTICE
+                                              + 1)
+            if moved is not None:
+                # the tick after: the move is over (the resize the market
+                # confirmed, the one it waited for)
+                problems += cloud.market_tick(engine, now + MARKET_NOTICE
+                                              + 2)
+                old = moved.pending[0]
+                self._after_move(moved, ok)
+                cloud.adopt_confirmed()
+                if (moved.pending is None and moved.flavor != old
+                        and is_preemptible(moved.flavor)
+                        and not is_preemptible(old)):
+                    # the market confirmed the resize it met
+                    moved.start_preemptible_clock()
+                # and once the owner's step is over (a resize the market
+                # confirmed at the third tick is done now)
+                problems += cloud.market_tick(engine, now + MARKET_NOTICE
+                                              + 3)
+            cloud.verify(problems)
 
         # -- invariants -------------------------------------------------
 

@@ -14,9 +14,19 @@ it makes through nova's compute API (``actions.compute_api``, the one
 door of the scheduler's, the reconciler's and the lifetime's victims) and
 every victim decision (``planner.plan_host``), with the faults the fuzzer
 injects into those calls (a delete refused, a delete lost).
+
+The spot market acts through openstacksdk, i.e. through Nova's REST API,
+not through ``actions.compute_api``: its destructive calls are seen where
+Nova's API turns them into compute API calls (``nova.compute.api.API``),
+for the thread that runs a market round (:meth:`Recorder.market_round`),
+whatever code path of the market made them. Each is judged when it is
+made with the instance as Nova's API loaded it (``market_check``).
 """
 
+import contextlib
 import threading
+
+from nova.compute import api as nova_compute_api
 
 from opie_sched.preemption import planner
 from opie_sched.scheduler import actions
@@ -25,6 +35,14 @@ from opie_sched.scheduler import ownership
 #: Calls of nova's compute API that stop, shelve or delete a server.
 DESTRUCTIVE = frozenset(['delete', 'stop', 'shelve', 'shelve_offload',
                          'soft_delete', 'force_delete', 'force_stop'])
+#: The entry points of nova's compute API that Nova's REST API calls for
+#: a server delete (``soft_delete`` with ``reclaim_instance_interval``),
+#: force delete, stop, shelve and shelve offload: what the market's
+#: openstacksdk calls become.
+MARKET_DESTRUCTIVE = ('delete', 'soft_delete', 'force_delete', 'stop',
+                      'shelve', 'shelve_offload')
+#: ``preemptor`` of the market's calls.
+MARKET = 'opie-market'
 
 
 class Destroyed:
@@ -34,6 +52,10 @@ class Destroyed:
         self.verb = verb
         self.uuid = uuid
         self.preemptor = preemptor
+
+    @property
+    def by_market(self):
+        return self.preemptor == MARKET
 
     def __repr__(self):
         return '%s(%s, preemptor %s)' % (self.verb, self.uuid,
@@ -89,6 +111,12 @@ class Recorder:
         #: called ``(verb, uuid)`` after each destructive call was sent
         #: (the worker-kill rule's last point of death)
         self.on_sent = None
+        #: judges each market call ``(verb, instance) -> problem or None``
+        self.market_check = None
+        #: the thread running a market round, or None
+        self._market_thread = None
+        #: resizes the market confirmed (uuids), since the last take
+        self.market_confirmed = []
 
     def install(self, use_fixture):
         import fixtures
@@ -114,6 +142,51 @@ class Recorder:
 
         use_fixture(fixtures.MockPatchObject(planner, 'plan_host',
                                              plan_host))
+
+    def install_market(self, use_fixture):
+        """Spy on nova's compute API for the market's calls
+        (:meth:`market_round`).
+        """
+        import fixtures
+        for name in MARKET_DESTRUCTIVE + ('confirm_resize',):
+            use_fixture(fixtures.MockPatchObject(
+                nova_compute_api.API, name,
+                self._market_spy(name, getattr(nova_compute_api.API,
+                                               name))))
+
+    def _market_spy(self, name, real):
+        recorder = self
+
+        def call(api, context, instance, *args, **kwargs):
+            if recorder._market_thread == threading.get_ident():
+                if name == 'confirm_resize':
+                    with recorder.lock:
+                        recorder.market_confirmed.append(instance.uuid)
+                else:
+                    recorder.market_destroyed(name, instance)
+            return real(api, context, instance, *args, **kwargs)
+        return call
+
+    @contextlib.contextmanager
+    def market_round(self):
+        """While in this block, the calling thread's calls of nova's
+        compute API (made by Nova's REST API for the market's openstacksdk
+        requests, in-process) are the market's.
+        """
+        self._market_thread = threading.get_ident()
+        try:
+            yield
+        finally:
+            self._market_thread = None
+
+    def market_destroyed(self, verb, instance):
+        with self.lock:
+            self.calls.append(Destroyed(verb, instance.uuid, MARKET))
+        if self.market_check is not None:
+            problem = self.market_check(verb, instance)
+            if problem:
+                with self.lock:
+                    self.problems.append(problem)
 
     def destroyed(self, verb, uuid, preemptor):
         with self.lock:
@@ -148,4 +221,5 @@ class Recorder:
     def reset(self):
         with self.lock:
             self.calls, self.decisions, self.problems = [], [], []
+            self.market_confirmed = []
             self.faults = {}
