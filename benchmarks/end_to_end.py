@@ -445,36 +445,39 @@ def create_timed(cloud, name, flavor):
     return server, marks
 
 
+def timed_normal(cloud, name, design):
+    """``(server, sample)``: a normal server of the cloud's flavor created
+    and timed (:func:`create_timed`); ``sample`` holds ``total``, ``api``
+    and ``scheduled`` in seconds from the create.
+
+    :raises RuntimeError: the server did not become ACTIVE (``design``
+        names the design in the message).
+    """
+    server, marks = create_timed(cloud, name, cloud.flavor)
+    if server.status != 'ACTIVE':
+        raise RuntimeError('%s: the normal server ended %s: %s'
+                           % (design, server.status, server.fault))
+    t0 = marks['start']
+    return server, {'total': marks['status:ACTIVE'] - t0,
+                    'api': marks['api'] - t0,
+                    'scheduled': marks.get('scheduled',
+                                           marks['status:ACTIVE']) - t0}
+
+
 def run_opie(cloud, rep):
     twin = cloud.twin()
     cloud.fill(twin, 'pre%d' % rep,
                lambda hosts: max(1, cloud.room(twin, hosts)))
-    server, marks = create_timed(cloud, '%snormal-%d' % (PREFIX, rep),
-                                 cloud.flavor)
-    if server.status != 'ACTIVE':
-        raise RuntimeError('opie: the normal server ended %s: %s'
-                           % (server.status, server.fault))
-    t0 = marks['start']
-    sample = {'total': marks['status:ACTIVE'] - t0,
-              'api': marks['api'] - t0,
-              'scheduled': marks.get('scheduled', marks['status:ACTIVE'])
-              - t0}
+    server, sample = timed_normal(cloud, '%snormal-%d' % (PREFIX, rep),
+                                  'opie')
     # top up for the next repetition: the preempted servers' room stays
     cloud.delete([server.id])
     return sample
 
 
 def run_free(cloud, rep):
-    server, marks = create_timed(cloud, '%sfree-%d' % (PREFIX, rep),
-                                 cloud.flavor)
-    if server.status != 'ACTIVE':
-        raise RuntimeError('free room: server ended %s: %s'
-                           % (server.status, server.fault))
-    t0 = marks['start']
-    sample = {'total': marks['status:ACTIVE'] - t0,
-              'api': marks['api'] - t0,
-              'scheduled': marks.get('scheduled', marks['status:ACTIVE'])
-              - t0}
+    server, sample = timed_normal(cloud, '%sfree-%d' % (PREFIX, rep),
+                                  'free room')
     t1 = _now()
     cloud.delete([server.id])
     cloud.wait_gone([server.id])
@@ -664,18 +667,9 @@ def run_headroom(cloud, rep, wait):
                                'the fill' % (cloud.flavor.name, wait))
         time.sleep(HEADROOM_POLL)
     waited = _now() - full_at
-    server, marks = create_timed(cloud, '%shr-normal-%d' % (PREFIX, rep),
-                                 cloud.flavor)
-    if server.status != 'ACTIVE':
-        raise RuntimeError('headroom: the normal server ended %s: %s'
-                           % (server.status, server.fault))
-    t0 = marks['start']
-    sample = {'total': marks['status:ACTIVE'] - t0,
-              'api': marks['api'] - t0,
-              'scheduled': marks.get('scheduled', marks['status:ACTIVE'])
-              - t0,
-              'waited': waited,
-              'notices': sorted(log.notices().values())}
+    server, sample = timed_normal(cloud, '%shr-normal-%d' % (PREFIX, rep),
+                                  'headroom')
+    sample.update(waited=waited, notices=sorted(log.notices().values()))
     cloud.delete([server.id])
     return sample
 
