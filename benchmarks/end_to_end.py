@@ -85,6 +85,17 @@ opie + headroom (``--headroom``)
     whole seconds; target >= 95 %). Each repetition waits a reconciler
     round and the notice out (about 3 minutes with the defaults).
 
+burst beyond the headroom (``--headroom --burst 10,50``)
+    After the headroom design, once per size N: the headroom restored
+    as above, then N normal servers created at once. The first takes the
+    headroom's room; the others preempt inside their scheduling pass
+    (their victims' notices are cut, as the spot users' docs say). Prints
+    the median, 90th percentile and maximum create to ACTIVE, how many
+    failed (target 0: a normal request never fails), the victims taken
+    and the time to send the N creates. The cloud must hold N + 1
+    servers of the flavor. The burst's servers are watched by one listing
+    every 0.5 s (each time late by at most that).
+
 No design polls a full server listing in its timed create (the headroom
 design's wait lists the servers once a second, before it): the failure
 comes from the notifications, ACTIVE from a GET of the one server every
@@ -641,19 +652,17 @@ class HeadroomAggregate:
             self.aggregate = None
 
 
-def run_headroom(cloud, rep, wait):
-    """One repetition of the headroom design (module docstring).
+def wait_for_headroom(cloud, label, wait):
+    """Fill the cloud with preemptible servers (the twin of its flavor)
+    and wait until the headroom's room for one normal server is free
+    (the reconciler's notice given and acted on), watching the notices.
 
-    :param wait: seconds to wait for the headroom's room to be free.
-    :returns: the sample: ``total``, ``api``, ``scheduled`` (seconds
-        from the create), ``waited`` (seconds from the full cloud to the
-        room free) and ``notices`` (seconds of notice per victim).
-    :raises RuntimeError: when the room is not free within ``wait`` or
-        the normal server does not become ACTIVE.
+    :returns: ``(NoticeLog, waited)``: what the servers' metadata showed
+        and the seconds from the full cloud to the room free.
+    :raises RuntimeError: when the room is not free within ``wait``.
     """
     twin = cloud.twin()
-    cloud.fill(twin, 'hr%d' % rep,
-               lambda hosts: max(1, cloud.room(twin, hosts)))
+    cloud.fill(twin, label, lambda hosts: max(1, cloud.room(twin, hosts)))
     log = NoticeLog()
     full_at = _now()
     while cloud.room(cloud.flavor, cloud.hosts()) < 1:
@@ -666,11 +675,104 @@ def run_headroom(cloud, rep, wait):
             raise RuntimeError('headroom: no room for one %s %d s after '
                                'the fill' % (cloud.flavor.name, wait))
         time.sleep(HEADROOM_POLL)
-    waited = _now() - full_at
+    return log, _now() - full_at
+
+
+def run_headroom(cloud, rep, wait):
+    """One repetition of the headroom design (module docstring).
+
+    :param wait: seconds to wait for the headroom's room to be free.
+    :returns: the sample: ``total``, ``api``, ``scheduled`` (seconds
+        from the create), ``waited`` (seconds from the full cloud to the
+        room free) and ``notices`` (seconds of notice per victim).
+    :raises RuntimeError: when the room is not free within ``wait`` or
+        the normal server does not become ACTIVE.
+    """
+    log, waited = wait_for_headroom(cloud, 'hr%d' % rep, wait)
     server, sample = timed_normal(cloud, '%shr-normal-%d' % (PREFIX, rep),
                                   'headroom')
     sample.update(waited=waited, notices=sorted(log.notices().values()))
     cloud.delete([server.id])
+    return sample
+
+
+#: Seconds between two listings of a burst's servers.
+BURST_POLL = 0.5
+
+
+def burst_outcome(created, seen):
+    """What a burst's listings showed.
+
+    :param created: ``{server id: seconds (clock of _now) its create
+        was sent}``.
+    :param seen: ``{server id: (status, seconds first seen in it)}``,
+        ACTIVE or ERROR only.
+    :returns: dict: ``times`` (create to ACTIVE in seconds, sorted),
+        ``failed`` (ERROR) and ``pending`` (neither yet) counts.
+    """
+    times = sorted(seen[i][1] - t for i, t in created.items()
+                   if i in seen and seen[i][0] == 'ACTIVE')
+    failed = sum(1 for i in created if i in seen and seen[i][0] == 'ERROR')
+    return {'times': times, 'failed': failed,
+            'pending': sum(1 for i in created if i not in seen)}
+
+
+def run_burst(cloud, n, rep, wait):
+    """A burst beyond the headroom (issue 31's burst row): the cloud
+    filled with preemptible servers and its headroom restored (as
+    :func:`run_headroom`), then ``n`` normal servers created at once: the
+    first takes the headroom's room, the others preempt inside their
+    scheduling pass (today's path; their victims' notices are cut).
+    Watched by listing the burst's servers every ``BURST_POLL`` seconds
+    (one listing for all, not a GET per server: so each time is late by
+    at most that spacing).
+
+    :returns: the sample: ``n``, ``total`` (median create to ACTIVE),
+        ``p90``, ``max``, ``failed`` (ERROR: must be 0), ``api`` (seconds
+        to send the ``n`` creates), ``victims`` (preemptible servers gone
+        or no longer ACTIVE after the burst), ``waited``.
+    :raises RuntimeError: the headroom's room was not free within
+        ``wait``, or servers neither ACTIVE nor ERROR within the timeout.
+    """
+    label = 'burst%d-%d' % (n, rep)
+    log, waited = wait_for_headroom(cloud, label, wait)
+    twin = cloud.twin()
+    before = {s.id for s in cloud.conn.compute.servers(
+        details=True, all_projects=True)
+        if (s.name or '').startswith(PREFIX) and s.status == 'ACTIVE'
+        and _flavor_field(s.flavor, 'original_name') == twin.name}
+    name = '%s%s-normal' % (PREFIX, label)
+    created = {}
+    start = _now()
+    for i in range(n):
+        t = _now()
+        created[cloud.create('%s-%d' % (name, i), cloud.flavor).id] = t
+    api = _now() - start
+    seen = {}
+    deadline = _now() + cloud.timeout
+    while True:
+        at = _now()
+        for s in cloud.conn.compute.servers(details=True, all_projects=True,
+                                            name='^%s' % name):
+            if s.id in created and s.status in ('ACTIVE', 'ERROR'):
+                seen.setdefault(s.id, (s.status, at))
+        out = burst_outcome(created, seen)
+        if not out['pending']:
+            break
+        if _now() > deadline:
+            raise RuntimeError('burst of %d: %d servers neither ACTIVE nor '
+                               'ERROR after %d s' % (n, out['pending'],
+                                                     cloud.timeout))
+        time.sleep(BURST_POLL)
+    still = {s.id for s in cloud.conn.compute.servers(
+        details=True, all_projects=True)
+        if s.id in before and s.status == 'ACTIVE'}
+    times = out['times'] or [float('nan')]
+    sample = {'n': n, 'total': statistics.median(times),
+              'p90': percentile90(times), 'max': max(times),
+              'failed': out['failed'], 'api': api,
+              'victims': len(before - still), 'waited': waited}
+    cloud.delete(list(created))
     return sample
 
 
@@ -803,7 +905,14 @@ def med(samples, key):
 
 def p90(samples, key):
     """90th percentile (linear between closest ranks) of ``key``."""
-    values = sorted(s[key] for s in samples if key in s)
+    return percentile90(s[key] for s in samples if key in s)
+
+
+def percentile90(values):
+    """90th percentile (linear between closest ranks) of ``values``
+    (nan when empty).
+    """
+    values = sorted(values)
     if not values:
         return float('nan')
     if len(values) == 1:
@@ -853,9 +962,24 @@ def main(argv=None):
     p.add_argument('--headroom-wait', type=float, default=600.0,
                    help='seconds to wait for the headroom\'s room per '
                         'repetition (default: %(default)s)')
+    p.add_argument('--burst', default='',
+                   help='with --headroom: comma-separated burst sizes N; '
+                        'after the headroom design, N normal servers '
+                        'created at once beyond the headroom, once per '
+                        'size (the cloud must hold N + 1 servers of the '
+                        'flavor; e.g. 10,50)')
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error('--repeat must be >= 1')
+    try:
+        bursts = [int(n) for n in args.burst.split(',') if n.strip()]
+    except ValueError:
+        p.error('--burst: comma-separated whole numbers, got %r'
+                % args.burst)
+    if any(n < 1 for n in bursts):
+        p.error('--burst: sizes must be >= 1')
+    if bursts and not args.headroom:
+        p.error('--burst needs --headroom (the burst is beyond it)')
     designs = {d.strip() for d in args.designs.split(',') if d.strip()}
     if designs - {'free', 'opie', 'retry'}:
         p.error('--designs: unknown %s'
@@ -896,6 +1020,8 @@ def main(argv=None):
     samples = {'opie': [], 'free': [], 'retry': []}
     if args.headroom:
         samples['headroom'] = []
+    if bursts:
+        samples['burst'] = []
 
     def show(v):
         if isinstance(v, float):
@@ -952,6 +1078,10 @@ def main(argv=None):
                     samples['headroom'].append(
                         run_headroom(opie, rep, args.headroom_wait))
                     say('headroom', rep, samples['headroom'][-1])
+                for n in bursts:
+                    samples['burst'].append(
+                        run_burst(opie, n, 0, args.headroom_wait))
+                    say('burst', 0, samples['burst'][-1])
             finally:
                 opie.clean()
                 aggregate.remove()
@@ -984,6 +1114,11 @@ def main(argv=None):
         given, total = notice_share(
             [n for s in samples['headroom'] for n in s['notices']],
             args.notice)
+    for b in samples.get('burst', ()):
+        print('%-30s %7.2f %7.2f %3d  %s' % (
+            'burst N = %d beyond it' % b['n'], b['total'], b['p90'],
+            b['n'], 'failed %d, max %.2f, victims %d, creates sent in '
+            '%.1f s' % (b['failed'], b['max'], b['victims'], b['api'])))
     print()
     if 'opie' in designs:
         print('ratio opie/(a): %.2f (target <= 1.5)' % (op / free))
@@ -1030,6 +1165,7 @@ def main(argv=None):
                'flavor': opie.flavor.name, 'samples': samples,
                'medians': {'free': free, 'opie': op, 'retry': retry,
                            'headroom': headroom},
+               'bursts': {str(b['n']): b for b in samples.get('burst', ())},
                'notice': {'target': args.notice, 'given': given,
                           'victims': total} if headroom is not None
                else None,

@@ -483,6 +483,15 @@ def ratio_rows(results):
         add('e2e.headroom_free', 'end to end opie with a headroom, demand '
             'within it / stock on free room', e2e['headroom'] / e2e['free'],
             target=('<=', 1.1))
+    for n, b in sorted(((results.get('e2e') or {}).get('bursts')
+                        or {}).items(), key=lambda kv: int(kv[0])):
+        add('e2e.burst.%s.failed' % n, 'end to end burst N = %s beyond '
+            'the headroom: normal servers failed' % n, b['failed'], 'n',
+            ('<=', 0))
+        if e2e.get('free'):
+            add('e2e.burst.%s' % n, 'end to end burst N = %s beyond the '
+                'headroom, median / stock on free room' % n,
+                b['total'] / e2e['free'])
     notice = (results.get('e2e') or {}).get('notice') or {}
     if notice.get('victims'):
         add('e2e.headroom_notice', 'end to end headroom: victims given the '

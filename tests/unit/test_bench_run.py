@@ -176,6 +176,24 @@ class ScaleAndBurstRowsTest(testtools.TestCase):
                                  'headroom': None}, 'notice': None}})}
         self.assertFalse(rows & {'e2e.headroom_free', 'e2e.headroom_notice'})
 
+    def test_end_to_end_burst_rows(self):
+        rows = {r['key']: r for r in self.run.ratio_rows(
+            {'e2e': {'medians': {'free': 2.0, 'opie': 3.0},
+                     'bursts': {'50': {'n': 50, 'total': 7.0, 'failed': 1},
+                                '10': {'n': 10, 'total': 3.0,
+                                       'failed': 0}}}})}
+        self.assertAlmostEqual(1.5, rows['e2e.burst.10']['value'])
+        self.assertAlmostEqual(3.5, rows['e2e.burst.50']['value'])
+        self.assertTrue(rows['e2e.burst.10.failed']['ok'])
+        self.assertFalse(rows['e2e.burst.50.failed']['ok'])
+        # ordered by size, not as text
+        keys = [r['key'] for r in self.run.ratio_rows(
+            {'e2e': {'medians': {'free': 2.0},
+                     'bursts': {'50': {'total': 1, 'failed': 0},
+                                '10': {'total': 1, 'failed': 0}}}})]
+        self.assertLess(keys.index('e2e.burst.10'),
+                        keys.index('e2e.burst.50'))
+
     def test_end_to_end_rows(self):
         rows = {r['key']: r for r in self.run.ratio_rows(
             {'e2e': {'medians': {'free': 2.0, 'opie': 3.0, 'retry': 9.0}}})}

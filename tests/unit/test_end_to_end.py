@@ -15,6 +15,8 @@ devcloud's notification transport.
 """
 
 import importlib.util
+import io
+import math
 import os
 import threading
 from unittest import mock
@@ -275,3 +277,40 @@ class HeadroomNoticeTest(testtools.TestCase):
         flavor = mock.Mock(vcpus=2, ram=4096, disk=20)
         self.assertEqual('1 x 2 vcpu, 4096 MB, 20 GB',
                          self.e2e.headroom_text(flavor))
+
+
+class BurstTest(testtools.TestCase):
+    """The burst row beyond the headroom (``--headroom --burst``)."""
+
+    def setUp(self):
+        super().setUp()
+        self.e2e = _load()
+
+    def test_times_from_each_create_to_first_seen_active(self):
+        created = {'a': 10.0, 'b': 10.5, 'c': 11.0, 'd': 11.5}
+        seen = {'a': ('ACTIVE', 14.0), 'b': ('ACTIVE', 13.0),
+                'c': ('ERROR', 12.0)}
+        out = self.e2e.burst_outcome(created, seen)
+        self.assertEqual([2.5, 4.0], out['times'])
+        self.assertEqual(1, out['failed'])
+        self.assertEqual(1, out['pending'])
+
+    def test_servers_not_of_the_burst_are_ignored(self):
+        out = self.e2e.burst_outcome({'a': 0.0}, {'x': ('ERROR', 1.0),
+                                                  'a': ('ACTIVE', 3.0)})
+        self.assertEqual({'times': [3.0], 'failed': 0, 'pending': 0}, out)
+
+    def test_percentile(self):
+        self.assertEqual(7.0, self.e2e.percentile90([7.0]))
+        self.assertAlmostEqual(9.1, self.e2e.percentile90(range(11)[1:]))
+        self.assertTrue(math.isnan(self.e2e.percentile90([])))
+
+    def test_bad_burst_sizes_are_refused(self):
+        for argv, word in ((['--burst', '10,x', '--headroom'], 'whole'),
+                           (['--burst', '0', '--headroom'], '>= 1'),
+                           (['--burst', '10'], 'needs --headroom')):
+            err = io.StringIO()
+            with mock.patch('sys.stderr', err):
+                self.assertRaises(SystemExit, self.e2e.main,
+                                  ['--devcloud', '/nonexistent'] + argv)
+            self.assertIn(word, err.getvalue())
