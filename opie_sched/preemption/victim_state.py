@@ -132,6 +132,11 @@ NOTICE_ACTION = 'preempt_notice'
 #: The instance action of a victim's interruption (the scheduler's
 #: ``mark_victim``): it ends the notice before it.
 PREEMPT_ACTION = 'preempt'
+#: The instance action the scheduler records when it withdraws a notice
+#: (the victim is spared: resized to a normal flavor, or its request
+#: released it): it ends the notice before it, so notice keys the owner
+#: writes back afterwards make no pending notice.
+WITHDRAW_ACTION = 'preempt_notice_withdrawn'
 
 
 def pending_notice(actions, now, window):
@@ -139,8 +144,9 @@ def pending_notice(actions, now, window):
     it still stands.
 
     Rule: the server's newest :data:`NOTICE_ACTION` is pending when no
-    :data:`PREEMPT_ACTION` came after it (the victim was not interrupted
-    yet) and it is younger than ``window`` seconds (a notice is never
+    :data:`PREEMPT_ACTION` (the victim was interrupted) nor
+    :data:`WITHDRAW_ACTION` (it was spared) came after it, and it is
+    younger than ``window`` seconds (a notice is never
     longer than that: an older one lapsed, e.g. its scheduler died and
     the reservation expired).
 
@@ -157,8 +163,8 @@ def pending_notice(actions, now, window):
             continue
         if name == NOTICE_ACTION and (notice is None or start > notice):
             notice = start
-        elif name == PREEMPT_ACTION and (interrupted is None
-                                         or start > interrupted):
+        elif name in (PREEMPT_ACTION, WITHDRAW_ACTION) and (
+                interrupted is None or start > interrupted):
             interrupted = start
     if notice is None or (interrupted is not None and interrupted >= notice):
         return None

@@ -387,35 +387,56 @@ def cut_from(inst, deadline):
     return victim_state.format_time(earlier)
 
 
-def record_notice(cctxt, uuid):
-    """Record the :data:`NOTICE_ACTION` instance action on a victim given a
-    notice (before its keys are written), under a fresh request id (never
-    the preemptor's: the owner reads it in ``openstack server event
-    list``). It is the
-    service-owned trace of the notice that the market checks before it
-    accepts the owner's acknowledgement
-    (:func:`opie_sched.preemption.victim_state.pending_notice`). Errors
-    are logged, never raised: the notice stands without it (it only
-    cannot be acknowledged through the market).
+def _record_action(cctxt, uuid, name):
+    """Record the instance action ``name`` on ``uuid`` under a fresh
+    request id (never the preemptor's: the owner reads it in ``openstack
+    server event list``). Errors are logged, never raised.
     """
     actx = copy.copy(cctxt)
     actx.request_id = oslo_context.generate_request_id()
     try:
-        objects.InstanceAction.action_start(actx, uuid, NOTICE_ACTION,
+        objects.InstanceAction.action_start(actx, uuid, name,
                                             want_result=False)
         objects.InstanceAction.action_finish(actx, uuid, want_result=False)
     except Exception:
-        LOG.exception('Could not record the %s action on %s', NOTICE_ACTION,
-                      uuid)
+        LOG.exception('Could not record the %s action on %s', name, uuid)
+
+
+def record_notice(cctxt, uuid):
+    """Record the :data:`NOTICE_ACTION` instance action on a victim given a
+    notice (before its keys are written). It is the service-owned trace
+    of the notice that the market checks before it accepts the owner's
+    acknowledgement
+    (:func:`opie_sched.preemption.victim_state.pending_notice`). Errors
+    are logged, never raised: the notice stands without it (it only
+    cannot be acknowledged through the market).
+    """
+    _record_action(cctxt, uuid, NOTICE_ACTION)
 
 
 def withdraw_notice(cctxt, uuid):
-    """Remove the notice keys of a victim that is spared."""
-    for key in (victim_state.NOTICE_KEY, victim_state.DEADLINE_KEY):
+    """Withdraw the notice of a victim that is spared: remove its keys,
+    then record the :data:`~opie_sched.preemption.victim_state.
+    WITHDRAW_ACTION` instance action, which ends the notice for the
+    market's acknowledgement rule (keys the owner writes back make no
+    notice). A server without notice keys is left alone (no action).
+    Errors are logged, never raised.
+    """
+    keys = (victim_state.NOTICE_KEY, victim_state.DEADLINE_KEY)
+    try:
+        present = [k for k in keys
+                   if k in main_db.instance_metadata_get(cctxt, uuid)]
+    except Exception:
+        LOG.exception('Could not read the notice keys of %s', uuid)
+        present = list(keys)
+    if not present:
+        return
+    for key in present:
         try:
             main_db.instance_metadata_delete(cctxt, uuid, key)
         except Exception:
             LOG.debug('No notice key %s to remove on %s', key, uuid)
+    _record_action(cctxt, uuid, victim_state.WITHDRAW_ACTION)
 
 
 def is_marked(cctxt, instance):

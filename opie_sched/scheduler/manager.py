@@ -744,6 +744,10 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
             LOG.warning('Termination of victims %s could not start; their '
                         'reservations are released and the reconciler '
                         'repairs the host', sorted(cleared))
+            # spared: a notice they were given no longer stands
+            cctxt = reservations.cell_context(ctx, cell_uuid)
+            for uuid in sorted(cleared):
+                actions.withdraw_notice(cctxt, uuid)
         return [u for u in victims if u not in cleared]
 
     def _wait_for_release(self, ctx, request_id, by_cell):
