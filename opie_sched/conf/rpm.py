@@ -27,8 +27,10 @@ that ``oslo-config-generator --namespace opie_sched`` documents them.
 
 from oslo_config import cfg
 
+from opie_sched.common import utilisation
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import topology as dh_topo
+from opie_sched import plugins
 from opie_sched.rpm import model as rpm
 
 rpm_group = cfg.OptGroup(
@@ -78,16 +80,15 @@ rpm_opts = [
              'RAM utilisation after the placement stay <= alpha (Paper IV '
              'eq. 2). The default is the overload threshold, so a '
              'placement never pushes a host into the overload state.'),
-    cfg.StrOpt(
+    cfg.Opt(
         'utilisation_source', default='allocations',
-        help='Entry point in the ``opie_sched.utilisation`` namespace '
-             'giving the "actually used" CPU/RAM of hosts and their '
-             'history: ``allocations`` (what the flavors of the '
-             'instances hold, from the HostState) or ``metrics`` (nova '
-             'compute monitor metric cpu.percent from HostState.metrics, '
-             'enable ``[DEFAULT] compute_monitors = cpu.virt_driver``; '
-             'RAM from allocations). Operators can register their own '
-             '(Prometheus, Gnocchi, ...).'),
+        type=plugins.OptionType(utilisation.NAMESPACE,
+                                'utilisation source'),
+        help='Where the "actually used" CPU/RAM of hosts and their history '
+             'come from. Possible values: a utilisation source installed '
+             '(entry points ``%s``; those shipped are listed below). '
+             'Operators can register their own (Prometheus, Gnocchi, ...).'
+             % utilisation.NAMESPACE),
     cfg.IntOpt(
         'history_length', default=rpm.HISTORY_SAMPLES, min=2,
         help='Samples of host utilisation kept per host for R_v (the '
