@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scenario ``gossip-fig5``: thesis Paper III Fig. 5 at the paper's scale.
+"""Convergence of gossip consolidation against the size of the local view,
+at the paper's scale: scenario ``gossip-fig5`` (thesis Paper III Fig. 5).
 
 "we consider the data center with 50,000 PMs and 100,000 VM requests and
 a static load. We vary size of the local view to K = 10, 20, 30, 50.
@@ -78,7 +79,7 @@ def judge(rows):
     return out
 
 
-def gossip_fig5(reduced=False, seed=0, pms=None):
+def gossip_view_size(reduced=False, seed=0, pms=None):
     """Paper III Fig. 5: Merge+Imb convergence for k = 10, 20, 30, 50.
 
     Full: 50,000 PMs, 100,000 VMs (the paper's); reduced: 2,000 PMs.

@@ -9,7 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scenario ``repacking-tables45``: thesis Paper V Tables 4 and 5.
+"""How the stability interval d changes repacking: S_delta_Repacked with a
+short and a long d, and the realised stability interval of each repack:
+scenario ``repacking-tables45`` (thesis Paper V Tables 4 and 5).
 
 Sedaghat, Hernández-Rodriguez and Elmroth, "Autonomic resource
 management for cloud applications: the repacking approach" (thesis Paper
@@ -97,7 +99,7 @@ def realised_intervals(sim, strategy):
     return out
 
 
-def repacking_tables45(reduced=False, seed=0, noise=None):
+def repacking_stability_interval(reduced=False, seed=0, noise=None):
     """Tables 4 and 5 of Paper V on our four series
     (:func:`opie_sched.flavormix.thesis_series`: Increase1 168 h,
     Seasonal1 182 h, Increase2 215 h, Seasonal2 338 h; smooth shapes).
