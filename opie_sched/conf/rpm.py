@@ -27,11 +27,15 @@ that ``oslo-config-generator --namespace opie_sched`` documents them.
 
 from oslo_config import cfg
 
-from opie_sched.common import utilisation
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import topology as dh_topo
 from opie_sched import plugins
 from opie_sched.rpm import model as rpm
+
+#: Entry-point group of ``utilisation_source``
+#: (:data:`opie_sched.common.utilisation.NAMESPACE`; not imported here, it
+#: needs oslo.log and this module only oslo.config).
+UTILISATION_NAMESPACE = 'opie_sched.utilisation'
 
 rpm_group = cfg.OptGroup(
     'opie_rpm',
@@ -82,13 +86,12 @@ rpm_opts = [
              'placement never pushes a host into the overload state.'),
     cfg.Opt(
         'utilisation_source', default='allocations',
-        type=plugins.OptionType(utilisation.NAMESPACE,
-                                'utilisation source'),
+        type=plugins.OptionType(UTILISATION_NAMESPACE, 'utilisation source'),
         help='Where the "actually used" CPU/RAM of hosts and their history '
              'come from. Possible values: a utilisation source installed '
              '(entry points ``%s``; those shipped are listed below). '
              'Operators can register their own (Prometheus, Gnocchi, ...).'
-             % utilisation.NAMESPACE),
+             % UTILISATION_NAMESPACE),
     cfg.IntOpt(
         'history_length', default=rpm.HISTORY_SAMPLES, min=2,
         help='Samples of host utilisation kept per host for R_v (the '
