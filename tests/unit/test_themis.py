@@ -14,6 +14,8 @@ utilities, baselines and the market on small synthetic workloads (no
 trace needed).
 """
 
+import json
+
 import testtools
 
 from opie_sched.simulator import themis
@@ -71,7 +73,8 @@ class QueueTest(testtools.TestCase):
         done = themis.run_queue(jobs(specs), 8, 'edf')
         self.assertTrue(done[0].met())
         self.assertFalse(done[1].met())
-        self.assertIn(done[1].state, ('dropped', 'stopped'))
+        self.assertIn(done[1].state, (themis.JobState.DROPPED,
+                                      themis.JobState.STOPPED))
 
     def test_edf_star_drops_a_hopeless_job(self):
         # Job 1 (deadline 3000.3 s) runs first; job 0 (deadline 3150 s)
@@ -85,7 +88,7 @@ class QueueTest(testtools.TestCase):
         star = themis.run_queue(jobs(specs), 8, 'edf*')
         self.assertTrue(plain[1].met() and star[1].met())
         self.assertFalse(plain[0].met() or star[0].met())
-        self.assertEqual('dropped', star[0].state)
+        self.assertIs(themis.JobState.DROPPED, star[0].state)
         self.assertFalse(plain[2].met())
         self.assertTrue(star[2].met())
 
@@ -403,16 +406,27 @@ class MarketTest(testtools.TestCase):
         self.assertGreater(done[0].done_at_deadline, 0.99)
         self.assertTrue(done[1].met())
 
+    def test_every_job_ends_in_a_final_state(self):
+        done = jobs([(0.0, 4, 3000.0, 1.5), (0.0, 8, 3000.0, 1.2),
+                     (60.0, 2, 600.0, 5.0)])
+        themis.run_market(done, 4, seed=0)
+        for job in done:
+            self.assertIsInstance(job.state, themis.JobState)
+            self.assertNotIn(job.state, themis.ACTIVE_STATES)
+        # a str enum: the JSON a scenario writes keeps the plain value
+        self.assertEqual('"aborted"', json.dumps(themis.JobState.ABORTED))
+        self.assertEqual('aborted', '%s' % themis.JobState.ABORTED)
+
     def test_impossible_deadline_is_aborted(self):
         done = jobs([(0.0, 8, 3000.0, 1.2)])
         themis.run_market(done, 4, seed=0)     # 8 tasks on 4 cores
         self.assertFalse(done[0].met())
-        self.assertEqual('aborted', done[0].state)
+        self.assertIs(themis.JobState.ABORTED, done[0].state)
 
     def test_partial_user_stops_at_the_deadline_with_partial_value(self):
         done = jobs([(0.0, 8, 3000.0, 1.2)], kind='deadline-partial')
         themis.run_market(done, 4, seed=0)
-        self.assertEqual('stopped', done[0].state)
+        self.assertIs(themis.JobState.STOPPED, done[0].state)
         self.assertGreater(done[0].value(), 0)
         self.assertLess(done[0].value(), done[0].budget * 8)
 
@@ -488,7 +502,6 @@ class ThemisFig6Test(testtools.TestCase):
         self.assertIn('116', text)
 
     def test_report_is_made_from_the_result_alone(self):
-        import json
         from opie_sched.simulator import themis_elastic
         result, text = themis_elastic.themis_elastic(reduced=True, seed=1)
         # the experiment's result, as saved by --format json, is all the
