@@ -267,7 +267,7 @@ class GossipScenarioTest(testtools.TestCase):
         self.assertEqual(a, b)
 
 
-class GossipFig5Test(testtools.TestCase):
+class GossipViewSizeTest(testtools.TestCase):
     """Paper III Fig. 5 at scale (``gossip-fig5``)."""
 
     def test_settle_cycle(self):

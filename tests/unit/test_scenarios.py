@@ -123,7 +123,7 @@ class RegistryTest(testtools.TestCase):
                       'rpm-vs-ffd', err.getvalue())
 
 
-class DieHardTable2Test(testtools.TestCase):
+class DiehardRedundancyTest(testtools.TestCase):
 
     @classmethod
     def setUpClass(cls):
@@ -222,7 +222,7 @@ class DieHardTable2Test(testtools.TestCase):
             self.assertIn(number, self.text)
 
 
-class RepackingTablesTest(testtools.TestCase):
+class RepackingCostsTest(testtools.TestCase):
 
     @classmethod
     def setUpClass(cls):
@@ -425,7 +425,7 @@ class ThemisValueTest(testtools.TestCase):
             text)
 
 
-class RepackingTables45Test(testtools.TestCase):
+class RepackingStabilityIntervalTest(testtools.TestCase):
 
     def test_reduced(self):
         result, text = scenarios.run('repacking-tables45', reduced=True)[:2]
@@ -480,7 +480,7 @@ class RepackingTables45Test(testtools.TestCase):
                              if s != sim.sets[0]) if got else 0)
 
 
-class DiehardTables34Test(testtools.TestCase):
+class DiehardCapacityModelsTest(testtools.TestCase):
 
     def test_reduced(self):
         result, text = scenarios.run('diehard-tables34', reduced=True)[:2]
@@ -741,7 +741,7 @@ class RPMWeightsTest(testtools.TestCase):
         self.assertIn('%d of %d' % (n, judged), text)
 
 
-class RPMFig3Test(testtools.TestCase):
+class RPMvsFFDTimelineTest(testtools.TestCase):
     """Paper IV Fig. 3 (``rpm-fig3``)."""
 
     def test_seed_count(self):

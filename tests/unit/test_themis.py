@@ -431,7 +431,7 @@ class MarketTest(testtools.TestCase):
         self.assertLess(done[0].value(), done[0].budget * 8)
 
 
-class MerkatFig6Test(testtools.TestCase):
+class VerticalScalingTest(testtools.TestCase):
     """Merkat §5.4.1 Fig. 6: Alg. 1 on one VM against best-effort VMs."""
 
     def test_registered(self):
@@ -470,7 +470,7 @@ class MerkatFig6Test(testtools.TestCase):
                          + text.endswith(' yes') + text.endswith(' NO'))
 
 
-class ThemisFig6Test(testtools.TestCase):
+class ThemisElasticTest(testtools.TestCase):
     """Themis HPCC'12 Fig. 6: Horizontal-Deadline on a master-worker."""
 
     def test_registered(self):
