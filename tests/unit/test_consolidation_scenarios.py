@@ -324,3 +324,6 @@ class GossipViewSizeTest(testtools.TestCase):
                                    r['eq13_mb']['settle'])
         self.assertAlmostEqual(168.0, result['eq13_paper']['formula_mb'])
         self.assertIn('eq. 13', text)
+        # experiment apart from report: the saved result is all it needs
+        self.assertEqual(text, gossip_view_size.report(
+            json.loads(json.dumps(result))))
