@@ -446,6 +446,11 @@ class RepackingStabilityIntervalTest(testtools.TestCase):
                           'Seasonal2'}, set(result['directions']))
         # no noise unless asked for: the text says which
         self.assertIn('no per-step noise', text)
+        # experiment apart from report: the saved result is all it needs
+        from opie_sched.simulator import repacking_stability_interval as rsi
+        self.assertEqual(text, rsi.report(json.loads(json.dumps(result))))
+        for row in result['rows']:
+            self.assertLessEqual(row['unpaid_repacks'], row['repacks'])
 
     def test_four_series(self):
         from opie_sched import flavormix
