@@ -221,5 +221,16 @@ class OptionType(types.String):
     def __hash__(self):
         return hash((type(self), self.group, self.kind))
 
+    def __repr__(self):
+        # what oslo.config's DefaultValueError names when the default is
+        # not installed (raised at import): say where the names come from
+        # and how stale metadata is fixed, without importing any plugin
+        return ('%s (entry-point group %s; installed: %s; a plugin '
+                'missing here that setup.cfg declares means the installed '
+                'package metadata is stale: reinstall the package, e.g. '
+                'pip install -e .)' % (self.kind, self.group,
+                                       ', '.join(names(self.group))
+                                       or 'none'))
+
     def _formatter(self, value):
         return str(value)

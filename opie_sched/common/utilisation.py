@@ -205,6 +205,9 @@ class AllocationSource(UtilisationSource):
     (every instance's flavor). The fallback when nothing measures load.
     """
 
+    description = ('What the flavors of the instances hold, from the '
+                   'HostState (nothing measured).')
+
     def usage(self, host_state):
         return allocation_usage(host_state)
 
@@ -215,6 +218,10 @@ class ComputeMetricsSource(UtilisationSource):
     used vCPUs = percent / 100 × vcpus_total. RAM (nova has no memory
     monitor) and hosts without the metric: as :class:`AllocationSource`.
     """
+
+    description = ('CPU from nova\'s compute monitor metric cpu.percent '
+                   '(enable [DEFAULT] compute_monitors = cpu.virt_driver); '
+                   'RAM from allocations.')
 
     def _metric(self, host_state):
         metrics = getattr(host_state, 'metrics', None)

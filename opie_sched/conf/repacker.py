@@ -29,9 +29,15 @@ from oslo_config import cfg
 
 from opie_sched.common import credentials
 from opie_sched.conf import rpm as rpm_opts
+from opie_sched import plugins
 from opie_sched.rpm import model as rpm
 
 GROUP = 'opie_repacker'
+
+#: Entry-point group of ``strategy``
+#: (:data:`opie_sched.services.repacker.strategies.NAMESPACE`, a layer
+#: above this module).
+STRATEGY_NAMESPACE = 'opie_sched.repacker.strategies'
 
 #: Default state directory (tooz file locks, persisted history).
 DEFAULT_STATE_DIR = os.path.join(tempfile.gettempdir(), 'opie-repacker')
@@ -129,16 +135,14 @@ repacker_opts = [
         help='clouds.yaml entry of the service\'s credentials when '
              '[service_credentials] has no auth_type (default: OS_* '
              'environment variables).'),
-    cfg.StrOpt(
+    cfg.Opt(
         'strategy', default='rpm',
-        help='Consolidation strategy, a plugin of the stevedore namespace '
-             'opie_sched.repacker.strategies. Possible values: rpm (RPM '
-             'triggers and score, thesis Paper IV), p2p (re-consolidation '
-             'over a scale-free overlay of the hosts, thesis Paper II), '
-             'gossip (pairwise gossip redistribution of CPU and memory, '
-             'thesis Paper III), tabu (tabu-search rebalancing, when '
-             'installed). Every strategy runs under the same lock, budget '
-             'and dry-run.'),
+        type=plugins.OptionType(STRATEGY_NAMESPACE, 'repacker strategy'),
+        help='Consolidation strategy. Possible values: a repacker strategy '
+             'installed (entry points ``%s``; those shipped are listed '
+             'below; tabu needs the market API). Every strategy runs '
+             'under the same lock, budget and dry-run.'
+             % STRATEGY_NAMESPACE),
     cfg.IntOpt(
         'consolidation_seed', default=0,
         help='Seed of the p2p overlay and of the gossip peer sampling: '

@@ -29,7 +29,13 @@ from oslo_config import cfg
 
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import topology as dh_topo
+from opie_sched import plugins
 from opie_sched.rpm import model as rpm
+
+#: Entry-point group of ``utilisation_source``
+#: (:data:`opie_sched.common.utilisation.NAMESPACE`; not imported here, it
+#: needs oslo.log and this module only oslo.config).
+UTILISATION_NAMESPACE = 'opie_sched.utilisation'
 
 rpm_group = cfg.OptGroup(
     'opie_rpm',
@@ -78,16 +84,14 @@ rpm_opts = [
              'RAM utilisation after the placement stay <= alpha (Paper IV '
              'eq. 2). The default is the overload threshold, so a '
              'placement never pushes a host into the overload state.'),
-    cfg.StrOpt(
+    cfg.Opt(
         'utilisation_source', default='allocations',
-        help='Entry point in the ``opie_sched.utilisation`` namespace '
-             'giving the "actually used" CPU/RAM of hosts and their '
-             'history: ``allocations`` (what the flavors of the '
-             'instances hold, from the HostState) or ``metrics`` (nova '
-             'compute monitor metric cpu.percent from HostState.metrics, '
-             'enable ``[DEFAULT] compute_monitors = cpu.virt_driver``; '
-             'RAM from allocations). Operators can register their own '
-             '(Prometheus, Gnocchi, ...).'),
+        type=plugins.OptionType(UTILISATION_NAMESPACE, 'utilisation source'),
+        help='Where the "actually used" CPU/RAM of hosts and their history '
+             'come from. Possible values: a utilisation source installed '
+             '(entry points ``%s``; those shipped are listed below). '
+             'Operators can register their own (Prometheus, Gnocchi, ...).'
+             % UTILISATION_NAMESPACE),
     cfg.IntOpt(
         'history_length', default=rpm.HISTORY_SAMPLES, min=2,
         help='Samples of host utilisation kept per host for R_v (the '

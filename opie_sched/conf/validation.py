@@ -15,7 +15,12 @@ oslo.config refuses an out-of-range number or a value outside an
 option's ``choices`` only when the option is read, which for most opie
 options is at the first request that needs them. :func:`problems` reads
 every option of every ``opie_*`` group registered on a ``ConfigOpts``
-(so oslo.config's own ``min``/``max``/``choices`` refuse them now) and adds
+(so oslo.config's own ``min``/``max``/``choices`` refuse them now, and
+the options naming a plugin -- ``[opie_rpm] utilisation_source``,
+``[opie_repacker] strategy``, ``[opie_preemption] action``, the market's
+``charge_rule`` and ``out_of_credit_policy`` -- refuse a name that is no
+installed entry point, through :class:`opie_sched.plugins.OptionType`,
+with the loader's sentence) and adds
 what oslo.config cannot see:
 
 * an option of an ``opie_*`` section of the configuration files that no
@@ -26,8 +31,7 @@ what oslo.config cannot see:
   finite and >= 0;
 * ``[opie_preemption] max_retry_interval`` >= ``retry_interval``, and
   ``default_bid`` a decimal number >= 0;
-* ``[opie_rpm] utilisation_source``, ``[opie_repacker] strategy``: an
-  installed plugin; ``[opie_reliability] topology_file``: a readable file;
+* ``[opie_reliability] topology_file``: a readable file;
   ``[opie_autoscaler] stability_interval`` > 0;
 * ``[opie_market]``: the market's :class:`~opie_sched.services.market.
   settings.Settings` (bids, prices, policies).
@@ -44,8 +48,6 @@ import importlib.metadata
 import os
 
 from oslo_config import cfg
-
-from opie_sched import plugins
 
 #: Prefix of the option groups (and configuration file sections) of opie.
 PREFIX = 'opie_'
@@ -159,17 +161,6 @@ def _values(conf, group):
     return out
 
 
-def _plugin(group, option, value, namespace, kind):
-    """The sentence of :class:`~opie_sched.plugins.PluginNotFound` when
-    ``value`` is not a plugin of ``namespace``.
-    """
-    names = plugins.names(namespace)
-    if value in names:
-        return []
-    return ['[%s] %s: %s' % (group, option, plugins.PluginNotFound(
-        namespace, value, kind, names))]
-
-
 def _preemption(conf, opts):
     from opie_sched.market import bids
     from opie_sched.preemption import costs
@@ -190,13 +181,6 @@ def _preemption(conf, opts):
     return out
 
 
-def _rpm(conf, opts):
-    from opie_sched.common import utilisation
-    return _plugin('opie_rpm', 'utilisation_source',
-                   opts.utilisation_source, utilisation.NAMESPACE,
-                   'utilisation source')
-
-
 def _reliability(conf, opts):
     path = opts.topology_file
     if path and not os.access(path, os.R_OK):
@@ -213,10 +197,9 @@ def _autoscaler(conf, opts):
 
 
 def _repacker(conf, opts):
-    out = _plugin('opie_repacker', 'strategy', opts.strategy,
-                  'opie_sched.repacker.strategies', 'repacker strategy')
     from opie_sched.conf import repacker as repacker_opts
     from opie_sched.rpm import planner
+    out = []
     try:
         repacker_opts.policy(conf)
     except planner.PlanError as exc:
@@ -228,7 +211,6 @@ def _repacker(conf, opts):
 #: [sentence]``; run only when every option of the group was readable.
 GROUP_CHECKS = {
     'opie_preemption': _preemption,
-    'opie_rpm': _rpm,
     'opie_reliability': _reliability,
     'opie_autoscaler': _autoscaler,
     'opie_repacker': _repacker,

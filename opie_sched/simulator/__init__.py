@@ -38,8 +38,8 @@ recorded metrics):
 * :mod:`.verdicts` — a paper's claims judged over seeds by one set of
   rules (mean, 95 % interval, effect size, verdict, tally);
 * :mod:`.scenarios` — the registry of the named paper scenarios, one module
-  each: :mod:`.diehard_table2`, :mod:`.diehard_tables34`,
-  :mod:`.repacking_tables`, :mod:`.repacking_tables45` (both on
+  each: :mod:`.diehard_redundancy`, :mod:`.diehard_capacity_models`,
+  :mod:`.repacking_costs`, :mod:`.repacking_stability_interval` (both on
   :mod:`.repacking_strategies`, Paper V's strategies), :mod:`.themis`,
   :mod:`.rpm_vs_ffd`, :mod:`.preemption_latency`,
   :mod:`.p2p_consolidation`, :mod:`.gossip_redistribution`.

@@ -32,8 +32,8 @@ repack-to-optimal strategies; "not competitive" against both as well.
 """
 
 from opie_sched import flavormix
+from opie_sched.simulator import repacking_costs
 from opie_sched.simulator import repacking_strategies
-from opie_sched.simulator import repacking_tables
 from opie_sched.simulator import tables
 
 SINGLE = 'S_base_Repacked_single'
@@ -87,18 +87,18 @@ def repacking_single_type(reduced=False, seed=0):
     type of median capacity, med2, as in ``repacking-tables``.
     """
     kwargs = {'hours': 24, 'step_minutes': 15} if reduced else {}
-    d = repacking_tables.REPACK_D_MINUTES
-    K = repacking_tables.REPACK_K
+    d = repacking_costs.REPACK_D_MINUTES
+    K = repacking_costs.REPACK_K
     result = {'scenario': 'repacking-single-type', 'reduced': reduced,
               'seed': seed, 'd_minutes': d, 'K': K,
-              'repack_minutes': repacking_tables.REPACK_MINUTES,
+              'repack_minutes': repacking_costs.REPACK_MINUTES,
               'rows': [], 'verdicts': []}
     rows, verdict_rows = [], []
-    for wl in repacking_tables.SERIES:
+    for wl in repacking_costs.SERIES:
         demand, step = flavormix.thesis_series(wl, seed=seed, **kwargs)
         for app in ('A', 'B'):
             types = flavormix.thesis_types(app)
-            for rc, minutes in repacking_tables.REPACK_MINUTES.items():
+            for rc, minutes in repacking_costs.REPACK_MINUTES.items():
                 runs = {}
                 for name in STRATEGIES:
                     sim = repacking_strategies.make_strategy(
@@ -137,7 +137,7 @@ def repacking_single_type(reduced=False, seed=0):
     by = {(r['workload'], r['app'], r['reconfig']):
           r['runs'][SINGLE]['reconfigurations'] for r in result['rows']}
     cause = [(wl, app, by[wl, app, 'cheap'], by[wl, app, 'expensive'])
-             for wl in repacking_tables.SERIES for app in ('A', 'B')]
+             for wl in repacking_costs.SERIES for app in ('A', 'B')]
     result['cause'] = [{'workload': wl, 'app': app, 'cheap': c,
                         'expensive': e, 'fewer_when_expensive': e < c}
                        for wl, app, c, e in cause]
@@ -146,8 +146,8 @@ def repacking_single_type(reduced=False, seed=0):
         'repacking-single-type: thesis Paper V end of section 6.2 (one '
         'instance type: repack to the cheapest one-type set), d = %g min, '
         'K = %g %%, repacking time %g / %g min, workloads seeded %d%s'
-        % (d, 100 * K, repacking_tables.REPACK_MINUTES['cheap'],
-           repacking_tables.REPACK_MINUTES['expensive'], seed,
+        % (d, 100 * K, repacking_costs.REPACK_MINUTES['cheap'],
+           repacking_costs.REPACK_MINUTES['expensive'], seed,
            ' (reduced: 24 h, 15-min steps)' if reduced else
            ' (Increase1 168 h, Increase2 215 h, Seasonal1 182 h, '
            'Seasonal2 338 h, 5-min steps)'),

@@ -26,12 +26,12 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
 ``diehard-table2``
     Die-Hard vs Proportional vs HRF on the thesis topology, S_min =
     0.9999, T = 80 h, K = 500, 700, 1000; thesis Paper VI Table 2
-    (:mod:`opie_sched.simulator.diehard_table2`).
+    (:mod:`opie_sched.simulator.diehard_redundancy`).
 ``repacking-tables``
     S_base, S_delta, S_Full and the repacked variants on the Increase and
     Seasonal workloads, apps A and B, cheap (4 min) and expensive (20 min)
     reconfigurations, d = 1000 min, K = 1 %; thesis Paper V Tables 3 and 6
-    (:mod:`opie_sched.simulator.repacking_tables`).
+    (:mod:`opie_sched.simulator.repacking_costs`).
 ``themis-value``
     Themis' proportional-share market (the :mod:`opie_sched.market.slo`
     controllers, shares from :mod:`opie_sched.market.pricing`) vs FCFS
@@ -45,12 +45,12 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     Die-Hard, Proportional and HRF at S_min = 0.999, K = 500, 80 h and
     168 h under three capacity models (one task per host, the thesis'
     background load, a domain holding the whole job); thesis Paper VI
-    Tables 3 and 4 (:mod:`opie_sched.simulator.diehard_tables34`).
+    Tables 3 and 4 (:mod:`opie_sched.simulator.diehard_capacity_models`).
 ``repacking-tables45``
     S_delta_Repacked with a short and a long stability interval d, cheap
     and expensive reconfigurations, and the realised stability interval of
     each repack; thesis Paper V Tables 4 and 5
-    (:mod:`opie_sched.simulator.repacking_tables45`).
+    (:mod:`opie_sched.simulator.repacking_stability_interval`).
 ``preemption-latency``
     Scheduling latency of opie vs the unmodified scheduler vs the retry
     design (López García et al. Fig. 2), via
@@ -83,10 +83,11 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     6-10 and Fig. 4.
 ``rpm-fig3``
     FFD-sum vs RPM over the simulated day, both load readings
-    (:mod:`opie_sched.simulator.rpm_fig3`); thesis Paper IV Fig. 3.
+    (:mod:`opie_sched.simulator.rpm_vs_ffd_timeline`); thesis Paper IV
+    Fig. 3.
 ``gossip-fig5``
     Merge+Imb convergence for k = 10, 20, 30, 50 on 50,000 PMs
-    (:mod:`opie_sched.simulator.gossip_fig5`); thesis Paper III Fig. 5.
+    (:mod:`opie_sched.simulator.gossip_view_size`); thesis Paper III Fig. 5.
 ``headroom-tradeoff``
     Notice given to victims vs normal requests slowed vs utilisation given
     up, at several headroom sizes on the NASA, HPC2N and Lublin traces
@@ -102,18 +103,18 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
 import collections
 import time
 
-from opie_sched.simulator import diehard_table2
-from opie_sched.simulator import diehard_tables34
-from opie_sched.simulator import gossip_fig5
+from opie_sched.simulator import diehard_capacity_models
+from opie_sched.simulator import diehard_redundancy
 from opie_sched.simulator import gossip_redistribution
+from opie_sched.simulator import gossip_view_size
 from opie_sched.simulator import headroom_tradeoff
 from opie_sched.simulator import p2p_consolidation
 from opie_sched.simulator import preemption_latency
+from opie_sched.simulator import repacking_costs
 from opie_sched.simulator import repacking_single
-from opie_sched.simulator import repacking_tables
-from opie_sched.simulator import repacking_tables45
-from opie_sched.simulator import rpm_fig3
+from opie_sched.simulator import repacking_stability_interval
 from opie_sched.simulator import rpm_vs_ffd
+from opie_sched.simulator import rpm_vs_ffd_timeline
 from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import score_replay
 from opie_sched.simulator import themis
@@ -122,23 +123,48 @@ from opie_sched.simulator import vertical_scaling
 
 #: Scenario name -> function(reduced=False, seed=0) -> (result, text).
 SCENARIOS = collections.OrderedDict([
-    ('diehard-table2', diehard_table2.diehard_table2),
-    ('repacking-tables', repacking_tables.repacking_tables),
+    ('diehard-table2', diehard_redundancy.diehard_redundancy),
+    ('repacking-tables', repacking_costs.repacking_costs),
     ('themis-value', themis.themis_value),
     ('rpm-vs-ffd', rpm_vs_ffd.rpm_vs_ffd),
-    ('diehard-tables34', diehard_tables34.diehard_tables34),
-    ('repacking-tables45', repacking_tables45.repacking_tables45),
+    ('diehard-tables34', diehard_capacity_models.diehard_capacity_models),
+    ('repacking-tables45',
+     repacking_stability_interval.repacking_stability_interval),
     ('preemption-latency', preemption_latency.preemption_latency),
     ('p2p-consolidation', p2p_consolidation.p2p_consolidation),
     ('gossip-redistribution', gossip_redistribution.gossip_redistribution),
-    ('merkat-fig6', vertical_scaling.merkat_fig6),
-    ('themis-fig6', themis_elastic.themis_fig6),
+    ('merkat-fig6', vertical_scaling.vertical_scaling),
+    ('themis-fig6', themis_elastic.themis_elastic),
     ('repacking-single-type', repacking_single.repacking_single_type),
     ('rpm-weights', rpm_weights.rpm_weights),
-    ('rpm-fig3', rpm_fig3.rpm_fig3),
-    ('gossip-fig5', gossip_fig5.gossip_fig5),
+    ('rpm-fig3', rpm_vs_ffd_timeline.rpm_vs_ffd_timeline),
+    ('gossip-fig5', gossip_view_size.gossip_view_size),
     ('headroom-tradeoff', headroom_tradeoff.headroom_tradeoff),
     ('score-replay', score_replay.score_replay),
+])
+
+#: Scenario name -> the paper's figure or table it reproduces (the module
+#: of each is named by what it computes; the scenario names users type
+#: keep the figure).
+SOURCES = collections.OrderedDict([
+    ('diehard-table2', 'thesis Paper VI Tables 1 and 2'),
+    ('repacking-tables', 'thesis Paper V Tables 3 and 6'),
+    ('themis-value', 'Themis HPCC\'12 Fig. 5; SLO paper Fig. 2; '
+                     'Merkat §5.4.3'),
+    ('rpm-vs-ffd', 'thesis Paper IV Table 4'),
+    ('diehard-tables34', 'thesis Paper VI Tables 3 and 4'),
+    ('repacking-tables45', 'thesis Paper V Tables 4 and 5'),
+    ('preemption-latency', 'López García et al. 2019 Fig. 2'),
+    ('p2p-consolidation', 'thesis Paper II Fig. 2 and Table 2'),
+    ('gossip-redistribution', 'thesis Paper III Figs. 2-5'),
+    ('merkat-fig6', 'Merkat §5.4.1 Fig. 6'),
+    ('themis-fig6', 'Themis HPCC\'12 Fig. 6'),
+    ('repacking-single-type', 'thesis Paper V §6.2'),
+    ('rpm-weights', 'thesis Paper IV Tables 6-10 and Fig. 4'),
+    ('rpm-fig3', 'thesis Paper IV Fig. 3'),
+    ('gossip-fig5', 'thesis Paper III Fig. 5'),
+    ('headroom-tradeoff', 'no paper (issue 31)'),
+    ('score-replay', 'no paper (issue 32)'),
 ])
 
 

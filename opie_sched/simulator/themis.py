@@ -69,6 +69,7 @@ tasks are placed and from which they are removed when it stops.
 
 import collections
 import dataclasses
+import enum
 import math
 import os
 import random
@@ -189,6 +190,38 @@ def budget(factor, ideal, rule=None):
                      % (rule, ', '.join(BUDGET_RULES)))
 
 
+class JobState(str, enum.Enum):
+    """Where a :class:`Job` is. A ``str`` enum: it equals, formats and
+    serialises as its value (``JobState.DONE == 'done'``).
+    """
+
+    #: Submitted, not started yet (or postponed: ``next_try``).
+    PENDING = 'pending'
+    #: Holding its VMs and progressing.
+    RUNNING = 'running'
+    #: Suspended by its controller (too expensive now); resumes at
+    #: ``next_try``.
+    SUSPENDED = 'suspended'
+    #: Finished all its work (``finish`` set).
+    DONE = 'done'
+    #: Stopped at its deadline with work left (a partial SLO).
+    STOPPED = 'stopped'
+    #: Dropped from the queue before starting (EDF: it could no longer
+    #: meet its deadline).
+    DROPPED = 'dropped'
+    #: Given up by a strict SLO: it can no longer meet its deadline.
+    ABORTED = 'aborted'
+
+    def __str__(self):
+        return self.value
+
+    __format__ = str.__format__
+
+
+#: The states of a job still in the system.
+ACTIVE_STATES = (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED)
+
+
 class Job(object):
     """A rigid batch application: ``tasks`` one-core VMs (SLO paper §2.1).
 
@@ -212,7 +245,7 @@ class Job(object):
         self.left = self.ideal
         self.finish = None
         self.done_at_deadline = None
-        self.state = 'pending'
+        self.state = JobState.PENDING
         self.next_try = self.submit
         self.account = slo.Budget(self.budget * self.tasks,
                                   RENEWAL * self.tasks)
@@ -359,7 +392,7 @@ def run_queue(jobs, cores, order, memory_gb=None, backfill=False,
         for job in pending:
             if edf and (now >= job.deadline or (
                     star and now + job.left > job.deadline + 1e-6)):
-                job.state = 'dropped'
+                job.state = JobState.DROPPED
                 continue
             c, m = need(job)
             free_c, free_m = pool.free(0)
@@ -373,7 +406,7 @@ def run_queue(jobs, cores, order, memory_gb=None, backfill=False,
                 fits = False
             if fits:
                 running.append(job)
-                job.state = 'running'
+                job.state = JobState.RUNNING
                 placed[job.jid] = vm = pool.register(size=(c, m))
                 pool.place(vm, 0)
             else:
@@ -397,7 +430,8 @@ def run_queue(jobs, cores, order, memory_gb=None, backfill=False,
                 or (star and now + job.left > job.deadline + 1e-6)
             if stop:
                 running.remove(job)
-                job.state = 'done' if job.finish is not None else 'stopped'
+                job.state = (JobState.DONE if job.finish is not None
+                             else JobState.STOPPED)
                 vm = placed.pop(job.jid)
                 pool.remove(vm)
                 pool.release(vm)
@@ -450,14 +484,14 @@ def _try_start(job, now, p_c, p_m, rng, period=PERIOD,
                controller='themis'):
     """SLO paper Alg. 1 StartResume with the HPCC'12 postpone rule."""
     if job.strict and job.deadline - now < job.left:
-        job.state = 'aborted'
+        job.state = JobState.ABORTED
         return False
     if now >= job.deadline:
-        job.state = 'stopped'
+        job.state = JobState.STOPPED
         return False
     need, ref = _need(job, now)
     if job.strict and job.kind.startswith('deadline') and ref > 1.0:
-        job.state = 'aborted'
+        job.state = JobState.ABORTED
         return False
     bids = _initial_bids(job, need, p_c, p_m)
     limit = job.account.bid_max()
@@ -466,7 +500,7 @@ def _try_start(job, now, p_c, p_m, rng, period=PERIOD,
                                  POSTPONE_FRACTION, period)
         if wait is None:
             if job.strict:
-                job.state = 'aborted'
+                job.state = JobState.ABORTED
                 return False
             wait = period
         job.next_try = now + period * math.ceil(
@@ -475,7 +509,7 @@ def _try_start(job, now, p_c, p_m, rng, period=PERIOD,
     if job.kind.startswith('performance'):
         bids = _split(job, limit / job.tasks, p_c, p_m)
     job.bids = bids
-    job.state = 'running'
+    job.state = JobState.RUNNING
     job.booting = True
     job.alloc_est = None
     job.suspend = slo.Suspend(SUSPEND_AFTER)
@@ -632,17 +666,18 @@ def run_market(jobs, cores, memory_gb=None, seed=0, period=PERIOD,
         stats['periods'] += 1
         for job in active:
             job.account.renew()
-        running = [j for j in active if j.state == 'running']
+        running = [j for j in active if j.state is JobState.RUNNING]
         p_c, p_m = _prices(running, cap_c, cap_m)
         resumed_vms = 0
         resumes_before = stats['resumes']
         for job in active:
-            if job.state in ('pending', 'suspended') and now >= job.next_try:
-                was = job.state
+            if job.state in (JobState.PENDING, JobState.SUSPENDED) \
+                    and now >= job.next_try:
+                resuming = job.state is JobState.SUSPENDED
                 if _try_start(job, now, p_c, p_m, rng, dt, controller):
                     running.append(job)
-                    stats['resumes' if was == 'suspended' else 'starts'] += 1
-                    if was == 'suspended':
+                    stats['resumes' if resuming else 'starts'] += 1
+                    if resuming:
                         resumed_vms += job.tasks
                     p_c, p_m = _prices(running, cap_c, cap_m)
         stats['resumed_vms'] += resumed_vms
@@ -683,16 +718,16 @@ def run_market(jobs, cores, memory_gb=None, seed=0, period=PERIOD,
         suspended_vms = suspended_jobs = 0
         for job in running:
             if job.finish is not None:
-                job.state = 'done'
+                job.state = JobState.DONE
                 continue
             if not job.strict and now >= job.deadline:
-                job.state = 'stopped'
+                job.state = JobState.STOPPED
                 continue
             if job.strict and job.left > job.deadline - now:
-                job.state = 'aborted'
+                job.state = JobState.ABORTED
                 continue
             if _control(job, now, p_c, p_m, job.share_c, job.share_m):
-                job.state = 'suspended'
+                job.state = JobState.SUSPENDED
                 job.suspensions += 1
                 stats['suspends'] += 1
                 suspended_jobs += 1
@@ -706,8 +741,7 @@ def run_market(jobs, cores, memory_gb=None, seed=0, period=PERIOD,
             stats['max_suspended_vms_period'], suspended_vms)
         stats['max_suspends_period'] = max(
             stats['max_suspends_period'], suspended_jobs)
-        active = [j for j in active
-                  if j.state in ('pending', 'running', 'suspended')]
+        active = [j for j in active if j.state in ACTIVE_STATES]
     return stats
 
 

@@ -34,6 +34,7 @@ busy one's task goes back to the queue), the price stays at the reserve
 """
 
 import collections
+import enum
 import random
 import statistics
 
@@ -48,6 +49,21 @@ PARAMS = dict(tasks=1075, burst_tasks=1500, burst_minute=85.0,
 PAPER = {'vms_before_burst': 44, 'vms_equilibrium': 116}
 
 
+class Worker(enum.Enum):
+    """A worker VM running no task (a busy one holds, instead, the minutes
+    left of its task, a float).
+    """
+
+    #: Booted, waiting for a task from the master.
+    IDLE = 'idle'
+    #: Started this period; works from the next one.
+    BOOTING = 'booting'
+
+
+def _busy(worker):
+    return not isinstance(worker, Worker)
+
+
 def run(seed=0, **overrides):
     """One run: per period ``(minute, VMs, queued, running)`` and the
     outcome (``finish`` minute, ``met``).
@@ -60,7 +76,8 @@ def run(seed=0, **overrides):
 
     queue = collections.deque(draw(p['tasks']))
     burst = draw(p['burst_tasks'])
-    workers = [None] * p['start_vms']      # remaining minutes, or None
+    # per VM: a Worker state, or the minutes left of its task
+    workers = [Worker.IDLE] * p['start_vms']
     ctl = slo.HorizontalDeadline()
     trace = []
     minute, finish, burst_done = 0.0, None, False
@@ -72,44 +89,43 @@ def run(seed=0, **overrides):
             queue.extend(burst)
             burst_done = True
         if k % per_period == 0:
-            left = list(queue) + [w for w in workers if w is not None]
+            left = list(queue) + [w for w in workers if _busy(w)]
             if left:
                 _, n = ctl(len(left), statistics.mean(left), max(left),
                            p['deadline'] - minute, len(workers), 1.0, 1.0,
                            p['budget'], p['hosts'])
                 n = max(1, n)
                 if n > len(workers):
-                    workers += ['boot'] * (n - len(workers))
+                    workers += [Worker.BOOTING] * (n - len(workers))
                 elif n < len(workers):
-                    idle = [i for i, w in enumerate(workers) if w is None]
+                    idle = [i for i, w in enumerate(workers)
+                            if w is Worker.IDLE]
                     drop = set(idle[:len(workers) - n])
-                    busy = [i for i, w in enumerate(workers)
-                            if w is not None and w != 'boot']
+                    busy = [i for i, w in enumerate(workers) if _busy(w)]
                     for i in busy[:len(workers) - n - len(drop)]:
                         queue.appendleft(workers[i])
                         drop.add(i)
                     workers = [w for i, w in enumerate(workers)
                                if i not in drop]
             trace.append((minute, len(workers), len(queue),
-                          sum(1 for w in workers
-                              if w is not None and w != 'boot')))
+                          sum(1 for w in workers if _busy(w))))
             # VMs started now work from the next period
         for i, w in enumerate(workers):
-            if w is None and queue:
+            if w is Worker.IDLE and queue:
                 workers[i] = queue.popleft()
         for i, w in enumerate(workers):
-            if w is None or w == 'boot':
+            if not _busy(w):
                 continue
             if w <= step + 1e-9:
-                workers[i] = None
+                workers[i] = Worker.IDLE
             else:
                 workers[i] = w - step
         minute += step
         k += 1
         if k % per_period == 0:
-            workers = [None if w == 'boot' else w for w in workers]
-        if burst_done and not queue and all(
-                w is None or w == 'boot' for w in workers):
+            workers = [Worker.IDLE if w is Worker.BOOTING else w
+                       for w in workers]
+        if burst_done and not queue and not any(map(_busy, workers)):
             finish = minute
     return {'trace': trace, 'finish': finish,
             'met': finish is not None and finish <= p['deadline'] + 1e-9}
@@ -133,9 +149,11 @@ def summary(result, params=None):
             'finish': result['finish'], 'met': result['met']}
 
 
-def themis_fig6(reduced=False, seed=0):
-    """Themis Fig. 6, paper vs ours: ``(result, text)``. Full: 5 seeds;
-    reduced: 1.
+def experiment(reduced=False, seed=0):
+    """Run Fig. 6's application and judge the paper's findings: the
+    scenario's JSON-serialisable result (``seeds``, ``summaries`` of
+    :func:`summary`, ``verdicts`` ``[{'seed', 'claim', 'holds'}]``, the
+    first seed's ``trace``). Full: 5 seeds; reduced: 1.
     """
     seeds = [seed] if reduced else list(range(seed, seed + 5))
     runs = [run(s) for s in seeds]
@@ -153,17 +171,25 @@ def themis_fig6(reduced=False, seed=0):
              'holds': sm['vms_last'] < (sm['vms_equilibrium'] or 0)},
             {'seed': s, 'claim': 'deadline %.2f min met' % PARAMS['deadline'],
              'holds': sm['met']}]
-    result = {'scenario': 'themis-fig6', 'reduced': reduced, 'seeds': seeds,
-              'params': dict(PARAMS), 'paper': PAPER, 'summaries': sums,
-              'verdicts': verdicts,
-              'trace': [list(x) for x in runs[0]['trace']]}
+    return {'scenario': 'themis-fig6', 'reduced': reduced, 'seeds': seeds,
+            'params': dict(PARAMS), 'paper': PAPER, 'summaries': sums,
+            'verdicts': verdicts,
+            'trace': [list(x) for x in runs[0]['trace']]}
+
+
+def report(result):
+    """The text of :func:`experiment`'s ``result``: the paper's numbers
+    beside ours per seed, the VM count every 30 min, the findings judged.
+    """
+    seeds, sums, verdicts = (result['seeds'], result['summaries'],
+                             result['verdicts'])
     rows = [[s, sm['vms_before_burst'], PAPER['vms_before_burst'],
              sm['vms_max'], '%g' % (sm['vms_equilibrium'] or 0),
              PAPER['vms_equilibrium'], sm['vms_last'],
              '-' if sm['finish'] is None else '%.0f' % sm['finish'],
              'yes' if sm['met'] else 'NO'] for s, sm in zip(seeds, sums)]
-    curve = ' '.join('%d' % n for _, n, _, _ in runs[0]['trace'][::6])
-    text = '\n'.join([
+    curve = ' '.join('%d' % n for _, n, _, _ in result['trace'][::6])
+    return '\n'.join([
         'themis-fig6: Themis HPCC\'12 Fig. 6, elastic master-worker with '
         'Horizontal-Deadline (opie_sched.market.slo), %d tasks + %d at %g '
         'min, tasks U(%g, %g) min, deadline %.2f min, %g-min periods; '
@@ -183,4 +209,11 @@ def themis_fig6(reduced=False, seed=0):
                           [[v['seed'], v['claim'],
                             'yes' if v['holds'] else 'NO']
                            for v in verdicts])])
-    return result, text
+
+
+def themis_elastic(reduced=False, seed=0):
+    """Scenario ``themis-fig6`` (Themis Fig. 6), paper vs ours:
+    ``(result, text)`` -- :func:`experiment`, then :func:`report`.
+    """
+    result = experiment(reduced=reduced, seed=seed)
+    return result, report(result)

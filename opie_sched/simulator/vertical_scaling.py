@@ -110,7 +110,7 @@ def run(deadline_minutes, **overrides):
     return out
 
 
-def merkat_fig6(reduced=False, seed=0):
+def vertical_scaling(reduced=False, seed=0):
     """Merkat Fig. 6, paper findings vs ours: ``(result, text)``.
 
     Deterministic (``seed`` unused); ``reduced`` runs the same (it takes

@@ -24,8 +24,8 @@ import testtools
 from opie_sched.cmd import cli
 from opie_sched.consolidation import gossip
 from opie_sched.consolidation import overlay
-from opie_sched.simulator import gossip_fig5
 from opie_sched.simulator import gossip_redistribution as gr
+from opie_sched.simulator import gossip_view_size
 from opie_sched.simulator import p2p_consolidation as pc
 from opie_sched.simulator import scenarios
 
@@ -267,23 +267,23 @@ class GossipScenarioTest(testtools.TestCase):
         self.assertEqual(a, b)
 
 
-class GossipFig5Test(testtools.TestCase):
+class GossipViewSizeTest(testtools.TestCase):
     """Paper III Fig. 5 at scale (``gossip-fig5``)."""
 
     def test_settle_cycle(self):
-        self.assertEqual(2, gossip_fig5.settle_cycle([0.1, 0.5, 0.7, 0.705,
-                                                      0.7]))
+        self.assertEqual(2, gossip_view_size.settle_cycle(
+            [0.1, 0.5, 0.7, 0.705, 0.7]))
         # the final value, not the highest: an overshoot has not settled
-        self.assertEqual(3, gossip_fig5.settle_cycle([0.1, 0.5, 0.8, 0.7,
-                                                      0.7]))
-        self.assertEqual(0, gossip_fig5.settle_cycle([0.3]))
+        self.assertEqual(3, gossip_view_size.settle_cycle(
+            [0.1, 0.5, 0.8, 0.7, 0.7]))
+        self.assertEqual(0, gossip_view_size.settle_cycle([0.3]))
 
     def test_judge(self):
         rows = [{'k': 10, 'cycles': 30, 'settle': 10},
                 {'k': 20, 'cycles': 20, 'settle': 6},
                 {'k': 30, 'cycles': 15, 'settle': 6},
                 {'k': 50, 'cycles': 12, 'settle': 3}]
-        got = {(c, p): h for c, p, h in gossip_fig5.judge(rows)}
+        got = {(c, p): h for c, p, h in gossip_view_size.judge(rows)}
         stop, settle = '(stop)', '(settle)'
         self.assertTrue(got['larger k converges faster ' + stop, '30->50'])
         self.assertFalse(got['larger k converges faster ' + settle,
@@ -297,20 +297,20 @@ class GossipFig5Test(testtools.TestCase):
         self.assertEqual(10, len(got))
 
     def test_rows_are_the_convergence_runs(self):
-        result, text = gossip_fig5.gossip_fig5(pms=120, seed=3)
-        self.assertEqual(list(gossip_fig5.KS),
+        result, text = gossip_view_size.gossip_view_size(pms=120, seed=3)
+        self.assertEqual(list(gossip_view_size.KS),
                          [r['k'] for r in result['rows']])
-        params = dict(gr.FULL, pms=120, max_cycles=gossip_fig5.MAX_CYCLES)
+        params = dict(gr.FULL, pms=120, max_cycles=gossip_view_size.MAX_CYCLES)
         cycles, moved, trace = gr.convergence(gossip.MERGE_IMB, 20, seed=3,
                                               **params)
         row = result['rows'][1]
         self.assertEqual((cycles, moved), (row['cycles'],
                                            row['migrations']))
         for r in result['rows']:
-            self.assertEqual(gossip_fig5.settle_cycle(r['cpu']),
+            self.assertEqual(gossip_view_size.settle_cycle(r['cpu']),
                              r['settle'])
             self.assertGreater(r['peak_rss_mb'], 0)
-        self.assertEqual(gossip_fig5.judge(result['rows']),
+        self.assertEqual(gossip_view_size.judge(result['rows']),
                          [(v['claim'], v['pair'], v['holds'])
                           for v in result['verdicts']])
         n = sum(v['holds'] for v in result['verdicts'])
@@ -324,3 +324,6 @@ class GossipFig5Test(testtools.TestCase):
                                    r['eq13_mb']['settle'])
         self.assertAlmostEqual(168.0, result['eq13_paper']['formula_mb'])
         self.assertIn('eq. 13', text)
+        # experiment apart from report: the saved result is all it needs
+        self.assertEqual(text, gossip_view_size.report(
+            json.loads(json.dumps(result))))

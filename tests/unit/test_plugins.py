@@ -197,6 +197,31 @@ class OptionTypeTest(testtools.TestCase):
         self.assertEqual({'gadget': 'a gadget', 'widget': 'Turns a knob.'},
                          opt_type.choices)
 
+    def test_a_default_not_installed_names_the_group_and_the_fix(self):
+        # stale package metadata (setup.cfg declares an entry point the
+        # installed metadata lacks): the error raised at import says where
+        # the names come from and how to fix it, not just choices=[]
+        exc = self.assertRaises(
+            cfg.DefaultValueError, cfg.Opt, 'widget', default='widget',
+            type=plugins.OptionType(GROUP + '.none', 'widget'))
+        self.assertIn('widget (entry-point group %s.none; installed: none'
+                      % GROUP, str(exc))
+        self.assertIn('reinstall the package', str(exc))
+
+    def test_repacker_and_utilisation_options_are_plugin_options(self):
+        from opie_sched.conf import repacker as repacker_opts
+        from opie_sched.conf import rpm as rpm_opts
+        by_name = {o.name: o for o in repacker_opts.repacker_opts
+                   + rpm_opts.rpm_opts}
+        self.assertEqual(
+            plugins.OptionType(strategies.NAMESPACE, 'repacker strategy'),
+            by_name['strategy'].type)
+        self.assertEqual(
+            plugins.OptionType(utilisation.NAMESPACE, 'utilisation source'),
+            by_name['utilisation_source'].type)
+        self.assertEqual({'allocations', 'metrics'},
+                         set(by_name['utilisation_source'].type.choices))
+
     def test_an_unknown_name_is_the_loader_sentence(self):
         self.useFixture(entry_points.EntryPoints({GROUP: {
             'widget': __name__ + ':Widget'}}))

@@ -27,6 +27,7 @@ from opie_sched.rpm import planner as pl
 from opie_sched.services.repacker import executor as ex
 from opie_sched.services.repacker import service as svc
 from opie_sched.services.repacker import strategies
+from tests import entry_points
 from tests.unit import test_repacker as base
 
 SETTINGS = hypothesis.settings(max_examples=25, deadline=None,
@@ -90,9 +91,15 @@ class LoadTest(testtools.TestCase):
         self.assertIsInstance(strategies.load(conf(strategy='gossip')),
                               strategies.GossipStrategy)
 
+    def test_unknown_strategy_is_refused_by_the_option(self):
+        # [opie_repacker] strategy is an entry-point option: a name that
+        # is no installed strategy never reaches the loader
+        exc = self.assertRaises(ValueError, conf, strategy='nope')
+        self.assertIn("unknown repacker strategy 'nope'", str(exc))
+
     def test_unknown_strategy(self):
         exc = self.assertRaises(strategies.StrategyError, strategies.load,
-                                conf(strategy='nope'))
+                                conf(), 'nope')
         self.assertIn('nope', str(exc))
         self.assertIn('gossip', str(exc))
         # a PlanError: the service reports a failed period, no crash
@@ -253,11 +260,15 @@ class ServiceStrategyTest(testtools.TestCase):
         self.assertEqual('ok', period.status, period.error)
         self.assertEqual(1, len(conn.compute.calls))
 
-    def test_unknown_strategy_is_an_error_period(self):
-        s = self.service(base.FakeConn({}), strategy='nope')
+    def test_broken_strategy_is_an_error_period(self):
+        # installed (so the option accepts it) but failing to import
+        self.useFixture(entry_points.EntryPoints({strategies.NAMESPACE: {
+            'broken': 'opie_sched.nonexistent_module:Strategy'}}))
+        s = self.service(base.FakeConn({}), strategy='broken')
         period = s.run_once(dry_run=True)
         self.assertEqual('error', period.status)
-        self.assertIn('nope', period.error)
+        self.assertIn("repacker strategy 'broken'", period.error)
+        self.assertIn('failed to load', period.error)
 
 
 class TabuStrategyLoadTest(testtools.TestCase):

@@ -18,6 +18,7 @@ Run with ``stestr run tests.unit.test_scenarios``.
 import io
 import json
 import os
+import re
 
 import fixtures
 import testtools
@@ -26,13 +27,13 @@ from opie_sched.cmd import cli
 from opie_sched.cmd import simulate
 from opie_sched import flavormix
 from opie_sched.rpm import model as rpm_model
-from opie_sched.simulator import diehard_table2 as dt2
+from opie_sched.simulator import diehard_redundancy as redundancy
 from opie_sched.simulator import preemption_latency as latency
+from opie_sched.simulator import repacking_costs as costs
 from opie_sched.simulator import repacking_single
 from opie_sched.simulator import repacking_strategies
-from opie_sched.simulator import repacking_tables as rtables
-from opie_sched.simulator import rpm_fig3
 from opie_sched.simulator import rpm_vs_ffd as rvf
+from opie_sched.simulator import rpm_vs_ffd_timeline as timeline
 from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import scenarios
 from opie_sched.simulator import themis
@@ -53,6 +54,28 @@ class RegistryTest(testtools.TestCase):
 
     def test_unknown_name(self):
         self.assertRaises(KeyError, scenarios.run, 'no-such-scenario')
+
+    def test_the_names_users_type_are_kept(self):
+        # modules are named by what they compute; the scenario names of
+        # ``opie-sched simulate --scenario`` stay what users type
+        self.assertEqual(
+            ['diehard-table2', 'repacking-tables', 'themis-value',
+             'rpm-vs-ffd', 'diehard-tables34', 'repacking-tables45',
+             'preemption-latency', 'p2p-consolidation',
+             'gossip-redistribution', 'merkat-fig6', 'themis-fig6',
+             'repacking-single-type', 'rpm-weights', 'rpm-fig3',
+             'gossip-fig5', 'headroom-tradeoff', 'score-replay'],
+            list(scenarios.SCENARIOS))
+
+    def test_every_scenario_names_its_paper_source(self):
+        self.assertEqual(list(scenarios.SCENARIOS), list(scenarios.SOURCES))
+
+    def test_no_module_is_named_after_a_figure_or_table(self):
+        from opie_sched import simulator
+        here = os.path.dirname(simulator.__file__)
+        named = [f for f in os.listdir(here)
+                 if re.search(r'(fig|table)s?\d', f)]
+        self.assertEqual([], named)
 
     def test_cli_runs_a_reduced_scenario(self):
         out = self.useFixture(fixtures.MonkeyPatch('sys.stdout',
@@ -100,18 +123,19 @@ class RegistryTest(testtools.TestCase):
                       'rpm-vs-ffd', err.getvalue())
 
 
-class DieHardTable2Test(testtools.TestCase):
+class DiehardRedundancyTest(testtools.TestCase):
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.result, cls.text = dt2.diehard_table2(reduced=True, seed=3)
+        cls.result, cls.text = redundancy.diehard_redundancy(reduced=True,
+                                                             seed=3)
 
     def test_every_algorithm_meets_the_target(self):
         for row in self.result['rows']:
             self.assertTrue(row['met_all'], row)
             self.assertGreaterEqual(row['reliability'],
-                                    dt2.DIEHARD_TARGET)
+                                    redundancy.DIEHARD_TARGET)
 
     def test_diehard_needs_no_more_than_the_baselines(self):
         dh = _row(self.result, 500, 'diehard')
@@ -126,7 +150,7 @@ class DieHardTable2Test(testtools.TestCase):
         lit = _row(self.result, 500, 'diehard-literal')
         dh = _row(self.result, 500, 'diehard')
         self.assertTrue(lit['met_all'])
-        self.assertGreaterEqual(lit['reliability'], dt2.DIEHARD_TARGET)
+        self.assertGreaterEqual(lit['reliability'], redundancy.DIEHARD_TARGET)
         # emptying the least reliable domains concentrates the tasks:
         # never a lower affinity than the within-one-task spread at the
         # same n
@@ -137,7 +161,8 @@ class DieHardTable2Test(testtools.TestCase):
 
     def test_table1_reliability_grows_and_saturates(self):
         rows = self.result['table1']
-        self.assertEqual(list(dt2.DIEHARD_TABLE1), [r['n'] for r in rows])
+        self.assertEqual(list(redundancy.DIEHARD_TABLE1),
+                         [r['n'] for r in rows])
         ours = [r['ours'] for r in rows]
         # more extra tasks never lower S; the last steps gain < 1e-5
         self.assertEqual(sorted(ours), ours)
@@ -188,7 +213,7 @@ class DieHardTable2Test(testtools.TestCase):
     def test_hrf_misses_the_target_at_proportionals_n(self):
         hrf = _row(self.result, 500, 'hrf')
         self.assertLess(hrf['reliability_at_proportional_n'],
-                        dt2.DIEHARD_TARGET)
+                        redundancy.DIEHARD_TARGET)
 
     def test_text_quotes_the_thesis(self):
         self.assertIn('Table 2', self.text)
@@ -197,19 +222,19 @@ class DieHardTable2Test(testtools.TestCase):
             self.assertIn(number, self.text)
 
 
-class RepackingTablesTest(testtools.TestCase):
+class RepackingCostsTest(testtools.TestCase):
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.result, cls.text = rtables.repacking_tables(reduced=True,
+        cls.result, cls.text = costs.repacking_costs(reduced=True,
                                                         seed=1)
         cls.cost = {(c['workload'], c['app'], c['reconfig'],
                      c['strategy']): c for c in cls.result['costs']}
 
     def test_all_runs_present(self):
         self.assertEqual(4 * 2 * 2 * 5, len(self.cost))
-        self.assertEqual(set(rtables.SERIES),
+        self.assertEqual(set(costs.SERIES),
                          {c['workload'] for c in self.result['costs']})
 
     def test_repacked_cost_no_more_than_plain(self):
@@ -236,7 +261,7 @@ class RepackingTablesTest(testtools.TestCase):
             self.assertGreater(s['S_delta_Repacked_vs_S_delta'], 0, key)
         # Paper V §6.4: app B (lower price/performance of large VMs)
         # benefits more.
-        for wl in rtables.SERIES:
+        for wl in costs.SERIES:
             for rc in ('cheap', 'expensive'):
                 self.assertGreater(
                     by[wl, 'B', rc]['S_delta_Repacked_vs_S_delta'],
@@ -400,7 +425,7 @@ class ThemisValueTest(testtools.TestCase):
             text)
 
 
-class RepackingTables45Test(testtools.TestCase):
+class RepackingStabilityIntervalTest(testtools.TestCase):
 
     def test_reduced(self):
         result, text = scenarios.run('repacking-tables45', reduced=True)[:2]
@@ -421,6 +446,11 @@ class RepackingTables45Test(testtools.TestCase):
                           'Seasonal2'}, set(result['directions']))
         # no noise unless asked for: the text says which
         self.assertIn('no per-step noise', text)
+        # experiment apart from report: the saved result is all it needs
+        from opie_sched.simulator import repacking_stability_interval as rsi
+        self.assertEqual(text, rsi.report(json.loads(json.dumps(result))))
+        for row in result['rows']:
+            self.assertLessEqual(row['unpaid_repacks'], row['repacks'])
 
     def test_four_series(self):
         from opie_sched import flavormix
@@ -440,14 +470,14 @@ class RepackingTables45Test(testtools.TestCase):
 
     def test_realised_intervals(self):
         from opie_sched import flavormix
+        from opie_sched.simulator import repacking_stability_interval as rsi
         from opie_sched.simulator import repacking_strategies
-        from opie_sched.simulator import repacking_tables45 as rt
         demand = [1000, 1000, 3000, 3000, 3000, 9000, 9000, 9000]
         strategy = repacking_strategies.make_strategy(
             'S_delta_Repacked', flavormix.thesis_types('B'), d=10.0,
             K=0.0, repack_time=0.0)
         sim = strategy.run(demand, 1.0)
-        got = rt.realised_intervals(sim, strategy)
+        got = rsi.realised_intervals(sim, strategy)
         self.assertEqual(sim.reconfigurations, len(got))
         self.assertEqual(len(demand) * 60.0,
                          sum(m for m, _ in got) + 60.0 * next(
@@ -455,7 +485,7 @@ class RepackingTables45Test(testtools.TestCase):
                              if s != sim.sets[0]) if got else 0)
 
 
-class DiehardTables34Test(testtools.TestCase):
+class DiehardCapacityModelsTest(testtools.TestCase):
 
     def test_reduced(self):
         result, text = scenarios.run('diehard-tables34', reduced=True)[:2]
@@ -716,7 +746,7 @@ class RPMWeightsTest(testtools.TestCase):
         self.assertIn('%d of %d' % (n, judged), text)
 
 
-class RPMFig3Test(testtools.TestCase):
+class RPMvsFFDTimelineTest(testtools.TestCase):
     """Paper IV Fig. 3 (``rpm-fig3``)."""
 
     def test_seed_count(self):
@@ -755,7 +785,7 @@ class RPMFig3Test(testtools.TestCase):
     def test_full_run_defaults_to_the_thesis_runs(self):
         loaded = []
         keys = {m[0] for t in rpm_weights.TABLES for m in t[2] if m[0]}
-        keys |= {c[2] for c in rpm_fig3.CLAIMS} | {'avg_cpu', 'avg_mem'}
+        keys |= {c[2] for c in timeline.CLAIMS} | {'avg_cpu', 'avg_mem'}
 
         def load(n_hosts, hours, seed, load='total', **kw):
             loaded.append(seed)
@@ -772,7 +802,7 @@ class RPMFig3Test(testtools.TestCase):
             'opie_sched.simulator.rpm_vs_ffd.thesis_load', load))
         self.useFixture(fixtures.MonkeyPatch(
             'opie_sched.simulator.rpm_vs_ffd.run_policy', run))
-        for f in (rpm_weights.rpm_weights, rpm_fig3.rpm_fig3):
+        for f in (rpm_weights.rpm_weights, timeline.rpm_vs_ffd_timeline):
             result, text = f(seed=3)
             self.assertEqual(list(range(3, 13)), result['seeds'])
             self.assertEqual(list(range(3, 13)), sorted(set(loaded)))
@@ -807,13 +837,13 @@ class RPMFig3Test(testtools.TestCase):
         self.assertEqual({'cpu': True, 'mem': False, 'active': False,
                           'migrations': True, 'service_migrations': False,
                           'service_data': False},
-                         rpm_fig3.judge(ffd, rpm))
+                         timeline.judge(ffd, rpm))
 
     def test_reduced_verdicts_over_every_run(self):
-        result, text = rpm_fig3.rpm_fig3(reduced=True, seed=2)
-        self.assertEqual(2 * len(rpm_fig3.CLAIMS), len(result['verdicts']))
+        result, text = timeline.rpm_vs_ffd_timeline(reduced=True, seed=2)
+        self.assertEqual(2 * len(timeline.CLAIMS), len(result['verdicts']))
         for run in result['runs']:
-            self.assertEqual(rpm_fig3.judge(run['runs']['ffd'],
+            self.assertEqual(timeline.judge(run['runs']['ffd'],
                                             run['runs']['rpm']),
                              run['claims'])
         n = sum(v['holds'] for v in result['verdicts'])

@@ -91,6 +91,8 @@ class RPMStrategy(Strategy):
     """Thesis Paper IV: :func:`planner.plan` with the configured policy."""
 
     name = 'rpm'
+    description = ('RPM overload/underload triggers and score, draining '
+                   'underloaded hosts (thesis Paper IV).')
 
     def plan(self, hosts):
         return planner.plan(hosts, self.policy())
@@ -196,6 +198,8 @@ class P2PStrategy(Strategy):
     """
 
     name = 'p2p'
+    description = ('Re-consolidation over a scale-free overlay of the '
+                   'hosts (thesis Paper II).')
 
     def plan(self, hosts, policy=None):
         policy = policy or self.policy()
@@ -294,6 +298,8 @@ class GossipStrategy(Strategy):
     """
 
     name = 'gossip'
+    description = ('Pairwise gossip redistribution of CPU and memory '
+                   '(thesis Paper III).')
 
     def plan(self, hosts, policy=None):
         policy = policy or self.policy()
@@ -371,6 +377,8 @@ class TabuStrategy(Strategy):
     """
 
     name = 'tabu'
+    description = ('Tabu-search rebalancing of preemptible servers toward '
+                   'the spot market\'s shares (Themis / Merkat).')
 
     def __init__(self, conf, bids=None):
         super().__init__(conf)

@@ -9,7 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scenario ``repacking-tables45``: thesis Paper V Tables 4 and 5.
+"""How the stability interval d changes repacking: S_delta_Repacked with a
+short and a long d, and the realised stability interval of each repack:
+scenario ``repacking-tables45`` (thesis Paper V Tables 4 and 5).
 
 Sedaghat, Hernández-Rodriguez and Elmroth, "Autonomic resource
 management for cloud applications: the repacking approach" (thesis Paper
@@ -97,30 +99,29 @@ def realised_intervals(sim, strategy):
     return out
 
 
-def repacking_tables45(reduced=False, seed=0, noise=None):
-    """Tables 4 and 5 of Paper V on our four series
-    (:func:`opie_sched.flavormix.thesis_series`: Increase1 168 h,
-    Seasonal1 182 h, Increase2 215 h, Seasonal2 338 h; smooth shapes).
+def experiment(reduced=False, seed=0, noise=None):
+    """Run S_delta_Repacked for Tables 4 and 5 of Paper V on our four
+    series (:func:`opie_sched.flavormix.thesis_series`: Increase1 168 h,
+    Seasonal1 182 h, Increase2 215 h, Seasonal2 338 h; smooth shapes): the
+    scenario's JSON-serialisable result (``rows`` per workload, R and d;
+    ``directions`` per workload: whether a short d costs more than the
+    long one with expensive R, ours and the thesis').
 
     Full: the series' lengths, 5-minute steps. Reduced: 24 h, 15-minute
     steps. App B, S_delta_Repacked, K = 1 %. ``noise``: per-step noise
     fraction (default none; 0.02 is the earlier 2 % on every step).
-
-    :returns: ``(result, text)``.
     """
     kwargs = {'hours': 24, 'step_minutes': 15} if reduced else {}
     if noise is not None:
         kwargs['noise'] = noise
     types = flavormix.thesis_types('B')
     result = {'scenario': 'repacking-tables45', 'reduced': reduced,
-              'seed': seed, 'K': K, 'rows': []}
-    rows = []
-    series = {}
+              'seed': seed, 'noise': noise, 'K': K, 'rows': [],
+              'directions': {}}
     for paper_wl, (short, paper) in TABLES45.items():
         wl = WORKLOADS[paper_wl]
-        series[paper_wl] = flavormix.thesis_series(paper_wl, seed=seed,
-                                                   **kwargs)
-        demand, step = series[paper_wl]
+        demand, step = flavormix.thesis_series(paper_wl, seed=seed,
+                                               **kwargs)
         for rc in ('cheap', 'expensive'):
             for dk, d_min in (('short', float(short)), ('long', LONG_D)):
                 strategy = repacking_strategies.make_strategy(
@@ -129,28 +130,18 @@ def repacking_tables45(reduced=False, seed=0, noise=None):
                 sim = strategy.run(demand, step)
                 ivals = realised_intervals(sim, strategy)
                 minutes = [m for m, _ in ivals]
-                unpaid = sum(1 for _, g in ivals if g <= K)
-                row = {'workload': paper_wl, 'series': wl, 'reconfig': rc,
-                       'd_minutes': d_min,
-                       'reconfigurations': sim.reconfigurations,
-                       'total_cost': sim.total_cost,
-                       'reconfig_cost': sim.reconfig_cost,
-                       'median_interval_minutes': (
-                           float(np.median(minutes)) if minutes else None),
-                       'unpaid_repacks': unpaid,
-                       'paper_reconfigurations': paper[rc, dk][0],
-                       'paper_total_cost': paper[rc, dk][1]}
-                result['rows'].append(row)
-                rows.append([paper_wl if rc == 'cheap' and dk == 'short'
-                             else '', rc, '%g' % d_min,
-                             sim.reconfigurations, paper[rc, dk][0],
-                             '%.2f' % sim.total_cost,
-                             '%.2f' % paper[rc, dk][1],
-                             '-' if not minutes else
-                             '%.0f' % row['median_interval_minutes'],
-                             '%d / %d' % (unpaid, len(ivals))])
-    directions = []
-    for paper_wl, (short, paper) in TABLES45.items():
+                result['rows'].append({
+                    'workload': paper_wl, 'series': wl, 'reconfig': rc,
+                    'd_minutes': d_min,
+                    'reconfigurations': sim.reconfigurations,
+                    'total_cost': sim.total_cost,
+                    'reconfig_cost': sim.reconfig_cost,
+                    'median_interval_minutes': (
+                        float(np.median(minutes)) if minutes else None),
+                    'repacks': len(ivals),
+                    'unpaid_repacks': sum(1 for _, g in ivals if g <= K),
+                    'paper_reconfigurations': paper[rc, dk][0],
+                    'paper_total_cost': paper[rc, dk][1]})
         got = {(r['reconfig'], r['d_minutes']): r for r in result['rows']
                if r['workload'] == paper_wl}
         exp_short = got['expensive', float(short)]['total_cost']
@@ -159,17 +150,41 @@ def repacking_tables45(reduced=False, seed=0, noise=None):
             'short < long' if exp_short < exp_long else 'equal')
         theirs = ('short > long' if paper['expensive', 'short'][1]
                   > paper['expensive', 'long'][1] else 'short <= long')
-        result.setdefault('directions', {})[paper_wl] = {
-            'ours': ours, 'paper': theirs}
+        result['directions'][paper_wl] = {
+            'ours': ours, 'paper': theirs, 'hours': len(demand) * step,
+            'expensive_short_cost': exp_short,
+            'expensive_long_cost': exp_long}
+    return result
+
+
+def report(result):
+    """The text of :func:`experiment`'s ``result``: Tables 4 and 5 beside
+    ours with the realised stability intervals, then the direction per
+    workload.
+    """
+    noise, seed = result['noise'], result['seed']
+    rows, last = [], None
+    for r in result['rows']:
+        first, last = r['workload'] != last, r['workload']
+        rows.append([r['workload'] if first else '', r['reconfig'],
+                     '%g' % r['d_minutes'], r['reconfigurations'],
+                     r['paper_reconfigurations'],
+                     '%.2f' % r['total_cost'],
+                     '%.2f' % r['paper_total_cost'],
+                     '-' if r['median_interval_minutes'] is None else
+                     '%.0f' % r['median_interval_minutes'],
+                     '%d / %d' % (r['unpaid_repacks'], r['repacks'])])
+    directions = []
+    for paper_wl, d in result['directions'].items():
         directions.append('%s (%s, %g h): expensive R, total cost %s '
                           '(%.2f vs %.2f); thesis %s: %s'
-                          % (paper_wl, WORKLOADS[paper_wl],
-                             len(series[paper_wl][0])
-                             * series[paper_wl][1], ours, exp_short,
-                             exp_long, theirs,
-                             'holds' if (ours == 'short > long') == (
-                                 theirs == 'short > long') else 'DIFFERS'))
-    text = '\n'.join([
+                          % (paper_wl, WORKLOADS[paper_wl], d['hours'],
+                             d['ours'], d['expensive_short_cost'],
+                             d['expensive_long_cost'], d['paper'],
+                             'holds' if (d['ours'] == 'short > long') == (
+                                 d['paper'] == 'short > long')
+                             else 'DIFFERS'))
+    return '\n'.join([
         'repacking-tables45: thesis Paper V Tables 4 and 5, App B, '
         'S_delta_Repacked, K = %g %%, repacking %g / %g min, our four '
         'series (Increase1 168 h, Seasonal1 182 h, Increase2 215 h, '
@@ -177,7 +192,7 @@ def repacking_tables45(reduced=False, seed=0, noise=None):
             100 * K, REPACK_MINUTES['cheap'], REPACK_MINUTES['expensive'],
             'no per-step noise' if not noise else
             '%g %% noise on every step' % (100 * noise), seed,
-            ' (reduced: 24 h, 15-min steps)' if reduced else ''),
+            ' (reduced: 24 h, 15-min steps)' if result['reduced'] else ''),
         '',
         tables.text_table(['workload', 'R', 'd (min)', 'reconfigs (ours)',
                            'Table 4', 'total $ (ours)', 'Table 5',
@@ -189,4 +204,11 @@ def repacking_tables45(reduced=False, seed=0, noise=None):
         'A repack "not paid back" is one whose realised gain over the time '
         'its set actually lasted is <= K: the d it was decided with '
         'overestimated that time.'])
-    return result, text
+
+
+def repacking_stability_interval(reduced=False, seed=0, noise=None):
+    """Scenario ``repacking-tables45`` (Paper V Tables 4 and 5):
+    ``(result, text)`` -- :func:`experiment`, then :func:`report`.
+    """
+    result = experiment(reduced=reduced, seed=seed, noise=noise)
+    return result, report(result)

@@ -9,8 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scenario ``diehard-table2``: Die-Hard vs Proportional vs HRF (thesis
-Paper VI Table 2).
+"""The redundancy (extra tasks n) and affinity each replica planner needs
+to reach a reliability target: Die-Hard vs Proportional vs HRF, scenario
+``diehard-table2`` (thesis Paper VI Tables 1 and 2).
 
 The planners of :mod:`opie_sched.diehard` on the thesis topology
 (:func:`opie_sched.diehard.topology.thesis_topology`, 61 network / 4 power
@@ -141,7 +142,7 @@ def measure(topologies, ks, spread=dh_plan.SPREAD_DHONDT, hrf_own=True):
     return out
 
 
-def table2_claims(values, scenario=SCENARIO):
+def redundancy_claims(values, scenario=SCENARIO):
     """Paper VI §5.2's claims on Table 2, judged over the seeds
     (:func:`opie_sched.simulator.verdicts.judge`), each counted once.
 
@@ -195,7 +196,7 @@ def table2_claims(values, scenario=SCENARIO):
 
 
 def sensitivity(topologies, ks):
-    """The claims of :func:`table2_claims` under each wiring of
+    """The claims of :func:`redundancy_claims` under each wiring of
     :data:`WIRINGS` (D'Hondt reading) and under the literal trim on the
     calibrated wiring: a list of ``{'setting', 'K', 'dh_n', 'prop_n',
     'hrf_s_at_prop_n', 'verdicts': {claim: verdict}, 'tally'}``.
@@ -207,7 +208,7 @@ def sensitivity(topologies, ks):
     for label, wiring, spread in settings:
         topos = [rewired(t, wiring) for t in topologies]
         values = measure(topos, ks, spread, hrf_own=False)
-        judged = table2_claims(values, scenario=label)
+        judged = redundancy_claims(values, scenario=label)
         counts = verdicts.tally(judged)[label]
         for k in ks:
             mine = [v for v in judged if v.claim.name.startswith(
@@ -224,7 +225,7 @@ def sensitivity(topologies, ks):
     return rows
 
 
-def table1(topologies, hours=80.0, tasks=1000):
+def spread_reliability(topologies, hours=80.0, tasks=1000):
     """Paper VI Table 1: S(x) of K + n tasks spread evenly over the
     network domains (Die-Hard's placement family) for the table's n, mean
     over ``topologies``. The thesis does not state T; ours is Table 2's
@@ -263,13 +264,13 @@ def _aff_hrf_paper_form(k, n):
     return (k + n - 1) * (k + n - 2) / 2.0
 
 
-def diehard_table2(reduced=False, seed=0):
+def diehard_redundancy(reduced=False, seed=0):
     """Die-Hard, Proportional and HRF for the K of thesis Table 2.
 
     Means over ``runs`` topologies (the thesis averages 10 runs; each of
     ours draws the ToR failure rates of
     :func:`~opie_sched.diehard.topology.thesis_topology` with seed
-    ``seed + run``), and :func:`table2_claims` judged over them
+    ``seed + run``), and :func:`redundancy_claims` judged over them
     (:mod:`opie_sched.simulator.verdicts`).
     For each algorithm: the smallest n reaching S_min, S and the affinity
     score of that placement. HRF is also evaluated at the thesis' own
@@ -331,7 +332,7 @@ def diehard_table2(reduced=False, seed=0):
                 'S %.6f, aff %.0f' % (row['reliability_at_proportional_n'],
                                       row['affinity_at_proportional_n'])
                 if alg == 'hrf' else ''])
-    judged = table2_claims(values)
+    judged = redundancy_claims(values)
     result['claims'] = [j.as_dict() for j in judged]
     result['tally'] = {k: dict(c) for k, c in verdicts.tally(judged).items()}
     sens = sensitivity(topologies, ks)
@@ -339,7 +340,7 @@ def diehard_table2(reduced=False, seed=0):
     result['hrf_affinity_paper_form'] = {
         str(k): _aff_hrf_paper_form(k, DIEHARD_TABLE2[k]['hrf'][0])
         for k in DIEHARD_TABLE2}
-    t1 = table1(topologies)
+    t1 = spread_reliability(topologies)
     result['table1'] = t1
     claim_names = [j.claim.name.split(': ', 1)[1] for j in judged
                    if j.claim.name.startswith('K=%d:' % ks[0])]

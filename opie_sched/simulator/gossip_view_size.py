@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scenario ``gossip-fig5``: thesis Paper III Fig. 5 at the paper's scale.
+"""Convergence of gossip consolidation against the size of the local view,
+at the paper's scale: scenario ``gossip-fig5`` (thesis Paper III Fig. 5).
 
 "we consider the data center with 50,000 PMs and 100,000 VM requests and
 a static load. We vary size of the local view to K = 10, 20, 30, 50.
@@ -78,10 +79,14 @@ def judge(rows):
     return out
 
 
-def gossip_fig5(reduced=False, seed=0, pms=None):
-    """Paper III Fig. 5: Merge+Imb convergence for k = 10, 20, 30, 50.
+def experiment(reduced=False, seed=0, pms=None):
+    """Run Merge+Imb for each k of :data:`KS` and judge the claims: the
+    scenario's JSON-serialisable result (``rows`` per k: stop and settle
+    cycles, migrations, CPU per cycle, wall seconds, peak RSS MB, eq. 13
+    MB; ``verdicts``; ``eq13_paper``).
 
-    Full: 50,000 PMs, 100,000 VMs (the paper's); reduced: 2,000 PMs.
+    Full: 50,000 PMs, 100,000 VMs (the paper's); reduced: 2,000 PMs;
+    ``pms`` overrides both.
     """
     n = pms or (2000 if reduced else PAPER_PMS)
     params = dict(gr.FULL, pms=n, max_cycles=MAX_CYCLES, runs=1)
@@ -109,12 +114,21 @@ def gossip_fig5(reduced=False, seed=0, pms=None):
                       n, gr.PAPER_EQ13['cycles']) / 1e6}
     verdicts = [{'claim': c, 'pair': p, 'holds': h}
                 for c, p, h in judge(rows)]
+    return {'scenario': 'gossip-fig5', 'reduced': reduced, 'seed': seed,
+            'pms': n, 'vms': int(params['vms_per_pm'] * n),
+            'max_cycles': MAX_CYCLES, 'rows': rows, 'verdicts': verdicts,
+            'eq13_paper': eq13_paper}
+
+
+def report(result):
+    """The text of :func:`experiment`'s ``result``: the runs per k, eq. 13
+    beside the paper's, the claims judged.
+    """
+    n, seed, reduced = result['pms'], result['seed'], result['reduced']
+    rows, verdicts = result['rows'], result['verdicts']
+    eq13_paper = result['eq13_paper']
     n_ok = sum(v['holds'] for v in verdicts)
-    result = {'scenario': 'gossip-fig5', 'reduced': reduced, 'seed': seed,
-              'pms': n, 'vms': int(params['vms_per_pm'] * n),
-              'max_cycles': MAX_CYCLES, 'rows': rows, 'verdicts': verdicts,
-              'eq13_paper': eq13_paper}
-    text = '\n'.join([
+    return '\n'.join([
         'gossip-fig5: thesis Paper III Fig. 5, Merge+Imb from a random '
         'placement under a static load, %d PMs, %d VMs (paper: 50,000 PMs, '
         '100,000 VMs), seed %d, at most %d cycles%s'
@@ -155,4 +169,12 @@ def gossip_fig5(reduced=False, seed=0, pms=None):
                           [[v['claim'], v['pair'],
                             'yes' if v['holds'] else 'NO']
                            for v in verdicts])])
-    return result, text
+
+
+def gossip_view_size(reduced=False, seed=0, pms=None):
+    """Scenario ``gossip-fig5`` (Paper III Fig. 5: Merge+Imb convergence
+    for k = 10, 20, 30, 50): ``(result, text)`` -- :func:`experiment`,
+    then :func:`report`.
+    """
+    result = experiment(reduced=reduced, seed=seed, pms=pms)
+    return result, report(result)

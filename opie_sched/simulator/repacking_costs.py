@@ -9,7 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scenario ``repacking-tables``: thesis Paper V Tables 3 and 6.
+"""Total cost and reconfigurations of Paper V's provisioning strategies,
+repacked or not, on the Increase and Seasonal workloads: scenario
+``repacking-tables`` (thesis Paper V Tables 3 and 6).
 
 S_base, S_delta, S_Full and the repacked variants
 (:mod:`opie_sched.simulator.repacking_strategies`, on the shared core) on
@@ -71,7 +73,7 @@ _STRATEGY_ORDER = ('S_base', 'S_base_Repacked', 'S_delta',
 SERIES = ('Increase1', 'Increase2', 'Seasonal1', 'Seasonal2')
 
 
-def repacking_tables(reduced=False, seed=0, noise=None):
+def repacking_costs(reduced=False, seed=0, noise=None):
     """Paper V Tables 3 and 6 on our four series.
 
     Workloads: :func:`~opie_sched.flavormix.thesis_series` (Increase1

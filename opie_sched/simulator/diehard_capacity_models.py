@@ -9,7 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scenario ``diehard-tables34``: thesis Paper VI Tables 3 and 4.
+"""The replica planners under three capacity models of the failure
+domains, at two job durations: scenario ``diehard-tables34`` (thesis Paper
+VI Tables 3 and 4).
 
 Sedaghat et al., "Die-Hard: Reliable Scheduling to Survive Correlated
 Failures in Cloud Data Centers" (thesis Paper VI), §5.2: S_min = 0.999,
@@ -42,7 +44,7 @@ import numpy as np
 from opie_sched.diehard import planner as dh_plan
 from opie_sched.diehard import reliability as dh_rel
 from opie_sched.diehard import topology as dh_topo
-from opie_sched.simulator import diehard_table2
+from opie_sched.simulator import diehard_redundancy
 from opie_sched.simulator import tables
 
 #: Thesis Paper VI Tables 3 and 4 (S_min = 0.999, K = 500): hours ->
@@ -67,7 +69,7 @@ MODELS = collections.OrderedDict([
 ])
 LABELS = {'diehard': 'DH', 'diehard-literal': 'DH (literal trim)',
           'proportional': 'Proportional', 'hrf': 'HRF'}
-#: Our planner rows (see :data:`opie_sched.simulator.diehard_table2.ROWS`).
+#: Our planner rows (see :data:`opie_sched.simulator.diehard_redundancy.ROWS`).
 ROWS = ('diehard', 'diehard-literal', 'proportional', 'hrf')
 
 
@@ -112,7 +114,7 @@ def _one(topology, hours):
     return out
 
 
-def diehard_tables34(reduced=False, seed=0):
+def diehard_capacity_models(reduced=False, seed=0):
     """Tables 3 and 4 of Paper VI, paper vs ours.
 
     Full: 10 topologies (seeds ``seed``..``seed + 9``, as the thesis'
@@ -176,6 +178,6 @@ def diehard_tables34(reduced=False, seed=0):
         'n (ours): the smallest n whose placement reaches S_min. The '
         'thesis\' HRF at 168 h (n 25, S 0.998) does not reach S_min; '
         'compare the last column.',
-        diehard_table2.TRIM_NOTE,
-        diehard_table2.CALIBRATION_NOTE])
+        diehard_redundancy.TRIM_NOTE,
+        diehard_redundancy.CALIBRATION_NOTE])
     return result, text

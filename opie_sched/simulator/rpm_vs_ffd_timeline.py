@@ -9,7 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Scenario ``rpm-fig3``: thesis Paper IV §6.1, Fig. 3.
+"""FFD-sum vs RPM window by window over the simulated day (utilisation,
+migrations, data transferred): scenario ``rpm-fig3`` (thesis Paper IV
+§6.1, Fig. 3).
 
 Fig. 3 plots, over the simulated day, (a) the average CPU and memory
 utilisation, (b) the migrations and (c) the data transferred for services
@@ -51,8 +53,8 @@ def judge(ffd, rpm):
     return out
 
 
-def rpm_fig3(reduced=False, seed=0, discovery='local', seeds=None,
-             count=None):
+def rpm_vs_ffd_timeline(reduced=False, seed=0, discovery='local',
+                        seeds=None, count=None):
     """Paper IV Fig. 3: FFD-sum vs RPM over time, both load readings.
 
     Full: 256 hosts (groups of 64), 24 h, ``count`` seeds (default the
