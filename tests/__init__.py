@@ -10,3 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Tests of opie_sched."""
+
+import os
+
+#: The repository's root directory (for tests that read its files).
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Running the installed console scripts in processes of their own, for
-the tests of their start-up (``tests.unit.test_nova_signatures``: every
+the tests of their start-up (``tests.unit.common.test_nova_signatures``: every
 script parses its arguments on the installed nova series;
 ``tests.functional.test_console_scripts``: the service scripts refuse a
 configuration they cannot honour).

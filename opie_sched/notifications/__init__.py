@@ -29,9 +29,9 @@ The payload travels as the primitive of an oslo.versionedobjects object of
 namespace ``opie_sched`` (keys ``opie_object.name``, ``.namespace``,
 ``.version``, ``.data``, ``.changes`` absent). A payload field added or
 changed bumps the payload's version (minor: added, major: removed or
-changed meaning); ``tests/unit/test_notifications.py`` pins each object's
-fingerprint, and ``doc/notification_samples/`` holds one JSON sample per
-event type, checked against what the objects emit.
+changed meaning); ``tests/unit/notifications/test_notifications.py`` pins
+each object's fingerprint, and ``doc/notification_samples/`` holds one JSON
+sample per event type, checked against what the objects emit.
 
 This package imports nothing from Nova: the scheduler (inside
 nova-scheduler) and the opie-market service share it.

@@ -37,15 +37,16 @@ EVENT_PREEMPTED = 'opie.market.preempt.end'
 #: :mod:`opie_sched.market.charge_rules`, read when this module is
 #: imported). A rule added changes this enum, hence the payload's
 #: fingerprint: bump the payload's version
-#: (``tests/unit/test_charge_rules.py`` pins the names per version).
+#: (``tests/unit/services/market/test_market_plugins.py`` pins the names
+#: per version).
 CHARGE_RULES = charge_rules.names()
 #: Why a server is noticed.
 KINDS = ('out_of_bid', 'out_of_credit')
 #: The interruption behaviours (:mod:`opie_sched.preemption.behaviours`,
 #: read when this module is imported). A behaviour added to the registry
 #: changes this enum, hence the payload's fingerprint: bump the payload's
-#: version (``tests/unit/test_notifications.py`` pins the names per
-#: version).
+#: version (``tests/unit/notifications/test_notifications.py`` pins the
+#: names per version).
 ACTIONS = behaviours.names()
 
 

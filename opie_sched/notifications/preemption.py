@@ -29,8 +29,8 @@ SOURCE = 'opie-scheduler'
 #: The interruption behaviours (:mod:`opie_sched.preemption.behaviours`,
 #: read when this module is imported). A behaviour added to the registry
 #: changes this enum, hence the payload's fingerprint: bump the payload's
-#: version (``tests/unit/test_notifications.py`` pins the names per
-#: version).
+#: version (``tests/unit/notifications/test_notifications.py`` pins the
+#: names per version).
 ACTIONS = behaviours.names()
 
 

@@ -22,7 +22,7 @@ anywhere -- never with an ``ImportError`` or a traceback.
 
 That every console script parses its arguments on the installed series
 (``--help``) is part of the test of nova internals,
-``tests.unit.test_nova_signatures.ConsoleScriptStartupTest``; each
+``tests.unit.common.test_nova_signatures.ConsoleScriptStartupTest``; each
 ``py3-nova3N`` environment runs both.
 """
 

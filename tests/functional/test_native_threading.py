@@ -247,7 +247,7 @@ def require_native_embedded_nova(test):
     has no attribute 'parent'``, every build fails), and with that
     bypassed the shared in-memory database fails with ``cannot start a
     transaction within a transaction``. nova 34's fixtures support both
-    modes. (``tests.unit.test_nova_signatures`` pins the first of the
+    modes. (``tests.unit.common.test_nova_signatures`` pins the first of the
     two, so that the series bound moves when nova's fixtures do.)
     """
     series = compat.nova_series()
