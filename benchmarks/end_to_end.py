@@ -114,6 +114,7 @@ reads (``model_steps``: ``boot``, ``delete``, ``fail`` in seconds).
 """
 
 import argparse
+from concurrent import futures
 import configparser
 import json
 import os
@@ -698,6 +699,8 @@ def run_headroom(cloud, rep, wait):
 
 #: Seconds between two listings of a burst's servers.
 BURST_POLL = 0.5
+#: Creates of a burst in flight at once (threads, one API call each).
+BURST_SENDERS = 10
 
 
 def burst_outcome(created, seen):
@@ -723,14 +726,17 @@ def run_burst(cloud, n, rep, wait):
     :func:`run_headroom`), then ``n`` normal servers created at once: the
     first takes the headroom's room, the others preempt inside their
     scheduling pass (today's path; their victims' notices are cut).
-    Watched by listing the burst's servers every ``BURST_POLL`` seconds
-    (one listing for all, not a GET per server: so each time is late by
-    at most that spacing).
+    The creates are sent ``BURST_SENDERS`` at a time from threads while
+    the burst's servers are listed every ``BURST_POLL`` seconds (one
+    listing for all, not a GET per server: so each time is late by at
+    most that spacing and a listing's own time). A create the API
+    refuses counts as failed.
 
     :returns: the sample: ``n``, ``total`` (median create to ACTIVE),
         ``p90``, ``max``, ``failed`` (ERROR: must be 0), ``api`` (seconds
         to send the ``n`` creates), ``victims`` (preemptible servers gone
-        or no longer ACTIVE after the burst), ``waited``.
+        or no longer ACTIVE after the burst), ``waited``; ``api`` is
+        the seconds until the last create was answered.
     :raises RuntimeError: the headroom's room was not free within
         ``wait``, or servers neither ACTIVE nor ERROR within the timeout.
     """
@@ -743,34 +749,54 @@ def run_burst(cloud, n, rep, wait):
         and _flavor_field(s.flavor, 'original_name') == twin.name}
     name = '%s%s-normal' % (PREFIX, label)
     created = {}
-    start = _now()
-    for i in range(n):
+    lock = threading.Lock()
+
+    def send(i):
         t = _now()
-        created[cloud.create('%s-%d' % (name, i), cloud.flavor).id] = t
-    api = _now() - start
+        server = cloud.create('%s-%d' % (name, i), cloud.flavor)
+        with lock:
+            created[server.id] = t
+
+    # the creates go out together (BURST_SENDERS at a time) while the
+    # listing watches: a server ACTIVE before the last create was sent is
+    # seen then, not after
+    pool = futures.ThreadPoolExecutor(max_workers=min(n, BURST_SENDERS))
+    start = _now()
+    jobs = [pool.submit(send, i) for i in range(n)]
     seen = {}
-    deadline = _now() + cloud.timeout
-    while True:
-        at = _now()
-        for s in cloud.conn.compute.servers(details=True, all_projects=True,
-                                            name='^%s' % name):
-            if s.id in created and s.status in ('ACTIVE', 'ERROR'):
-                seen.setdefault(s.id, (s.status, at))
-        out = burst_outcome(created, seen)
-        if not out['pending']:
-            break
-        if _now() > deadline:
-            raise RuntimeError('burst of %d: %d servers neither ACTIVE nor '
-                               'ERROR after %d s' % (n, out['pending'],
-                                                     cloud.timeout))
-        time.sleep(BURST_POLL)
+    api = None
+    deadline = _now() + cloud.timeout + n
+    try:
+        while True:
+            at = _now()
+            for s in cloud.conn.compute.servers(
+                    details=True, all_projects=True, name='^%s' % name):
+                if s.status in ('ACTIVE', 'ERROR'):
+                    seen.setdefault(s.id, (s.status, at))
+            if api is None and all(j.done() for j in jobs):
+                api = _now() - start
+            with lock:
+                out = burst_outcome(dict(created), seen)
+            if api is not None and not out['pending']:
+                break
+            if _now() > deadline:
+                raise RuntimeError('burst of %d: %d servers neither ACTIVE '
+                                   'nor ERROR after %d s' % (
+                                       n, out['pending'], cloud.timeout))
+            time.sleep(BURST_POLL)
+    finally:
+        pool.shutdown(wait=True)
+    refused = [j.exception() for j in jobs if j.exception() is not None]
+    for exc in refused:
+        print('  burst of %d: a create was refused: %s' % (n, exc),
+              file=sys.stderr)
     still = {s.id for s in cloud.conn.compute.servers(
         details=True, all_projects=True)
         if s.id in before and s.status == 'ACTIVE'}
     times = out['times'] or [float('nan')]
     sample = {'n': n, 'total': statistics.median(times),
               'p90': percentile90(times), 'max': max(times),
-              'failed': out['failed'], 'api': api,
+              'failed': out['failed'] + len(refused), 'api': api,
               'victims': len(before - still), 'waited': waited}
     cloud.delete(list(created))
     return sample
