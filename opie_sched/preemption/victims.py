@@ -68,37 +68,9 @@ Method: two depth-first branch-and-bound passes on exact integers
     the remaining need (largest first, per dimension) reach the best size
     found (starting from the size of pass 1's set).
 
-Measurements (2 cores, x86_64, Python 3.11, numpy 2.4, scipy 1.17)
-    ``python benchmarks/victim_selection.py --milp`` (seed 42): random
-    hosts of small/medium/large instances (1/2000/20, 2/4000/40,
-    4/8000/80), cost = runtime mod 3600 s, need = a medium or large flavor
-    minus a little free room. Median ms per call; every brute-force answer
-    was identical (cost and uuids), MILP costs equal to ours:
-
-    ====  ========  ========  ==================  ==================
-    n     B&B       B&B p95   brute force (numpy)  scipy milp (HiGHS)
-    ====  ========  ========  ==================  ==================
-    12    0.29                0.47                0.90
-    16    0.33                1.8                 0.95
-    20    0.43                13                  1.0
-    24    0.51                114                 1.3
-    32    0.59      0.79                          1.1
-    48    0.78      0.97                          1.4
-    64    0.97      1.15                          1.7
-    ====  ========  ========  ==================  ==================
-
-    The paper's literal loop (pure-Python enumeration, ``method='python'``)
-    took 13 ms at n = 12, 54 ms at 14, 226 ms at 16 and 952 ms at 18.
-    MILP solves only the cost (the tie rule would need a second exact
-    search on top) and is slower than this branch and bound at every n up
-    to 64, so :func:`select_victims` is the branch and bound alone. Most of
-    its time is the set-up (validation, exact scaling, dominance masks);
-    the search itself visits few nodes (profiled at n = 64). Stress runs, same
-    machine: 64 candidates with count, zero or 0..3 integer costs (ties
-    everywhere) or needs of up to 8 flavors took 0.9-1.3 ms median, 1.7
-    ms max; 128 candidates 1.9-2.8 ms median, 5.4 ms max; 64 candidates
-    of random non-flavor sizes (1-8 vCPU, 512-16384 MB, 0-160 GB), need up
-    to 8x a large flavor, 1.9-2.9 ms median, 5.3 ms max.
+Speed: at most a few milliseconds up to 128 candidates (measured with
+``benchmarks/victim_selection.py``; figures in the contributor guide,
+"Benchmarks").
 """
 
 import bisect

@@ -185,13 +185,7 @@ def load_instances(ctx, hosts_by_cell, light=True, nodes_by_cell=None,
     :raises CellReadError: when a cell's read fails or, with two cells or
         more, does not answer within ``nova.context.CELL_TIMEOUT`` seconds
         (60): nothing is returned then, never a failed cell's hosts
-        without their instances. The scheduler plugins catch it as any
-        error of theirs and never let it reach nova: opie's weighers (the
-        market's too) give every host the same weight for the request,
-        leaving the order to the other weighers; the transparent
-        placement of a normal request falls back to the full state. The
-        reconciler reads one cell at a time (cell None, in its calling
-        thread) and skips a cell whose read fails for that round.
+        without their instances.
     """
     jobs = {}
     for cell_uuid, hosts in hosts_by_cell.items():
