@@ -19,12 +19,15 @@ wake-up events are :class:`SimEvent` whose ``wait`` jumps the clock to the
 next scheduled notification (or by the whole timeout), so no test sleeps.
 """
 
+import datetime
+import threading
 from unittest import mock
 
 import fixtures
 from oslo_config import cfg
 import oslo_messaging
 from oslo_utils.fixture import uuidsentinel as uuids
+from oslo_utils import timeutils
 import testtools
 
 from nova import objects
@@ -306,3 +309,63 @@ class ManagerHookTest(testtools.TestCase):
         with mock.patch('nova.manager.Manager.cleanup_host'):
             mgr.cleanup_host()
         self.assertIsNone(mgr._opie_wakeup)
+
+
+class HeadroomWaiterTest(testtools.TestCase):
+    """The reconciler's headroom waiter (:class:`headroom.Keeper`) woken
+    by a notification, and stopped while it waits.
+    """
+
+    def setUp(self):
+        super().setUp()
+        from opie_sched.scheduler import headroom
+        self.keeper = headroom.Keeper(reconciler=None)
+        self.off = False
+        self.reads = 0
+        self.acted = []
+
+        def states(ctx, cell_uuid, uuids_):
+            self.reads += 1
+            return {u: objects.Instance(
+                uuid=u, deleted=False, vm_state='active', task_state=None,
+                power_state=4 if self.off else 1) for u in uuids_}
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.scheduler.actions._states', states))
+        self.keeper.act = lambda ctx, cell, us, rid: self.acted.extend(us)
+        self.wakeups = wakeup.Wakeups()
+
+    def start(self):
+        deadline = timeutils.utcnow(with_timezone=True) + \
+            datetime.timedelta(hours=1)
+        registered = threading.Event()
+
+        def run():
+            with self.wakeups.watching([uuids.v]) as woken:
+                with self.keeper._lock:
+                    self.keeper._woken.add(woken)
+                registered.set()
+                self.keeper._poll(mock.Mock(), uuids.cell, {uuids.v}, 'r',
+                                  deadline, woken, 3600)
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.assertTrue(registered.wait(30))
+        return t
+
+    def test_notification_wakes_the_waiter(self):
+        t = self.start()
+        self.off = True
+        self.wakeups.wake(uuids.v, 'instance.power_off.end')
+        # a waiter not woken would sleep its 3600 s fallback
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertEqual([uuids.v], self.acted)
+
+    def test_stop_ends_the_wait_without_acting(self):
+        t = self.start()
+        self.keeper.stop(30)
+        # a waiter stop does not wake would sleep its 3600 s fallback
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertEqual([], self.acted)
