@@ -245,8 +245,13 @@ def host_ram_mb(vcpus):
     return 512 * vcpus + 512
 
 
-def tempest_conf(clouds_yaml, state_dir, summary, computes):
-    """The text of tempest.conf for the devcloud."""
+def tempest_conf(clouds_yaml, state_dir, summary, computes,
+                 headroom_notice_seconds=None):
+    """The text of tempest.conf for the devcloud.
+
+    :param headroom_notice_seconds: ``[opie] headroom_notice_seconds``
+        (None: the plugin's default).
+    """
     admin = _admin_auth(clouds_yaml)
     auth = admin['auth']
     conn = _connect(clouds_yaml, 'devcloud-admin')
@@ -308,6 +313,8 @@ def tempest_conf(clouds_yaml, state_dir, summary, computes):
                  'chaos_report': chaos_report(state_dir)},
     }
     sections['opie'].update(autoscaler_options(summary.get('autoscaler')))
+    if headroom_notice_seconds is not None:
+        sections['opie']['headroom_notice_seconds'] = headroom_notice_seconds
     repacker = summary.get('repacker')
     sections['opie'].update({
         'repacker': bool(repacker),
@@ -451,6 +458,16 @@ def main(argv=None):
     parser.add_argument('--legacy-quotas', action='store_true',
                         help="nova's legacy quotas instead of Keystone's "
                              'unified limits (devcloud --legacy-quotas)')
+    parser.add_argument('--notifications', action='store_true',
+                        help="nova sends its versioned notifications on the "
+                             "devcloud's RabbitMQ (devcloud --notifications)"
+                             '; opie-scheduler then wakes its waits on '
+                             'victims at them ([opie_preemption] '
+                             'release_notifications)')
+    parser.add_argument('--headroom-notice-seconds', type=int,
+                        help='[opie] headroom_notice_seconds: the notice of '
+                             "the headroom scenarios (default the plugin's, "
+                             '60 s)')
     parser.add_argument('--only', choices=('opie', 'tempest'))
     parser.add_argument('--regex', default=r'^opie_sched_tempest_plugin\.',
                         help='which of our plugin\'s tests run (a '
@@ -496,7 +513,8 @@ def main(argv=None):
                         '--market-tick', '%g' % args.market_tick,
                         '--reliability', '--with-autoscaler',
                         '--with-repacker', '--format', 'json']
-                       + (['--legacy-quotas'] if args.legacy_quotas else []),
+                       + (['--legacy-quotas'] if args.legacy_quotas else [])
+                       + (['--notifications'] if args.notifications else []),
                        log)
         up = True
         if rc:
@@ -513,7 +531,8 @@ def main(argv=None):
                 return 1
         with open(os.path.join(workspace, 'etc', 'tempest.conf'), 'w') as f:
             f.write(tempest_conf(summary['clouds_yaml'], state_dir, summary,
-                                 args.computes))
+                                 args.computes,
+                                 args.headroom_notice_seconds))
         if args.only in (None, 'opie'):
             if os.path.exists(chaos_report(state_dir)):
                 os.remove(chaos_report(state_dir))

@@ -223,6 +223,33 @@ preemption_opts = [
              '0.05 s, at most this value), so a victim is seen at most '
              '12.5 % (or 0.05 s) after it went, and a slow one costs few '
              'queries.'),
+    cfg.BoolOpt(
+        'release_notifications', default=False,
+        help='Wake the waits on victims at Nova\'s versioned '
+             'notifications (event-driven early release): each scheduler '
+             'process listens to ``[notifications] '
+             'versioned_notifications_topics`` on nova\'s notification '
+             'transport, in a pool of its own '
+             '(``opie-scheduler-wakeup.<host>.<pid>``), and a notification '
+             'about a victim being waited on (``instance.power_off.end``, '
+             '``instance.update``, ``instance.delete.end``, '
+             '``instance.shelve.end``, ...) makes the waiter re-read it '
+             'from the database at once. Possible values: false (default) '
+             '- the waits poll (``poll_interval``, '
+             '``headroom_poll_interval``); true - they wake at the events '
+             'and poll every ``notification_poll_interval`` as the '
+             'fallback; needs nova to send versioned notifications '
+             '(``[oslo_messaging_notifications] driver`` messagingv2, '
+             '``[notifications] notification_format`` versioned or '
+             'both). A listener that cannot start is logged and the waits '
+             'poll as when false.'),
+    cfg.FloatOpt(
+        'notification_poll_interval', default=5.0, min=0.05,
+        help='Seconds between the fallback checks of victims under notice '
+             'while the notification listener runs '
+             '(``release_notifications``): a release whose notification '
+             'was lost is seen within this. Not used when the listener '
+             'is off.'),
     cfg.StrOpt(
         'coordination_url', default=None,
         help='tooz backend URL for the locks every scheduler worker and '

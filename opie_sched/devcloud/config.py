@@ -648,8 +648,11 @@ def coordination_url(settings, layout):
 
 def scheduler_host_conf(settings, layout, index):
     """The overlay config of scheduler host ``index`` (1-based): its own
-    ``host``, ``state_path`` and lock path, and the locks' backend shared
-    by every scheduler host (:func:`coordination_url`).
+    ``host``, ``state_path`` and lock path, the locks' backend shared
+    by every scheduler host (:func:`coordination_url`), and, when nova
+    sends notifications (``settings.notifications``), ``[opie_preemption]
+    release_notifications``: the waits on victims wake at Nova's
+    versioned notifications (:mod:`opie_sched.scheduler.wakeup`).
     """
     conf = {
         'DEFAULT': {
@@ -659,9 +662,14 @@ def scheduler_host_conf(settings, layout, index):
         'oslo_concurrency': {'lock_path': layout.path(
             'scheduler-%d' % index, 'locks')},
     }
+    preemption = {}
     url = coordination_url(settings, layout)
     if url:
-        conf['opie_preemption'] = {'coordination_url': url}
+        preemption['coordination_url'] = url
+    if settings.notifications:
+        preemption['release_notifications'] = True
+    if preemption:
+        conf['opie_preemption'] = preemption
     return conf
 
 

@@ -47,6 +47,7 @@ winning the compare-and-set of that record
 (:func:`opie_sched.scheduler.reservations.swap_state`).
 """
 
+import contextlib
 import copy
 import dataclasses
 import datetime
@@ -70,6 +71,7 @@ from opie_sched.preemption import headroom as headroom_rules
 from opie_sched.preemption import victim_state
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import reservations
+from opie_sched.scheduler import wakeup
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -279,16 +281,24 @@ def wait_notice(ctx, by_cell, seconds):
     released_early`: its guest powered itself off, or its owner stopped,
     shelved or deleted it), so the waiting request proceeds at once.
 
-    Polling, not events: the victims are read (one query per cell and
-    check) at the spacing of :func:`wait_for` (at once, then 1/8 of the
-    time waited, at least 0.05 s and at most ``[opie_preemption]
-    poll_interval``), so a release is seen within that spacing.
+    Event-driven when ``[opie_preemption] release_notifications`` is on
+    and this process's listener runs (:mod:`opie_sched.scheduler.wakeup`):
+    a notification of Nova about a victim wakes the wait, which re-reads
+    the victims (the database decides, not the payload); the fallback
+    checks are then ``notification_poll_interval`` apart. Otherwise
+    polling: the victims are read (one query per cell and check) at the
+    spacing of :func:`wait_for` (at once, then 1/8 of the time waited, at
+    least 0.05 s and at most ``poll_interval``), so a release is seen
+    within that spacing.
 
     :param by_cell: ``{cell_uuid: [uuids noticed]}``.
     :returns: True when the notice ended early.
     """
     end = time.monotonic() + seconds
-    interval = CONF.opie_preemption.poll_interval
+    opts = CONF.opie_preemption
+    interval = opts.poll_interval
+    sparse = (opts.notification_poll_interval
+              if opts.release_notifications and wakeup.live() else None)
 
     def early(inst):
         return headroom_rules.released_early(
@@ -298,7 +308,7 @@ def wait_notice(ctx, by_cell, seconds):
     for cell_uuid, uuids in by_cell.items():
         left = end - time.monotonic()
         if left <= 0 or not wait_for(ctx, cell_uuid, uuids, early, left,
-                                     interval, quiet=True):
+                                     interval, quiet=True, sparse=sparse):
             left = end - time.monotonic()
             if left > 0:
                 time.sleep(left)
@@ -877,36 +887,54 @@ def poll_pause(waited, interval):
 
 
 def wait_for(ctx, cell_uuid, uuids, done, timeout, interval, found=None,
-             quiet=False):
+             quiet=False, sparse=None):
     """Poll (one query per round) until ``done(instance)`` holds for all.
 
     The first round checks at once, the next ones are spaced by
     :func:`poll_pause`, so a victim is seen soon after it went and a slow
-    one costs few queries.
+    one costs few queries. With ``[opie_preemption]
+    release_notifications`` on, a notification of Nova about one of the
+    instances (:mod:`opie_sched.scheduler.wakeup`) ends the pause at once:
+    the next round reads them again.
 
     :param found: ``{uuid: Instance}`` just read (deleted rows included)
         for the first round instead of a query, or None.
+    :param sparse: seconds between the rounds instead of
+        :func:`poll_pause` (the fallback of a wait woken by
+        notifications), or None.
     :returns: True when all reached the state before ``timeout`` seconds.
     """
     start = time.monotonic()
     deadline = start + timeout
     pending = set(uuids)
-    while pending:
-        if found is None:
-            found = _states(ctx, cell_uuid, pending)
-        pending = {u for u in pending
-                   if u in found and not done(found[u])}
-        found = None
-        if not pending:
-            return True
-        now = time.monotonic()
-        left = deadline - now
-        if left <= 0:
-            if not quiet:
-                LOG.warning('Timed out after %.1f s waiting for %s',
-                            timeout, sorted(pending))
-            return False
-        time.sleep(min(poll_pause(now - start, interval), left))
+    watch = (wakeup.WAKEUPS.watching(pending)
+             if CONF.opie_preemption.release_notifications
+             else contextlib.nullcontext())
+    with watch as woken:
+        while pending:
+            if woken is not None:
+                # before the read: a notification after it wakes the pause
+                woken.clear()
+            if found is None:
+                found = _states(ctx, cell_uuid, pending)
+            pending = {u for u in pending
+                       if u in found and not done(found[u])}
+            found = None
+            if not pending:
+                return True
+            now = time.monotonic()
+            left = deadline - now
+            if left <= 0:
+                if not quiet:
+                    LOG.warning('Timed out after %.1f s waiting for %s',
+                                timeout, sorted(pending))
+                return False
+            pause = (sparse if sparse is not None
+                     else poll_pause(now - start, interval))
+            if woken is not None:
+                woken.wait(min(pause, left))
+            else:
+                time.sleep(min(pause, left))
     return True
 
 

@@ -34,9 +34,12 @@ selection and each victim, in order:
    (:func:`opie_sched.preemption.headroom.released_early`).
 
 The wait runs in a thread of the reconciler's process that checks the
-victims every ``headroom_poll_interval`` seconds (polling: Nova's
-``instance.update`` and power-state notifications are not consumed here);
-the round goes on at once. Should that process stop, the next round acts
+victims every ``headroom_poll_interval`` seconds; with ``[opie_preemption]
+release_notifications`` on in a scheduler process whose listener runs
+(:mod:`opie_sched.scheduler.wakeup`), a notification of Nova about one of
+them (``instance.power_off.end``, ``instance.update``, ...) wakes the
+check at once and the fallback checks are ``notification_poll_interval``
+apart. The round goes on at once. Should that process stop, the next round acts
 on every ``noticed`` victim whose deadline has passed.
 
 While noticed, a victim is still running and an ordinary candidate for
@@ -69,6 +72,7 @@ from opie_sched.scheduler import actions
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reservations
+from opie_sched.scheduler import wakeup
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -125,6 +129,8 @@ class Keeper:
         self._waiting = set()
         self._threads = []
         self._stop = threading.Event()
+        #: the wake-up events of the waits running (set on stop)
+        self._woken = set()
 
     # -- views -------------------------------------------------------------
 
@@ -322,8 +328,33 @@ class Keeper:
         LOG.info('Headroom: victims %s got %.1f s of notice (deadline %s)',
                  sorted(noticed), seconds, victim_state.format_time(deadline))
         pending = set(noticed)
-        interval = CONF.opie_preemption.headroom_poll_interval
+        opts = CONF.opie_preemption
+        if not opts.release_notifications:
+            self._poll(ctx, cell_uuid, pending, rid, deadline, None,
+                       opts.headroom_poll_interval)
+            return
+        interval = (opts.notification_poll_interval if wakeup.live()
+                    else opts.headroom_poll_interval)
+        with wakeup.WAKEUPS.watching(pending) as woken:
+            with self._lock:
+                self._woken.add(woken)
+            try:
+                self._poll(ctx, cell_uuid, pending, rid, deadline, woken,
+                           interval)
+            finally:
+                with self._lock:
+                    self._woken.discard(woken)
+
+    def _poll(self, ctx, cell_uuid, pending, rid, deadline, woken,
+              interval):
+        """Check the noticed victims every ``interval`` seconds (or when
+        ``woken``, a ``threading.Event`` of :mod:`.wakeup`, is set by a
+        notification about one of them) and act on each released early
+        or due.
+        """
         while pending and not self._stop.is_set():
+            if woken is not None:
+                woken.clear()
             now = timeutils.utcnow(with_timezone=True)
             due = now >= deadline
             found = actions._states(ctx, cell_uuid, pending)
@@ -350,7 +381,11 @@ class Keeper:
             if pending:
                 left = (deadline - timeutils.utcnow(
                     with_timezone=True)).total_seconds()
-                self._stop.wait(max(min(interval, left), 0.01))
+                pause = max(min(interval, left), 0.01)
+                if woken is not None:
+                    woken.wait(pause)
+                else:
+                    self._stop.wait(pause)
 
     def act(self, ctx, cell_uuid, uuids, rid):
         """Interrupt noticed victims of decision ``rid`` now: each record
@@ -414,6 +449,9 @@ class Keeper:
         them at their deadline) and wait for the threads.
         """
         self._stop.set()
+        with self._lock:
+            for woken in self._woken:
+                woken.set()
         return self.join(timeout)
 
     def join(self, timeout=None):

@@ -87,6 +87,7 @@ from opie_sched.scheduler import reconciler
 from opie_sched.scheduler import request_view
 from opie_sched.scheduler import reservations
 from opie_sched.scheduler import transparent
+from opie_sched.scheduler import wakeup
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -237,6 +238,37 @@ class OpieSchedulerManager(nova_manager.SchedulerManager):
         self._opie_last_reconcile = None
         self._release_waits = _WaitSlots()
         self._alternates = _AlternatesBook()
+        self._opie_wakeup = None
+
+    # -- the wake-up listener (issue 31) ------------------------------------
+
+    def post_start_hook(self):
+        """Start this process's listener of Nova's notifications when
+        ``[opie_preemption] release_notifications`` is on (each forked
+        worker runs its own hooks, so each has one). Never raises: a
+        listener that cannot start leaves the waits polling.
+        """
+        super().post_start_hook()
+        if not CONF.opie_preemption.release_notifications:
+            return
+        try:
+            self._opie_wakeup = wakeup.Listener(CONF)
+            self._opie_wakeup.start()
+        except Exception:
+            LOG.exception('The wake-up listener failed; victims are polled')
+
+    def _opie_stop_wakeup(self):
+        listener, self._opie_wakeup = self._opie_wakeup, None
+        if listener is not None:
+            listener.stop()
+
+    def graceful_shutdown(self, timeout):
+        self._opie_stop_wakeup()
+        super().graceful_shutdown(timeout)
+
+    def cleanup_host(self):
+        self._opie_stop_wakeup()
+        super().cleanup_host()
 
     # -- the request wrapper ------------------------------------------------
 

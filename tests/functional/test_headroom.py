@@ -39,6 +39,7 @@ from opie_sched.scheduler import headroom
 from opie_sched.scheduler import ownership
 from opie_sched.scheduler import preemption_plans
 from opie_sched.scheduler import reconciler
+from opie_sched.scheduler import wakeup
 from tests.functional import base
 from tests.functional.fuzz import oracle
 from tests.functional import test_preemption
@@ -318,6 +319,104 @@ class EarlyReleaseTest(base.OpieNovaTestCase, _Headroom):
         # the notice's service-owned trace (what the market's
         # interruption-ack reads), recorded before the guest saw it
         self.assertIn(victim_state.NOTICE_ACTION, powered['actions'])
+
+
+class NotificationEarlyReleaseTest(EarlyReleaseTest):
+    """The issue's target, event-driven: a guest powers off 5 s into a
+    120 s notice and the waiting normal boot is ACTIVE within seconds,
+    woken by Nova's versioned notification about the victim
+    (``[opie_preemption] release_notifications``), not by polling: the
+    fallback checks are 60 s apart (``notification_poll_interval``), so a
+    boot that is not woken is ACTIVE no sooner than 55 s after the
+    power-off.
+
+    In-process Nova hands its versioned notifications to nova's fake
+    notifier (NotificationFixture); :meth:`forward_notifications` also
+    sends each one on nova's notification transport (oslo.messaging's
+    fake driver), where the scheduler's own listener, started by its
+    manager, hears it in its own pool.
+    """
+
+    NOTICE = 120
+    #: the guest powers off this long after it read its notice
+    POWER_OFF_AFTER = 5
+    #: a boot later than this after the power-off was not woken (the
+    #: fallback check comes 60 s after the notice began)
+    BOUND = 30
+    EXTRA_FLAGS = {'opie_preemption': {
+        'notice_seconds': NOTICE,
+        'release_timeout': NOTICE + 60,
+        'reservation_timeout': 3 * NOTICE + 60,
+        'poll_interval': 60,
+        'notification_poll_interval': 60,
+        'release_notifications': True}}
+
+    def setUp(self):
+        super().setUp()
+        self.forward_notifications()
+        listener = self.scheduler.manager._opie_wakeup
+        self.assertIsNotNone(listener)
+        self.assertTrue(listener.running)
+        self.addCleanup(listener.stop)
+
+    def forward_notifications(self):
+        from nova import rpc
+        from nova.tests.fixtures import notifications as nova_notes
+        import oslo_messaging
+
+        bus = oslo_messaging.Notifier(
+            rpc.NOTIFICATION_TRANSPORT, 'nova-test', driver='messagingv2',
+            topics=['versioned_notifications'])
+        original = nova_notes.FakeVersionedNotifier._notify
+
+        def _notify(notifier, priority, ctxt, event_type, payload):
+            original(notifier, priority, ctxt, event_type, payload)
+            getattr(bus, priority.lower())({}, event_type, payload)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.notifications.FakeVersionedNotifier.'
+            '_notify', _notify))
+
+    def test_guest_power_off_releases_the_waiting_boot(self):
+        p = self.fill_with_preemptibles('host1', 'large', [1000, 2000])
+        victim = p[0]['id']
+        powered = {}
+
+        def guest():
+            for _ in itertools.count():
+                meta = self.guest_metadata(victim).get('meta', {})
+                if victim_state.NOTICE_KEY in meta:
+                    time.sleep(self.POWER_OFF_AFTER)
+                    powered['at'] = time.time()
+                    self.power_off(victim)
+                    return
+                time.sleep(0.1)
+
+        woken_before = sum(wakeup.WAKEUPS.woken.values())
+        t = threading.Thread(target=guest, daemon=True)
+        t.start()
+        normal = self.api.post_server({'server': self._build_server(
+            name='normal', flavor_id=self.flavor_ids['large'],
+            networks='none')})
+        normal = self._wait_for_state_change(normal, 'ACTIVE',
+                                             max_retries=600)
+        active_at = time.time()
+        t.join(5)
+        self.assertIn('at', powered, 'the guest never read its notice')
+        after = active_at - powered['at']
+        self.addDetail('seconds', testtools.content.text_content(
+            'ACTIVE %.2f s after the power-off, %d s into a %d s notice; '
+            'wake-ups by event type: %s' % (
+                after, self.POWER_OFF_AFTER, self.NOTICE,
+                dict(wakeup.WAKEUPS.woken))))
+        # a notification about the victim woke a waiter of the scheduler
+        self.assertGreater(sum(wakeup.WAKEUPS.woken.values()), woken_before)
+        # ... and the boot did not wait for the fallback check
+        self.assertLess(after, self.BOUND)
+        self.assertNotIn(victim, self.live_uuids())
+        self.assertRegex(self.stdlog.logger.output,
+                         r"Victims \[[^]]*'%s'[^]]*\] released early"
+                         % victim)
 
 
 class _FilterHelpers(_Headroom):

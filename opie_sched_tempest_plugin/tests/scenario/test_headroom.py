@@ -41,6 +41,7 @@ event: tests/functional/test_headroom.py). Figures are logged and
 appended to ``[opie] chaos_report`` when it is set.
 """
 
+import configparser
 import datetime
 import json
 import time
@@ -66,6 +67,19 @@ DEADLINE_KEY = 'opie:preempt_deadline'
 def _epoch(text):
     return datetime.datetime.strptime(text, '%Y-%m-%dT%H:%M:%SZ').replace(
         tzinfo=datetime.timezone.utc).timestamp()
+
+
+def _release_notifications(argv):
+    """Whether the config files of a service's ``argv`` turn on
+    ``[opie_preemption] release_notifications`` (the scheduler's waits
+    wake at Nova's notifications; the devcloud's ``--notifications``).
+    """
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    files = [argv[i + 1] for i, a in enumerate(argv[:-1])
+             if a == '--config-file']
+    parser.read(files)
+    return parser.get('opie_preemption', 'release_notifications',
+                      fallback='false').strip().lower() == 'true'
 
 
 class HeadroomTest(base.OpieBaseTest):
@@ -102,6 +116,9 @@ class HeadroomTest(base.OpieBaseTest):
                 'notice_seconds': cls.notice,
                 'release_timeout': cls.notice + 60,
                 'reservation_timeout': 3 * cls.notice + 60}})
+        cls.release_notifications = any(
+            _release_notifications(cls.faults._service(name)['argv'])
+            for name in cls.schedulers)
         for name in cls.schedulers:
             argv = cls.faults._service(name)['argv']
             if overlay in argv:
@@ -124,6 +141,8 @@ class HeadroomTest(base.OpieBaseTest):
         return body.get('metadata', {}) if status == 200 else None
 
     def report(self, figures):
+        figures = dict(figures,
+                       release_notifications=self.release_notifications)
         LOG.info('headroom figures: %s', json.dumps(figures))
         path = getattr(CONF.opie, 'chaos_report', None)
         if path:

@@ -468,6 +468,15 @@ class TestRender(testtools.TestCase):
             n for n in cloud_mod.daemons(s, layout)
             if n.startswith('opie-scheduler')])
 
+    def test_notifications_enable_the_wakeup_listener(self):
+        layout = layout_mod.Layout('/tmp/x')
+        off = config.scheduler_host_conf(_settings(), layout, 1)
+        self.assertNotIn('opie_preemption', off)
+        on = config.scheduler_host_conf(
+            _settings(notifications=True, scheduler_hosts=2), layout, 2)
+        self.assertIs(True, on['opie_preemption']['release_notifications'])
+        self.assertIn('coordination_url', on['opie_preemption'])
+
     def test_provider_config_command_matches_sizes(self):
         s = _settings(compute_vcpus=4, compute_ram_mb=8192,
                       compute_disk_gb=50, allocation_ratio=2.0)
