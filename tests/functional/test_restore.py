@@ -440,3 +440,34 @@ class MarketRestoreLimitTest(_MarketRestoreBase):
             victim)[actions.RESTORE_STATUS_KEY])
         self.assertEqual('SHELVED_OFFLOADED', self.status(victim))
         self.assertNotIn('unshelve', self.action_names(victim['id']))
+
+
+class SchedulerEventsTest(_MarketRestoreBase):
+    """The scheduler's interruption in the owner's event history with the
+    default configuration (no notification listener): the market's next
+    period reads the victim's instance actions, also once it is deleted.
+    """
+
+    def test_scheduler_victim_in_event_history_after_its_deletion(self):
+        victim, filler = self.boot_victim()
+        project = self.api.get_server(victim['id'])['tenant_id']
+        now = time.time()
+        self.market.tick(now)
+        store = self.market.store
+        self.assertIsNone(store.get_lifetime(victim['id'])['ended_at'])
+        self.preempt(victim)
+        # its owner deletes the shelved victim before the next period
+        self.delete(victim)
+        self.market.tick(now + 3600)
+        rows, _ = store.events_page(project, server_uuid=victim['id'])
+        self.assertEqual([('interruption', 'scheduler', 'shelve')],
+                         [(r['kind'], r['cause'], r['action'])
+                          for r in rows])
+        self.assertEqual('interrupted',
+                         store.get_lifetime(victim['id'])['end'])
+        # another project sees none of it
+        self.assertEqual([], store.events_page('other-project')[0])
+        # a third period adds nothing
+        self.market.tick(now + 7200)
+        self.assertEqual(1, len(store.events_page(
+            project, server_uuid=victim['id'])[0]))
