@@ -547,6 +547,62 @@ def restore_order(bid, state, uuid=''):
     return (-float(bid), state.since, uuid)
 
 
+#: Values of the server metadata ``opie:preempted_by`` the market writes
+#: on its victims (its preemption; an owner's interruption drill): only a
+#: filter of whom to look at (the owner can write them), never proof.
+MARKET_MARKS = ('opie-market', 'opie-market-drill')
+#: Nova's instance action of a shelve (``nova.compute.instance_actions.
+#: SHELVE``): recorded by Nova's API with the user and project of the
+#: token that asked for it.
+SHELVE_ACTION = 'shelve'
+
+
+def shelved_by_another_project(actions, project_id):
+    """Whether the newest shelve of a server was asked from outside its
+    own project: the service-owned proof that the market (its service
+    user, with its own project) interrupted the server, not its owner.
+
+    Rule: the server's newest :data:`SHELVE_ACTION` instance action (by
+    start time) was asked by a project other than ``project_id``. Users
+    cannot write instance actions, and Nova records the project of the
+    token that asked: an owner's own shelve (any user of the server's
+    project) never passes, nor does a market shelve the owner's later
+    unshelve and shelve replaced. A ``shelveOffload`` alone does not
+    count (the market offloads a server its owner shelved).
+
+    :param actions: iterable of ``(action name, project id, start time)``
+        (start: any ordered value, e.g. a datetime; None is skipped).
+    :param project_id: the server's project.
+    :returns: bool.
+    """
+    newest = None
+    for name, project, start in actions:
+        if name != SHELVE_ACTION or start is None:
+            continue
+        if newest is None or start > newest[1]:
+            newest = (project, start)
+    return newest is not None and bool(newest[0]) and \
+        newest[0] != project_id
+
+
+def after_market_release(interruptions, extra_specs, now):
+    """The restore record of a server the market shelved and offloaded
+    (:func:`shelved_by_another_project`), by the rules of
+    :func:`after_release` (``preemptor`` the cause word ``market``): its
+    interruption counted (``interruptions`` + 1), then
+    :data:`RESTORE_PENDING`, or :data:`RESTORE_GIVEN_UP` at the flavor's
+    :func:`max_interruptions`; None when its flavor asks for no restore.
+
+    :param interruptions: the server's count so far
+        (:func:`interruptions_of`).
+    """
+    state = VictimState(state=TERMINATING, preemptor=CAUSE_MARKET,
+                        since=now, behavior=SHELVE,
+                        interruptions=interruptions)
+    return after_release(state, SHELVE, behaviours.SHELVED_OFFLOADED,
+                         extra_specs, now)
+
+
 def given_up_message(count, limit):
     """What the owner of a server left shelved is told (instance fault and
     server metadata): the count and the flavor's limit.

@@ -47,8 +47,10 @@ host. Each round, per cell:
    hosts once for step 5, in the cell's own pass after steps 1-4 (so the
    step sees their reservations); a cell that cannot be read skips step 5
    for the round (a pool missing hosts would look short of room);
-6. servers shelved by the preemption whose flavor asks for automatic
-   restore (``opie:restore=auto``) are unshelved onto free room, at most
+6. servers shelved by the preemption (the scheduler's, or the market's:
+   adopted from Nova's record of who asked for the shelve) whose flavor
+   asks for automatic restore (``opie:restore=auto``) are unshelved onto
+   free room, at most
    ``[opie_reconciler] restore_per_round`` (:mod:`opie_sched.scheduler.
    restore`).
 

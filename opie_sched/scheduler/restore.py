@@ -57,9 +57,24 @@ headroom step:
 The unshelve is an ordinary preemptible request: Nova's scheduler places
 it (Placement claims) and never preempts for it, so a restore never makes
 a normal request fail; a normal request arriving meanwhile may preempt the
-restored server as any other. Servers the market preempted are not
-restored (the market interrupts through the compute API, without this
-record).
+restored server as any other.
+
+Servers the market preempted (:mod:`opie_sched.services.market.
+enforcement`, which interrupts through Nova's compute API and writes no
+record) are restored by the same step: before step 1, every shelved and
+offloaded server of a restore-requesting preemptible flavor that has no
+record, carries the market's mark (server metadata ``opie:preempted_by``,
+:data:`~opie_sched.preemption.victim_state.MARKET_MARKS`: only a filter,
+the owner can write it) and whose newest ``shelve`` instance action was
+asked from another project than its own
+(:func:`~opie_sched.preemption.victim_state.shelved_by_another_project`:
+the market's service user; users cannot write instance actions) gets its
+restore record (:func:`~opie_sched.preemption.victim_state.
+after_market_release`: its interruption counted, pending or given up at
+``opie:max_interruptions``, its owner told why) by compare-and-set
+against no record (:meth:`Restorer.adopt`). From there it is restored
+exactly as a scheduler victim. A server its owner shelved is never
+adopted.
 """
 
 import dataclasses
@@ -175,6 +190,68 @@ class Restorer:
                 if vs is not None and vs.state == state:
                     yield inst, vs
 
+    @staticmethod
+    def _market_victims(cctxt):
+        """Shelved and offloaded servers with no task carrying one of the
+        market's marks (:data:`~opie_sched.preemption.victim_state.
+        MARKET_MARKS`), one query per mark.
+        """
+        seen = set()
+        for mark in victim_state.MARKET_MARKS:
+            insts = objects.InstanceList.get_by_filters(
+                cctxt, {'deleted': False,
+                        'vm_state': behaviours.SHELVED_OFFLOADED,
+                        'metadata': {victim_state.PREEMPTED_BY_KEY: mark}},
+                expected_attrs=['flavor', 'system_metadata', 'metadata'])
+            for inst in insts:
+                if inst.uuid not in seen and inst.task_state is None:
+                    seen.add(inst.uuid)
+                    yield inst
+
+    def adopt(self, cctxt, dry_run=False):
+        """Give the market's shelved victims of one cell their restore
+        record (see the module docstring).
+
+        :returns: uuids adopted (that would be, with ``dry_run``).
+        """
+        now = timeutils.utcnow(with_timezone=True)
+        adopted = []
+        for inst in self._market_victims(cctxt):
+            specs = getattr(inst.flavor, 'extra_specs', None)
+            if (ownership.victim_state(inst) is not None
+                    or victim_state.KEY_STATE in (inst.system_metadata or {})
+                    or not victim_state.restore_requested(specs)
+                    or not ownership.flavor_is_preemptible(inst.flavor)):
+                continue
+            found = objects.InstanceActionList.get_by_instance_uuid(
+                cctxt, inst.uuid)
+            if not victim_state.shelved_by_another_project(
+                    ((a.action, a.project_id, a.start_time) for a in found),
+                    inst.project_id):
+                continue
+            new = victim_state.after_market_release(
+                victim_state.interruptions_of(inst.system_metadata),
+                specs, now)
+            LOG.info('Restore%s: %s was shelved by the market; %s '
+                     '(interruption %d)', ' (dry run)' if dry_run else '',
+                     inst.uuid, new.state, new.interruptions)
+            if dry_run:
+                adopted.append(inst.uuid)
+                continue
+            try:
+                if not reservations.swap_state(cctxt, inst, None, new):
+                    continue
+            except exception.InstanceNotFound:
+                continue
+            adopted.append(inst.uuid)
+            if new.state == victim_state.RESTORE_GIVEN_UP:
+                actions.tell_restore(cctxt, inst, victim_state.
+                                     given_up_message(
+                                         new.interruptions,
+                                         victim_state.max_interruptions(
+                                             specs)))
+        return adopted
+
     def views(self, ctx):
         """``{service host: HostView}`` of every compute node, all cells
         (the ComputeNode records; servers leaving counted as gone), read
@@ -271,6 +348,7 @@ class Restorer:
         for cell in self._reconciler._cells(ctx):
             try:
                 with nova_context.target_cell(ctx, cell) as cctxt:
+                    self.adopt(cctxt, dry_run)
                     for inst, vs in self._records(cctxt):
                         if self._settle(cctxt, inst, vs, dry_run):
                             pending.append((cell.uuid, inst, vs))

@@ -14,15 +14,26 @@ preemptible server of a ``shelve`` + ``opie:restore=auto`` flavor,
 preempted by a normal boot, is unshelved by a reconciler round once room
 returns (same UUID, same port), never without room nor below a headroom,
 no longer after ``opie:max_interruptions``; a normal request arriving
-while the restore is in flight still lands.
+while the restore is in flight still lands. The market's victims (its
+real enforcement, through openstacksdk as another project) are restored
+by the same step; a server its owner shelved is not.
 """
 
+import os
 import time
 
+import fixtures
+from keystoneauth1 import loading
+from keystoneauth1 import session as ks_session
+import openstack
+
 from opie_sched.common import flavors
+from opie_sched.demo import clients
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import reconciler
+from opie_sched.services.market.db import api as db_api
+from opie_sched.services.market import engine as market_engine
 from tests.functional import test_destructive_steps
 from tests.functional import test_preemption_holds
 
@@ -329,3 +340,134 @@ class RestoreClaimInFlightTest(_RestoreBase,
         self.assertEqual(['unshelve'], [a for a in self.action_names(
             victim['id']) if a == 'unshelve'])
         self.assertEqual('ACTIVE', self.status(filler))
+
+
+class _MarketRestoreBase(_RestoreBase):
+    """The market's real enforcement (an interruption drill, which
+    interrupts by the flavor's behaviour like any market notice), through
+    openstacksdk with the token ``admin:admin`` (the market's service user,
+    in its own project); the servers' owner is nova's test project.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(clients.RealClients(self))
+        state = self.useFixture(fixtures.TempDir()).path
+        store = db_api.MarketStore(
+            'sqlite:///' + os.path.join(state, 'market.sqlite'))
+        store.sync()
+        self.addCleanup(store.dispose)
+        auth = loading.get_plugin_loader('admin_token').load_from_options(
+            endpoint=self.api_fixture.base_url, token='admin:admin')
+        sdk = openstack.connection.Connection(
+            session=ks_session.Session(auth=auth))
+        self.market = market_engine.MarketEngine(
+            store, market_engine.Cloud(sdk, 'hypervisors'),
+            market_engine.Settings(period_seconds=3600, notice_period=60))
+
+    def boot_restoring(self, name, port=None):
+        server = self._build_server(
+            name=name, flavor_id=self.flavor_ids['restoring.preemptible'],
+            networks=[{'port': port}] if port else 'none', host='host1')
+        return self._wait_for_state_change(
+            self.api.post_server({'server': server}), 'ACTIVE',
+            max_retries=self.BOOT_POLLS)
+
+    def market_preempts(self, server):
+        """The market interrupts ``server`` (a drill's notice, then the
+        enforcement at its deadline): shelved and offloaded.
+        """
+        now = time.time()
+        info = self.market.cloud.get_server(server['id'])
+        self.market.enforcer.give_drill_notice(info, 0, now, 'test')
+        report = self.market.tick(now + 1)
+        self.assertEqual([server['id']], report.preempted, report.errors)
+        self.wait_status(server, 'SHELVED_OFFLOADED', 120)
+
+
+class MarketRestoreTest(_MarketRestoreBase):
+
+    def test_market_victim_restored_owner_shelved_kept(self):
+        victim = self.boot_restoring(
+            'victim', port=self.neutron.port_1['id'])
+        mine = self.boot_restoring('mine')
+        # the owner writes the market's mark and shelves their own server
+        self.api.post_server_metadata(
+            mine['id'], {vs.PREEMPTED_BY_KEY: 'opie-market'})
+        self.api.post_server_action(mine['id'], {'shelve': None})
+        self.wait_status(mine, 'SHELVED_OFFLOADED', 120)
+        self.market_preempts(victim)
+        self.assertEqual('opie-market-drill', self.owner_metadata(victim)[
+            vs.PREEMPTED_BY_KEY])
+        self.assertEqual(victim['id'], self.port_device())
+        # no record written by the market (it cannot): the round adopts it
+        self.assertIsNone(self.sysmeta(victim['id']))
+        self.assertTrue(self.round_until(lambda: self.rec.restored))
+        self.assertEqual([victim['id']], self.rec.restored)
+        back = self.wait_status(victim, 'ACTIVE', 120)
+        self.assertEqual('host1', back['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(victim['id'], self.port_device())
+        self.rec.run_once()
+        self.assertIsNone(self.sysmeta(victim['id']))
+        self.assertEqual('1', self.raw_sysmeta(victim['id'])[
+            vs.KEY_INTERRUPTIONS])
+        self.assertTrue(self.owner_metadata(victim)[
+            actions.RESTORE_STATUS_KEY].startswith('Restored at '))
+        # the server its owner shelved: room on host1 all along, never
+        # adopted nor unshelved
+        for _ in range(2):
+            self.rec.run_once()
+            self.assertEqual([], self.rec.restored)
+        self.assertEqual('SHELVED_OFFLOADED', self.status(mine))
+        self.assertNotIn(vs.KEY_STATE, self.raw_sysmeta(mine['id']))
+        self.assertNotIn('unshelve', self.action_names(mine['id']))
+
+
+class MarketRestoreLimitTest(_MarketRestoreBase):
+
+    SPECS = {vs.MAX_INTERRUPTIONS_SPEC: '1'}
+
+    def test_market_victim_at_its_limit_stays_shelved(self):
+        victim = self.boot_restoring('victim')
+        self.market_preempts(victim)
+        for _ in range(2):
+            self.rec.run_once()
+            self.assertEqual([], self.rec.restored)
+        state = self.sysmeta(victim['id'])
+        self.assertEqual((vs.RESTORE_GIVEN_UP, 1),
+                         (state.state, state.interruptions))
+        self.assertEqual(vs.given_up_message(1, 1), self.owner_metadata(
+            victim)[actions.RESTORE_STATUS_KEY])
+        self.assertEqual('SHELVED_OFFLOADED', self.status(victim))
+        self.assertNotIn('unshelve', self.action_names(victim['id']))
+
+
+class SchedulerEventsTest(_MarketRestoreBase):
+    """The scheduler's interruption in the owner's event history with the
+    default configuration (no notification listener): the market's next
+    period reads the victim's instance actions, also once it is deleted.
+    """
+
+    def test_scheduler_victim_in_event_history_after_its_deletion(self):
+        victim, filler = self.boot_victim()
+        project = self.api.get_server(victim['id'])['tenant_id']
+        now = time.time()
+        self.market.tick(now)
+        store = self.market.store
+        self.assertIsNone(store.get_lifetime(victim['id'])['ended_at'])
+        self.preempt(victim)
+        # its owner deletes the shelved victim before the next period
+        self.delete(victim)
+        self.market.tick(now + 3600)
+        rows, _ = store.events_page(project, server_uuid=victim['id'])
+        self.assertEqual([('interruption', 'scheduler', 'shelve')],
+                         [(r['kind'], r['cause'], r['action'])
+                          for r in rows])
+        self.assertEqual('interrupted',
+                         store.get_lifetime(victim['id'])['end'])
+        # another project sees none of it
+        self.assertEqual([], store.events_page('other-project')[0])
+        # a third period adds nothing
+        self.market.tick(now + 7200)
+        self.assertEqual(1, len(store.events_page(
+            project, server_uuid=victim['id'])[0]))

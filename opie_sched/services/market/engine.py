@@ -224,7 +224,8 @@ class MarketEngine:
             servers, report.rejected = self.pricer.collect(now)
             events.observe(self.store, [
                 info for info, _bid, source in servers
-                if source not in market_pricer.PENDING_SOURCES], now)
+                if source not in market_pricer.PENDING_SOURCES], now,
+                self.cloud)
             pools, snapshot, report.shares = self.pricer.price(servers)
             if self.store.create_period(ps, s.period_seconds, self.owner,
                                         snapshot, pools):

@@ -27,12 +27,19 @@ Two writers fill the ``market_events`` and ``market_lifetimes`` tables
   interrupted first).
 * :func:`observe` and :func:`record_period`, called by the engine once
   per period: a running preemptible server the market sees for the first
-  time starts a life, an open life whose server no longer runs is
-  censored (``left``: stopped or deleted by its owner while notifications
-  were off); the market's own notices and interruptions are recorded
-  from the period's report, an interruption drill's as ``drill`` (cause
-  ``drill``; it ends no life). A drill's at-risk mark and notice are
-  recorded by the API with its notice
+  time starts a life; a server that ran (an open life, or in the last
+  period's snapshot) and runs no more has its Nova instance actions read
+  (:meth:`.cloud.Cloud.instance_actions`, deleted servers included): the
+  scheduler's and its reconciler's ``preempt_notice`` and ``preempt``
+  actions, which users cannot write, are recorded as ``notice`` and
+  ``interruption`` events (cause ``scheduler``; the behaviour from the
+  verb Nova recorded after it: :func:`scheduler_events`), without the
+  notification listener; an open life still not interrupted is then
+  censored (``left``: stopped or deleted by its owner while
+  notifications were off); the market's own notices and interruptions
+  are recorded from the period's report, an interruption drill's as
+  ``drill`` (cause ``drill``; it ends no life). A drill's at-risk mark
+  and notice are recorded by the API with its notice
   (:meth:`.db.api.MarketStore.start_drill`).
 
 Everything written comes from the services (notification payloads of
@@ -45,6 +52,7 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
+from opie_sched.preemption import victim_state
 from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import models
 
@@ -61,6 +69,76 @@ EVENT_SCHEDULER_RESTORE = 'opie.instance.restore'
 #: as they appear in ``preemptor_uuid`` when no server was the preemptor.
 CAUSE_WORDS = {models.CAUSE_RECONCILER, models.CAUSE_LIFETIME,
                models.CAUSE_SCHEDULER, models.CAUSE_DRILL}
+
+
+#: Nova instance actions the scheduler and its reconciler record on a
+#: victim (:mod:`opie_sched.preemption.victim_state`): its notice, its
+#: interruption.
+NOTICE_ACTION = victim_state.NOTICE_ACTION
+PREEMPT_ACTION = victim_state.PREEMPT_ACTION
+#: Nova's instance actions of the interruption verbs, as the behaviour
+#: they apply.
+VERB_ACTIONS = {'stop': victim_state.STOP, 'shelve': victim_state.SHELVE,
+                'shelveOffload': victim_state.SHELVE,
+                'delete': victim_state.DELETE}
+#: Seconds within which the listener's ``opie.instance.preempt`` (its
+#: notification's timestamp) and the victim's ``preempt`` instance action
+#: (its start) are one interruption (:meth:`.db.api.MarketStore.
+#: add_event` ``near``): the scheduler emits the notification right
+#: after the victim's verb.
+SAME_EVENT_SECONDS = 120
+
+
+def scheduler_events(actions, since=None):
+    """The scheduler's notices and interruptions of a server from its Nova
+    instance actions.
+
+    :param actions: ``[(action name, start epoch seconds)]`` as Nova lists
+        them (newest first; equal start times keep that order).
+    :param since: epoch seconds; older actions are left out (None: all).
+    :returns: ``[(kind, at, behaviour)]`` oldest first: ``(notice, t,
+        None)`` per ``preempt_notice``, ``(interruption, t, b)`` per
+        ``preempt``, ``b`` the behaviour of the first verb recorded after
+        it (:data:`VERB_ACTIONS`) or None.
+    """
+    ordered = sorted(
+        ((start, name) for name, start in reversed(list(actions))
+         if start is not None and (since is None or start >= since)),
+        key=lambda item: item[0])
+    found = []
+    for i, (start, name) in enumerate(ordered):
+        if name == NOTICE_ACTION:
+            found.append((models.EVENT_NOTICE, start, None))
+        elif name == PREEMPT_ACTION:
+            verb = next((VERB_ACTIONS[n] for _t, n in ordered[i + 1:]
+                         if n in VERB_ACTIONS), None)
+            found.append((models.EVENT_INTERRUPTION, start, verb))
+    return found
+
+
+def record_scheduler_actions(store, cloud, uuid, project, since=None,
+                             flavor=None, host=None):
+    """Record the scheduler's notices and interruptions of one server from
+    its instance actions (:func:`scheduler_events`); an interruption ends
+    its life (``interrupted``). Replays add nothing (the same ``at``), nor
+    does an interruption the listener recorded already
+    (:data:`SAME_EVENT_SECONDS`).
+
+    :returns: the number of events recorded now.
+    """
+    recorded = 0
+    for kind, at, behaviour in scheduler_events(
+            cloud.instance_actions(uuid), since):
+        if kind == models.EVENT_NOTICE:
+            detail = 'notice of the scheduler or its reconciler'
+        else:
+            detail = 'preempted by the scheduler or its reconciler'
+            store.end_lifetime(uuid, at, models.END_INTERRUPTED)
+        recorded += int(store.add_event(
+            uuid, project, kind, at, cause=models.CAUSE_SCHEDULER,
+            action=behaviour, host=host, flavor=flavor, detail=detail,
+            near=SAME_EVENT_SECONDS))
+    return recorded
 
 
 def cause_of(preemptor):
@@ -172,7 +250,8 @@ class EventRecorder:
             if self.store.add_event(
                     uuid, project, kind, when,
                     cause=cause, action=action, host=host, flavor=flavor,
-                    detail='preempted by the %s' % cause):
+                    detail='preempted by the %s' % cause,
+                    near=SAME_EVENT_SECONDS):
                 recorded += 1
             if cause != models.CAUSE_DRILL:
                 self.store.end_lifetime(uuid, when, models.END_INTERRUPTED)
@@ -214,12 +293,18 @@ class EventRecorder:
             flavor=flavor.get('name'), detail='deleted'))
 
 
-def observe(store, infos, now):
+def observe(store, infos, now, cloud=None):
     """Lives seen by the engine at ``now``: start one per running
-    preemptible server (``infos``: :class:`.cloud.ServerInfo`), censor
-    (``left``) every open life whose server is not among them. One life
-    per server: a server that runs again after its life ended (an owner's
-    stop and start) is not followed again. Never raises.
+    preemptible server (``infos``: :class:`.cloud.ServerInfo`); for every
+    server that ran (an open life, or a server of the latest period's
+    snapshot) and is not among them, record the scheduler's notices and
+    interruptions from its instance actions when ``cloud`` (a
+    :class:`.cloud.Cloud`) is given (:func:`record_scheduler_actions`),
+    then censor (``left``) its life if still open. One life per server: a
+    server that runs again after its life ended (an owner's stop and
+    start, a restore) is not followed again; its later interruptions are
+    recorded while it is in the snapshots. Never raises (a server whose
+    actions cannot be read is logged and skipped).
     """
     try:
         running = {i.uuid for i in infos}
@@ -227,6 +312,23 @@ def observe(store, infos, now):
             store.start_lifetime(info.uuid, info.project,
                                  info.created_at or now, info.flavor_name,
                                  info.vcpus, info.memory_mb, info.host)
+        gone = {lt['server_uuid']: lt for lt in store.lifetimes(
+            open_only=True) if lt['server_uuid'] not in running}
+        latest = store.latest_period() if cloud is not None else None
+        if latest is not None:
+            for row in store.period_servers(latest['period_start']):
+                uuid = row['server_uuid']
+                if uuid not in running and uuid not in gone:
+                    gone[uuid] = store.get_lifetime(uuid) or {
+                        'project': row['project']}
+        for uuid, lt in sorted(gone.items()) if cloud else ():
+            try:
+                record_scheduler_actions(
+                    store, cloud, uuid, lt['project'], lt.get('started_at'),
+                    lt.get('flavor'), lt.get('host'))
+            except Exception:
+                LOG.exception('could not read the instance actions of %s',
+                              uuid)
         for lt in store.lifetimes(open_only=True):
             if lt['server_uuid'] not in running:
                 store.end_lifetime(lt['server_uuid'], now, models.END_LEFT)

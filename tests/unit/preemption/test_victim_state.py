@@ -253,3 +253,44 @@ class RestoreRecordTest(testtools.TestCase):
         state = dataclasses.replace(state, behavior=vs.SHELVE)
         self.assertIsNone(vs.after_release(state, vs.SHELVE,
                                            'shelved_offloaded', {}, T0))
+
+    def test_market_shelve_only_from_another_project(self):
+        owner, market = 'p-owner', 'p-market'
+        shelve = vs.SHELVE_ACTION
+        self.assertTrue(vs.shelved_by_another_project(
+            [('create', owner, T0), (shelve, market, later(10))], owner))
+        # the owner's own shelve, or none
+        self.assertFalse(vs.shelved_by_another_project(
+            [('create', owner, T0), (shelve, owner, later(10))], owner))
+        self.assertFalse(vs.shelved_by_another_project(
+            [('create', owner, T0)], owner))
+        # the newest shelve decides: the owner unshelved and shelved again
+        self.assertFalse(vs.shelved_by_another_project(
+            [(shelve, owner, later(30)), ('unshelve', owner, later(20)),
+             (shelve, market, later(10))], owner))
+        # the market's offload of a server its owner shelved is not an
+        # interruption by the market
+        self.assertFalse(vs.shelved_by_another_project(
+            [(shelve, owner, later(10)), ('shelveOffload', market,
+                                          later(20))], owner))
+        # an action without a project or a start proves nothing
+        self.assertFalse(vs.shelved_by_another_project(
+            [(shelve, None, later(10))], owner))
+        self.assertFalse(vs.shelved_by_another_project(
+            [(shelve, market, None)], owner))
+
+    def test_market_release_counts_and_caps(self):
+        specs = {vs.RESTORE_SPEC: vs.RESTORE_AUTO}
+        new = vs.after_market_release(0, specs, T0)
+        self.assertEqual((vs.RESTORE_PENDING, 1, vs.CAUSE_MARKET, T0),
+                         (new.state, new.interruptions, new.preemptor,
+                          new.since))
+        capped = dict(specs, **{vs.MAX_INTERRUPTIONS_SPEC: '3'})
+        self.assertEqual(vs.RESTORE_PENDING,
+                         vs.after_market_release(1, capped, T0).state)
+        new = vs.after_market_release(2, capped, T0)
+        self.assertEqual((vs.RESTORE_GIVEN_UP, 3),
+                         (new.state, new.interruptions))
+        self.assertIsNone(vs.after_market_release(0, {}, T0))
+        self.assertIsNone(vs.after_market_release(
+            0, {vs.RESTORE_SPEC: vs.RESTORE_OFF}, T0))

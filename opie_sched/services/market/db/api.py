@@ -662,19 +662,34 @@ class MarketStore(budget.LedgerStore):
     # -- events and lifetimes ------------------------------------------------
 
     def add_event(self, server_uuid, project, kind, at, cause=None,
-                  action=None, host=None, flavor=None, detail=''):
+                  action=None, host=None, flavor=None, detail='',
+                  near=None):
         """Record one event of a server (:class:`.models.Event`).
 
         :param kind: one of :data:`.models.EVENT_KINDS`.
         :param at: epoch seconds.
+        :param near: seconds, or None. When given, the event is not
+            recorded if the server already has one of the same ``kind``
+            within ``near`` seconds of ``at`` (checked in the same
+            transaction): one event told by two writers at slightly
+            different times (a notification's timestamp, the instance
+            action's start) is recorded once.
         :returns: True when recorded now; False when the same
-            ``(server_uuid, kind, at)`` was recorded before (a replay).
+            ``(server_uuid, kind, at)`` was recorded before (a replay),
+            or one ``near`` it.
         :raises ValueError: an unknown ``kind``.
         """
         if kind not in models.EVENT_KINDS:
             raise ValueError('unknown event kind %r' % (kind,))
+        e = models.Event
         try:
             with self._writer() as session:
+                if near is not None and session.scalars(
+                        sa.select(e.id).where(
+                            e.server_uuid == server_uuid, e.kind == kind,
+                            e.at >= at - near, e.at <= at + near).limit(
+                                1)).first() is not None:
+                    return False
                 session.add(models.Event(
                     server_uuid=server_uuid, project=project, kind=kind,
                     cause=cause, action=action, at=at, host=host,

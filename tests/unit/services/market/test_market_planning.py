@@ -279,6 +279,69 @@ class RecorderTest(testtools.TestCase):
         self.assertEqual({self.v1: ('interrupted', 550.0),
                           self.v2: ('left', 600.0)}, ends)
 
+    def test_scheduler_actions_recorded_without_the_listener(self):
+        # Nova's instance actions of the victim (newest first), as
+        # Cloud.instance_actions reads them: notice, preempt, then the verb
+        cloud = mock.Mock()
+        cloud.instance_actions.side_effect = lambda uuid: {
+            self.v1: [('delete', 520.0), ('preempt', 520.0),
+                      ('preempt_notice', 400.0), ('create', 100.0)],
+        }.get(uuid, [('stop', 580.0), ('create', 100.0)])
+        events.observe(self.store, [], 600.0, cloud)
+        rows, _ = self.store.events_page('pA')
+        self.assertEqual(
+            [(self.v1, 'notice', 'scheduler', None, 400.0),
+             (self.v1, 'interruption', 'scheduler', 'delete', 520.0)],
+            [(r['server_uuid'], r['kind'], r['cause'], r['action'],
+              r['at']) for r in rows])
+        ends = {lt['server_uuid']: (lt['end'], lt['ended_at'])
+                for lt in self.store.lifetimes()}
+        # v2 was stopped by its owner: censored, no event
+        self.assertEqual({self.v1: ('interrupted', 520.0),
+                          self.v2: ('left', 600.0)}, ends)
+        # the listener's notification of the same interruption, seconds
+        # later, and a second period's read add nothing
+        self.assertEqual(0, self.recorder.apply(
+            events.EVENT_SCHEDULER_PREEMPT, preempt_payload(
+                str(uuidlib.uuid4()), [(self.v1, 'pA')]), 522.0))
+        events.observe(self.store, [], 4200.0, cloud)
+        self.assertEqual(2, len(self.store.events_page('pA')[0]))
+        # another project sees none of it
+        self.assertEqual([], self.store.events_page('pB')[0])
+
+    def test_listener_first_then_actions_one_interruption(self):
+        self.recorder.apply(events.EVENT_SCHEDULER_PREEMPT, preempt_payload(
+            'reconciler', [(self.v1, 'pA')], 'shelve'), 523.0)
+        # its life closed by the listener; the last period's snapshot has
+        # it, so the next period reads its actions
+        self.store.create_period(0, 3600, 'me', [{
+            'server_uuid': self.v1, 'project': 'pA', 'pool': 'default',
+            'host': 'h1', 'bid': D('0.5'), 'bid_source': 'metadata',
+            'vcpus': 2, 'memory_mb': 4000, 'created_at': 100.0}], {})
+        cloud = mock.Mock()
+        cloud.instance_actions.return_value = [
+            ('shelve', 521.0), ('preempt', 520.0)]
+        events.observe(self.store, [], 600.0, cloud)
+        rows, _ = self.store.events_page('pA')
+        # the listener's (its cause word) is kept, the second not added
+        self.assertEqual([('interruption', 'reconciler', 523.0)],
+                         [(r['kind'], r['cause'], r['at']) for r in rows
+                          if r['server_uuid'] == self.v1])
+
+    def test_scheduler_events_from_actions(self):
+        self.assertEqual(
+            [('notice', 10.0, None), ('interruption', 20.0, 'shelve'),
+             ('interruption', 90.0, None)],
+            events.scheduler_events([
+                ('preempt', 90.0), ('unshelve', 60.0),
+                ('shelveOffload', 21.0), ('shelve', 20.0),
+                ('preempt', 20.0), ('preempt_notice', 10.0),
+                ('create', 1.0), ('preempt_notice', None)]))
+        self.assertEqual([('interruption', 90.0, None)],
+                         events.scheduler_events(
+                             [('preempt', 90.0), ('preempt', 20.0)],
+                             since=50.0))
+
     def test_junk_never_raises(self):
         self.recorder.info({}, 'p', events.EVENT_SCHEDULER_PREEMPT,
                            {'opie_object.data': {'victims': [
