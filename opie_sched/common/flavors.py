@@ -174,6 +174,17 @@ def _as_int(value):
     return int(str(value).strip())
 
 
+def _int_spec(specs, key, problems):
+    """``specs[key]`` as an int, or None after appending to ``problems``
+    (list of str) why it is not an integer.
+    """
+    try:
+        return _as_int(specs[key])
+    except ValueError:
+        problems.append('%s=%r is not an integer' % (key, specs[key]))
+        return None
+
+
 def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
                              disk_gb=None):
     """Every reason why these extra specs are not a valid preemptible flavor.
@@ -217,10 +228,8 @@ def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
             problems.append('%s is missing: it must be 0 so that the flavor '
                             'uses no normal capacity' % key)
             continue
-        try:
-            value = _as_int(specs[key])
-        except ValueError:
-            problems.append('%s=%r is not an integer' % (key, specs[key]))
+        value = _int_spec(specs, key, problems)
+        if value is None:
             continue
         if value != 0:
             problems.append('%s=%d must be 0 so that the flavor uses no '
@@ -238,10 +247,8 @@ def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
                     key, '' if want is None else
                     ' (the flavor has %d %s)' % (want, unit)))
             continue
-        try:
-            value = _as_int(specs[key])
-        except ValueError:
-            problems.append('%s=%r is not an integer' % (key, specs[key]))
+        value = _int_spec(specs, key, problems)
+        if value is None:
             continue
         if rc == DISK_GB_CLASS and value == 0:
             continue
@@ -266,10 +273,8 @@ def check_preemptible_flavor(extra_specs, vcpus=None, ram_mb=None,
                             'in the unsuffixed group (resources:%s)'
                             % (key, rc))
         elif rc == 'PCPU' or (rc in STANDARD_CLASSES and suffix):
-            try:
-                value = _as_int(specs[key])
-            except ValueError:
-                problems.append('%s=%r is not an integer' % (key, specs[key]))
+            value = _int_spec(specs, key, problems)
+            if value is None:
                 continue
             if value != 0:
                 problems.append('%s=%d requests normal capacity'

@@ -230,11 +230,18 @@ class Gossip:
             return False
         return self._redistribute(me, k)
 
+    def _merge_direction(self, me, k):
+        """``(src, dst)``: the peer to empty first, the one to receive.
+
+        The peer whose VMs cost less memory to move is emptied (ours:
+        the cheaper direction, eq. 7-8; Alg. 2 as printed empties the
+        peer of *more* memory). :meth:`_merge` tries the other way when
+        this one cannot be done.
+        """
+        return (me, k) if self.m[me] <= self.m[k] else (k, me)
+
     def _merge(self, me, k):
-        # The peer whose VMs cost less memory to move is emptied (ours:
-        # the cheaper direction, eq. 7-8; Alg. 2 as printed empties the
-        # peer of *more* memory).
-        src, dst = (me, k) if self.m[me] <= self.m[k] else (k, me)
+        src, dst = self._merge_direction(me, k)
         if (len(self._movable(src)) != len(self.vms[src])
                 or not self.receives[dst]):
             src, dst = dst, src

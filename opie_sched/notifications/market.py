@@ -87,6 +87,17 @@ class MarketPricePayload(base.NotificationPayloadBase):
     }
 
 
+#: The fields a notice and its preemption share: which server of which
+#: project, why, and what happens to it.
+_NOTICED_SERVER_FIELDS = {
+    'server_uuid': fields.UUIDField(),
+    'project_id': fields.StringField(),
+    'kind': fields.EnumField(valid_values=KINDS),
+    'reason': fields.StringField(),
+    'action': fields.EnumField(valid_values=ACTIONS),
+}
+
+
 @base.OpieObjectRegistry.register
 class MarketNoticePayload(base.NotificationPayloadBase):
     """A preemption notice: ``server_uuid`` of ``project_id`` is
@@ -97,14 +108,7 @@ class MarketNoticePayload(base.NotificationPayloadBase):
     # Version 1.0: initial version
     VERSION = '1.0'
 
-    fields = {
-        'server_uuid': fields.UUIDField(),
-        'project_id': fields.StringField(),
-        'kind': fields.EnumField(valid_values=KINDS),
-        'reason': fields.StringField(),
-        'action': fields.EnumField(valid_values=ACTIONS),
-        'deadline': fields.DateTimeField(),
-    }
+    fields = dict(_NOTICED_SERVER_FIELDS, deadline=fields.DateTimeField())
 
 
 @base.OpieObjectRegistry.register
@@ -116,14 +120,8 @@ class MarketPreemptedPayload(base.NotificationPayloadBase):
     # Version 1.0: initial version
     VERSION = '1.0'
 
-    fields = {
-        'server_uuid': fields.UUIDField(),
-        'project_id': fields.StringField(),
-        'kind': fields.EnumField(valid_values=KINDS),
-        'reason': fields.StringField(),
-        'action': fields.EnumField(valid_values=ACTIONS),
-        'preempted_at': fields.DateTimeField(),
-    }
+    fields = dict(_NOTICED_SERVER_FIELDS,
+                  preempted_at=fields.DateTimeField())
 
 
 @base.OpieObjectRegistry.register

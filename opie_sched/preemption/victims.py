@@ -279,15 +279,23 @@ def _infeasible(problem):
 # --------------------------------------------------------------------------
 
 
+def _suffix_masks(items):
+    """``masks[pos]``: the bits of ``items[pos:]`` OR-ed together
+    (``len(items) + 1`` ints, the last 0).
+    """
+    masks = [0] * (len(items) + 1)
+    for pos in range(len(items) - 1, -1, -1):
+        masks[pos] = masks[pos + 1] | items[pos].bit
+    return masks
+
+
 def _sorted_group(group):
     group = sorted(group, key=lambda it: (it.cost, it.idx))
     costs = [it.cost for it in group]
     prefix = [0]
     for it in group:
         prefix.append(prefix[-1] | it.bit)
-    suffix = [0] * (len(group) + 1)
-    for pos in range(len(group) - 1, -1, -1):
-        suffix[pos] = suffix[pos + 1] | group[pos].bit
+    suffix = _suffix_masks(group)
     return group, costs, prefix, suffix
 
 
@@ -437,9 +445,7 @@ class _Solver:
             return (it.cost / frac, it.idx)
 
         order = [it for it, _ in sorted(self.items, key=efficiency)]
-        suffix = [0] * (len(order) + 1)
-        for pos in range(len(order) - 1, -1, -1):
-            suffix[pos] = suffix[pos + 1] | order[pos].bit
+        suffix = _suffix_masks(order)
         state = {'ub': sum(it.cost_int for it in order) + 1, 'best': None}
         clip = self.clip
         dominates = self.dominates
@@ -484,9 +490,7 @@ class _Solver:
 
     def tie_break(self, budget, max_size):
         order = [it for it, _ in sorted(self.items, key=lambda e: e[0].idx)]
-        suffix = [0] * (len(order) + 1)
-        for pos in range(len(order) - 1, -1, -1):
-            suffix[pos] = suffix[pos + 1] | order[pos].bit
+        suffix = _suffix_masks(order)
         state = {'limit': max_size + 1, 'best': None}
         clip = self.clip
         dominates = self.dominates

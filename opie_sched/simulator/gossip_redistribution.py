@@ -165,16 +165,8 @@ class MergeMoreMemory(gossip.Gossip):
     Everything else is :class:`~opie_sched.consolidation.gossip.Gossip`.
     """
 
-    def _merge(self, me, k):
-        src, dst = (me, k) if self.m[me] >= self.m[k] else (k, me)
-        if (len(self._movable(src)) != len(self.vms[src])
-                or not self.receives[dst]):
-            src, dst = dst, src
-            if (len(self._movable(src)) != len(self.vms[src])
-                    or not self.receives[dst]):
-                return False
-        self._move(list(self.vms[src]), src, dst, 'merge')
-        return True
+    def _merge_direction(self, me, k):
+        return (me, k) if self.m[me] >= self.m[k] else (k, me)
 
 
 ORDER = (gossip.RANDOM, gossip.INCREMENTAL, gossip.MERGE, gossip.MERGE_IMB)

@@ -262,14 +262,25 @@ class EventRecorder:
         flavor = _data(data.get('flavor'))
         return flavor if isinstance(flavor, dict) else {}
 
-    def _created(self, data, when):
+    def _preemptible_server(self, data):
+        """``(flavor, uuid, project)`` of the server of a nova
+        instance notification's payload ``data`` (dict), or None when
+        it is not preemptible or names no server or project.
+        """
         flavor = self._flavor(data)
         if not market_cloud.is_preemptible(flavor.get('extra_specs') or {},
                                            flavor.get('name')):
-            return 0
+            return None
         uuid, project = data.get('uuid'), data.get('tenant_id')
         if not (uuid and project):
+            return None
+        return flavor, uuid, project
+
+    def _created(self, data, when):
+        server = self._preemptible_server(data)
+        if server is None:
             return 0
+        flavor, uuid, project = server
         started = market_cloud.epoch(data.get('launched_at')) or \
             market_cloud.epoch(data.get('created_at')) or when
         self.store.start_lifetime(uuid, project, started, flavor.get('name'),
@@ -279,13 +290,10 @@ class EventRecorder:
         return 0
 
     def _deleted(self, data, when):
-        flavor = self._flavor(data)
-        if not market_cloud.is_preemptible(flavor.get('extra_specs') or {},
-                                           flavor.get('name')):
+        server = self._preemptible_server(data)
+        if server is None:
             return 0
-        uuid, project = data.get('uuid'), data.get('tenant_id')
-        if not (uuid and project):
-            return 0
+        flavor, uuid, project = server
         self.store.end_lifetime(uuid, when, models.END_DELETED)
         return int(self.store.add_event(
             uuid, project, models.EVENT_DELETED, when,

@@ -287,10 +287,16 @@ def _server_id(cmd, name_or_id):
         raise exceptions.CommandError('server %s: %s' % (name_or_id, exc))
 
 
+def _show(doc, columns):
+    """``(columns, values)`` of a ShowOne: ``doc``'s values (dict) of
+    ``columns`` (tuple of str), None where ``doc`` has none.
+    """
+    return columns, tuple(doc.get(c) for c in columns)
+
+
 def _bid_row(bid):
-    columns = ('server_id', 'project_id', 'bid', 'source', 'error',
-               'notice')
-    return columns, tuple(bid.get(c) for c in columns)
+    return _show(bid, ('server_id', 'project_id', 'bid', 'source', 'error',
+                       'notice'))
 
 
 class BidSet(_MarketCommand, command.ShowOne):
@@ -309,32 +315,37 @@ class BidSet(_MarketCommand, command.ShowOne):
         return _bid_row(client.set_bid(server, parsed_args.price))
 
 
-class BidUnset(_MarketCommand, command.ShowOne):
+class _ServerBid(_MarketCommand, command.ShowOne):
+    """A command on one server's bid: ``<server>`` (name or ID) is given
+    to the market client's method named :attr:`bid_method`, whose bid
+    document is shown.
+    """
+
+    #: name of the market client method, called with the server ID
+    bid_method = None
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', metavar='<server>')
+        return parser
+
+    def market_action(self, client, parsed_args):
+        server = _server_id(self, parsed_args.server)
+        return _bid_row(getattr(client, self.bid_method)(server))
+
+
+class BidUnset(_ServerBid):
     """Remove a preemptible server's own bid: it bids its flavor's
     ``opie:bid``, else the market's default, from the next period.
     """
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('server', metavar='<server>')
-        return parser
-
-    def market_action(self, client, parsed_args):
-        server = _server_id(self, parsed_args.server)
-        return _bid_row(client.unset_bid(server))
+    bid_method = 'unset_bid'
 
 
-class BidShow(_MarketCommand, command.ShowOne):
+class BidShow(_ServerBid):
     """Show the bid of a preemptible server and any preemption notice."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('server', metavar='<server>')
-        return parser
-
-    def market_action(self, client, parsed_args):
-        server = _server_id(self, parsed_args.server)
-        return _bid_row(client.get_bid(server))
+    bid_method = 'get_bid'
 
 
 class AccountShow(_MarketCommand, command.ShowOne):
@@ -374,7 +385,7 @@ class AccountCredit(_MarketCommand, command.ShowOne):
                               parsed_args.note)
         columns = ('project_id', 'kind', 'amount', 'balance', 'granted_at',
                    'note')
-        return columns, tuple(entry.get(c) for c in columns)
+        return _show(entry, columns)
 
 
 def _add_project(parser):
@@ -567,7 +578,7 @@ class InterruptionSimulate(_MarketCommand, command.ShowOne):
         doc = client.interruption_drill(server, parsed_args.notice_seconds)
         columns = ('server_id', 'project_id', 'state', 'noticed_at',
                    'deadline', 'notice_seconds', 'action', 'reason')
-        return columns, tuple(doc.get(c) for c in columns)
+        return _show(doc, columns)
 
 
 class InterruptionAck(_MarketCommand, command.ShowOne):
@@ -591,4 +602,4 @@ class InterruptionAck(_MarketCommand, command.ShowOne):
         doc = client.interruption_ack(server)
         columns = ('server_id', 'project_id', 'notice', 'kind',
                    'noticed_at', 'deadline', 'acknowledged_at', 'action')
-        return columns, tuple(doc.get(c) for c in columns)
+        return _show(doc, columns)

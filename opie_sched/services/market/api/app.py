@@ -305,6 +305,17 @@ def _notice_json(n, with_id=False):
     return body
 
 
+def _require_active(info, server_id, needs):
+    """Raise 409 ``spot-market.server-not-active`` unless the server
+    ``info`` is ACTIVE with no task; ``needs`` (text) says why it must be.
+    """
+    if info.status != 'ACTIVE' or info.busy:
+        raise ApiError(409, 'server %s is %s%s: %s' % (
+            server_id, info.status,
+            ' (task %s)' % info.task_state if info.task_state else '',
+            needs), 'spot-market.server-not-active')
+
+
 def _history_id(row):
     return '%s:%s:%s' % (db_api.key_text(row['period_start']), row['pool'],
                          row['resource'])
@@ -571,6 +582,14 @@ class MarketAPI:
         self.authorize(ctx, rule, {'project_id': info.project,
                                    'server_id': server_id}, hide=True)
         return info
+
+    def _enforcer(self):
+        """An :class:`.enforcement.Enforcer` on this API's store, cloud,
+        settings, credit and pricer.
+        """
+        return enforcement.Enforcer(
+            self.store, self.cloud, self.settings, self.credit, self.pricer,
+            charging.Charger(self.settings, self.credit))
 
     def _forbidden_or_hidden(self, ctx, info, rule, read_rule):
         """Enforce ``rule`` on a server the caller may read: a reader of
@@ -1216,17 +1235,10 @@ class MarketAPI:
                            'requests no CUSTOM_PREEMPTIBLE_* class): '
                            'nothing to drill' % server_id,
                            'spot-market.not-preemptible')
-        if info.status != 'ACTIVE' or info.busy:
-            raise ApiError(409, 'server %s is %s%s: a drill needs an ACTIVE '
-                           'server with no task' % (
-                               server_id, info.status,
-                               ' (task %s)' % info.task_state
-                               if info.task_state else ''),
-                           'spot-market.server-not-active')
+        _require_active(info, server_id,
+                        'a drill needs an ACTIVE server with no task')
         now = self.clock()
-        enforcer = enforcement.Enforcer(
-            self.store, self.cloud, s, self.credit, self.pricer,
-            charging.Charger(s, self.credit))
+        enforcer = self._enforcer()
         try:
             notice, action = enforcer.give_drill_notice(
                 info, notice_seconds, now, ctx.user_id or 'an admin')
@@ -1275,17 +1287,10 @@ class MarketAPI:
             raise ApiError(404, 'server %s not found' % server_id)
         self._forbidden_or_hidden(ctx, info, policy.INTERRUPTION_ACK_CREATE,
                                   policy.BID_SHOW)
-        if info.status != 'ACTIVE' or info.busy:
-            raise ApiError(409, 'server %s is %s%s: only an ACTIVE server '
-                           'with no task has a notice to acknowledge' % (
-                               server_id, info.status,
-                               ' (task %s)' % info.task_state
-                               if info.task_state else ''),
-                           'spot-market.server-not-active')
+        _require_active(info, server_id, 'only an ACTIVE server with no '
+                        'task has a notice to acknowledge')
         now = self.clock()
-        enforcer = enforcement.Enforcer(
-            self.store, self.cloud, self.settings, self.credit, self.pricer,
-            charging.Charger(self.settings, self.credit))
+        enforcer = self._enforcer()
         try:
             ack = enforcer.acknowledge(info, now, ctx.user_id or 'an admin')
         except enforcement.NoNotice:

@@ -75,6 +75,44 @@ def _sqlite_locked(exc):
     return 'database is locked' in str(exc)
 
 
+def _page(session, query, limit, row):
+    """``(rows, more)``: ``row(r)`` of each model row ``query`` selects,
+    at most ``limit`` of them (None: all) read with ``LIMIT limit + 1``;
+    ``more`` True when rows follow the page.
+    """
+    if limit is not None:
+        query = query.limit(limit + 1)
+    rows = [row(r) for r in session.scalars(query)]
+    if limit is not None and len(rows) > limit:
+        return rows[:limit], True
+    return rows, False
+
+
+def _keyset_page(session, model, first, last, where, marker, limit):
+    """One page of the ``model`` rows matching ``where`` (list of SQL
+    conditions, extended here), ordered by ``(first, last)`` (columns;
+    ``last`` unique), after the row whose ``last`` is ``marker`` (None:
+    from the first row); the rows as dicts of all of ``model``'s columns.
+
+    :returns: ``(rows, more)`` as :func:`_page`.
+    :raises MarkerNotFound: no row matching ``where`` has ``last ==
+        marker``.
+    """
+    if marker is not None:
+        after = session.scalars(sa.select(model).where(
+            last == marker, *where)).first()
+        if after is None:
+            raise MarkerNotFound(marker)
+        a_first = getattr(after, first.key)
+        a_last = getattr(after, last.key)
+        where.append(sa.or_(first > a_first,
+                            sa.and_(first == a_first, last > a_last)))
+    cols = [c.name for c in model.__table__.columns]
+    query = sa.select(model).where(*where).order_by(first, last)
+    return _page(session, query, limit,
+                 lambda r: {c: getattr(r, c) for c in cols})
+
+
 def key_text(period_start):
     """Canonical text of a ledger key's ``period_start`` (seconds).
 
@@ -292,12 +330,8 @@ class MarketStore(budget.LedgerStore):
                     raise MarkerNotFound(marker)
                 where.append(e.id > after)
             query = sa.select(e).where(*where).order_by(e.id)
-            if limit is not None:
-                query = query.limit(limit + 1)
-            rows = [(_entry(r), r.created_at) for r in session.scalars(query)]
-        if limit is not None and len(rows) > limit:
-            return rows[:limit], True
-        return rows, False
+            return _page(session, query, limit,
+                         lambda r: (_entry(r), r.created_at))
 
     # -- periods -----------------------------------------------------------
 
@@ -427,16 +461,11 @@ class MarketStore(budget.LedgerStore):
                                 h.resource > m_resource)))))
             query = sa.select(h).where(*where).order_by(
                 h.period_start, h.pool, h.resource)
-            if limit is not None:
-                query = query.limit(limit + 1)
-            rows = [{'pool': r.pool, 'resource': r.resource,
-                     'period_start': r.period_start,
-                     'period_seconds': r.period_seconds, 'price': r.price,
-                     'capacity': r.capacity, 'bids': r.bids}
-                    for r in session.scalars(query)]
-        if limit is not None and len(rows) > limit:
-            return rows[:limit], True
-        return rows, False
+            return _page(session, query, limit, lambda r: {
+                'pool': r.pool, 'resource': r.resource,
+                'period_start': r.period_start,
+                'period_seconds': r.period_seconds, 'price': r.price,
+                'capacity': r.capacity, 'bids': r.bids})
 
     # -- bids --------------------------------------------------------------
 
@@ -599,26 +628,9 @@ class MarketStore(budget.LedgerStore):
             where.append(n.state == state)
         if project is not None:
             where.append(n.project == project)
-        cols = [c.name for c in n.__table__.columns]
         with self._reader() as session:
-            if marker is not None:
-                after = session.scalars(sa.select(n).where(
-                    n.server_uuid == marker, *where)).first()
-                if after is None:
-                    raise MarkerNotFound(marker)
-                where.append(sa.or_(
-                    n.noticed_at > after.noticed_at,
-                    sa.and_(n.noticed_at == after.noticed_at,
-                            n.server_uuid > after.server_uuid)))
-            query = sa.select(n).where(*where).order_by(n.noticed_at,
-                                                         n.server_uuid)
-            if limit is not None:
-                query = query.limit(limit + 1)
-            rows = [{c: getattr(r, c) for c in cols}
-                    for r in session.scalars(query)]
-        if limit is not None and len(rows) > limit:
-            return rows[:limit], True
-        return rows, False
+            return _keyset_page(session, n, n.noticed_at, n.server_uuid,
+                                where, marker, limit)
 
     def set_notice_state(self, server_uuid, state, action=None,
                          expected=models.NOTICED):
@@ -718,23 +730,8 @@ class MarketStore(budget.LedgerStore):
             where.append(e.project == project)
         if server_uuid is not None:
             where.append(e.server_uuid == server_uuid)
-        cols = [c.name for c in e.__table__.columns]
         with self._reader() as session:
-            if marker is not None:
-                after = session.scalars(sa.select(e).where(
-                    e.id == marker, *where)).first()
-                if after is None:
-                    raise MarkerNotFound(marker)
-                where.append(sa.or_(e.at > after.at, sa.and_(
-                    e.at == after.at, e.id > after.id)))
-            query = sa.select(e).where(*where).order_by(e.at, e.id)
-            if limit is not None:
-                query = query.limit(limit + 1)
-            rows = [{c: getattr(r, c) for c in cols}
-                    for r in session.scalars(query)]
-        if limit is not None and len(rows) > limit:
-            return rows[:limit], True
-        return rows, False
+            return _keyset_page(session, e, e.at, e.id, where, marker, limit)
 
     def start_lifetime(self, server_uuid, project, started_at, flavor=None,
                        vcpus=0, memory_mb=0, host=None):
