@@ -39,6 +39,13 @@ oslo.service: 4.2 (2025.2) added the threading backend,
 ``backend.get_backend_type()`` and ``backend.base.ServiceBase``; 4.1
 (2025.1) has an ``oslo_service.backend`` package with the eventlet
 implementation only, and ``ServiceBase`` in ``oslo_service.service``.
+4.2-4.3's threading ``service.Launcher`` forks (:func:`service_launcher`).
+
+oslo.db: ``[database] synchronous_reader`` is 17.5's (2026.1); the market
+hands oslo.db only the options the installed release has.
+
+nova 34's computes listen on a second RPC topic
+(:func:`compute_service_kwargs`).
 
 Only ``os`` and ``sys`` (imported by the interpreter at its start anyway)
 are imported at module level, so that a console script may import this
@@ -191,6 +198,40 @@ def service_base():
         from oslo_service import service
         cls = service.ServiceBase
     return cls
+
+
+def service_launcher(conf):
+    """oslo.service's in-process ``Launcher`` for ``conf`` (the service
+    runs in this process, no worker forked).
+
+    oslo.service 4.2 and 4.3 (2025.2) map ``service.Launcher`` of the
+    threading backend to the forking ``ProcessLauncher`` (cotyledon: a
+    service launched there starts only in a worker process, in
+    ``wait()``); their threading backend's in-process launcher is
+    ``backend._threading.service.Launcher``, which takes no ``conf``.
+    From 4.4, and on the eventlet backend, ``service.Launcher(conf)`` is
+    the in-process one.
+
+    :param conf: the service's ``cfg.ConfigOpts``.
+    :returns: a launcher with ``launch_service``, ``stop`` and ``wait``.
+    """
+    from oslo_service import service
+    if service.Launcher is not getattr(service, 'ProcessLauncher', None):
+        return service.Launcher(conf)
+    from oslo_service.backend._threading import service as threading_service
+    return threading_service.Launcher()
+
+
+def compute_service_kwargs():
+    """Keyword arguments of nova's ``ServiceFixture`` for a compute:
+    ``topic_alt`` (the second RPC topic a compute listens on) where nova
+    has it (``compute.rpcapi.RPC_TOPIC_ALT``, nova 34), none before.
+
+    :returns: dict of str to str.
+    """
+    from nova.compute import rpcapi
+    alt = getattr(rpcapi, 'RPC_TOPIC_ALT', None)
+    return {} if alt is None else {'topic_alt': alt}
 
 
 def reset_context_globals(context):

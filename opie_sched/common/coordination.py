@@ -306,7 +306,7 @@ def serve(conf, service):
     handler = oslo_service.SignalHandler()
     handler.add_handlers(('SIGTERM', 'SIGINT'),
                          lambda signo, frame: service.request_stop())
-    launcher = oslo_service.Launcher(conf)
+    launcher = compat.service_launcher(conf)
     LOG.info('%s: running (oslo.service %s backend)', service.name,
              'eventlet' if backend_type is None else backend_type.value)
     launcher.launch_service(service)
