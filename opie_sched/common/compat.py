@@ -200,6 +200,108 @@ def service_base():
     return cls
 
 
+def eventlet_only_unpatched():
+    """True on oslo.service 4.1 (2025.1: eventlet only) in a process that
+    eventlet has not patched: there oslo.service's launcher, looping calls
+    and signal handler run their work in green threads, which never run
+    while the main thread waits on a native lock; the daemons then use
+    :class:`NativeLauncher`, :class:`NativeIntervalCall` and plain
+    ``signal.signal`` handlers (the threading backend's equivalents, which
+    4.1 lacks). False when eventlet patched the process (nova 31's
+    ``monkey_patch``: opie-reconciler) or a threading backend exists.
+    """
+    if service_backend() is not None:
+        return False
+    return not ('eventlet' in sys.modules and _eventlet_patched())
+
+
+class NativeIntervalCall(object):
+    """``func()`` every ``interval`` seconds on a native thread (the next
+    call ``interval`` seconds after the previous one started, at once when
+    it outlasted the interval), as oslo.service's threading
+    ``FixedIntervalLoopingCall`` with ``stop_on_exception=False``: an
+    exception of ``func`` is left to ``func`` (the caller logs it).
+    """
+
+    def __init__(self, func):
+        import threading
+        self.func = func
+        self._abort = threading.Event()
+        self._done = threading.Event()
+        self._thread = None
+
+    def start(self, interval, stop_on_exception=False):
+        import threading
+        import time
+
+        def loop():
+            try:
+                while not self._abort.is_set():
+                    started = time.monotonic()
+                    self.func()
+                    self._abort.wait(max(
+                        0.0, interval - (time.monotonic() - started)))
+            finally:
+                self._done.set()
+        self._thread = threading.Thread(target=loop, daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._abort.set()
+
+    def wait(self):
+        if self._thread is not None:
+            self._done.wait()
+
+
+class NativeLauncher(object):
+    """An in-process launcher of one service on native threads (start at
+    :meth:`launch_service`, :meth:`stop`, :meth:`wait`), for
+    :func:`eventlet_only_unpatched` processes.
+    """
+
+    def __init__(self):
+        self._service = None
+
+    def launch_service(self, service, workers=None):
+        self._service = service
+        service.start()
+
+    def stop(self):
+        if self._service is not None:
+            self._service.stop()
+
+    def wait(self):
+        if self._service is not None:
+            self._service.wait()
+
+
+def interval_call(func):
+    """A fixed-interval looping call of ``func``: oslo.service's
+    ``loopingcall.FixedIntervalLoopingCall``, or :class:`NativeIntervalCall`
+    where :func:`eventlet_only_unpatched`.
+    """
+    if eventlet_only_unpatched():
+        return NativeIntervalCall(func)
+    from oslo_service import loopingcall
+    return loopingcall.FixedIntervalLoopingCall(func)
+
+
+def add_signal_handlers(signals, handler):
+    """Call ``handler(signo, frame)`` on each of ``signals`` (names, e.g.
+    ``'SIGTERM'``): oslo.service's ``SignalHandler``, or ``signal.signal``
+    where :func:`eventlet_only_unpatched` (4.1's handler runs the callback
+    in a green thread).
+    """
+    if eventlet_only_unpatched():
+        import signal
+        for name in signals:
+            signal.signal(getattr(signal, name), handler)
+        return
+    from oslo_service import service
+    service.SignalHandler().add_handlers(signals, handler)
+
+
 def service_launcher(conf):
     """oslo.service's in-process ``Launcher`` for ``conf`` (the service
     runs in this process, no worker forked).
@@ -215,6 +317,8 @@ def service_launcher(conf):
     :param conf: the service's ``cfg.ConfigOpts``.
     :returns: a launcher with ``launch_service``, ``stop`` and ``wait``.
     """
+    if eventlet_only_unpatched():
+        return NativeLauncher()
     from oslo_service import service
     if service.Launcher is not getattr(service, 'ProcessLauncher', None):
         return service.Launcher(conf)
