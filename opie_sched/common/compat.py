@@ -382,3 +382,30 @@ def resource_provider_usages(placement, provider):
                          microversion=USAGES_MICROVERSION)
     exceptions.raise_from_response(resp)
     return resp.json().get('usages') or {}
+
+
+#: Compute microversion of server tags (``/servers/{uuid}/tags``).
+TAGS_MICROVERSION = '2.26'
+
+
+def add_server_tag(compute, uuid, tag):
+    """Add ``tag`` to server ``uuid`` at :data:`TAGS_MICROVERSION`.
+
+    openstacksdk's ``add_tag_to_server`` sends the proxy's default
+    microversion, which before the 2026.1 releases can be 2.1 (openstacksdk
+    4.7.1 of nova 32's constraints: Nova answers 404); this request names
+    the microversion the route needs on every series.
+
+    :param compute: an openstacksdk compute proxy (``conn.compute``).
+    :param uuid: the server's UUID (str).
+    :param tag: the tag (str, at most 60 characters, no ``/`` or ``,``).
+    :raises openstack.exceptions.SDKException: Nova refused it (e.g. 404
+        for a server that is gone) or could not be reached.
+    """
+    from urllib import parse
+
+    from openstack import exceptions
+    resp = compute.put('/servers/%s/tags/%s' % (
+        parse.quote(uuid, safe=''), parse.quote(tag, safe='')),
+        microversion=TAGS_MICROVERSION)
+    exceptions.raise_from_response(resp)
