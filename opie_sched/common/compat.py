@@ -39,6 +39,13 @@ oslo.service: 4.2 (2025.2) added the threading backend,
 ``backend.get_backend_type()`` and ``backend.base.ServiceBase``; 4.1
 (2025.1) has an ``oslo_service.backend`` package with the eventlet
 implementation only, and ``ServiceBase`` in ``oslo_service.service``.
+4.2-4.3's threading ``service.Launcher`` forks (:func:`service_launcher`).
+
+oslo.db: ``[database] synchronous_reader`` is 17.5's (2026.1); the market
+hands oslo.db only the options the installed release has.
+
+nova 34's computes listen on a second RPC topic
+(:func:`compute_service_kwargs`).
 
 Only ``os`` and ``sys`` (imported by the interpreter at its start anyway)
 are imported at module level, so that a console script may import this
@@ -193,6 +200,144 @@ def service_base():
     return cls
 
 
+def eventlet_only_unpatched():
+    """True on oslo.service 4.1 (2025.1: eventlet only) in a process that
+    eventlet has not patched: there oslo.service's launcher, looping calls
+    and signal handler run their work in green threads, which never run
+    while the main thread waits on a native lock; the daemons then use
+    :class:`NativeLauncher`, :class:`NativeIntervalCall` and plain
+    ``signal.signal`` handlers (the threading backend's equivalents, which
+    4.1 lacks). False when eventlet patched the process (nova 31's
+    ``monkey_patch``: opie-reconciler) or a threading backend exists.
+    """
+    if service_backend() is not None:
+        return False
+    return not ('eventlet' in sys.modules and _eventlet_patched())
+
+
+class NativeIntervalCall(object):
+    """``func()`` every ``interval`` seconds on a native thread (the next
+    call ``interval`` seconds after the previous one started, at once when
+    it outlasted the interval), as oslo.service's threading
+    ``FixedIntervalLoopingCall`` with ``stop_on_exception=False``: an
+    exception of ``func`` is left to ``func`` (the caller logs it).
+    """
+
+    def __init__(self, func):
+        import threading
+        self.func = func
+        self._abort = threading.Event()
+        self._done = threading.Event()
+        self._thread = None
+
+    def start(self, interval, stop_on_exception=False):
+        import threading
+        import time
+
+        def loop():
+            try:
+                while not self._abort.is_set():
+                    started = time.monotonic()
+                    self.func()
+                    self._abort.wait(max(
+                        0.0, interval - (time.monotonic() - started)))
+            finally:
+                self._done.set()
+        self._thread = threading.Thread(target=loop, daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._abort.set()
+
+    def wait(self):
+        if self._thread is not None:
+            self._done.wait()
+
+
+class NativeLauncher(object):
+    """An in-process launcher of one service on native threads (start at
+    :meth:`launch_service`, :meth:`stop`, :meth:`wait`), for
+    :func:`eventlet_only_unpatched` processes.
+    """
+
+    def __init__(self):
+        self._service = None
+
+    def launch_service(self, service, workers=None):
+        self._service = service
+        service.start()
+
+    def stop(self):
+        if self._service is not None:
+            self._service.stop()
+
+    def wait(self):
+        if self._service is not None:
+            self._service.wait()
+
+
+def interval_call(func):
+    """A fixed-interval looping call of ``func``: oslo.service's
+    ``loopingcall.FixedIntervalLoopingCall``, or :class:`NativeIntervalCall`
+    where :func:`eventlet_only_unpatched`.
+    """
+    if eventlet_only_unpatched():
+        return NativeIntervalCall(func)
+    from oslo_service import loopingcall
+    return loopingcall.FixedIntervalLoopingCall(func)
+
+
+def add_signal_handlers(signals, handler):
+    """Call ``handler(signo, frame)`` on each of ``signals`` (names, e.g.
+    ``'SIGTERM'``): oslo.service's ``SignalHandler``, or ``signal.signal``
+    where :func:`eventlet_only_unpatched` (4.1's handler runs the callback
+    in a green thread).
+    """
+    if eventlet_only_unpatched():
+        import signal
+        for name in signals:
+            signal.signal(getattr(signal, name), handler)
+        return
+    from oslo_service import service
+    service.SignalHandler().add_handlers(signals, handler)
+
+
+def service_launcher(conf):
+    """oslo.service's in-process ``Launcher`` for ``conf`` (the service
+    runs in this process, no worker forked).
+
+    oslo.service 4.2 and 4.3 (2025.2) map ``service.Launcher`` of the
+    threading backend to the forking ``ProcessLauncher`` (cotyledon: a
+    service launched there starts only in a worker process, in
+    ``wait()``); their threading backend's in-process launcher is
+    ``backend._threading.service.Launcher``, which takes no ``conf``.
+    From 4.4, and on the eventlet backend, ``service.Launcher(conf)`` is
+    the in-process one.
+
+    :param conf: the service's ``cfg.ConfigOpts``.
+    :returns: a launcher with ``launch_service``, ``stop`` and ``wait``.
+    """
+    if eventlet_only_unpatched():
+        return NativeLauncher()
+    from oslo_service import service
+    if service.Launcher is not getattr(service, 'ProcessLauncher', None):
+        return service.Launcher(conf)
+    from oslo_service.backend._threading import service as threading_service
+    return threading_service.Launcher()
+
+
+def compute_service_kwargs():
+    """Keyword arguments of nova's ``ServiceFixture`` for a compute:
+    ``topic_alt`` (the second RPC topic a compute listens on) where nova
+    has it (``compute.rpcapi.RPC_TOPIC_ALT``, nova 34), none before.
+
+    :returns: dict of str to str.
+    """
+    from nova.compute import rpcapi
+    alt = getattr(rpcapi, 'RPC_TOPIC_ALT', None)
+    return {} if alt is None else {'topic_alt': alt}
+
+
 def reset_context_globals(context):
     """Empty ``nova.context``'s cell caches (what a previous in-process
     cloud filled): ``context.reset_globals()`` where nova has it (nova 34;
@@ -237,3 +382,30 @@ def resource_provider_usages(placement, provider):
                          microversion=USAGES_MICROVERSION)
     exceptions.raise_from_response(resp)
     return resp.json().get('usages') or {}
+
+
+#: Compute microversion of server tags (``/servers/{uuid}/tags``).
+TAGS_MICROVERSION = '2.26'
+
+
+def add_server_tag(compute, uuid, tag):
+    """Add ``tag`` to server ``uuid`` at :data:`TAGS_MICROVERSION`.
+
+    openstacksdk's ``add_tag_to_server`` sends the proxy's default
+    microversion, which before the 2026.1 releases can be 2.1 (openstacksdk
+    4.7.1 of nova 32's constraints: Nova answers 404); this request names
+    the microversion the route needs on every series.
+
+    :param compute: an openstacksdk compute proxy (``conn.compute``).
+    :param uuid: the server's UUID (str).
+    :param tag: the tag (str, at most 60 characters, no ``/`` or ``,``).
+    :raises openstack.exceptions.SDKException: Nova refused it (e.g. 404
+        for a server that is gone) or could not be reached.
+    """
+    from urllib import parse
+
+    from openstack import exceptions
+    resp = compute.put('/servers/%s/tags/%s' % (
+        parse.quote(uuid, safe=''), parse.quote(tag, safe='')),
+        microversion=TAGS_MICROVERSION)
+    exceptions.raise_from_response(resp)

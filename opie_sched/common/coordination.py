@@ -81,8 +81,8 @@ def use_threading_backend():
 
     :returns: the selected ``oslo_service.backend.BackendType``; None on
         oslo.service < 4.2 (2025.1), which has no backends: the daemons
-        then run on its eventlet implementation, unpatched, as nothing of
-        theirs needs green sockets.
+        then run on native threads without oslo.service's launcher
+        (:func:`opie_sched.common.compat.eventlet_only_unpatched`).
     """
     backend = compat.service_backend()
     if backend is None:
@@ -152,11 +152,10 @@ class PeriodicService(compat.service_base()):
             # Not through serve() (a test, an embedding program): native
             # threads all the same, eventlet's import left alone.
             backend.init_backend(backend.BackendType.THREADING)
-        from oslo_service import loopingcall
         with self._lock:
             if self._stopped or self._timer is not None:
                 return
-            self._timer = loopingcall.FixedIntervalLoopingCall(self._round)
+            self._timer = compat.interval_call(self._round)
             self._timer.start(interval=self.interval,
                               stop_on_exception=False)
 
@@ -301,14 +300,16 @@ def serve(conf, service):
         not start.
     """
     backend_type = use_threading_backend()
-    from oslo_service import service as oslo_service
-
-    handler = oslo_service.SignalHandler()
-    handler.add_handlers(('SIGTERM', 'SIGINT'),
-                         lambda signo, frame: service.request_stop())
-    launcher = oslo_service.Launcher(conf)
-    LOG.info('%s: running (oslo.service %s backend)', service.name,
-             'eventlet' if backend_type is None else backend_type.value)
+    compat.add_signal_handlers(('SIGTERM', 'SIGINT'),
+                               lambda signo, frame: service.request_stop())
+    launcher = compat.service_launcher(conf)
+    if backend_type is not None:
+        mode = 'oslo.service %s backend' % backend_type.value
+    elif compat.eventlet_only_unpatched():
+        mode = 'native threads: oslo.service 4.1 has no threading backend'
+    else:
+        mode = 'oslo.service eventlet backend'
+    LOG.info('%s: running (%s)', service.name, mode)
     launcher.launch_service(service)
     service.wait_for_stop_request()
     if service.start_error is None:

@@ -540,7 +540,6 @@ class EmbeddedCloud(fixtures.Fixture):
 
         :param cell_name: a compute's cell (default: :meth:`cell_of_host`).
         """
-        from nova.compute import rpcapi as compute_rpcapi
         from nova import context
         from nova import objects
         from nova.tests import fixtures as nova_fixtures
@@ -549,7 +548,8 @@ class EmbeddedCloud(fixtures.Fixture):
         if host is not None:
             self.useFixture(nova_fixtures.ConfPatcher(host=host))
         if name == 'compute':
-            kwargs.setdefault('topic_alt', compute_rpcapi.RPC_TOPIC_ALT)
+            for key, value in compat.compute_service_kwargs().items():
+                kwargs.setdefault(key, value)
             cell = self.cell_mappings[cell_name
                                       or self.cell_of_host(host or name)]
         svc = self.useFixture(

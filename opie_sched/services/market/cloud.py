@@ -23,6 +23,7 @@ import threading
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from opie_sched.common import compat
 from opie_sched.common import flavors
 from opie_sched.market import pricing
 from opie_sched.preemption import ownership
@@ -334,7 +335,11 @@ class Cloud:
                 pass
 
     def add_tag(self, uuid, tag):
-        self.conn.compute.add_tag_to_server(uuid, tag)
+        """Tag server ``uuid`` (``PUT /servers/{uuid}/tags/{tag}``).
+
+        :raises openstack.exceptions.SDKException: Nova refused it.
+        """
+        compat.add_server_tag(self.conn.compute, uuid, tag)
 
     def instance_actions(self, uuid):
         """Nova's instance actions of ``uuid`` (admin: every action,

@@ -273,7 +273,10 @@ def engine_options(conf):
     """
     group(conf)
     db = conf[DATABASE_GROUP]
-    return {name: db[name] for name in _ENGINE_OPTS}
+    known = {opt.dest for opt in DATABASE_OPTS}
+    # synchronous_reader is oslo.db 17.5's (2026.1): the older series'
+    # oslo.db has no such option, and its enginefacade no such argument
+    return {name: db[name] for name in _ENGINE_OPTS if name in known}
 
 
 def coordination_url(conf):

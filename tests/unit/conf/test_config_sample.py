@@ -23,12 +23,35 @@ import fixtures
 from oslo_config import generator
 import testtools
 
+from opie_sched.common import compat
 import tests
 
 ROOT = tests.ROOT
 SAMPLE = os.path.join(ROOT, 'etc', 'opie_sched', 'opie_sched.conf.sample')
 MARKET_SAMPLE = os.path.join(ROOT, 'etc', 'opie_sched',
                              'opie-market.conf.sample')
+
+#: The nova series whose constraints (tools/constraints.txt, tox -e py3)
+#: the committed samples are generated with.
+SAMPLE_SERIES = 34
+
+#: Where keystoneauth1's own options start in [service_credentials]
+#: (after the group's help, which is ours): the namespace's header.
+_LIBRARY_PART = '\n#\n# From opie_sched'
+
+
+def _own_text(group_text):
+    """``group_text`` (a ``[service_credentials]`` group of a sample) up to
+    keystoneauth1's options, on a series older than :data:`SAMPLE_SERIES`:
+    those options are keystoneauth1's, written as the installed release
+    has them (keystoneauth1 5.12 of nova 32 has no ``tls_ciphers`` and
+    ``tls_min_version`` and an integer ``timeout``). Unchanged on the
+    sample's own series.
+    """
+    series = compat.nova_series()
+    if series is None or series >= SAMPLE_SERIES:
+        return group_text
+    return group_text.split(_LIBRARY_PART)[0]
 
 
 class ConfigSampleTest(testtools.TestCase):
@@ -42,6 +65,12 @@ class ConfigSampleTest(testtools.TestCase):
             generated = f.read()
         with open(SAMPLE, encoding='utf-8') as f:
             committed = f.read()
+        # [service_credentials] is the last group: on an older series its
+        # keystoneauth1 options are left out of the comparison
+        generated, committed = (
+            t[:t.index('\n[service_credentials]\n')]
+            + _own_text(t[t.index('\n[service_credentials]\n'):])
+            for t in (generated, committed))
         self.assertEqual(
             generated, committed,
             'etc/opie_sched/opie_sched.conf.sample is stale: run '
@@ -68,7 +97,7 @@ class ConfigSampleTest(testtools.TestCase):
                           for i, g in enumerate(groups)])
         for i, text in enumerate(groups):
             self.assertIn(
-                ('' if i == 0 else '[') + text, committed,
+                ('[' + _own_text(text)) if i else text, committed,
                 'etc/opie_sched/opie-market.conf.sample is stale: run '
                 '`tox -e genconfig` and commit the result')
         for group in ('[database]', '[keystone_authtoken]',

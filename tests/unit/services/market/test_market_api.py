@@ -220,8 +220,11 @@ class PersonaMatrixTest(_Base):
         args = []
         if policy_file:
             args = ['--config-file', self._conf_file(policy_file)]
-        enf = policy.enforcer(conf)
+        # parsed first, as the market's services do: oslo.policy 4.5-4.6
+        # (2025.1, 2025.2) looks for the policy file at the Enforcer's
+        # creation
         conf(args)
+        enf = policy.enforcer(conf)
         for name, value in oslo_policy.items():
             conf.set_override(name, value, 'oslo_policy')
         self.api.enforcer = enf
