@@ -22,7 +22,10 @@ Two modes:
 * **long** (``tox -e fuzz``, ``test_long``, skipped unless
   ``OPIE_FUZZ_EXAMPLES`` is set): every rule, ``OPIE_FUZZ_EXAMPLES``
   examples of ``OPIE_FUZZ_STEPS`` steps (default 12), seed
-  ``OPIE_FUZZ_SEED`` (default: derandomized), failures shrunk.
+  ``OPIE_FUZZ_SEED`` (default: derandomized), failures shrunk;
+  ``OPIE_FUZZ_EXCLUDE=rule,...`` leaves rules out and
+  ``OPIE_FUZZ_SWARM=0`` runs every other rule in every example (no swarm
+  subsets: a run focused on a few rules).
 
 A failing sequence the fuzzer finds is to be kept as a plain test
 replaying it (:meth:`FuzzCloud.replay`), in
@@ -202,8 +205,8 @@ class FuzzCloud(base.OpieNovaTestCase):
             terminate_instance))
 
     def run_machine(self, examples, steps, excluded=(), seed=None,
-                    shrink=False):
-        cls = fuzz_machine.make_machine(self.cloud, excluded)
+                    shrink=False, swarm=True):
+        cls = fuzz_machine.make_machine(self.cloud, excluded, swarm=swarm)
         phases = [Phase.explicit, Phase.generate]
         if shrink:
             phases.append(Phase.shrink)
@@ -265,4 +268,5 @@ class InvariantFuzzTest(FuzzCloud):
                          int(os.environ.get('OPIE_FUZZ_STEPS', '12')),
                          excluded=excluded,
                          seed=int(seed) if seed else None,
-                         shrink=os.environ.get('OPIE_FUZZ_SHRINK') != '0')
+                         shrink=os.environ.get('OPIE_FUZZ_SHRINK') != '0',
+                         swarm=os.environ.get('OPIE_FUZZ_SWARM') != '0')
