@@ -97,8 +97,10 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
         """The ``market_round`` rule, directed: a reserve price above
         every bid (an invalid one counts as 0; none written: the default
         bid 0) puts the preemptible server out of bid; at the deadline
-        the market deletes it (soft: it leaves the listing) and no normal
-        server; the recorder sees the market's delete.
+        the market deletes it (a soft delete: the cloud reclaims deleted
+        servers after an hour; the fuzzer's admin listing still shows it,
+        SOFT_DELETED) and no normal server; the recorder sees the market's
+        delete.
         """
         self.replay([
             ('fill', {'servers': [('a', 'medium', 0),
@@ -110,7 +112,8 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
         ])
         self.assertEqual(1, self.cloud.stats['market preempted'])
         self.assertGreaterEqual(self.cloud.stats['market calls'], 1)
-        self.assertEqual({('medium', 'ACTIVE'), ('small', 'ACTIVE')},
+        self.assertEqual({('medium', 'ACTIVE'), ('small', 'ACTIVE'),
+                          ('small.preemptible', 'SOFT_DELETED')},
                          {(s.flavor, s.status) for s in self.cloud.live()})
 
     def test_market_spares_a_server_moved_to_a_normal_flavor(self):
