@@ -9,28 +9,33 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Tests of opie_sched.devcloud: configuration rendering, state layout,
-argument errors, missing-service detection, the Neutron stand-in.
+"""Tests of the devcloud settings and the configuration files they render
+(opie_sched.devcloud.config).
+
+DevcloudApplicationTest: the application ``devcloud up --with-autoscaler``
+declares. The Tempest scenario of the autoscaler drives its demand 2 -> 8
+-> 3 vCPU and expects the flavor mix to move small -> large -> small; this
+pins that the declaration the devcloud writes is accepted by
+opie-autoscaler's own parser and that the planner's optimal sets are the
+ones the scenario expects, so a change of prices or capacities fails here
+first.
 """
 
-import configparser
-import importlib
 import json
 import os
-import socket
-import sys
 
 import fixtures
 import testtools
 
 from opie_sched.cmd import cli
 from opie_sched.devcloud import cloud as cloud_mod
-from opie_sched.devcloud import compute
 from opie_sched.devcloud import config
 from opie_sched.devcloud import layout as layout_mod
-from opie_sched.devcloud import neutron_standin
-from opie_sched.devcloud import preflight
-from opie_sched.devcloud import process
+from opie_sched import flavormix
+from opie_sched.services.autoscaler import app as app_mod
+
+from tests.unit.devcloud.helpers import _parse
+
 
 PORTS = {name: 21000 + i
          for i, name in enumerate(layout_mod.HTTP_SERVICES)}
@@ -39,13 +44,6 @@ PORTS = {name: 21000 + i
 def _settings(**kw):
     kw.setdefault('password', 'pw')
     return config.Settings(PORTS, **kw)
-
-
-def _parse(text):
-    """INI text -> ConfigParser (duplicate keys allowed as oslo does)."""
-    parser = configparser.ConfigParser(strict=False, interpolation=None)
-    parser.read_string(text)
-    return parser
 
 
 class TestRender(testtools.TestCase):
@@ -564,425 +562,37 @@ class TestRender(testtools.TestCase):
         self.assertGreaterEqual(len(a.password), 16)
 
 
-class TestLayout(testtools.TestCase):
+class DevcloudApplicationTest(testtools.TestCase):
 
-    def test_names_differ_per_state_dir(self):
-        a = layout_mod.Layout('/tmp/a')
-        b = layout_mod.Layout('/tmp/b')
-        self.assertNotEqual(a.db_prefix, b.db_prefix)
-        self.assertNotEqual(a.vhost, b.vhost)
-        self.assertEqual(a.db_prefix,
-                         layout_mod.Layout('/tmp/../tmp/a').db_prefix)
-        for name in a.databases():
-            self.assertTrue(name.startswith(a.db_prefix))
-            self.assertLessEqual(len(name), 64)
-        self.assertRaises(ValueError, a.database, 'nope')
+    def setUp(self):
+        super().setUp()
+        state = self.useFixture(fixtures.TempDir()).path
+        self.layout = layout_mod.Layout(state)
+        [self.app] = app_mod.parse_applications(
+            config.autoscaler_applications(self.layout))
+        self.types = flavormix.vm_types(
+            [flavormix.VMType(f.name, f.price, f.capacity)
+             for f in self.app.flavors])
 
-    def test_state_file(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        layout = layout_mod.Layout(root)
-        self.assertIsNone(layout.load())
-        layout.save({'a': 1})
-        self.assertEqual({'a': 1}, layout.load())
-        with open(layout.state_file, 'w') as f:
-            f.write('{not json')
-        self.assertRaises(layout_mod.StateError, layout.load)
+    def test_declaration_is_valid_for_the_autoscaler(self):
+        self.assertEqual(config.AUTOSCALER_APP, self.app.name)
+        self.assertEqual(
+            {name: (cap, price) for name, _v, _r, _d, cap, price
+             in config.AUTOSCALER_FLAVORS},
+            {f.name: (f.capacity, f.price) for f in self.app.flavors})
+        self.assertEqual('file', self.app.demand['source'])
+        self.assertEqual(config.autoscaler_demand_file(self.layout),
+                         self.app.demand['path'])
 
-    def test_allocate_ports_skips_busy(self):
-        busy = set()
-        ports = layout_mod.allocate_ports(
-            ['a', 'b', 'c'], 'seed',
-            is_free=lambda port, host: port not in busy)
-        self.assertEqual(3, len(set(ports.values())))
-        low, high = layout_mod.PORT_RANGE
-        for port in ports.values():
-            self.assertTrue(low <= port < high)
-        busy.add(ports['b'])
-        again = layout_mod.allocate_ports(
-            ['a', 'b', 'c'], 'seed',
-            is_free=lambda port, host: port not in busy)
-        self.assertNotIn(ports['b'], again.values())
+    def test_optimal_mix_moves_with_the_demand(self):
+        self.assertEqual({'app.small': 2},
+                         flavormix.optimal_set(self.types, 2))
+        self.assertEqual({'app.large': 2},
+                         flavormix.optimal_set(self.types, 8))
+        self.assertEqual({'app.small': 3},
+                         flavormix.optimal_set(self.types, 3))
 
-    def test_allocate_ports_exhausted(self):
-        self.assertRaises(layout_mod.StateError, layout_mod.allocate_ports,
-                          ['a'], 'seed', is_free=lambda port, host: False)
-
-    def test_port_free_detects_listener(self):
-        with socket.socket() as sock:
-            sock.bind(('127.0.0.1', 0))
-            sock.listen()
-            self.assertFalse(layout_mod.port_free(sock.getsockname()[1]))
-
-
-class TestPreflight(testtools.TestCase):
-
-    def _closed_port(self):
-        with socket.socket() as sock:
-            sock.bind(('127.0.0.1', 0))
-            return sock.getsockname()[1]
-
-    def test_mariadb_unreachable(self):
-        port = self._closed_port()
-        problem = preflight.mariadb_problem('127.0.0.1', port)
-        self.assertIn('MariaDB', problem)
-        self.assertIn(str(port), problem)
-
-    def test_rabbitmq_unreachable(self):
-        port = self._closed_port()
-        self.assertIn('RabbitMQ',
-                      preflight.rabbitmq_problem('127.0.0.1', port))
-
-    def test_missing_package_named(self):
-        self.assertEqual(['not-a-dist'], preflight.missing_packages(
-            {'opie_sched_no_such_module': 'not-a-dist', 'os': 'os'}))
-
-    def test_check_names_everything(self):
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.missing_packages',
-            return_value=['keystone']))
-        port = self._closed_port()
-        exc = self.assertRaises(preflight.MissingError, preflight.check,
-                                mysql_port=port, rabbit_port=port)
-        message = str(exc)
-        for word in ('keystone', 'MariaDB', 'RabbitMQ',
-                     'devcloud-constraints'):
-            self.assertIn(word, message)
-
-    def test_neutron_package_checked_when_needed(self):
-        seen = []
-
-        def missing(packages=None):
-            seen.append(sorted(packages or preflight.PACKAGES))
-            return []
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.missing_packages',
-            side_effect=missing))
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.missing_programs',
-            return_value=[]))
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.mariadb_problem',
-            return_value=None))
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.rabbitmq_problem',
-            return_value=None))
-        preflight.check(neutron=True)
-        self.assertIn(['neutron'], seen)
-        seen[:] = []
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.redis_problem',
-            return_value='Redis is not reachable'))
-        self.assertRaisesRegex(preflight.MissingError, 'Redis is not',
-                               preflight.check, redis=True)
-        self.assertIn(['redis'], seen)
-        seen[:] = []
-        preflight.check()
-        self.assertNotIn(['neutron'], seen)
-
-    def test_bin_path_prefers_environment(self):
-        self.assertEqual(sys.executable, preflight.bin_path(
-            os.path.basename(sys.executable)))
-        self.assertIsNone(preflight.bin_path('opie-no-such-program-x'))
-
-
-class TestCLI(testtools.TestCase):
-
-    def _run(self, argv):
-        out = self.useFixture(fixtures.StringStream('stdout')).stream
-        err = self.useFixture(fixtures.StringStream('stderr')).stream
-        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
-        self.useFixture(fixtures.MonkeyPatch('sys.stderr', err))
-        code = cli.main(argv)
-        out.seek(0)
-        err.seek(0)
-        return code, out.read(), err.read()
-
-    def test_bad_counts_are_usage_errors(self):
-        for argv in (['--computes', '0'], ['--scheduler-workers', 'x'],
-                     ['--compute-ram-mb', '-5']):
-            code, _out, err = self._run(['devcloud', 'up'] + argv)
-            self.assertEqual(2, code, argv)
-            self.assertIn('expected an integer >= 1', err)
-
-    def test_bad_market_and_ratio_options_are_usage_errors(self):
-        for argv, message in (
-                (['--market-period', '0'], 'integer >= 1 (seconds)'),
-                (['--market-notice', '-1'], 'integer >= 0 (seconds)'),
-                (['--market-tick', 'x'], 'number >= 0.1 (seconds)'),
-                (['--preemptible-cpu-ratio', '0'], 'number > 0'),
-                (['--market-capacity-source', 'nova'], 'invalid choice')):
-            code, _out, err = self._run(['devcloud', 'up'] + argv)
-            self.assertEqual(2, code, argv)
-            self.assertIn(message, err)
-
-    def test_up_passes_new_options(self):
-        from opie_sched.devcloud import cloud
-        root = self.useFixture(fixtures.TempDir()).path
-        up = self.useFixture(fixtures.MockPatchObject(
-            cloud.Cloud, 'up', side_effect=preflight.MissingError(
-                'stop here'))).mock
-        code, _out, err = self._run([
-            'devcloud', 'up', '--state-dir', root,
-            '--preemptible-cpu-ratio', '2', '--market-period', '20',
-            '--market-notice', '20', '--market-tick', '2',
-            '--market-capacity-source', 'hypervisors', '--reliability',
-            '--notifications'])
-        self.assertEqual(1, code)
-        self.assertIn('stop here', err)
-        settings = up.call_args[0][0]
-        self.assertEqual((True, False, True), (
-            settings.notifications, settings.stock_scheduler,
-            settings.unified_limits))
-        self._run(['devcloud', 'up', '--state-dir', root, '--legacy-quotas'])
-        self.assertFalse(up.call_args[0][0].unified_limits)
-        code, _out, err = self._run([
-            'devcloud', 'up', '--state-dir', root, '--stock-scheduler'])
-        self.assertEqual((1, True), (code, up.call_args[0][0].stock_scheduler))
-        self.assertEqual((2.0, 20, 20, 2.0, 'hypervisors', True), (
-            settings.preemptible_cpu_ratio, settings.market_period,
-            settings.market_notice, settings.market_tick,
-            settings.market_capacity_source, settings.reliability))
-
-    def test_small_ram_is_usage_error(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        code, _out, err = self._run(['devcloud', 'up', '--state-dir', root,
-                                     '--compute-ram-mb', '100'])
-        self.assertEqual(2, code)
-        self.assertIn('compute_ram_mb', err)
-
-    def test_missing_services_fail_at_once(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.check',
-            side_effect=preflight.MissingError(
-                'cannot start a devcloud: RabbitMQ is not reachable')))
-        code, _out, err = self._run(['devcloud', 'up', '--state-dir',
-                                     os.path.join(root, 'c')])
-        self.assertEqual(1, code)
-        self.assertIn('RabbitMQ is not reachable', err)
-        # Nothing was created.
-        self.assertFalse(os.path.exists(os.path.join(root, 'c')))
-
-    def test_refuses_when_already_up(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        layout_mod.Layout(root).save({'services': {
-            'keystone': {'pid': os.getpid(), 'log': 'x'}}})
-        check = self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.check')).mock
-        code, _out, err = self._run(['devcloud', 'up', '--state-dir', root])
-        self.assertEqual(1, code)
-        self.assertIn('already up', err)
-        self.assertIn('--replace', err)
-        check.assert_not_called()
-
-    def test_up_shows_state_processes_rss_and_health(self):
-        from opie_sched.devcloud import cloud
-        root = self.useFixture(fixtures.TempDir()).path
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.devcloud.preflight.check'))
-        self.useFixture(fixtures.MockPatchObject(
-            cloud.Cloud, '_nova_services', return_value=[]))
-
-        def fake_up(cloud_self, settings):
-            # one real service process, as _up starts them
-            pid = cloud_self._start('opie-market', ['sleep', '60'], None)
-            self.addCleanup(process.stop, pid, 1.0)
-            cloud_self.state['status'] = 'up'
-            cloud_self._save()
-            return cloud_self.summary()
-        self.useFixture(fixtures.MockPatchObject(cloud.Cloud, '_up',
-                                                 fake_up))
-        code, out, _err = self._run(['devcloud', 'up', '--state-dir', root])
-        self.assertEqual(0, code, _err)
-        [row] = [line for line in out.splitlines() if 'opie-market' in line]
-        name, pid, state, procs, rss, health = row.strip('| ').split()
-        self.assertEqual(('alive', '1', 'running'), (state, procs, health))
-        self.assertGreater(float(rss), 0.0)
-
-    def test_status_without_cloud(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        code, out, err = self._run(['devcloud', 'status', '--state-dir',
-                                    os.path.join(root, 'none')])
-        self.assertEqual(3, code)
-        self.assertIn('devcloud: no devcloud in ', err)
-        self.assertRegex(out, r'\| status +\| absent ')
-
-    def test_status_summary_and_exit_codes(self):
-        from opie_sched.devcloud import cloud
-        summary = {
-            'status': 'up', 'state_dir': '/s', 'clouds_yaml': '/s/c.yaml',
-            'clouds': ['devcloud-admin', 'devcloud-demo'],
-            'db_prefix': 'opie_x_', 'vhost': 'opie_x',
-            'endpoints': {'nova': 'http://127.0.0.1:1/v2.1'},
-            'services': {
-                'nova-api': {'pid': 11, 'alive': True, 'processes': 3,
-                             'rss_mib': 120.5, 'health': 'ok'},
-                'opie-scheduler': {'pid': 12, 'alive': False,
-                                   'processes': 0, 'rss_mib': 0.0,
-                                   'health': 'not running'}}}
-        self.useFixture(fixtures.MockPatchObject(
-            cloud.Cloud, 'status', return_value=summary))
-        code, out, _err = self._run(['devcloud', 'status', '-f', 'json'])
-        self.assertEqual(1, code)     # a service died
-        self.assertEqual(summary, json.loads(out))
-        code, out, _err = self._run(['devcloud', 'status'])
-        self.assertEqual(1, code)
-        [row] = [line for line in out.splitlines() if 'opie-scheduler' in line]
-        self.assertEqual(['opie-scheduler', '12', 'DEAD', '0', '0.0', 'not',
-                          'running'], row.strip('| ').split()[:7])
-        summary['services']['opie-scheduler']['alive'] = True
-        code, out, _err = self._run(['devcloud', 'status', '-c', 'vhost',
-                                     '-f', 'value'])
-        self.assertEqual((0, 'opie_x\n'), (code, out))
-
-    def test_down_without_cloud(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        code, out, _err = self._run(['devcloud', 'down', '--state-dir',
-                                     os.path.join(root, 'none')])
-        self.assertEqual(0, code)
-        self.assertIn('0 services stopped', out)
-
-    def test_scheduler_conf_command(self):
-        root = self.useFixture(fixtures.TempDir()).path
-        path = os.path.join(root, 'sub', 'opie-scheduler.conf')
-        code, _out, _err = self._run([
-            'devcloud', 'scheduler-conf', '--workers', '2',
-            '--base-filters', 'AvailabilityZoneFilter', '--output', path])
-        self.assertEqual(0, code)
-        with open(path) as f:
-            parsed = _parse(f.read())
-        self.assertEqual('AvailabilityZoneFilter,PreemptibleFullStateFilter',
-                         parsed['filter_scheduler']['enabled_filters'])
-        self.assertEqual('2', parsed['scheduler']['workers'])
-        code, out, _err = self._run(['devcloud', 'scheduler-conf',
-                                     '--reliability'])
-        self.assertEqual(0, code)
-        self.assertTrue(_parse(out)['filter_scheduler'][
-            'enabled_filters'].endswith(',FailureDomainFilter'))
-
-
-class TestNeutronStandin(testtools.TestCase):
-
-    def _call(self, method, path):
-        seen = {}
-
-        def start_response(status, headers):
-            seen['status'] = status
-        body = b''.join(neutron_standin.application(
-            {'REQUEST_METHOD': method, 'PATH_INFO': path,
-             'HTTP_HOST': 'h:1', 'wsgi.url_scheme': 'http'},
-            start_response))
-        return seen['status'], json.loads(body)
-
-    def test_lists_are_empty(self):
-        for path in ('/v2.0/ports', '/v2.0/networks.json',
-                     '/v2.0/security-groups'):
-            status, body = self._call('GET', path)
-            self.assertEqual('200 OK', status)
-            self.assertEqual([], list(body.values())[0])
-
-    def test_quota_unlimited(self):
-        status, body = self._call('GET', '/v2.0/quotas/p1')
-        self.assertEqual('200 OK', status)
-        self.assertEqual(-1, body['quota']['port'])
-
-    def test_versions(self):
-        status, body = self._call('GET', '/')
-        self.assertEqual('http://h:1/v2.0/',
-                         body['versions'][0]['links'][0]['href'])
-
-    def test_writes_and_items_refused(self):
-        for method, path in (('POST', '/v2.0/ports'),
-                             ('DELETE', '/v2.0/ports/x'),
-                             ('GET', '/v2.0/ports/x'), ('GET', '/v3/x')):
-            status, body = self._call(method, path)
-            self.assertEqual('404 Not Found', status)
-            self.assertIn('stand-in', body['NeutronError']['message'])
-
-
-class TestComputeSizes(testtools.TestCase):
-
-    def test_sizes_from_environment(self):
-        class Driver:
-            vcpus, memory_mb, local_gb = 1, 2, 3
-        compute.size_fake_driver(Driver, {'OPIE_DEVCLOUD_VCPUS': '8',
-                                          'OPIE_DEVCLOUD_DISK_GB': '200'})
-        self.assertEqual((8, 2, 200),
-                         (Driver.vcpus, Driver.memory_mb, Driver.local_gb))
-        self.assertRaises(ValueError, compute.size_fake_driver, Driver,
-                          {'OPIE_DEVCLOUD_RAM_MB': '0'})
-
-
-class TestProcess(testtools.TestCase):
-
-    def test_run_failure_names_command(self):
-        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'l')
-        exc = self.assertRaises(
-            process.ServiceError, process.run,
-            [sys.executable, '-c', 'print("boom"); raise SystemExit(4)'],
-            log, name='x')
-        self.assertIn('exited with 4', str(exc))
-        self.assertIn('boom', process.tail(log))
-
-    def test_start_wait_stop(self):
-        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'l')
-        pid = process.start('sleeper', [sys.executable, '-c',
-                                        'import time; time.sleep(60)'], log)
-        self.addCleanup(process.stop, pid, 2)
-        self.assertTrue(process.alive(pid))
-        self.assertEqual([pid], process.group_pids(pid))
-        self.assertGreater(process.rss_kib([pid]), 0)
-        process.stop(pid, timeout=5)
-        self.assertFalse(process.alive(pid))
-
-    def test_stop_all_kills_what_ignores_sigterm(self):
-        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'l')
-        stubborn = process.start('stubborn', [
-            sys.executable, '-c',
-            'import signal, time; signal.signal(signal.SIGTERM, '
-            'signal.SIG_IGN); print("READY" + "!", flush=True); '
-            'time.sleep(60)'],
-            log)
-        polite = process.start('polite', [
-            sys.executable, '-c', 'import time; time.sleep(60)'], log)
-        self.addCleanup(process.stop, stubborn, 0)
-        process.wait_for(('stubborn', log),
-                         lambda: 'READY!' in process.tail(log), 30,
-                         interval=0.05)
-        killed = process.stop_all([stubborn, polite], timeout=1)
-        self.assertEqual([stubborn], killed)
-        self.assertFalse(process.alive(stubborn))
-        self.assertFalse(process.alive(polite))
-
-    def test_wait_for_dead_process(self):
-        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'l')
-        pid = process.start('quick', [sys.executable, '-c', 'pass'], log)
-        exc = self.assertRaises(process.ServiceError, process.wait_for,
-                                ('quick', log), lambda: False, 30,
-                                pids=[pid], interval=0.05)
-        self.assertIn('exited during start-up', str(exc))
-
-    def test_wait_for_timeout_names_last_error(self):
-        def check():
-            raise RuntimeError('refused')
-        exc = self.assertRaises(process.ServiceError, process.wait_for,
-                                ('svc', None), check, 0.2, interval=0.05)
-        self.assertIn('refused', str(exc))
-
-    def test_tail_missing(self):
-        self.assertIn('no log', process.tail('/nonexistent/log'))
-
-
-class TestWSGI(testtools.TestCase):
-
-    def test_standin_loaded_and_argv_reset(self):
-        self.useFixture(fixtures.EnvironmentVariable(
-            'OPIE_DEVCLOUD_WSGI', 'neutron-standin'))
-        self.useFixture(fixtures.MonkeyPatch(
-            'sys.argv', ['gunicorn', '--bind', 'x']))
-        wsgi = importlib.import_module('opie_sched.devcloud.wsgi')
-        self.assertIs(neutron_standin.application, wsgi.application)
-        sys.argv[1:] = ['--bind', 'y']
-        app = wsgi.load('neutron-standin', {})
-        self.assertIs(neutron_standin.application, app)
-        self.assertEqual(['gunicorn'], sys.argv)
+    def test_repack_from_small_to_large_passes_the_gain_test(self):
+        decision = flavormix.plan(self.types, 8,
+                                  current={'app.small': 2})
+        self.assertEqual({'app.large': 2}, decision.target)
