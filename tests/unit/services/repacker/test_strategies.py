@@ -13,7 +13,7 @@
 (thesis Paper III), their stevedore loading and the service running them
 with the collector and the cloud faked.
 
-Run with ``stestr run tests.unit.services.repacker.test_repacker_strategies``.
+Run with ``stestr run tests.unit.services.repacker.test_strategies``.
 """
 
 import fixtures
@@ -28,7 +28,8 @@ from opie_sched.services.repacker import executor as ex
 from opie_sched.services.repacker import service as svc
 from opie_sched.services.repacker import strategies
 from tests import entry_points
-from tests.unit.services.repacker import test_repacker as base
+from tests.unit.rpm import test_planner as planner_tests
+from tests.unit.services.repacker import helpers as base
 
 SETTINGS = hypothesis.settings(max_examples=25, deadline=None,
                                derandomize=True)
@@ -106,7 +107,7 @@ class LoadTest(testtools.TestCase):
         self.assertIsInstance(exc, pl.PlanError)
 
     def test_rpm_is_the_planner(self):
-        hosts = base.BudgetTest.hosts(self)
+        hosts = planner_tests.BudgetTest.hosts(self)
         self.assertEqual(pl.plan(hosts, pl.Policy()).as_dict(),
                          strategies.load(conf()).plan(hosts).as_dict())
 
