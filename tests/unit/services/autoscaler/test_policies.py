@@ -25,7 +25,7 @@ import testtools
 from opie_sched.services.autoscaler import app as app_mod
 from opie_sched.services.autoscaler import policies
 from opie_sched.services.autoscaler import service as svc
-from tests.unit.services.autoscaler import test_autoscaler as ta
+from tests.unit.services.autoscaler import helpers as ta
 
 MARKET = ta.MARKET
 DEADLINE = 1800000000.0       # epoch seconds
