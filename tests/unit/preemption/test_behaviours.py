@@ -268,7 +268,7 @@ class FourthBehaviourTest(testtools.TestCase):
 
         # the release follows the record's behaviour
         def row(state):
-            from tests.unit.scheduler import test_victim_reservations as tvr
+            from tests.unit.scheduler import victim_helpers as tvr
             return tvr.instance(
                 uuids.a, tvr.flavor(2, 4000, 40), vm_state=state,
                 sysmeta=dataclasses.replace(

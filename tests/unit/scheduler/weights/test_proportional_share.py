@@ -15,12 +15,17 @@
 
 import testtools
 
+from opie_sched.scheduler.weights import proportional_share
 from tests.unit.market.helpers import CPU
 from tests.unit.market.helpers import D
 from tests.unit.market.helpers import RAM
+from tests.unit.scheduler.plugin_helpers import _PluginTest
+from tests.unit.scheduler.plugin_helpers import host_state
+from tests.unit.scheduler.plugin_helpers import instance
+from tests.unit.scheduler.plugin_helpers import LARGE
+from tests.unit.scheduler.plugin_helpers import MEDIUM
+from tests.unit.scheduler.plugin_helpers import request
 
-
-# -- the scheduler's weigher applies the same rule ---------------------------
 
 class WeigherRuleTest(testtools.TestCase):
     """ProportionalShareWeigher: a host where the request would be out of
@@ -41,7 +46,7 @@ class WeigherRuleTest(testtools.TestCase):
 
     def test_weights(self):
         from opie_sched.scheduler.weights import proportional_share
-        from tests.unit.scheduler import test_scheduler_plugins as plugins
+        from tests.unit.scheduler import plugin_helpers as plugins
 
         class Case(plugins._PluginTest):
             def runTest(self):
@@ -72,3 +77,53 @@ class WeigherRuleTest(testtools.TestCase):
         self.assertEqual(0.0, got['h-rich'])
         # 10 of 8 asked, but it outbids the others
         self.assertAlmostEqual(0.1 / 0.14, got['h-poor'], places=6)
+
+
+class ProportionalShareWeigherTest(_PluginTest):
+
+    def bid_hosts(self):
+        def spot(uuid, host, bid):
+            inst = instance(uuid, host, MEDIUM, True)
+            if bid is not None:
+                inst.metadata = {'opie:bid': bid}
+            return inst
+        return self.use_hosts(
+            host_state('h-busy', [spot('a1', 'h-busy', '0.3'),
+                                  spot('a2', 'h-busy', '0.2')]),
+            host_state('h-one', [spot('b1', 'h-one', '0.1')]),
+            host_state('h-none', [instance('c1', 'h-none', LARGE, False)]),
+            host_state('h-bad', [spot('d1', 'h-bad', 'lots'),
+                                 spot('d2', 'h-bad', None)]))
+
+    def test_worst_fit_by_sum_of_bids(self):
+        spec = request(MEDIUM, True)
+        spec.scheduler_hints = {'opie_bid': ['0.1']}
+        got = dict(self.weigh([proportional_share.ProportionalShareWeigher],
+                              self.bid_hosts(), spec))
+        # share = bid / (sum of bids on the host + bid), Themis §III.B;
+        # an invalid or missing bid counts the default bid 0.01.
+        self.assertEqual(1.0, got['h-none'])
+        self.assertAlmostEqual(0.1 / 0.2, got['h-one'], places=5)
+        self.assertAlmostEqual(0.1 / 0.6, got['h-busy'], places=5)
+        self.assertAlmostEqual(0.1 / 0.12, got['h-bad'], places=5)
+
+    def test_flavor_bid_then_default(self):
+        spec = request(MEDIUM, True)
+        spec.flavor.extra_specs['opie:bid'] = '0.5'
+        got = dict(self.weigh([proportional_share.ProportionalShareWeigher],
+                              self.bid_hosts(), spec))
+        self.assertAlmostEqual(0.5 / 1.0, got['h-busy'], places=5)
+        self.assertEqual(['h-busy'],
+                         [h for h, w in got.items() if w == min(got.values())])
+
+    def test_normal_requests_are_not_in_the_market(self):
+        got = self.weigh([proportional_share.ProportionalShareWeigher],
+                         self.bid_hosts(), request(MEDIUM, False))
+        self.assertEqual({0.0}, {w for _, w in got})
+
+    def test_invalid_request_bid_is_neutral(self):
+        spec = request(MEDIUM, True)
+        spec.scheduler_hints = {'opie_bid': ['-1']}
+        got = self.weigh([proportional_share.ProportionalShareWeigher],
+                         self.bid_hosts(), spec)
+        self.assertEqual({0.0}, {w for _, w in got})

@@ -23,7 +23,7 @@ from nova import objects
 from opie_sched.preemption import headroom as rules
 from opie_sched.scheduler import filters
 from opie_sched.scheduler.filters import headroom as headroom_filter
-from tests.unit.scheduler import test_scheduler_plugins as plugins
+from tests.unit.scheduler import plugin_helpers as plugins
 
 MEDIUM = plugins.MEDIUM
 LARGE = plugins.LARGE

@@ -9,10 +9,17 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Victim state on Nova objects: what counts as leaving, the authoritative
-full state from Placement allocations, Nova-like disk accounting.
+"""The wait for victims (:func:`opie_sched.scheduler.actions.wait_for` and
+:func:`~opie_sched.scheduler.actions.release`) on a simulated clock: how
+late a deletion is seen, how many reads it costs, and that release's own
+read is the first round; and the termination of victims (TerminateTest,
+on nova objects).
+
+The cell database is a stand-in for ``actions._states`` that answers from
+the simulated clock: the victim is deleted from ``gone_at`` seconds on.
 """
 
+import dataclasses
 import datetime
 import types
 from unittest import mock
@@ -22,250 +29,158 @@ from oslo_utils.fixture import uuidsentinel as uuids
 import testtools
 
 from nova import objects
-from nova.tests.unit.scheduler import fakes
 
-from opie_sched.common import flavors
 from opie_sched.preemption import victim_state as vs
+from opie_sched.scheduler import actions
 from opie_sched.scheduler import host_capacity
-from opie_sched.scheduler import ownership
-from opie_sched.scheduler import reservations
+from tests.unit.scheduler import victim_helpers
+from tests.unit.scheduler.victim_helpers import flavor
+from tests.unit.scheduler.victim_helpers import instance
+
 
 objects.register_all()
 
-NOW = datetime.datetime(2026, 11, 23, 12, 0, 0,
+NOW = datetime.datetime(2026, 11, 25, 22, 0, 0,
                         tzinfo=datetime.timezone.utc)
+#: The record of a victim whose delete request ``req-1`` started.
+RECORD = dataclasses.replace(
+    vs.reserve('preemptor', NOW, request_id='req-1').terminating(
+        NOW, 60, 600), behavior=vs.DELETE).as_metadata()
 
 
-def flavor(vcpus, ram, root, preemptible=True, ephemeral=0, swap=0):
-    specs = flavors.preemptible_extra_specs(
-        vcpus, ram, flavors.disk_gb(root, ephemeral, swap)) \
-        if preemptible else {}
-    return objects.Flavor(vcpus=vcpus, memory_mb=ram, root_gb=root,
-                          ephemeral_gb=ephemeral, swap=swap,
-                          extra_specs=specs)
+class Clock:
+    """``time.monotonic`` and ``time.sleep`` of a simulated clock."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        assert seconds >= 0, seconds
+        self.now += seconds
 
 
-def instance(uuid, flv, metadata=None, sysmeta=None, image_ref='img',
-             task_state=None, vm_state='active'):
-    return objects.Instance(
-        uuid=uuid, host='h', node='h', flavor=flv, launched_at=NOW,
-        metadata=metadata or {}, system_metadata=sysmeta or {},
-        task_state=task_state, vm_state=vm_state, display_name=uuid,
-        project_id='p', image_ref=image_ref)
+class Cell:
+    """The victims' rows: ``gone_at[uuid]`` is the simulated time of the
+    victim's deletion (None: never); each read is recorded.
+    """
+
+    def __init__(self, clock, gone_at):
+        self.clock = clock
+        self.gone_at = gone_at
+        self.reads = []
+
+    def states(self, ctx, cell_uuid, uuids_):
+        self.reads.append(self.clock.now)
+        out = {}
+        for uuid in uuids_:
+            at = self.gone_at[uuid]
+            gone = at is not None and self.clock.now >= at
+            out[uuid] = objects.Instance(
+                uuid=uuid, deleted=gone,
+                vm_state='deleted' if gone else 'active',
+                task_state=None if gone else 'deleting',
+                system_metadata=dict(RECORD))
+        return out
 
 
-class LeavingTest(testtools.TestCase):
-
-    def setUp(self):
-        super().setUp()
-        self.flags = self.useFixture(fixtures.MockPatchObject(
-            host_capacity.CONF.opie_preemption, 'reservation_timeout', 300))
-
-    def test_user_metadata_cannot_make_a_server_leave(self):
-        # the owner sets the keys the service once used: nothing changes
-        inst = instance(uuids.a, flavor(1, 2000, 20), metadata={
-            vs.PREEMPTED_BY_KEY: 'x', vs.PREEMPTED_AT_KEY: 'now',
-            vs.KEY_STATE: vs.TERMINATING})
-        self.assertFalse(ownership.instance_is_leaving(inst, now=NOW))
-        info = ownership.instance_info(inst, now=NOW)
-        self.assertFalse(info.leaving)
-        self.assertTrue(info.preemptible)
-
-    def test_service_owned_state_decides(self):
-        reserved = vs.reserve('p', NOW - datetime.timedelta(seconds=10))
-        inst = instance(uuids.a, flavor(1, 2000, 20),
-                        sysmeta=reserved.as_metadata())
-        self.assertTrue(ownership.instance_is_leaving(inst, now=NOW))
-        stale = vs.reserve('p', NOW - datetime.timedelta(seconds=301))
-        inst = instance(uuids.b, flavor(1, 2000, 20),
-                        sysmeta=stale.as_metadata())
-        self.assertFalse(ownership.instance_is_leaving(inst, now=NOW))
-        term = stale.terminating(NOW, 60, 3600)
-        inst = instance(uuids.c, flavor(1, 2000, 20),
-                        sysmeta=term.as_metadata())
-        self.assertTrue(ownership.instance_is_leaving(inst, now=NOW))
-
-    def test_vm_and_task_states(self):
-        deleting = instance(uuids.a, flavor(1, 2000, 20),
-                            task_state='deleting')
-        deleting.updated_at = NOW - datetime.timedelta(seconds=59)
-        self.assertTrue(ownership.instance_is_leaving(deleting, now=NOW))
-        # issue 30 hole 4: a delete that never finishes (whoever asked
-        # for it) leaves only until retry_interval (60 s) after it began
-        deleting.updated_at = NOW - datetime.timedelta(seconds=61)
-        self.assertFalse(ownership.instance_is_leaving(deleting, now=NOW))
-        self.assertEqual(ownership.RUNNING,
-                         ownership.instance_state(deleting, now=NOW))
-        # a soft-deleted server keeps its allocation until reclaimed or
-        # restored: it is not leaving (it is a candidate victim)
-        self.assertFalse(ownership.instance_is_leaving(
-            instance(uuids.a, flavor(1, 2000, 20), vm_state='soft-delete'),
-            now=NOW))
-        self.assertFalse(ownership.instance_is_leaving(
-            instance(uuids.a, flavor(1, 2000, 20),
-                     task_state='soft-deleting'), now=NOW))
-
-
-class DiskAccountingTest(testtools.TestCase):
-
-    def test_swap_counted_and_volume_root_excluded(self):
-        flv = flavor(2, 4000, 40, ephemeral=10, swap=1536)
-        self.assertEqual(40 + 10 + 2, ownership.flavor_resources(flv).disk_gb)
-        normal = flavor(2, 4000, 40, preemptible=False, ephemeral=10,
-                        swap=1536)
-        self.assertEqual(12, ownership.flavor_resources(
-            normal, boot_from_volume=True).disk_gb)
-        bfv = instance(uuids.v, normal, image_ref='')
-        self.assertEqual(12, ownership.instance_info(bfv, now=NOW)
-                         .resources.disk_gb)
-        # a preemptible flavor booted from a volume holds no root disk in
-        # CUSTOM_PREEMPTIBLE_DISK_GB either, as the scheduler claims it
-        # (nova's is_bfv rule for DISK_GB; issue 30, hole 9)
-        self.assertEqual(12, ownership.flavor_resources(
-            flv, boot_from_volume=True).disk_gb)
-
-    def test_resources_overrides_win(self):
-        # a Ceph-style flavor (resources:DISK_GB=0) holds no disk
-        ceph = flavor(2, 4000, 40, preemptible=False)
-        ceph.extra_specs = {'resources:DISK_GB': '0'}
-        self.assertEqual((2, 4000, 0), tuple(ownership.flavor_resources(ceph)))
-
-    def test_request_resources_like_nova(self):
-        spec = objects.RequestSpec(
-            flavor=flavor(2, 4000, 40, preemptible=False, swap=512),
-            is_bfv=True, num_instances=1)
-        self.assertEqual((2, 4000, 1),
-                         tuple(ownership.request_resources(spec)))
-        spec.is_bfv = False
-        self.assertEqual((2, 4000, 41),
-                         tuple(ownership.request_resources(spec)))
-
-    def test_consumed_disk_counts_in_the_full_state(self):
-        self.useFixture(fixtures.MockPatchObject(
-            host_capacity.CONF, 'reserved_host_memory_mb', 0))
-        hs = fakes.FakeHostState('h', 'h', {
-            'vcpus_total': 8, 'vcpus_used': 0, 'total_usable_ram_mb': 16000,
-            'free_ram_mb': 16000, 'total_usable_disk_gb': 200,
-            'disk_mb_used': 100 * 1024, 'free_disk_mb': 100 * 1024,
-            'cpu_allocation_ratio': 1.0, 'ram_allocation_ratio': 1.0,
-            'disk_allocation_ratio': 1.0})
-        spec = objects.RequestSpec(flavor=flavor(2, 4000, 40, False),
-                                   is_bfv=False, num_instances=1,
-                                   pci_requests=None, numa_topology=None,
-                                   instance_group=None)
-        for _ in range(2):
-            before = host_capacity.consumed_disk_gb(hs)
-            hs.consume_from_request(spec)
-            host_capacity.note_consumed(hs, spec, before)
-        capacity, used = host_capacity.full_state(hs)
-        # nova never raises disk_mb_used: opie adds what was consumed
-        self.assertEqual(100 * 1024, hs.disk_mb_used)
-        self.assertEqual((4, 8000, 180), tuple(used))
-        # nova refreshes the host state from the compute node: the
-        # consumption is then in disk_mb_used and no longer added
-        hs.free_disk_mb = 20 * 1024
-        hs.disk_mb_used = 180 * 1024
-        hs.updated = NOW
-        self.assertEqual(180, host_capacity.full_state(hs)[1].disk_gb)
-
-
-class FakePlacement:
-
-    def __init__(self, allocations):
-        self.allocations = allocations
-        self.urls = []
-
-    def get(self, url, version=None, global_request_id=None):
-        self.urls.append(url)
-        resp = mock.Mock(status_code=200)
-        resp.json.return_value = {'allocations': {
-            c: {'resources': r} for c, r in self.allocations.items()}}
-        return resp
-
-
-class FreshHostViewTest(testtools.TestCase):
+class _Base(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
+        self.clock = Clock()
         self.useFixture(fixtures.MockPatchObject(
-            host_capacity.CONF.opie_preemption, 'reservation_timeout', 300))
-        self.rows = {}
-        self.migrations = {}
+            actions.time, 'monotonic', self.clock.monotonic))
+        self.useFixture(fixtures.MockPatchObject(
+            actions.time, 'sleep', self.clock.sleep))
 
-        def owners(cctxt, consumers):
-            found = {u: u for u in consumers if u in self.rows}
-            found.update({m: i for m, i in self.migrations.items()
-                          if m in consumers})
-            return found, {i: self.rows[i] for i in set(found.values())}
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.ownership.allocation_owners',
-            side_effect=owners))
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.reservations.cell_context'))
+    def cell(self, **gone_at):
+        """Victims ``uuids.<name>`` deleted ``gone_at[name]`` seconds from
+        now.
+        """
+        cell = Cell(self.clock, {
+            getattr(uuids, name): (None if at is None
+                                   else self.clock.now + at)
+            for name, at in gone_at.items()})
+        self.useFixture(fixtures.MockPatchObject(
+            actions, '_states', cell.states))
+        return cell
 
-    def test_every_claim_counts_and_victims_are_sized_by_allocation(self):
-        pre = flavors.CLASS_MAP
-        client = FakePlacement({
-            # a normal instance (claimed by another worker, in flight)
-            uuids.n1: {'VCPU': 4, 'MEMORY_MB': 8000, 'DISK_GB': 80},
-            # a preemptible boot-from-volume server: no disk allocation
-            uuids.p_bfv: {pre['VCPU']: 2, pre['MEMORY_MB']: 4000},
-            # a preemptible server with swap: disk as nova counted it
-            uuids.p_swap: {pre['VCPU']: 2, pre['MEMORY_MB']: 4000,
-                           pre['DISK_GB']: 41},
-            # a preemptible reserved by another worker
-            uuids.p_res: {pre['VCPU']: 2, pre['MEMORY_MB']: 4000,
-                          pre['DISK_GB']: 40},
-            # a migration record holding a preemptible's old resources
-            uuids.migration: {pre['VCPU']: 1, pre['MEMORY_MB']: 1000},
-            # a preemptible claim in flight (no instance in the cell yet)
-            uuids.in_flight: {pre['VCPU']: 1},
-        })
-        flv = flavor(2, 4000, 40)
-        self.rows = {
-            uuids.p_bfv: instance(uuids.p_bfv, flv, image_ref=''),
-            uuids.p_swap: instance(uuids.p_swap, flv),
-            uuids.p_res: instance(uuids.p_res, flv, sysmeta=vs.reserve(
-                'other', NOW).as_metadata()),
-            # resized away (unconfirmed): its source allocation here is
-            # the migration's; its owner's move pins it (issue 30)
-            uuids.p_moved: instance(uuids.p_moved, flavor(1, 1000, 0)),
-        }
-        self.migrations = {uuids.migration: uuids.p_moved}
-        capacity = (8, 16000, 200)
-        hv, rows = reservations.fresh_host_view(
-            None, client, 'rp', None, reservations.model.Resources(
-                *capacity), 'h', now=NOW)
-        self.assertEqual(['/resource_providers/rp/allocations'],
-                         client.urls)
-        self.assertEqual((12, 21000, 161), tuple(hv.used))
-        by_uuid = {i.uuid: i for i in hv.instances}
-        self.assertEqual({uuids.p_bfv, uuids.p_swap, uuids.p_res,
-                          uuids.p_moved}, set(by_uuid))
-        self.assertEqual(0, by_uuid[uuids.p_bfv].resources.disk_gb)
-        self.assertEqual(41, by_uuid[uuids.p_swap].resources.disk_gb)
-        self.assertEqual((1, 1000, 0),
-                         tuple(by_uuid[uuids.p_moved].resources))
-        self.assertTrue(by_uuid[uuids.p_res].leaving)
-        self.assertTrue(by_uuid[uuids.p_moved].pinned)
-        self.assertEqual({uuids.p_bfv, uuids.p_swap},
-                         {i.uuid for i in hv.preemptible_instances})
-        self.assertEqual(set(by_uuid), set(rows))
 
-    def test_summary_helpers(self):
-        summary = {'resources': {
-            'VCPU': {'capacity': 8, 'used': 2},
-            'MEMORY_MB': {'capacity': 15488, 'used': 0},
-            'DISK_GB': {'capacity': 200, 'used': 0},
-            flavors.VCPU_CLASS: {'capacity': 8, 'used': 0}}}
-        self.assertEqual(((8, 15488, 200), (2, 0, 0)),
-                         tuple(map(tuple,
-                                   host_capacity.summary_state(summary))))
-        self.assertFalse(reservations.summary_has_preemptible(summary))
-        summary['resources'][flavors.VCPU_CLASS]['used'] = 1
-        self.assertTrue(reservations.summary_has_preemptible(summary))
-        self.assertTrue(reservations.summary_has_preemptible(None))
-        self.assertIsNone(host_capacity.summary_state({'resources': {}}))
+class PollScheduleTest(_Base):
+
+    def test_pause_is_an_eighth_of_the_wait_within_bounds(self):
+        # seconds waited -> seconds to the next check, poll_interval 0.5
+        for waited, pause in ((0.0, 0.05), (0.3, 0.05), (0.4, 0.05),
+                              (0.8, 0.1), (2.0, 0.25), (4.0, 0.5),
+                              (60.0, 0.5)):
+            self.assertAlmostEqual(pause, actions.poll_pause(waited, 0.5),
+                                   msg='after %s s' % waited)
+        # an operator's poll_interval below the first spacing wins
+        self.assertEqual(0.01, actions.poll_pause(0.0, 0.01))
+
+    def test_a_deletion_is_seen_at_most_an_eighth_late(self):
+        # nova marks a victim deleted 0.4-1.5 s after the delete on the
+        # devcloud; the doubling schedule (0.02 s doubling up to 0.5 s)
+        # saw one gone at 0.7 s only at 1.12 s
+        for gone in (0.03, 0.3, 0.45, 0.7, 1.0, 1.3, 2.5, 3.9):
+            self.clock.now = 1000.0
+            cell = self.cell(v=gone)
+            self.assertTrue(actions.wait_for(
+                None, None, [uuids.v], actions.is_deleted, 120, 0.5))
+            late = cell.reads[-1] - (1000.0 + gone)
+            self.assertGreaterEqual(late, 0)
+            self.assertLessEqual(
+                late, max(0.05, gone / 8) + 1e-9,
+                'deleted at %s s, seen %.3f s late' % (gone, late))
+
+    def test_reads_grow_with_the_log_of_the_wait(self):
+        # a 1 s wait: a read every 0.05 s up to 0.4 s, then 1/8 apart
+        cell = self.cell(v=1.0)
+        actions.wait_for(None, None, [uuids.v], actions.is_deleted, 120,
+                         0.5)
+        self.assertLessEqual(len(cell.reads), 17)
+        # a victim that never goes: a 10 s timeout costs under 45 reads
+        self.clock.now = 1000.0
+        cell = self.cell(v=None)
+        self.assertFalse(actions.wait_for(
+            None, None, [uuids.v], actions.is_deleted, 10, 0.5))
+        self.assertLess(len(cell.reads), 45)
+        self.assertAlmostEqual(1010.0, self.clock.now)
+
+    def test_several_victims_are_waited_for_together(self):
+        cell = self.cell(a=0.2, b=0.9)
+        self.assertTrue(actions.wait_for(
+            None, None, [uuids.a, uuids.b], actions.is_deleted, 120, 0.5))
+        self.assertLessEqual(cell.reads[-1] - 1000.9, 0.9 / 8 + 1e-9)
+
+
+class ReleaseFirstReadTest(_Base):
+    """release() reads the victims to learn their behaviour; for plain
+    deletes that read is the wait's first round, not a second query.
+    """
+
+    def setUp(self):
+        super().setUp()
+        for name, value in (('release_timeout', 120.0),
+                            ('poll_interval', 0.5)):
+            self.useFixture(fixtures.MockPatchObject(
+                actions.CONF.opie_preemption, name, value))
+        self.ctx = mock.Mock(request_id='req-1')
+
+    def test_victims_already_gone_cost_one_read(self):
+        cell = self.cell(a=0.0, b=0.0)
+        self.assertTrue(actions.release(self.ctx, None,
+                                        [uuids.a, uuids.b]))
+        self.assertEqual([1000.0], cell.reads)
+
+    def test_the_next_rounds_follow_the_schedule(self):
+        cell = self.cell(a=0.12)
+        self.assertTrue(actions.release(self.ctx, None, [uuids.a]))
+        self.assertEqual([1000.0, 1000.05, 1000.1, 1000.15],
+                         [round(t, 6) for t in cell.reads])
 
 
 class TerminateTest(testtools.TestCase):
@@ -338,7 +253,7 @@ class TerminateTest(testtools.TestCase):
             side_effect=lambda ctx, by_cell, seconds: self.sleep(seconds)))
 
     def reserved(self, uuid, flv=None, request_id='req-1', **kwargs):
-        state = vs.reserve(uuids.p, NOW, request_id, 'details')
+        state = vs.reserve(uuids.p, victim_helpers.NOW, request_id, 'details')
         self.rows[uuid] = instance(uuid, flv or flavor(2, 4000, 40),
                                    sysmeta=state.as_metadata(), **kwargs)
         return state
@@ -452,8 +367,9 @@ class TerminateTest(testtools.TestCase):
         self.assertEqual(vs.TERMINATING, self.calls[0][3].state)
 
     def test_stuck_deleting_victim_is_deleted_again_then_faulted(self):
-        state = vs.reserve(uuids.p, NOW, 'req-0').terminating(NOW, 1, 10)
-        state = state.terminating(NOW, 1, 10)
+        state = vs.reserve(uuids.p, victim_helpers.NOW,
+                           'req-0').terminating(victim_helpers.NOW, 1, 10)
+        state = state.terminating(victim_helpers.NOW, 1, 10)
         self.rows[uuids.a] = instance(uuids.a, flavor(2, 4000, 40),
                                       sysmeta=state.as_metadata(),
                                       task_state='deleting')
@@ -462,8 +378,8 @@ class TerminateTest(testtools.TestCase):
         faults = self.useFixture(fixtures.MockPatchObject(
             self.actions, '_add_fault')).mock
         with mock.patch.object(self.actions.timeutils, 'utcnow',
-                               return_value=NOW + datetime.timedelta(
-                                   seconds=60)), \
+                               return_value=victim_helpers.NOW
+                               + datetime.timedelta(seconds=60)), \
                 self.assertLogs('opie_sched.scheduler.actions',
                                 'ERROR') as logs:
             self.assertEqual([uuids.a], self.actions.terminate(
@@ -545,37 +461,3 @@ class TerminateTest(testtools.TestCase):
         self.actions.finish(self.ctx, None, [uuids.a])
         self.assertEqual(['swap'], [c[0] for c in self.calls])
         self.assertIsNone(self.calls[0][3])
-
-
-class ProviderPreemptibleFreeTest(testtools.TestCase):
-    """What Placement admits of a preemptible claim: its own inventories'
-    capacity less their usage, per class.
-    """
-
-    def test_capacity_less_usage_per_preemptible_class(self):
-        pre = flavors.CLASS_MAP
-        bodies = {
-            'inventories': {'inventories': {
-                'VCPU': {'total': 8, 'reserved': 0, 'allocation_ratio': 2.0},
-                pre['VCPU']: {'total': 8, 'reserved': 0,
-                              'allocation_ratio': 1.0},
-                pre['MEMORY_MB']: {'total': 16512, 'reserved': 512,
-                                   'allocation_ratio': 1.0}}},
-            'usages': {'usages': {'VCPU': 4, pre['VCPU']: 6,
-                                  pre['MEMORY_MB']: 12000}}}
-
-        def get(url, version=None, global_request_id=None):
-            resp = mock.Mock(status_code=200)
-            resp.json.return_value = bodies[url.rsplit('/', 1)[1]]
-            return resp
-        client = mock.Mock(get=get)
-        free = reservations.provider_preemptible_free(client, None, 'rp')
-        # no preemptible disk inventory: nothing of it is free
-        self.assertEqual((2, 4000, 0), tuple(free))
-
-    def test_placement_error(self):
-        client = mock.Mock(get=mock.Mock(return_value=mock.Mock(
-            status_code=503)))
-        self.assertRaises(reservations.PlacementError,
-                          reservations.provider_preemptible_free, client,
-                          None, 'rp')

@@ -9,9 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The reconciler inside opie-scheduler: one per cloud, interval honoured,
-a failing round never takes the scheduler down.
-"""
+"""Tests of the scheduler's locks (opie_sched.scheduler.locks): one
+reconciler per cloud, the lock directory and the file-lock conflicts
+between scheduler hosts."""
 
 import subprocess
 import sys
@@ -21,82 +21,6 @@ import fixtures
 import testtools
 
 from opie_sched.scheduler import locks
-from opie_sched.scheduler import manager
-
-
-class ReconcilerPeriodicTest(testtools.TestCase):
-
-    def setUp(self):
-        super().setUp()
-        self.mgr = manager.OpieSchedulerManager.__new__(
-            manager.OpieSchedulerManager)
-        self.mgr.reconciler = mock.Mock()
-        self.useFixture(fixtures.MockPatch(
-            'nova.scheduler.client.report.report_client_singleton',
-            return_value=mock.sentinel.placement))
-        self.mgr._opie_last_reconcile = None
-        self.coord = mock.Mock()
-        self.useFixture(fixtures.MockPatchObject(
-            locks, 'coordinator', return_value=self.coord))
-        self.shared = self.useFixture(fixtures.MockPatchObject(
-            locks, 'check_shared_backend', return_value=[])).mock
-        self.clock = [1000.0]
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.manager.time.monotonic',
-            side_effect=lambda: self.clock[0]))
-        conf = manager.CONF.opie_reconciler
-        self.useFixture(fixtures.MockPatchObject(conf, 'interval', 5))
-        self.useFixture(fixtures.MockPatchObject(conf, 'run_in_scheduler',
-                                                 True))
-
-    def tick(self, at):
-        self.clock[0] = at
-        self.mgr._opie_reconcile(mock.sentinel.ctx)
-
-    def test_interval_below_a_minute_is_honoured(self):
-        self.coord.hold.return_value = True
-        for at in (1000, 1003, 1005, 1009, 1010):
-            self.tick(at)
-        # runs at 1000, 1005 and 1010 only
-        self.assertEqual(3, self.mgr.reconciler.run_once.call_count)
-        self.mgr.reconciler.run_once.assert_called_with(
-            mock.sentinel.ctx, placement=mock.sentinel.placement)
-        self.coord.hold.assert_called_with(locks.RECONCILER_LOCK)
-
-    def test_only_the_lock_holder_runs(self):
-        self.coord.hold.return_value = False
-        self.tick(1000)
-        self.tick(1010)
-        self.mgr.reconciler.run_once.assert_not_called()
-        self.coord.hold.return_value = True
-        self.tick(1020)
-        self.assertEqual(1, self.mgr.reconciler.run_once.call_count)
-
-    def test_a_failing_round_is_logged_not_raised(self):
-        self.coord.hold.return_value = True
-        self.mgr.reconciler.run_once.side_effect = RuntimeError('db down')
-        with self.assertLogs('opie_sched.scheduler.manager', 'ERROR'):
-            self.tick(1000)
-
-    def test_shared_file_lock_is_an_error_each_period(self):
-        self.coord.hold.return_value = True
-        self.shared.return_value = ['sched2']
-        self.useFixture(fixtures.MockPatchObject(
-            locks, 'default_url', return_value='file:///x'))
-        for at in (1000, 1005):
-            with self.assertLogs('opie_sched.scheduler.manager',
-                                 'ERROR') as logs:
-                self.tick(at)
-            self.assertIn('several hosts (this one, sched2)',
-                          logs.output[0])
-        # it still runs: stopping the scheduler would stop scheduling
-        self.assertEqual(2, self.mgr.reconciler.run_once.call_count)
-
-    def test_disabled(self):
-        self.useFixture(fixtures.MockPatchObject(
-            manager.CONF.opie_reconciler, 'run_in_scheduler', False))
-        self.tick(1000)
-        self.coord.hold.assert_not_called()
 
 
 #: A second process holding the reconciler lock (hold) and a host's lock
@@ -291,95 +215,3 @@ class FileLockConflictsTest(testtools.TestCase):
 
     def test_one_host(self):
         self.assertEqual([], self.conflicts([self.svc('sched1')]))
-
-
-#: opie-scheduler's main() with nova's start-up mocked and the check's
-#: answer given in argv[1] ('' = nothing wrong); prints the exit code and
-#: whether the service was created.
-_SCHEDULER_MAIN = """
-import sys
-from unittest import mock
-from opie_sched.cmd import scheduler as cmd
-from opie_sched.scheduler import locks
-with mock.patch.object(cmd.config, 'parse_args'), \\
-        mock.patch.object(cmd.logging, 'setup'), \\
-        mock.patch.object(cmd.objects, 'register_all'), \\
-        mock.patch.object(cmd.objects.Service, 'enable_min_version_cache'), \\
-        mock.patch.object(cmd.compat, 'reset_executors'), \\
-        mock.patch.object(cmd.service, 'serve'), \\
-        mock.patch.object(cmd.service, 'wait'), \\
-        mock.patch.object(locks, 'startup_error',
-                          return_value=sys.argv[1] or None), \\
-        mock.patch.object(cmd.service.Service, 'create') as create:
-    rc = cmd.main()
-print('rc=%s created=%s' % (rc, create.called), flush=True)
-"""
-
-
-class SchedulerStartTest(testtools.TestCase):
-    """opie-scheduler does not start when the locks' check says no (a
-    subprocess: the console script patches nova for native threads).
-    """
-
-    def main(self, error):
-        proc = subprocess.run(
-            [sys.executable, '-c', _SCHEDULER_MAIN, error],
-            capture_output=True, text=True, timeout=120)
-        self.assertEqual(0, proc.returncode, proc.stderr)
-        return proc.stdout.strip().splitlines()[-1], proc.stderr
-
-    def test_refuses_to_start(self):
-        out, err = self.main('scheduler hosts share file locks')
-        self.assertEqual('rc=1 created=False', out)
-        self.assertIn('opie-scheduler refuses to start: scheduler hosts '
-                      'share file locks', err)
-
-    def test_starts(self):
-        out, _err = self.main('')
-        self.assertEqual('rc=None created=True', out)
-
-
-class RenewReservationsTest(testtools.TestCase):
-    """A live request renews its reservations every third of the lease."""
-
-    def setUp(self):
-        super().setUp()
-        self.mgr = manager.OpieSchedulerManager.__new__(
-            manager.OpieSchedulerManager)
-        self.renew = self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.reservations.renew')).mock
-        self.clock = [1000.0]
-        self.useFixture(fixtures.MockPatch(
-            'opie_sched.scheduler.manager.time.monotonic',
-            side_effect=lambda: self.clock[0]))
-        self.useFixture(fixtures.MockPatchObject(
-            manager.CONF.opie_preemption, 'reservation_timeout', 300))
-        victim = mock.Mock(uuid='v1')
-        plan = mock.Mock(victims=[(victim, 1.0)])
-        self.view = mock.Mock(
-            pending=[manager._Pending(plan, 'cell1', 'p')],
-            renewed_at=1000.0, request_id='req-1', ctx=mock.sentinel.ctx)
-
-    def test_renewed_after_a_third_of_the_lease(self):
-        self.clock[0] = 1099.0
-        self.mgr._renew_reservations(self.view)
-        self.renew.assert_not_called()
-        self.clock[0] = 1100.0
-        self.mgr._renew_reservations(self.view)
-        self.renew.assert_called_once_with(mock.sentinel.ctx, 'cell1',
-                                           ['v1'], 'req-1')
-        self.clock[0] = 1150.0
-        self.mgr._renew_reservations(self.view)
-        self.assertEqual(1, self.renew.call_count)
-
-    def test_nothing_reserved(self):
-        self.view.pending = []
-        self.clock[0] = 5000.0
-        self.mgr._renew_reservations(self.view)
-        self.renew.assert_not_called()
-
-    def test_error_is_logged(self):
-        self.renew.side_effect = RuntimeError('db down')
-        self.clock[0] = 2000.0
-        with self.assertLogs('opie_sched.scheduler.manager', 'ERROR'):
-            self.mgr._renew_reservations(self.view)
