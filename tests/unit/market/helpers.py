@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Helpers shared by the market's unit tests: Decimal closeness, the
-hypothesis strategies for bids and capacities and the test servers."""
+hypothesis strategies for bids and capacities, the test servers and
+positions."""
 
 from decimal import Decimal
 
@@ -49,3 +50,9 @@ def server(uuid, bid, project='p1', created_at=None, cpu=2, ram=4096,
            pool=pricing.DEFAULT_POOL):
     return outbid.Server(uuid, D(bid), {CPU: cpu, RAM: ram}, project,
                          created_at, pool)
+
+
+def position(bid, share, charge, uuid='s', project='p1', cpu=2):
+    server = outbid.Server(uuid, D(bid), {CPU: cpu}, project=project)
+    return outbid.Position(server, {CPU: D(bid)}, {CPU: share}, {},
+                           D(charge))

@@ -14,8 +14,8 @@
 import testtools
 
 from opie_sched.market import budget
+from opie_sched.market import outbid
 from opie_sched.market import pricing
-
 from tests.unit.market.helpers import CPU
 from tests.unit.market.helpers import D
 from tests.unit.market.helpers import HOUR
@@ -175,3 +175,30 @@ class RacyStore(budget.InMemoryStore):
                 budget.EntryKey('credit', account.project, None, 0),
                 D(1), account.balance + 1), account.version)
         super().post(entry, expected_version)
+
+
+class ShippedOutOfCreditPoliciesTest(testtools.TestCase):
+    """Each shipped policy's order (their effect on notices:
+    tests/unit/market/test_budget.py, test_out_of_credit_*).
+    """
+
+    servers = [outbid.Server('cheap', D('0.1'), {CPU: 1}, 'p1', 5),
+               outbid.Server('big', D('9'), {CPU: 8}, 'p1', 9),
+               outbid.Server('old', D('0.1'), {CPU: 2}, 'p1', 1)]
+    prices = {pricing.DEFAULT_POOL: {CPU: D(1)}}
+
+    def test_installed(self):
+        self.assertEqual(['lowest_bid', 'most_expensive'],
+                         budget.policy_names())
+
+    def test_lowest_bid_first_then_oldest(self):
+        policy = budget.load_policy('lowest_bid')
+        self.assertIsInstance(policy, budget.LowestBidFirst)
+        self.assertEqual(['old', 'cheap', 'big'], [
+            s.uuid for s in policy.order(self.servers, self.prices, HOUR)])
+
+    def test_most_expensive_first(self):
+        policy = budget.load_policy('most_expensive')
+        self.assertIsInstance(policy, budget.MostExpensiveFirst)
+        self.assertEqual(['big', 'old', 'cheap'], [
+            s.uuid for s in policy.order(self.servers, self.prices, HOUR)])

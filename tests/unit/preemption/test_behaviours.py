@@ -281,7 +281,7 @@ class FourthBehaviourTest(testtools.TestCase):
         self.assertTrue(obj.released(bh.SHELVED_OFFLOADED, None, False))
 
     def test_market_enforcement(self):
-        from tests.unit.services.market import test_market_service as tms
+        from tests.unit.services.market import helpers as tms
         cloud = tms.FakeCloud(tms.SMALL)
         for i, bid in enumerate((1, 2, 3, 2, 3)):
             cloud.add('s%d' % i, 'pA', bid, created=i)

@@ -31,6 +31,7 @@ import testtools
 from nova import objects
 
 from opie_sched.preemption import victim_state as vs
+from opie_sched.preemption import victim_state
 from opie_sched.scheduler import actions
 from opie_sched.scheduler import host_capacity
 from tests.unit.scheduler import victim_helpers
@@ -461,3 +462,53 @@ class TerminateTest(testtools.TestCase):
         self.actions.finish(self.ctx, None, [uuids.a])
         self.assertEqual(['swap'], [c[0] for c in self.calls])
         self.assertIsNone(self.calls[0][3])
+
+
+class WithdrawNoticeTest(testtools.TestCase):
+    """The scheduler withdraws the notice of a spared victim: its keys go
+    and a service-owned action ends the notice, so keys its owner writes
+    back afterwards are no pending notice (:meth:`Enforcement.pending`).
+    """
+
+    def setUp(self):
+        super().setUp()
+        from opie_sched.scheduler import actions
+        self.actions = actions
+        self.db = self.useFixture(fixtures.MockPatchObject(
+            actions, 'main_db')).mock
+        self.ia = self.useFixture(fixtures.MockPatchObject(
+            actions.objects, 'InstanceAction')).mock
+        self.ctx = mock.Mock(request_id='req-preemptor')
+
+    def test_keys_removed_and_withdrawal_recorded(self):
+        self.db.instance_metadata_get.return_value = {
+            victim_state.NOTICE_KEY: 'x', victim_state.DEADLINE_KEY: 'y',
+            'owner': 'kept'}
+        self.actions.withdraw_notice(self.ctx, 'u1')
+        self.assertEqual(
+            {victim_state.NOTICE_KEY, victim_state.DEADLINE_KEY},
+            {c.args[2] for c in
+             self.db.instance_metadata_delete.call_args_list})
+        (actx, uuid, name), _ = self.ia.action_start.call_args
+        self.assertEqual(('u1', victim_state.WITHDRAW_ACTION), (uuid, name))
+        # under a request id of its own, never the preemptor's
+        self.assertNotEqual('req-preemptor', actx.request_id)
+
+    def test_no_notice_no_action(self):
+        self.db.instance_metadata_get.return_value = {'owner': 'kept'}
+        self.actions.withdraw_notice(self.ctx, 'u1')
+        self.db.instance_metadata_delete.assert_not_called()
+        self.ia.action_start.assert_not_called()
+
+    def test_victims_released_unstarted_are_withdrawn(self):
+        from opie_sched.scheduler import manager
+        with mock.patch.object(manager.reservations, 'unreserve',
+                               return_value=['b']), \
+                mock.patch.object(manager.reservations, 'cell_context',
+                                  return_value='cctxt'), \
+                mock.patch.object(manager.actions,
+                                  'withdraw_notice') as withdraw:
+            left = manager.OpieSchedulerManager._release_unstarted(
+                self.ctx, 'cell', ['a', 'b', 'c'], ['a'])
+        self.assertEqual(['a', 'c'], left)
+        withdraw.assert_called_once_with('cctxt', 'b')

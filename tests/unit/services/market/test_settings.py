@@ -9,13 +9,15 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The market's plugin families: charge rules
+"""The market's plugin families as its settings load them
+(opie_sched.services.market.settings): charge rules
 (:mod:`opie_sched.market.charge_rules`, ``[opie_market] charge_rule``) and
 out-of-credit policies (:class:`opie_sched.market.budget.
-OutOfCreditPolicy`, ``[opie_market] out_of_credit_policy``): each shipped
-rule, the loader's sentence for an unknown or broken one at start, and a
-rule and a policy of another package (entry points this test installs)
-accepted by the options and used by the market.
+OutOfCreditPolicy`, ``[opie_market] out_of_credit_policy``): the loader's
+sentence for an unknown or broken one at start, and a rule and a policy
+of another package (entry points this test installs) accepted by the
+options and used by the market. Each shipped rule and policy:
+tests/unit/market/test_charge_rules.py and test_budget.py.
 """
 
 from decimal import Decimal as D
@@ -32,30 +34,16 @@ from opie_sched.market import budget
 from opie_sched.market import charge_rules
 from opie_sched.market import outbid
 from opie_sched.market import pricing
-from opie_sched.notifications import market as market_notes
 from opie_sched import plugins
 from opie_sched.services.market import charging
 from opie_sched.services.market import opts as market_opts
 from opie_sched.services.market import settings as market_settings
 import tests
 from tests import entry_points
-
-CPU = 'vcpus'
-HOUR = 3600
-
-#: The charge_rule enum of the price payload, pinned with its version: a
-#: rule added to (or removed from) the installed ones fails
-#: test_enum_follows_the_installed_rules until the payload's version is
-#: bumped and its names written here.
-PINNED_RULES = {
-    (market_notes.MarketPricePayload, '1.0'): ('share_cost', 'bid'),
-}
-
-
-def position(bid, share, charge, uuid='s', project='p1', cpu=2):
-    server = outbid.Server(uuid, D(bid), {CPU: cpu}, project=project)
-    return outbid.Position(server, {CPU: D(bid)}, {CPU: share}, {},
-                           D(charge))
+from tests.unit.market.helpers import CPU
+from tests.unit.market.helpers import HOUR
+from tests.unit.market.helpers import position
+from tests.unit.market import test_charge_rules
 
 
 class HalfBidRule(charge_rules.ChargeRule):
@@ -74,76 +62,6 @@ class NewestFirst(budget.OutOfCreditPolicy):
 
     def order(self, servers, prices, period_seconds):
         return sorted(servers, key=lambda s: -(s.created_at or 0))
-
-
-class ShippedChargeRulesTest(testtools.TestCase):
-
-    def test_installed(self):
-        self.assertEqual(('share_cost', 'bid'), charge_rules.names())
-
-    def test_share_cost_is_the_share_at_the_clearing_price(self):
-        rule = charge_rules.load('share_cost')
-        self.assertIsInstance(rule, charge_rules.ShareCostRule)
-        # capped at its flavor: pays what its share costs, not its bid
-        self.assertEqual(D('1.5'), rule.charge_per_hour(
-            position('4', 2, '1.5')))
-
-    def test_bid_is_the_bid_of_a_server_holding_a_share(self):
-        rule = charge_rules.load('bid')
-        self.assertIsInstance(rule, charge_rules.BidRule)
-        self.assertEqual(D('4'), rule.charge_per_hour(
-            position('4', 2, '1.5')))
-        # no share: what its (empty) share costs
-        self.assertEqual(D('0'), rule.charge_per_hour(
-            position('4', 0, '0')))
-
-    def test_charger_uses_the_configured_rule(self):
-        markets = {'default': outbid.Market(
-            capacity={}, reserve={}, prices={}, demand={}, contended={},
-            positions={'s': position('4', 2, '1.5')})}
-        for rule, charge in (('share_cost', D('1.5')), ('bid', D('4'))):
-            charger = charging.Charger(market_settings.Settings(
-                charge_rule=rule), budget.CreditManager())
-            [server] = charger.charged_servers(markets)
-            self.assertEqual(charge, server.charge_per_hour, rule)
-
-    def test_enum_follows_the_installed_rules(self):
-        for (cls, version), pinned in PINNED_RULES.items():
-            values = tuple(cls.fields['charge_rule']._type._valid_values)
-            self.assertEqual(charge_rules.names(), values, cls.__name__)
-            self.assertEqual(
-                (version, pinned), (cls.VERSION, charge_rules.names()),
-                '%s: the charge rules are %s but version %s pins %s: bump '
-                'its VERSION (and its fingerprint in test_notifications) '
-                'and pin the new names here'
-                % (cls.__name__, charge_rules.names(), version, pinned))
-
-
-class ShippedOutOfCreditPoliciesTest(testtools.TestCase):
-    """Each shipped policy's order (their effect on notices:
-    tests/unit/market/test_market.py, test_out_of_credit_*).
-    """
-
-    servers = [outbid.Server('cheap', D('0.1'), {CPU: 1}, 'p1', 5),
-               outbid.Server('big', D('9'), {CPU: 8}, 'p1', 9),
-               outbid.Server('old', D('0.1'), {CPU: 2}, 'p1', 1)]
-    prices = {pricing.DEFAULT_POOL: {CPU: D(1)}}
-
-    def test_installed(self):
-        self.assertEqual(['lowest_bid', 'most_expensive'],
-                         budget.policy_names())
-
-    def test_lowest_bid_first_then_oldest(self):
-        policy = budget.load_policy('lowest_bid')
-        self.assertIsInstance(policy, budget.LowestBidFirst)
-        self.assertEqual(['old', 'cheap', 'big'], [
-            s.uuid for s in policy.order(self.servers, self.prices, HOUR)])
-
-    def test_most_expensive_first(self):
-        policy = budget.load_policy('most_expensive')
-        self.assertIsInstance(policy, budget.MostExpensiveFirst)
-        self.assertEqual(['big', 'old', 'cheap'], [
-            s.uuid for s in policy.order(self.servers, self.prices, HOUR)])
 
 
 def market_problems(test, **values):
@@ -276,5 +194,6 @@ class AddedPluginsTest(testtools.TestCase):
     def test_a_new_rule_needs_a_payload_version_bump(self):
         self.assertRaises(
             AssertionError,
-            ShippedChargeRulesTest('test_enum_follows_the_installed_rules')
+            test_charge_rules.ShippedChargeRulesTest(
+                'test_enum_follows_the_installed_rules')
             .test_enum_follows_the_installed_rules)

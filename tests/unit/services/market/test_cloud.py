@@ -22,7 +22,8 @@ import testtools
 from opie_sched.common import flavors
 from opie_sched.services.market import cloud as market_cloud
 from opie_sched.services.market.db import models
-from tests.unit.services.market import test_market_service as base
+from tests.unit.services.market import helpers as base
+from tests.unit.services.market import test_engine as engine_tests
 
 TWIN = flavors.preemptible_extra_specs(2, 4000, 40)
 #: the classes of a preemptible flavor, the marker removed (an admin's edit)
@@ -84,8 +85,8 @@ class EnforcementByClassesTest(testtools.TestCase):
         market_cloud._reported.clear()
         self.addCleanup(market_cloud._reported.clear)
 
-    engine = base.EngineTest.engine
-    contended = base.EngineTest.contended
+    engine = engine_tests.EngineTest.engine
+    contended = engine_tests.EngineTest.contended
 
     def test_classes_without_the_marker_are_still_enforced(self):
         self.contended()
