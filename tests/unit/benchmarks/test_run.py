@@ -12,7 +12,7 @@
 """The benchmark driver (``benchmarks/run.py``, ``tox -e bench``): its
 table of ratios, the comparison of two runs and its argument checks, on
 recorded part results (the parts themselves run in
-tests.unit.benchmarks.test_bench_scheduling and by hand).
+tests.unit.benchmarks.test_scheduling_latency and by hand).
 """
 
 import importlib.util
