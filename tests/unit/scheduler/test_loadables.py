@@ -9,13 +9,12 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Where nova finds opie's filters and weighers, and the old paths.
+"""Where nova finds opie's filters and weighers
+(opie_sched.scheduler.loadables).
 
 The packages :mod:`opie_sched.scheduler.filters` and
 :mod:`opie_sched.scheduler.weights` hold one rule per module and find
-them; every class path an operator may have written in nova.conf before
-the packages still loads, through nova's own loader, to the same class,
-with a DeprecationWarning.
+them (the old class paths: test_moved.py).
 """
 
 import os
