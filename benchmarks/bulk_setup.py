@@ -26,7 +26,7 @@ only what differs between two nodes or two instances: ids, uuids, names,
 the node an instance runs on and its launch time. Because the rows are
 copied rather than composed, the copies hold whatever the slow path
 writes (JSON blobs of the flavor, info cache, stats ...), and
-``tests/unit/benchmarks/test_bench_bulk_setup.py`` checks that a 5-node
+``tests/unit/benchmarks/test_bulk_setup.py`` checks that a 5-node
 cloud set up either way looks the same through Placement's API and nova's
 objects.
 

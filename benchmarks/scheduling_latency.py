@@ -100,7 +100,7 @@ How the state is faked (setup, never timed):
   preemptible is a copy of their database rows written with multi-row SQL
   ``INSERT``s (``benchmarks/bulk_setup.py``), and every other node's usage
   columns a copy of a node of the same fill. 1000 nodes are ready in ~16 s
-  instead of ~6 min; tests/unit/benchmarks/test_bench_bulk_setup.py checks
+  instead of ~6 min; tests/unit/benchmarks/test_bulk_setup.py checks
   that both paths give the same state for 5 nodes.
 * Instances are ``Instance`` records created directly in the cell database
   (``host=compute1``, ``node=<node>``, ``vm_state=active``, the instance's
@@ -236,7 +236,7 @@ def build_cloud_class():
     # nova's concurrency mode (eventlet here: importing nova's fixtures
     # patches) first, as nova-scheduler does; opie's per-request view is a
     # context variable, one per green thread whatever the import order
-    # (tests/unit/scheduler/test_request_view_local.py)
+    # (tests/unit/scheduler/test_request_view.py)
     from nova.tests import fixtures  # noqa: F401
     from opie_sched.demo import cloud
     from opie_sched.scheduler import manager  # noqa: F401 (registers opts)
@@ -1382,7 +1382,7 @@ def main(argv=None):
                         help='with --one-scale N: only set up N nodes '
                              'with the (a) and (b) fill and write what '
                              'the schedulers see of it to PATH (JSON; '
-                             'tests/unit/benchmarks/test_bench_bulk_setup.py)')
+                             'tests/unit/benchmarks/test_bulk_setup.py)')
     args = parser.parse_args(argv)
     try:
         bursts = [int(x) for x in args.burst.split(',') if x.strip()]

@@ -546,3 +546,20 @@ class CreatePreemptibleTwinTest(testtools.TestCase):
             set(flavors.preemptible_extra_specs(1, 2048, 26)) |
             {'hw:mem_page_size', 'trait:HW_CPU_X86_AVX2'},
             set(json.loads(posts[0].body)['extra_specs']))
+
+
+# -- one definition of "preemptible" -----------------------------------------
+
+class PreemptibleMarkerTest(testtools.TestCase):
+
+    def test_marker(self):
+        for value in ('true', 'True', '1', 'yes', 'on', True):
+            self.assertTrue(flavors.is_marked_preemptible(
+                {flavors.MARKER_KEY: value}), value)
+        for specs in (None, {}, {flavors.MARKER_KEY: 'false'},
+                      {flavors.MARKER_KEY: 'maybe'},
+                      {flavors.MARKER_KEY: False}, {'other': 'true'}):
+            self.assertFalse(flavors.is_marked_preemptible(specs), specs)
+        # the resources are a separate check: the marker alone decides
+        self.assertTrue(flavors.is_marked_preemptible(
+            {flavors.MARKER_KEY: 'true', 'resources:VCPU': '2'}))

@@ -268,7 +268,7 @@ class FourthBehaviourTest(testtools.TestCase):
 
         # the release follows the record's behaviour
         def row(state):
-            from tests.unit.scheduler import test_victim_reservations as tvr
+            from tests.unit.scheduler import victim_helpers as tvr
             return tvr.instance(
                 uuids.a, tvr.flavor(2, 4000, 40), vm_state=state,
                 sysmeta=dataclasses.replace(
@@ -281,7 +281,7 @@ class FourthBehaviourTest(testtools.TestCase):
         self.assertTrue(obj.released(bh.SHELVED_OFFLOADED, None, False))
 
     def test_market_enforcement(self):
-        from tests.unit.services.market import test_market_service as tms
+        from tests.unit.services.market import helpers as tms
         cloud = tms.FakeCloud(tms.SMALL)
         for i, bid in enumerate((1, 2, 3, 2, 3)):
             cloud.add('s%d' % i, 'pA', bid, created=i)

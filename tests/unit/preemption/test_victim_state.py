@@ -17,6 +17,8 @@ import datetime
 import testtools
 
 from opie_sched.preemption import victim_state as vs
+from opie_sched.preemption import victim_state
+
 
 T0 = datetime.datetime(2026, 11, 23, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
@@ -294,3 +296,31 @@ class RestoreRecordTest(testtools.TestCase):
         self.assertIsNone(vs.after_market_release(0, {}, T0))
         self.assertIsNone(vs.after_market_release(
             0, {vs.RESTORE_SPEC: vs.RESTORE_OFF}, T0))
+
+
+class PendingNoticeTest(testtools.TestCase):
+    """:func:`victim_state.pending_notice`: the rule on instance actions."""
+
+    N, P = victim_state.NOTICE_ACTION, victim_state.PREEMPT_ACTION
+    W = victim_state.WITHDRAW_ACTION
+
+    def test_rule(self):
+        pending = victim_state.pending_notice
+        for actions, now, expected in (
+                ([], 100, None),
+                ([('create', 0), ('stop', 50)], 100, None),
+                ([('create', 0), (self.N, 50)], 100, 50),
+                # the newest notice counts; a preempt after it ends it
+                ([(self.N, 10), (self.P, 20), (self.N, 60)], 100, 60),
+                ([(self.N, 10), (self.P, 20)], 100, None),
+                ([(self.N, 20), (self.P, 20)], 100, None),
+                # older than the window: lapsed
+                ([(self.N, 10)], 71, None),
+                ([(self.N, 10)], 70, 10),
+                ([(self.N, None)], 70, None),
+                # a withdrawal (the victim was spared) ends it too, and
+                # a later notice stands again
+                ([(self.N, 10), (self.W, 30)], 50, None),
+                ([(self.N, 10), (self.W, 30), (self.N, 40)], 50, 40)):
+            self.assertEqual(expected, pending(actions, now, 60),
+                             (actions, now))

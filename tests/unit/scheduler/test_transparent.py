@@ -22,7 +22,7 @@ from opie_sched.scheduler import request_view
 from opie_sched.scheduler import transparent
 from opie_sched.scheduler.weights import preemptible_count
 from opie_sched.scheduler.weights import preemption_cost
-from tests.unit.scheduler import test_scheduler_plugins as plugins
+from tests.unit.scheduler import plugin_helpers as plugins
 
 CONF = nova.conf.CONF
 SMALL = (1, 2000, 20)

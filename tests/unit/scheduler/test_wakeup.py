@@ -14,7 +14,7 @@ notification about a victim wakes the notice wait at once, the database
 read decides, polling stays the fallback; the listener on oslo.messaging's
 fake transport, one pool per process.
 
-The notice wait runs on a simulated clock (as in test_release_wait): the
+The notice wait runs on a simulated clock (as in test_actions): the
 wake-up events are :class:`SimEvent` whose ``wait`` jumps the clock to the
 next scheduled notification (or by the whole timeout), so no test sleeps.
 """
