@@ -98,7 +98,7 @@ class RPMPlacementTest(base.OpieNovaTestCase, _Helpers):
 class RPMOldClassPathsTest(RPMPlacementTest):
     """The same placement with the class paths of the releases before the
     filters/ and weights/ packages in nova.conf: nova's scheduler still
-    loads them (deprecated, see tests/unit/scheduler/test_plugin_paths.py).
+    loads them (deprecated, see tests/unit/scheduler/test_moved.py).
     """
 
     EXTRA_FLAGS = {
