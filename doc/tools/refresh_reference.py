@@ -84,7 +84,10 @@ SCENARIOS = [
      'Die-Hard, Proportional and HRF at S_min = 0.999, K = 500, 80 h and '
      '168 h under three capacity models (one task per host, the thesis\' '
      'background load, a domain holding the whole job); both readings of '
-     'Alg. 1\'s trim.',
+     'Alg. 1\'s trim; §5.2\'s claims on Tables 3 and 4 judged over the '
+     'thesis\' 10 runs (topologies of seeds 42-51), each once, on the '
+     'background model, and their sensitivity to the capacity model and '
+     'the trim reading, the thesis\' text beside.',
      '[PaperVI]_ Tables 3 and 4'),
     ('repacking-tables',
      'S_base, S_delta, S_Full and the repacked variants on the thesis\' four '
@@ -194,7 +197,8 @@ The paper's table next to ours is the ``report`` field (``-c report -f
 value`` prints it alone); ``-f json`` has the scenario's whole result.
 
 Where a scenario judges a paper's claims over seeds (``diehard-table2``,
-``themis-value``'s Fig. 5(b), ``gossip-redistribution``, ``rpm-vs-ffd``),
+``diehard-tables34``, ``themis-value``'s Fig. 5(b),
+``gossip-redistribution``, ``rpm-vs-ffd``),
 it uses one set of rules, ``opie_sched.simulator.verdicts``: ours is the
 mean over the seeds with a 95 % Student-t interval; a direction claim
 holds only when the interval excludes the reference on the paper's side
