@@ -374,6 +374,10 @@ def refresh_cli(bin_dir, date, timeout):
 #: 1-8 CPU-seconds) is on the page from tools/parallel_seeds.py with two
 #: workers at nice 19 on 2026-11-28: 3509 s wall, 690 CPU-seconds, beside
 #: five engineers' test runs (load average 9-21).
+#: rpm-vs-ffd's full run (256 hosts x 24 h x 10 seeds, six settings:
+#: 210 calls of 1-15 CPU-seconds) is on the page from
+#: tools/parallel_seeds.py with one worker at nice 19 on 2026-11-28:
+#: 2043 s wall beside the other engineers' runs (load average 7-10).
 REDUCED_REASONS = {}
 #: Seeds the page's run asks for (``--seed-count``), reduced or not.
 SEED_COUNTS = {'gossip-redistribution': 10, 'themis-value': 10,
