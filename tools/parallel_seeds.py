@@ -15,12 +15,13 @@
     python tools/parallel_seeds.py NAME WORKERS [full|reduced] [SEEDS] \\
         [KEEP_DIR] > NAME.json
 
-NAME is ``themis-value`` or ``gossip-redistribution``. Worker processes
-compute the scenario's expensive calls seed by seed
+NAME is ``themis-value``, ``gossip-redistribution`` or ``rpm-vs-ffd``.
+Worker processes compute the scenario's expensive calls seed by seed
 (``themis.compare`` and ``themis.market_only``,
-``gossip_redistribution.run`` and ``convergence``), each kept under its
-arguments. The parent then runs the scenario function itself, seed 42
-and SEEDS seeds (default 10), with those results preloaded. Each call is
+``gossip_redistribution.run`` and ``convergence``,
+``rpm_vs_ffd.seed_run``), each kept under its arguments. The parent
+then runs the scenario function itself, seed 42 and SEEDS seeds (default
+10), with those results preloaded. Each call is
 a deterministic function of its arguments, so the result is the one
 ``opie-sched simulate --scenario NAME --seed-count SEEDS -f json``
 computes. On the reduced configuration the two reports were compared
@@ -46,6 +47,7 @@ import sys
 import time
 
 from opie_sched.simulator import gossip_redistribution as gossip_mod
+from opie_sched.simulator import rpm_vs_ffd
 from opie_sched.simulator import scenarios
 from opie_sched.simulator import themis
 
@@ -55,7 +57,8 @@ PROGRESS = False
 #: The memoised calls: (module, function name, the function itself).
 ORIGINALS = [(mod, name, getattr(mod, name))
              for mod, names in ((themis, ('compare', 'market_only')),
-                                (gossip_mod, ('run', 'convergence')))
+                                (gossip_mod, ('run', 'convergence')),
+                                (rpm_vs_ffd, ('seed_run',)))
              for name in names]
 
 
@@ -123,6 +126,8 @@ def work(task):
         _, seed, count, factor, mixed, memory = task
         themis.compare(themis.trace_path(), factor, seed, mixed, memory,
                        count)
+    elif task[0] == 'rpm-call':
+        rpm_vs_ffd.seed_run(**task[1])
     elif task[0] == 'gossip-call':
         _, name, args, kwargs = task
         getattr(gossip_mod, name)(*args, **kwargs)
@@ -190,6 +195,14 @@ def tasks(name, reduced, seeds):
     """
     if name == 'gossip-redistribution':
         return gossip_calls(reduced, seeds)
+    if name == 'rpm-vs-ffd':
+        out, seen = [], set()
+        for _, _, _, kw in rpm_vs_ffd.planned_runs(reduced, seeds):
+            key = tuple(sorted(kw.items()))
+            if key not in seen:
+                seen.add(key)
+                out.append(('rpm-call', kw))
+        return out
     count = 150 if reduced else themis.JOBS
     factors = (0.1, 1.0) if reduced else themis.CLAIM_FACTORS
     experiments = ((False, False),) if reduced else (
@@ -208,7 +221,8 @@ def main(argv=None):
     PROGRESS = True
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] not in ('themis-value',
-                                         'gossip-redistribution'):
+                                         'gossip-redistribution',
+                                         'rpm-vs-ffd'):
         raise SystemExit(__doc__.split('\n\n')[1])
     name, workers = argv[0], int(argv[1])
     reduced = len(argv) > 2 and argv[2] == 'reduced'

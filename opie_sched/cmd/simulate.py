@@ -60,7 +60,7 @@ DISCOVERY_SCENARIOS = ('rpm-vs-ffd',)
 #: Named scenarios that take ``--seed-count`` (their full run defaults to
 #: the papers' 10 runs).
 SEED_COUNT_SCENARIOS = ('rpm-weights', 'rpm-fig3', 'gossip-redistribution',
-                        'themis-value')
+                        'themis-value', 'rpm-vs-ffd')
 #: Named scenarios that replay the shared traces and take ``--traces-dir``
 #: and ``--limit`` (trace jobs per trace).
 TRACE_SCENARIOS = ('headroom-tradeoff', 'score-replay')

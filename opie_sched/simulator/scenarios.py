@@ -39,8 +39,10 @@ Scenarios (:data:`SCENARIOS`, in the order of issue 6):
     (:mod:`opie_sched.simulator.themis`); Themis HPCC'12 Fig. 5, the SLO
     paper's Fig. 2, Merkat §5.4.3.
 ``rpm-vs-ffd``
-    RPM vs FFD-sum with Alg. 1's local discovery on the thesis' load
-    (:mod:`opie_sched.simulator.rpm_vs_ffd`); thesis Paper IV Table 4.
+    RPM vs FFD-sum with Alg. 1's local discovery on the thesis' load,
+    §6.1's claims judged over 10 seeds with their sensitivity to our
+    choices (:mod:`opie_sched.simulator.rpm_vs_ffd`); thesis Paper IV
+    Tables 4 and 5.
 ``diehard-tables34``
     Die-Hard, Proportional and HRF at S_min = 0.999, K = 500, 80 h and
     168 h under three capacity models (one task per host, the thesis'

@@ -84,3 +84,23 @@ class MemoTest(testtools.TestCase):
         # every call the scenario makes was a worker's task
         self.assertEqual(0, stats['computed'])
         self.assertGreater(stats['reused'], 0)
+
+    def test_rpm_vs_ffd_tasks_are_the_scenarios_calls(self):
+        mod = _load()
+        for m, name, orig in mod.ORIGINALS:
+            self.useFixture(fixtures.MonkeyPatch(
+                '%s.%s' % (m.__name__, name), orig))
+        store = {}
+        tasks = mod.tasks('rpm-vs-ffd', True, [7])
+        # duplicates dropped: RPM's run is shared by the judged setting
+        # and the one changing FFD-sum's victims
+        self.assertEqual(len(tasks), len(set(repr(t) for t in tasks)))
+        for task in tasks:
+            store.update(mod.work(task)[1])
+        self.assertEqual(len(tasks), len(store))
+        stats = {'computed': 0, 'reused': 0}
+        mod.install(store, stats)
+        mod.rpm_vs_ffd.rpm_vs_ffd(reduced=True, seed=7, count=1)
+        # every call the scenario makes was a worker's task
+        self.assertEqual(0, stats['computed'])
+        self.assertEqual(len(tasks), stats['reused'])
