@@ -850,7 +850,8 @@ class RPMvsFFDTimelineTest(testtools.TestCase):
 
 
 class PreemptionLatencyTest(testtools.TestCase):
-    """The benchmark itself runs in tests.unit.benchmarks.test_scheduling_latency
+    """The benchmark itself runs in
+    tests.unit.benchmarks.test_scheduling_latency
     (about 40 s); here, its table parsing and the skip path.
     """
 
