@@ -139,3 +139,30 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
         self.assertEqual(0, self.cloud.stats['market calls'])
         [srv] = self.cloud.live()
         self.assertEqual(('small', 'ACTIVE'), (srv.flavor, srv.status))
+
+    def test_racing_preemptible_claims_on_a_mixed_host(self):
+        """The ``fill`` start's ``mixed`` pair, directed: owner a's
+        affinity group holds a normal large and a preemptible medium on one
+        host (6 of its 8 vCPUs), owner b's two normal larges fill the
+        other; then both owners boot a preemptible medium at once, both
+        requests choosing on the same state (``boot_racing``). Placement
+        admits both claims (the preemptible classes have room: the normal
+        usage is in the standard ones), which leaves the host 2 vCPUs over
+        capacity; the check after each claim takes one back, and that
+        request fails (mutation ``no-post-claim-check``: the host stays
+        over capacity, the invariant after the step fails).
+        """
+        self.replay([
+            ('fill', {'servers': [('b', 'large', 0), ('b', 'large', 0)],
+                      'mixed': [('a', 'large', 'medium.preemptible', 0)]}),
+            ('boot_racing', {'flavors': ('medium.preemptible',
+                                         'medium.preemptible'),
+                             'fail_build': False}),
+        ])
+        # the two requests did race: both claimed on the same state
+        self.assertEqual(2, self.cloud.stats['racing claims met'])
+        # the mixed pair's preemptible server, and of the racing two one
+        # kept the host's last room, the other failed
+        self.assertEqual(['ACTIVE', 'ACTIVE', 'ERROR'], sorted(
+            s.status for s in self.cloud.live()
+            if s.flavor == 'medium.preemptible'))

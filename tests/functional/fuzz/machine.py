@@ -256,6 +256,9 @@ class Cloud:
         #: the next two scheduling requests meet before either claims (a
         #: :class:`threading.Barrier`), or None
         self.race = None
+        #: the next two preemption decisions meet before either reads the
+        #: host's state (a :class:`threading.Barrier`), or None
+        self.race_reads = None
         #: the market of this example (its store, fake clock), created at
         #: its first round
         self.market_store = None
@@ -1025,8 +1028,13 @@ def make_machine(cloud, excluded=(), swarm=True):
                           st.sampled_from(PREEMPTIBLE), ages),
                 min_size=8, max_size=8)),
             rules=st.fixed_dictionaries(
-                {name: st.booleans() for name in SWARM}))
-        def fill(self, servers, top_up=(), rules=None):
+                {name: st.booleans() for name in SWARM}),
+            # a mixed start first: hypothesis's simplest example has one
+            mixed=st.one_of(st.lists(
+                st.tuples(st.sampled_from(OWNERS), st.sampled_from(NORMAL),
+                          st.sampled_from(PREEMPTIBLE), ages),
+                min_size=1, max_size=2), st.just(())))
+        def fill(self, servers, top_up=(), rules=None, mixed=()):
             """The cloud's first servers, each ``age`` seconds old (their
             preemption costs differ; some older than ``short.preemptible``'s
             lifetime, normal servers that a resize may make preemptible);
@@ -1035,6 +1043,16 @@ def make_machine(cloud, excluded=(), swarm=True):
             boot preempts). ``rules``: which rules of :data:`SWARM` this
             example runs (swarm testing: an example runs a few rules many
             times; None: all).
+
+            ``mixed``: first, per ``(owner, normal flavor, preemptible
+            flavor, age)``, the owner creates an affinity server group and
+            boots a server of each flavor into it, one request after the
+            other: a host holding normal and preemptible usage, which
+            opie's weighers rarely build by themselves (they keep the two
+            apart). Two claims racing for such a host's last room are what
+            the check after each claim is for: Placement admits a
+            preemptible claim by its own classes' room, which the normal
+            usage does not take.
             """
             if rules is not None and swarm:
                 self.enabled = frozenset(
@@ -1042,7 +1060,17 @@ def make_machine(cloud, excluded=(), swarm=True):
                     + [r for r, on in rules.items() if on])
             cloud = self.cloud
             room = len(cloud.case.HOSTS) * cloud.case.HOST_SIZE[0]
-            asked = sum(cloud.case.PAPER_SIZES[f][0] for _, f, _ in servers)
+            asked = 0
+            for owner, normal, preemptible, age in mixed:
+                group = cloud.server_group(owner, 'affinity')
+                if not group:
+                    continue
+                for flavor in (normal, preemptible):
+                    asked += cloud.case.PAPER_SIZES[flavor][0]
+                    for uuid in cloud.boot(owner, flavor, group=group):
+                        cloud.age(uuid, age)
+                cloud.stats['mixed starts'] += 1
+            asked += sum(cloud.case.PAPER_SIZES[f][0] for _, f, _ in servers)
             for owner, flavor, age in top_up:
                 if asked >= room:
                     break
@@ -1134,7 +1162,9 @@ def make_machine(cloud, excluded=(), swarm=True):
             claim until both got there (the test case's ``_race_claims``):
             both chose a host on the same Placement state, as two workers
             racing for one host's room (the host lock and the check
-            after each claim must keep the host within capacity).
+            after each claim must keep the host within capacity); when
+            both then preempt, their decisions are held before reading the
+            host's allocations until both got there (up to 5 s).
             ``fail_build``: the first build fails, and the conductor
             claims an alternate the other request may have filled since.
             """
@@ -1142,11 +1172,13 @@ def make_machine(cloud, excluded=(), swarm=True):
                 cloud = self.cloud
                 cloud.race = threading.Barrier(
                     2, action=lambda: setattr(cloud, 'race', None))
+                cloud.race_reads = threading.Barrier(
+                    2, action=lambda: setattr(cloud, 'race_reads', None))
                 cloud.fail_builds = 1 if fail_build else 0
                 try:
                     cloud.boot_many(list(zip(OWNERS, flavors)))
                 finally:
-                    cloud.race = None
+                    cloud.race = cloud.race_reads = None
                     cloud.fail_builds = 0
 
         def _resize(self, i, flavor):
@@ -1437,13 +1469,17 @@ def make_machine(cloud, excluded=(), swarm=True):
         @stateful.rule(
             bids=st.lists(st.one_of(st.none(), st.sampled_from(BIDS)),
                           max_size=12),
-            reserve=st.sampled_from(['0', '0.01', '0.1', '1', '10']),
-            credit=st.sampled_from(['0', '0.05', '1', '100']),
+            # first (hypothesis's simplest draws): a reserve above the
+            # default bid, credit enough (an out-of-bid notice, not an
+            # out-of-credit one) and a move to a normal flavor
+            reserve=st.sampled_from(['1', '10', '0.1', '0.01', '0']),
+            credit=st.sampled_from(['100', '1', '0.05', '0']),
             action=st.sampled_from(['delete', 'stop', 'shelve']),
             enforce=st.booleans(),
-            move=st.one_of(st.none(), st.tuples(
+            move=st.one_of(st.tuples(
                 servers_idx, st.one_of(st.sampled_from(NORMAL),
-                                       st.sampled_from(FLAVORS)))))
+                                       st.sampled_from(FLAVORS))),
+                st.none()))
         @counted
         def market_round(self, bids, reserve, credit, action, enforce,
                          move):
