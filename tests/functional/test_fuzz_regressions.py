@@ -166,3 +166,27 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
         self.assertEqual(['ACTIVE', 'ACTIVE', 'ERROR'], sorted(
             s.status for s in self.cloud.live()
             if s.flavor == 'medium.preemptible'))
+
+    def test_found_two_preemptible_boots_race_for_a_hosts_last_room(self):
+        """Found by a focused run (``tools/fuzz_power.py --no-swarm
+        --examples 3 --steps 10 --rules boot_racing --only
+        no-post-claim-check``, its 2nd example, 2026-11-28): the start's
+        three servers (a normal medium, a preemptible and a short-lived
+        preemptible medium) leave one host with room for one medium; both
+        owners boot a preemptible medium at once, both requests choose on
+        the same state and Placement admits both claims (the preemptible
+        classes have room). Without the check after each claim the host
+        stays 2 vCPUs over capacity ("host host2 over capacity by
+        Placement: VCPU + CUSTOM_PREEMPTIBLE_VCPU = 10 > 8.0"; host1 in a
+        replay: which host the start fills varies); with it, one claim is
+        taken back and its request fails.
+        """
+        self.replay([
+            ('fill', {'servers': [('b', 'short.preemptible', 778),
+                                  ('a', 'medium.preemptible', 162692),
+                                  ('b', 'medium', 628)]}),
+            ('boot_racing', {'flavors': ('medium.preemptible',
+                                         'shelving.preemptible'),
+                             'fail_build': False}),
+        ])
+        self.assertEqual(2, self.cloud.stats['racing claims met'])
