@@ -190,3 +190,27 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
                              'fail_build': False}),
         ])
         self.assertEqual(2, self.cloud.stats['racing claims met'])
+
+    def test_alternate_filled_by_the_racing_request(self):
+        """``boot_racing`` with a failing build, directed: one host holds
+        owner a's mixed pair (a normal large and a preemptible medium,
+        room for 2 vCPUs), the other owner b's normal large (room for 4).
+        Both owners boot at once, a preemptible large (only the second
+        host fits it) and a preemptible medium (the weighers choose the
+        fuller host), on the same state; the medium's build fails, and
+        nova's conductor claims its alternate, the second host, which the
+        large has filled since: 10 of 8 vCPUs. The check of the landed
+        alternate claim (when the compute reports the build) lets that
+        server go, so the host is back within capacity (mutation
+        ``i30.6-no-alternate-check``: it stays over capacity, the check
+        after the step fails).
+        """
+        self.replay([
+            ('fill', {'servers': [('b', 'large', 0)],
+                      'mixed': [('a', 'large', 'medium.preemptible', 0)]}),
+            ('boot_racing', {'flavors': ('large.preemptible',
+                                         'medium.preemptible'),
+                             'fail_build': True, 'failing': 1}),
+        ])
+        self.assertEqual(2, self.cloud.stats['racing claims met'])
+        self.assertEqual(1, self.cloud.stats['builds failed (rescheduled)'])

@@ -162,18 +162,24 @@ class FuzzCloud(base.OpieNovaTestCase):
 
     def _fail_builds(self, cloud):
         """While ``cloud.fail_builds`` is positive, a compute's spawn
-        fails (one per count): nova's compute reschedules the server to an
+        fails (one per count; only a server of flavor ``cloud.fail_flavor``
+        when that is set): nova's compute reschedules the server to an
         alternate host, which the conductor claims.
         """
         real = fake_virt.FakeDriver.spawn
 
         def spawn(driver, context, instance, *args, **kwargs):
             with self.recorder.lock:
-                fail = cloud.fail_builds > 0
+                fail = cloud.fail_builds > 0 and (
+                    cloud.fail_flavor is None
+                    or instance.flavor.name == cloud.fail_flavor)
                 if fail:
                     cloud.fail_builds -= 1
             if fail:
                 cloud.stats['builds failed (rescheduled)'] += 1
+                srv = cloud.servers.get(instance.uuid)
+                if srv is not None:
+                    srv.rescheduled = True
                 raise RuntimeError('fuzz: the build fails on this host')
             return real(driver, context, instance, *args, **kwargs)
 

@@ -158,6 +158,9 @@ class Server:
         self.ready_at = None
         #: booted from a volume: holds no local disk
         self.bfv = False
+        #: its build failed on its first host and was rescheduled to an
+        #: alternate (``fail_builds``)
+        self.rescheduled = False
         #: when the owner's pending move began (monotonic) and the clock
         #: jumps since (a resize to a preemptible flavor starts the
         #: preemptible life when it begins: the migration's creation)
@@ -179,8 +182,17 @@ class Server:
         self.since = self.pending_since or time.monotonic()
 
     def protection(self, preemptor):
-        """Why opie may not stop, shelve or delete this server, or None."""
-        if preemptor == self.uuid:
+        """Why opie may not stop, shelve or delete this server, or None.
+
+        Its own preemptor only as a preemptible new server whose claim of
+        an alternate (a reschedule, claimed by nova's conductor) found the
+        host full: it alone goes (``manager._check_landed``), as a
+        preemptible claim leaving its host over capacity is taken back in
+        the scheduling pass.
+        """
+        if preemptor == self.uuid and (
+                not is_preemptible(self.flavor) or self.pending is not None
+                or not self.rescheduled):
             return 'it is the preemptor of its own decision'
         if not is_preemptible(self.flavor):
             return 'it is normal (%s)' % self.flavor
@@ -237,6 +249,8 @@ class Cloud:
         #: builds the computes fail (each a spawn error: the compute
         #: reschedules the server to an alternate)
         self.fail_builds = 0
+        #: only a build of this flavor fails (None: any)
+        self.fail_flavor = None
         #: the server a step acts on (its host may be changing)
         self.acting = None
         #: an armed :class:`~.worker_kill.Kill` (the next request that
@@ -579,6 +593,7 @@ class Cloud:
         self.recorder.faults = {}
         self.lose_compute_deletes = False
         self.fail_builds = 0
+        self.fail_flavor = None
         self.hang.clear()
         self.hung.set()
 
@@ -859,6 +874,21 @@ class Cloud:
             self.stats['prompt capacity checks skipped (busy)'] += 1
             return []
         self.stats['prompt capacity checks'] += 1
+        problems = self._prompt_read()
+        if problems and any(s.rescheduled for s in self.live()):
+            # the check of an alternate's claim runs when its compute
+            # reports the build (nova's fanout to the schedulers), after
+            # the server went ACTIVE: given 15 s to repair the host
+            deadline = time.monotonic() + 15
+            while problems and time.monotonic() < deadline:
+                time.sleep(1)
+                self.settle(timeout=10)
+                problems = self._prompt_read()
+            self.stats['prompt capacity checks waiting for an '
+                       'alternate\'s check'] += 1
+        return problems
+
+    def _prompt_read(self):
         problems = []
         for host in self.case.HOSTS:
             problems.extend('after the step, no fault injected: %s' % p
@@ -1154,9 +1184,10 @@ def make_machine(cloud, excluded=(), swarm=True):
         @when('boot_racing')
         @stateful.rule(flavors=st.tuples(st.sampled_from(FLAVORS),
                                          st.sampled_from(FLAVORS)),
-                       fail_build=st.booleans())
+                       fail_build=st.booleans(),
+                       failing=st.sampled_from([0, 1]))
         @counted
-        def boot_racing(self, flavors, fail_build=False):
+        def boot_racing(self, flavors, fail_build=False, failing=None):
             """Both owners boot at once, on the two scheduler services,
             and the two scheduling requests are held before their first
             claim until both got there (the test case's ``_race_claims``):
@@ -1166,7 +1197,9 @@ def make_machine(cloud, excluded=(), swarm=True):
             both then preempt, their decisions are held before reading the
             host's allocations until both got there (up to 5 s).
             ``fail_build``: the first build fails, and the conductor
-            claims an alternate the other request may have filled since.
+            claims an alternate the other request may have filled since;
+            ``failing``: the first build of that request's flavor
+            (``flavors[failing]``; None: whichever comes first).
             """
             if len(self.cloud.order) < 11:
                 cloud = self.cloud
@@ -1175,11 +1208,14 @@ def make_machine(cloud, excluded=(), swarm=True):
                 cloud.race_reads = threading.Barrier(
                     2, action=lambda: setattr(cloud, 'race_reads', None))
                 cloud.fail_builds = 1 if fail_build else 0
+                cloud.fail_flavor = (flavors[failing] if fail_build
+                                     and failing is not None else None)
                 try:
                     cloud.boot_many(list(zip(OWNERS, flavors)))
                 finally:
                     cloud.race = cloud.race_reads = None
                     cloud.fail_builds = 0
+                    cloud.fail_flavor = None
 
         def _resize(self, i, flavor):
             srv = self.cloud.pick(i, lambda s: s.status in ('ACTIVE',
