@@ -214,3 +214,30 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
         ])
         self.assertEqual(2, self.cloud.stats['racing claims met'])
         self.assertEqual(1, self.cloud.stats['builds failed (rescheduled)'])
+
+    def test_found_market_spares_a_server_moved_to_a_normal_flavor(self):
+        """Found by a focused run (``tools/fuzz_power.py --no-swarm
+        --examples 3 --steps 10 --rules market_round --only
+        market-no-preemptible-recheck``, its 1st example, 2026-11-28):
+        owner a's mixed pair (a small and a small.preemptible in one
+        affinity group) and two normal smalls; a market round with a
+        reserve price above the default bid gives the preemptible server
+        an out-of-bid notice, its owner resizes it to small before the
+        deadline, and the following ticks meet it moving, waiting in
+        VERIFY_RESIZE (confirmed by the market), then normal. Without the
+        re-reading of whether it is still preemptible, the market deletes
+        it ("the market soft_delete <... a small ACTIVE> although it is
+        normal now by the resource classes it holds").
+        """
+        self.replay([
+            ('fill', {'servers': [('a', 'small', 0), ('a', 'small', 0)],
+                      'mixed': [('a', 'small', 'small.preemptible', 0)]}),
+            ('market_round', {'bids': [], 'reserve': '1', 'credit': '100',
+                              'action': 'delete', 'enforce': False,
+                              'move': (0, 'small')}),
+        ])
+        self.assertEqual(1, self.cloud.stats['market rounds meeting a '
+                                             'move'])
+        self.assertEqual(0, self.cloud.stats['market calls'])
+        self.assertEqual(['small'] * 4,
+                         [s.flavor for s in self.cloud.live()])
