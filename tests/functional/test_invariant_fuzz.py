@@ -29,8 +29,10 @@ Two modes:
 
 A failing sequence the fuzzer finds is to be kept as a plain test
 replaying it (:meth:`FuzzCloud.replay`), in
-``tests/functional/test_fuzz_regressions.py``; the runs made so far on
-main (95e185f, every rule) found none.
+``tests/functional/test_fuzz_regressions.py`` (``test_found_...``: the
+sequences focused power runs found with a guarantee reverted, 2026-11-28;
+``test_no_victim_for_the_claim_a_killed_worker_left``: a hole the
+``kill_worker`` rule found on main).
 """
 
 import itertools
