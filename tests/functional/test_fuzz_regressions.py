@@ -139,3 +139,105 @@ class FuzzRegressionTest(test_invariant_fuzz.FuzzCloud):
         self.assertEqual(0, self.cloud.stats['market calls'])
         [srv] = self.cloud.live()
         self.assertEqual(('small', 'ACTIVE'), (srv.flavor, srv.status))
+
+    def test_racing_preemptible_claims_on_a_mixed_host(self):
+        """The ``fill`` start's ``mixed`` pair, directed: owner a's
+        affinity group holds a normal large and a preemptible medium on one
+        host (6 of its 8 vCPUs), owner b's two normal larges fill the
+        other; then both owners boot a preemptible medium at once, both
+        requests choosing on the same state (``boot_racing``). Placement
+        admits both claims (the preemptible classes have room: the normal
+        usage is in the standard ones), which leaves the host 2 vCPUs over
+        capacity; the check after each claim takes one back, and that
+        request fails (mutation ``no-post-claim-check``: the host stays
+        over capacity, the invariant after the step fails).
+        """
+        self.replay([
+            ('fill', {'servers': [('b', 'large', 0), ('b', 'large', 0)],
+                      'mixed': [('a', 'large', 'medium.preemptible', 0)]}),
+            ('boot_racing', {'flavors': ('medium.preemptible',
+                                         'medium.preemptible'),
+                             'fail_build': False}),
+        ])
+        # the two requests did race: both claimed on the same state
+        self.assertEqual(2, self.cloud.stats['racing claims met'])
+        # the mixed pair's preemptible server, and of the racing two one
+        # kept the host's last room, the other failed
+        self.assertEqual(['ACTIVE', 'ACTIVE', 'ERROR'], sorted(
+            s.status for s in self.cloud.live()
+            if s.flavor == 'medium.preemptible'))
+
+    def test_found_two_preemptible_boots_race_for_a_hosts_last_room(self):
+        """Found by a focused run (``tools/fuzz_power.py --no-swarm
+        --examples 3 --steps 10 --rules boot_racing --only
+        no-post-claim-check``, its 2nd example, 2026-11-28): the start's
+        three servers (a normal medium, a preemptible and a short-lived
+        preemptible medium) leave one host with room for one medium; both
+        owners boot a preemptible medium at once, both requests choose on
+        the same state and Placement admits both claims (the preemptible
+        classes have room). Without the check after each claim the host
+        stays 2 vCPUs over capacity ("host host2 over capacity by
+        Placement: VCPU + CUSTOM_PREEMPTIBLE_VCPU = 10 > 8.0"; host1 in a
+        replay: which host the start fills varies); with it, one claim is
+        taken back and its request fails.
+        """
+        self.replay([
+            ('fill', {'servers': [('b', 'short.preemptible', 778),
+                                  ('a', 'medium.preemptible', 162692),
+                                  ('b', 'medium', 628)]}),
+            ('boot_racing', {'flavors': ('medium.preemptible',
+                                         'shelving.preemptible'),
+                             'fail_build': False}),
+        ])
+        self.assertEqual(2, self.cloud.stats['racing claims met'])
+
+    def test_alternate_filled_by_the_racing_request(self):
+        """``boot_racing`` with a failing build, directed: one host holds
+        owner a's mixed pair (a normal large and a preemptible medium,
+        room for 2 vCPUs), the other owner b's normal large (room for 4).
+        Both owners boot at once, a preemptible large (only the second
+        host fits it) and a preemptible medium (the weighers choose the
+        fuller host), on the same state; the medium's build fails, and
+        nova's conductor claims its alternate, the second host, which the
+        large has filled since: 10 of 8 vCPUs. The check of the landed
+        alternate claim (when the compute reports the build) lets that
+        server go, so the host is back within capacity (mutation
+        ``i30.6-no-alternate-check``: it stays over capacity, the check
+        after the step fails).
+        """
+        self.replay([
+            ('fill', {'servers': [('b', 'large', 0)],
+                      'mixed': [('a', 'large', 'medium.preemptible', 0)]}),
+            ('boot_racing', {'flavors': ('large.preemptible',
+                                         'medium.preemptible'),
+                             'fail_build': True, 'failing': 1}),
+        ])
+        self.assertEqual(2, self.cloud.stats['racing claims met'])
+        self.assertEqual(1, self.cloud.stats['builds failed (rescheduled)'])
+
+    def test_found_market_spares_a_server_moved_to_a_normal_flavor(self):
+        """Found by a focused run (``tools/fuzz_power.py --no-swarm
+        --examples 3 --steps 10 --rules market_round --only
+        market-no-preemptible-recheck``, its 1st example, 2026-11-28):
+        owner a's mixed pair (a small and a small.preemptible in one
+        affinity group) and two normal smalls; a market round with a
+        reserve price above the default bid gives the preemptible server
+        an out-of-bid notice, its owner resizes it to small before the
+        deadline, and the following ticks meet it moving, waiting in
+        VERIFY_RESIZE (confirmed by the market), then normal. Without the
+        re-reading of whether it is still preemptible, the market deletes
+        it ("the market soft_delete <... a small ACTIVE> although it is
+        normal now by the resource classes it holds").
+        """
+        self.replay([
+            ('fill', {'servers': [('a', 'small', 0), ('a', 'small', 0)],
+                      'mixed': [('a', 'small', 'small.preemptible', 0)]}),
+            ('market_round', {'bids': [], 'reserve': '1', 'credit': '100',
+                              'action': 'delete', 'enforce': False,
+                              'move': (0, 'small')}),
+        ])
+        self.assertEqual(1, self.cloud.stats['market rounds meeting a '
+                                             'move'])
+        self.assertEqual(0, self.cloud.stats['market calls'])
+        self.assertEqual(['small'] * 4,
+                         [s.flavor for s in self.cloud.live()])

@@ -29,8 +29,10 @@ Two modes:
 
 A failing sequence the fuzzer finds is to be kept as a plain test
 replaying it (:meth:`FuzzCloud.replay`), in
-``tests/functional/test_fuzz_regressions.py``; the runs made so far on
-main (95e185f, every rule) found none.
+``tests/functional/test_fuzz_regressions.py`` (``test_found_...``: the
+sequences focused power runs found with a guarantee reverted, 2026-11-28;
+``test_no_victim_for_the_claim_a_killed_worker_left``: a hole the
+``kill_worker`` rule found on main).
 """
 
 import itertools
@@ -57,6 +59,7 @@ from opie_sched.common import flavors
 from opie_sched.demo import clients
 from opie_sched.preemption import victim_state as vs
 from opie_sched.scheduler import reconciler
+from opie_sched.scheduler import reservations
 from tests.functional import base
 from tests.functional.fuzz import machine as fuzz_machine
 from tests.functional.fuzz import recorder as fuzz_recorder
@@ -161,18 +164,24 @@ class FuzzCloud(base.OpieNovaTestCase):
 
     def _fail_builds(self, cloud):
         """While ``cloud.fail_builds`` is positive, a compute's spawn
-        fails (one per count): nova's compute reschedules the server to an
+        fails (one per count; only a server of flavor ``cloud.fail_flavor``
+        when that is set): nova's compute reschedules the server to an
         alternate host, which the conductor claims.
         """
         real = fake_virt.FakeDriver.spawn
 
         def spawn(driver, context, instance, *args, **kwargs):
             with self.recorder.lock:
-                fail = cloud.fail_builds > 0
+                fail = cloud.fail_builds > 0 and (
+                    cloud.fail_flavor is None
+                    or instance.flavor.name == cloud.fail_flavor)
                 if fail:
                     cloud.fail_builds -= 1
             if fail:
                 cloud.stats['builds failed (rescheduled)'] += 1
+                srv = cloud.servers.get(instance.uuid)
+                if srv is not None:
+                    srv.rescheduled = True
                 raise RuntimeError('fuzz: the build fails on this host')
             return real(driver, context, instance, *args, **kwargs)
 
@@ -184,7 +193,13 @@ class FuzzCloud(base.OpieNovaTestCase):
         before its first Placement claim until a second request got there
         too (up to 10 s, a guard): the two read, filtered and weighed the
         same state, neither claim counted (two workers racing for one
-        host's room). The barrier is one-shot: the machine sets a new one
+        host's room). While ``cloud.race_reads`` is one, a planner
+        (``reservations.fresh_host_view``: a preemption decision's read of
+        the host's allocations, under the host's lock) waits before its
+        read until a second planner got there too (up to 5 s): without
+        the host's lock, two decisions read the same state before either
+        reserved victims (as ``TwoSchedulersRaceTest.force_interleaving``
+        holds them). The barriers are one-shot: the machine sets new ones
         per race. Meanwhile the message bus hands the scheduling requests to
         the two scheduler services in turn (as RabbitMQ hands a queue's
         messages to its consumers; oslo.messaging's in-memory bus gives
@@ -222,6 +237,24 @@ class FuzzCloud(base.OpieNovaTestCase):
 
         self.useFixture(fixtures.MockPatchObject(
             scheduler_utils, 'claim_resources', claim_resources))
+        read = reservations.fresh_host_view
+
+        def fresh_host_view(*args, **kwargs):
+            # the planners of two racing requests meet again before
+            # reading the host's state (up to 5 s: with the host's lock,
+            # the second waits for the first's lock, and the first goes on
+            # alone once the wait ends)
+            race = cloud.race_reads
+            if race is not None:
+                try:
+                    race.wait(5)
+                    cloud.stats['racing reads met'] += 1
+                except threading.BrokenBarrierError:
+                    cloud.stats['racing reads alone'] += 1
+            return read(*args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            reservations, 'fresh_host_view', fresh_host_view))
 
     def _hang_destroys(self, cloud):
         """While ``cloud.hang`` is set, a compute's destroy hangs until

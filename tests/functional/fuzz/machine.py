@@ -158,6 +158,9 @@ class Server:
         self.ready_at = None
         #: booted from a volume: holds no local disk
         self.bfv = False
+        #: its build failed on its first host and was rescheduled to an
+        #: alternate (``fail_builds``)
+        self.rescheduled = False
         #: when the owner's pending move began (monotonic) and the clock
         #: jumps since (a resize to a preemptible flavor starts the
         #: preemptible life when it begins: the migration's creation)
@@ -179,8 +182,17 @@ class Server:
         self.since = self.pending_since or time.monotonic()
 
     def protection(self, preemptor):
-        """Why opie may not stop, shelve or delete this server, or None."""
-        if preemptor == self.uuid:
+        """Why opie may not stop, shelve or delete this server, or None.
+
+        Its own preemptor only as a preemptible new server whose claim of
+        an alternate (a reschedule, claimed by nova's conductor) found the
+        host full: it alone goes (``manager._check_landed``), as a
+        preemptible claim leaving its host over capacity is taken back in
+        the scheduling pass.
+        """
+        if preemptor == self.uuid and (
+                not is_preemptible(self.flavor) or self.pending is not None
+                or not self.rescheduled):
             return 'it is the preemptor of its own decision'
         if not is_preemptible(self.flavor):
             return 'it is normal (%s)' % self.flavor
@@ -237,6 +249,8 @@ class Cloud:
         #: builds the computes fail (each a spawn error: the compute
         #: reschedules the server to an alternate)
         self.fail_builds = 0
+        #: only a build of this flavor fails (None: any)
+        self.fail_flavor = None
         #: the server a step acts on (its host may be changing)
         self.acting = None
         #: an armed :class:`~.worker_kill.Kill` (the next request that
@@ -256,6 +270,9 @@ class Cloud:
         #: the next two scheduling requests meet before either claims (a
         #: :class:`threading.Barrier`), or None
         self.race = None
+        #: the next two preemption decisions meet before either reads the
+        #: host's state (a :class:`threading.Barrier`), or None
+        self.race_reads = None
         #: the market of this example (its store, fake clock), created at
         #: its first round
         self.market_store = None
@@ -576,6 +593,7 @@ class Cloud:
         self.recorder.faults = {}
         self.lose_compute_deletes = False
         self.fail_builds = 0
+        self.fail_flavor = None
         self.hang.clear()
         self.hung.set()
 
@@ -856,6 +874,21 @@ class Cloud:
             self.stats['prompt capacity checks skipped (busy)'] += 1
             return []
         self.stats['prompt capacity checks'] += 1
+        problems = self._prompt_read()
+        if problems and any(s.rescheduled for s in self.live()):
+            # the check of an alternate's claim runs when its compute
+            # reports the build (nova's fanout to the schedulers), after
+            # the server went ACTIVE: given 15 s to repair the host
+            deadline = time.monotonic() + 15
+            while problems and time.monotonic() < deadline:
+                time.sleep(1)
+                self.settle(timeout=10)
+                problems = self._prompt_read()
+            self.stats['prompt capacity checks waiting for an '
+                       'alternate\'s check'] += 1
+        return problems
+
+    def _prompt_read(self):
         problems = []
         for host in self.case.HOSTS:
             problems.extend('after the step, no fault injected: %s' % p
@@ -1025,8 +1058,13 @@ def make_machine(cloud, excluded=(), swarm=True):
                           st.sampled_from(PREEMPTIBLE), ages),
                 min_size=8, max_size=8)),
             rules=st.fixed_dictionaries(
-                {name: st.booleans() for name in SWARM}))
-        def fill(self, servers, top_up=(), rules=None):
+                {name: st.booleans() for name in SWARM}),
+            # a mixed start first: hypothesis's simplest example has one
+            mixed=st.one_of(st.lists(
+                st.tuples(st.sampled_from(OWNERS), st.sampled_from(NORMAL),
+                          st.sampled_from(PREEMPTIBLE), ages),
+                min_size=1, max_size=2), st.just(())))
+        def fill(self, servers, top_up=(), rules=None, mixed=()):
             """The cloud's first servers, each ``age`` seconds old (their
             preemption costs differ; some older than ``short.preemptible``'s
             lifetime, normal servers that a resize may make preemptible);
@@ -1035,6 +1073,16 @@ def make_machine(cloud, excluded=(), swarm=True):
             boot preempts). ``rules``: which rules of :data:`SWARM` this
             example runs (swarm testing: an example runs a few rules many
             times; None: all).
+
+            ``mixed``: first, per ``(owner, normal flavor, preemptible
+            flavor, age)``, the owner creates an affinity server group and
+            boots a server of each flavor into it, one request after the
+            other: a host holding normal and preemptible usage, which
+            opie's weighers rarely build by themselves (they keep the two
+            apart). Two claims racing for such a host's last room are what
+            the check after each claim is for: Placement admits a
+            preemptible claim by its own classes' room, which the normal
+            usage does not take.
             """
             if rules is not None and swarm:
                 self.enabled = frozenset(
@@ -1042,7 +1090,17 @@ def make_machine(cloud, excluded=(), swarm=True):
                     + [r for r, on in rules.items() if on])
             cloud = self.cloud
             room = len(cloud.case.HOSTS) * cloud.case.HOST_SIZE[0]
-            asked = sum(cloud.case.PAPER_SIZES[f][0] for _, f, _ in servers)
+            asked = 0
+            for owner, normal, preemptible, age in mixed:
+                group = cloud.server_group(owner, 'affinity')
+                if not group:
+                    continue
+                for flavor in (normal, preemptible):
+                    asked += cloud.case.PAPER_SIZES[flavor][0]
+                    for uuid in cloud.boot(owner, flavor, group=group):
+                        cloud.age(uuid, age)
+                cloud.stats['mixed starts'] += 1
+            asked += sum(cloud.case.PAPER_SIZES[f][0] for _, f, _ in servers)
             for owner, flavor, age in top_up:
                 if asked >= room:
                     break
@@ -1126,28 +1184,38 @@ def make_machine(cloud, excluded=(), swarm=True):
         @when('boot_racing')
         @stateful.rule(flavors=st.tuples(st.sampled_from(FLAVORS),
                                          st.sampled_from(FLAVORS)),
-                       fail_build=st.booleans())
+                       fail_build=st.booleans(),
+                       failing=st.sampled_from([0, 1]))
         @counted
-        def boot_racing(self, flavors, fail_build=False):
+        def boot_racing(self, flavors, fail_build=False, failing=None):
             """Both owners boot at once, on the two scheduler services,
             and the two scheduling requests are held before their first
             claim until both got there (the test case's ``_race_claims``):
             both chose a host on the same Placement state, as two workers
             racing for one host's room (the host lock and the check
-            after each claim must keep the host within capacity).
+            after each claim must keep the host within capacity); when
+            both then preempt, their decisions are held before reading the
+            host's allocations until both got there (up to 5 s).
             ``fail_build``: the first build fails, and the conductor
-            claims an alternate the other request may have filled since.
+            claims an alternate the other request may have filled since;
+            ``failing``: the first build of that request's flavor
+            (``flavors[failing]``; None: whichever comes first).
             """
             if len(self.cloud.order) < 11:
                 cloud = self.cloud
                 cloud.race = threading.Barrier(
                     2, action=lambda: setattr(cloud, 'race', None))
+                cloud.race_reads = threading.Barrier(
+                    2, action=lambda: setattr(cloud, 'race_reads', None))
                 cloud.fail_builds = 1 if fail_build else 0
+                cloud.fail_flavor = (flavors[failing] if fail_build
+                                     and failing is not None else None)
                 try:
                     cloud.boot_many(list(zip(OWNERS, flavors)))
                 finally:
-                    cloud.race = None
+                    cloud.race = cloud.race_reads = None
                     cloud.fail_builds = 0
+                    cloud.fail_flavor = None
 
         def _resize(self, i, flavor):
             srv = self.cloud.pick(i, lambda s: s.status in ('ACTIVE',
@@ -1437,13 +1505,17 @@ def make_machine(cloud, excluded=(), swarm=True):
         @stateful.rule(
             bids=st.lists(st.one_of(st.none(), st.sampled_from(BIDS)),
                           max_size=12),
-            reserve=st.sampled_from(['0', '0.01', '0.1', '1', '10']),
-            credit=st.sampled_from(['0', '0.05', '1', '100']),
+            # first (hypothesis's simplest draws): a reserve above the
+            # default bid, credit enough (an out-of-bid notice, not an
+            # out-of-credit one) and a move to a normal flavor
+            reserve=st.sampled_from(['1', '10', '0.1', '0.01', '0']),
+            credit=st.sampled_from(['100', '1', '0.05', '0']),
             action=st.sampled_from(['delete', 'stop', 'shelve']),
             enforce=st.booleans(),
-            move=st.one_of(st.none(), st.tuples(
+            move=st.one_of(st.tuples(
                 servers_idx, st.one_of(st.sampled_from(NORMAL),
-                                       st.sampled_from(FLAVORS)))))
+                                       st.sampled_from(FLAVORS))),
+                st.none()))
         @counted
         def market_round(self, bids, reserve, credit, action, enforce,
                          move):
