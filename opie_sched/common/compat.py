@@ -47,6 +47,12 @@ hands oslo.db only the options the installed release has.
 nova 34's computes listen on a second RPC topic
 (:func:`compute_service_kwargs`).
 
+nova 31 and 32's server list (``GET /servers/detail``) reads instance
+faults from the API's default cell database only, so a boot refused by
+the scheduler (kept in cell0) is listed as ERROR without its fault; nova
+33 gathers the faults of every cell. ``GET /servers/{uuid}`` shows it on
+every series (:func:`server_fault`).
+
 Only ``os`` and ``sys`` (imported by the interpreter at its start anyway)
 are imported at module level, so that a console script may import this
 module before it patches the process.
@@ -382,6 +388,32 @@ def resource_provider_usages(placement, provider):
                          microversion=USAGES_MICROVERSION)
     exceptions.raise_from_response(resp)
     return resp.json().get('usages') or {}
+
+
+def server_fault(compute, uuid):
+    """The fault of server ``uuid`` as ``GET /servers/{uuid}`` shows it.
+
+    For a server that ``GET /servers/detail`` lists as ERROR without a
+    fault: nova 31 and 32's list fills faults by one query of the API's
+    default cell database (``InstanceList.fill_faults``), so the fault of
+    a server in another cell -- every boot the scheduler refused
+    (NoValidHost) is kept in cell0 -- is missing there; the single-server
+    view loads it from the server's own cell on every series. From nova
+    33 the list gathers the faults of every cell and this is not needed.
+
+    :param compute: an openstacksdk compute proxy (``conn.compute``).
+    :param uuid: the server's UUID (str).
+    :returns: the fault (dict with ``code``, ``created`` and ``message``),
+        or None when the server has none or is gone (404).
+    :raises openstack.exceptions.SDKException: Nova refused the request
+        otherwise or could not be reached.
+    """
+    from openstack import exceptions
+    try:
+        server = compute.get_server(uuid)
+    except exceptions.NotFoundException:
+        return None
+    return getattr(server, 'fault', None) or None
 
 
 #: Compute microversion of server tags (``/servers/{uuid}/tags``).
