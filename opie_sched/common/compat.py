@@ -53,6 +53,10 @@ the scheduler (kept in cell0) is listed as ERROR without its fault; nova
 33 gathers the faults of every cell. ``GET /servers/{uuid}`` shows it on
 every series (:func:`server_fault`).
 
+nova's functional helper ``_wait_for_state_change`` takes
+``wait_for_fault_key`` (wait for an ERROR server's fault too) from nova 34
+only (:func:`wait_for_fault_kwargs`).
+
 Only ``os`` and ``sys`` (imported by the interpreter at its start anyway)
 are imported at module level, so that a console script may import this
 module before it patches the process.
@@ -359,6 +363,24 @@ def reset_context_globals(context):
         return
     context.CELL_CACHE = {}
     context.CELLS = []
+
+
+def wait_for_fault_kwargs(helper, wait_for_fault_key):
+    """Keyword arguments for nova's functional test helper
+    ``InstanceHelperMixin._wait_for_state_change``: ``wait_for_fault_key``
+    where the helper takes it (nova 34: an ERROR server is returned once
+    its fault is recorded, which nova does after setting the status), none
+    before (nova 31 to 33: the helper returns an ERROR server as soon as
+    its status is, the caller waits for the fault itself).
+
+    :param helper: the helper (a bound method).
+    :param wait_for_fault_key: bool, the caller's wish.
+    :returns: dict of str to bool, empty where the helper lacks it.
+    """
+    import inspect
+    if 'wait_for_fault_key' in inspect.signature(helper).parameters:
+        return {'wait_for_fault_key': wait_for_fault_key}
+    return {}
 
 
 #: Placement microversion of ``GET /resource_providers/{uuid}/usages``
