@@ -70,6 +70,12 @@ import sys
 #: eventlet (nova 33's compute and conductor do not finish a build there).
 NATIVE_THREADING_SERIES = 34
 
+#: The nova series from which nova's services, and opie-scheduler and
+#: opie-reconciler (:func:`patch_nova_service`), run on native threads by
+#: default; before it (31, 32) they run under eventlet unless
+#: :data:`NO_EVENTLET_ENV` is set.
+THREADING_DEFAULT_SERIES = 33
+
 #: The environment variable nova reads to leave eventlet out.
 NO_EVENTLET_ENV = 'OS_NOVA_DISABLE_EVENTLET_PATCHING'
 
