@@ -354,6 +354,29 @@ def compute_service_kwargs():
     return {} if alt is None else {'topic_alt': alt}
 
 
+def nova_threading_mode():
+    """True when nova runs in this process on native threads:
+    ``nova.utils.concurrency_mode_threading()`` where nova has it (nova 32
+    on), False on nova 31 (eventlet only).
+    """
+    from nova import utils
+    mode = getattr(utils, 'concurrency_mode_threading', None)
+    return False if mode is None else bool(mode())
+
+
+def isolated_executor_fixture(nova_fixtures, test_id):
+    """nova's ``IsolatedExecutorFixture`` (each test's own executors,
+    their threads waited for at its end) where nova has it (nova 32 on),
+    None on nova 31 (green threads only: no executors to isolate).
+
+    :param nova_fixtures: the ``nova.tests.fixtures`` module.
+    :param test_id: the test's (or embedded cloud's) id (str).
+    :returns: the fixture, or None.
+    """
+    cls = getattr(nova_fixtures, 'IsolatedExecutorFixture', None)
+    return None if cls is None else cls(test_id)
+
+
 def reset_context_globals(context):
     """Empty ``nova.context``'s cell caches (what a previous in-process
     cloud filled): ``context.reset_globals()`` where nova has it (nova 34;
