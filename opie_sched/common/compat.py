@@ -47,6 +47,16 @@ hands oslo.db only the options the installed release has.
 nova 34's computes listen on a second RPC topic
 (:func:`compute_service_kwargs`).
 
+nova 31 and 32's server list (``GET /servers/detail``) reads instance
+faults from the API's default cell database only, so a boot refused by
+the scheduler (kept in cell0) is listed as ERROR without its fault; nova
+33 gathers the faults of every cell. ``GET /servers/{uuid}`` shows it on
+every series (:func:`server_fault`).
+
+nova's functional helper ``_wait_for_state_change`` takes
+``wait_for_fault_key`` (wait for an ERROR server's fault too) from nova 34
+only (:func:`wait_for_fault_kwargs`).
+
 Only ``os`` and ``sys`` (imported by the interpreter at its start anyway)
 are imported at module level, so that a console script may import this
 module before it patches the process.
@@ -59,6 +69,12 @@ import sys
 #: nova's services in native threading mode; before it they run under
 #: eventlet (nova 33's compute and conductor do not finish a build there).
 NATIVE_THREADING_SERIES = 34
+
+#: The nova series from which nova's services, and opie-scheduler and
+#: opie-reconciler (:func:`patch_nova_service`), run on native threads by
+#: default; before it (31, 32) they run under eventlet unless
+#: :data:`NO_EVENTLET_ENV` is set.
+THREADING_DEFAULT_SERIES = 33
 
 #: The environment variable nova reads to leave eventlet out.
 NO_EVENTLET_ENV = 'OS_NOVA_DISABLE_EVENTLET_PATCHING'
@@ -338,6 +354,29 @@ def compute_service_kwargs():
     return {} if alt is None else {'topic_alt': alt}
 
 
+def nova_threading_mode():
+    """True when nova runs in this process on native threads:
+    ``nova.utils.concurrency_mode_threading()`` where nova has it (nova 32
+    on), False on nova 31 (eventlet only).
+    """
+    from nova import utils
+    mode = getattr(utils, 'concurrency_mode_threading', None)
+    return False if mode is None else bool(mode())
+
+
+def isolated_executor_fixture(nova_fixtures, test_id):
+    """nova's ``IsolatedExecutorFixture`` (each test's own executors,
+    their threads waited for at its end) where nova has it (nova 32 on),
+    None on nova 31 (green threads only: no executors to isolate).
+
+    :param nova_fixtures: the ``nova.tests.fixtures`` module.
+    :param test_id: the test's (or embedded cloud's) id (str).
+    :returns: the fixture, or None.
+    """
+    cls = getattr(nova_fixtures, 'IsolatedExecutorFixture', None)
+    return None if cls is None else cls(test_id)
+
+
 def reset_context_globals(context):
     """Empty ``nova.context``'s cell caches (what a previous in-process
     cloud filled): ``context.reset_globals()`` where nova has it (nova 34;
@@ -353,6 +392,24 @@ def reset_context_globals(context):
         return
     context.CELL_CACHE = {}
     context.CELLS = []
+
+
+def wait_for_fault_kwargs(helper, wait_for_fault_key):
+    """Keyword arguments for nova's functional test helper
+    ``InstanceHelperMixin._wait_for_state_change``: ``wait_for_fault_key``
+    where the helper takes it (nova 34: an ERROR server is returned once
+    its fault is recorded, which nova does after setting the status), none
+    before (nova 31 to 33: the helper returns an ERROR server as soon as
+    its status is, the caller waits for the fault itself).
+
+    :param helper: the helper (a bound method).
+    :param wait_for_fault_key: bool, the caller's wish.
+    :returns: dict of str to bool, empty where the helper lacks it.
+    """
+    import inspect
+    if 'wait_for_fault_key' in inspect.signature(helper).parameters:
+        return {'wait_for_fault_key': wait_for_fault_key}
+    return {}
 
 
 #: Placement microversion of ``GET /resource_providers/{uuid}/usages``
@@ -382,6 +439,32 @@ def resource_provider_usages(placement, provider):
                          microversion=USAGES_MICROVERSION)
     exceptions.raise_from_response(resp)
     return resp.json().get('usages') or {}
+
+
+def server_fault(compute, uuid):
+    """The fault of server ``uuid`` as ``GET /servers/{uuid}`` shows it.
+
+    For a server that ``GET /servers/detail`` lists as ERROR without a
+    fault: nova 31 and 32's list fills faults by one query of the API's
+    default cell database (``InstanceList.fill_faults``), so the fault of
+    a server in another cell -- every boot the scheduler refused
+    (NoValidHost) is kept in cell0 -- is missing there; the single-server
+    view loads it from the server's own cell on every series. From nova
+    33 the list gathers the faults of every cell and this is not needed.
+
+    :param compute: an openstacksdk compute proxy (``conn.compute``).
+    :param uuid: the server's UUID (str).
+    :returns: the fault (dict with ``code``, ``created`` and ``message``),
+        or None when the server has none or is gone (404).
+    :raises openstack.exceptions.SDKException: Nova refused the request
+        otherwise or could not be reached.
+    """
+    from openstack import exceptions
+    try:
+        server = compute.get_server(uuid)
+    except exceptions.NotFoundException:
+        return None
+    return getattr(server, 'fault', None) or None
 
 
 #: Compute microversion of server tags (``/servers/{uuid}/tags``).

@@ -221,11 +221,37 @@ class Cloud:
     def __init__(self, conn, capacity_source='placement'):
         self.conn = conn
         self.capacity_source = capacity_source
+        # {uuid: fault text} of refused boots the list showed without
+        # their fault (:meth:`servers`); a refused boot's fault does not
+        # change, so it is read once
+        self._faults = {}
 
     def servers(self):
-        """Every server of every project, as :class:`ServerInfo`."""
-        return [_server_info(s) for s in self.conn.compute.servers(
+        """Every server of every project, as :class:`ServerInfo`.
+
+        A preemptible server listed as ERROR, on no host and without a
+        fault gets its fault from ``GET /servers/{uuid}``
+        (:func:`opie_sched.common.compat.server_fault`: nova 31 and 32's
+        list omits the faults of cell0, where every refused boot is), so
+        that a refused boot is seen as one (:attr:`ServerInfo.refused`) on
+        every series; one request per such server, once a fault is found.
+        """
+        listed = [_server_info(s) for s in self.conn.compute.servers(
             details=True, all_projects=True)]
+        faults = {}
+        for i, info in enumerate(listed):
+            if (info.status != 'ERROR' or info.host or info.fault
+                    or not info.preemptible):
+                continue
+            fault = self._faults.get(info.uuid)
+            if fault is None:
+                fault = _fault_text(compat.server_fault(self.conn.compute,
+                                                        info.uuid))
+            if fault:
+                faults[info.uuid] = fault
+                listed[i] = dataclasses.replace(info, fault=fault)
+        self._faults = faults
+        return listed
 
     def get_server(self, uuid):
         """:class:`ServerInfo` of ``uuid``, or None when it is gone."""

@@ -30,6 +30,7 @@ import testtools
 
 from nova import objects
 
+from opie_sched.common import compat
 from opie_sched.preemption import model
 from opie_sched.scheduler.filters import preemptible_full_state
 from opie_sched.scheduler import host_capacity
@@ -121,9 +122,16 @@ class RequestViewLocalTest(testtools.TestCase):
         self.assertEqual({'a': True, 'b': True}, report['own_view'])
         self.assertTrue(report['main_view'])
 
-    def test_opie_scheduler_native_threads(self):
-        # nova 34's default for the scheduler: native threads
+    def test_opie_scheduler_default_mode(self):
+        # the installed nova's default for its scheduler: native threads
+        # from nova 33, eventlet on 31 and 32 (compat.patch_nova_service)
         report = self.run_case('opie-scheduler')
+        self.assert_own_views(report, green=compat.nova_series() <
+                              compat.THREADING_DEFAULT_SERIES)
+
+    def test_opie_scheduler_native_threads(self):
+        # an operator leaving eventlet out (the default from nova 33)
+        report = self.run_case('opie-scheduler', eventlet=False)
         self.assert_own_views(report, green=False)
 
     def test_opie_scheduler_eventlet(self):
