@@ -15,11 +15,12 @@
     python tools/parallel_seeds.py NAME WORKERS [full|reduced] [SEEDS] \\
         [KEEP_DIR] > NAME.json
 
-NAME is ``themis-value``, ``gossip-redistribution`` or ``rpm-vs-ffd``.
-Worker processes compute the scenario's expensive calls seed by seed
-(``themis.compare`` and ``themis.market_only``,
+NAME is ``themis-value``, ``gossip-redistribution``, ``rpm-vs-ffd`` or
+``rpm-weights``. Worker processes compute the scenario's expensive calls
+seed by seed (``themis.compare`` and ``themis.market_only``,
 ``gossip_redistribution.run`` and ``convergence``,
-``rpm_vs_ffd.seed_run``), each kept under its arguments. The parent
+``rpm_vs_ffd.seed_run``, ``rpm_weights.seed_run``), each kept under its
+arguments. The parent
 then runs the scenario function itself, seed 42 and SEEDS seeds (default
 10), with those results preloaded. Each call is
 a deterministic function of its arguments, so the result is the one
@@ -48,6 +49,7 @@ import time
 
 from opie_sched.simulator import gossip_redistribution as gossip_mod
 from opie_sched.simulator import rpm_vs_ffd
+from opie_sched.simulator import rpm_weights
 from opie_sched.simulator import scenarios
 from opie_sched.simulator import themis
 
@@ -58,7 +60,8 @@ PROGRESS = False
 ORIGINALS = [(mod, name, getattr(mod, name))
              for mod, names in ((themis, ('compare', 'market_only')),
                                 (gossip_mod, ('run', 'convergence')),
-                                (rpm_vs_ffd, ('seed_run',)))
+                                (rpm_vs_ffd, ('seed_run',)),
+                                (rpm_weights, ('seed_run',)))
              for name in names]
 
 
@@ -128,6 +131,8 @@ def work(task):
                        count)
     elif task[0] == 'rpm-call':
         rpm_vs_ffd.seed_run(**task[1])
+    elif task[0] == 'rpm-weights-call':
+        rpm_weights.seed_run(**task[1])
     elif task[0] == 'gossip-call':
         _, name, args, kwargs = task
         getattr(gossip_mod, name)(*args, **kwargs)
@@ -189,7 +194,8 @@ def gossip_calls(reduced, seeds):
 
 
 def tasks(name, reduced, seeds):
-    """The workers' tasks: gossip-redistribution per seed; themis-value
+    """The workers' tasks: gossip-redistribution, rpm-vs-ffd and
+    rpm-weights one call each (duplicates dropped); themis-value
     one call each (its single-seed tables, one per experiment and factor,
     then the four calls of each factor and seed of the Fig. 5(b) claims).
     """
@@ -203,6 +209,9 @@ def tasks(name, reduced, seeds):
                 seen.add(key)
                 out.append(('rpm-call', kw))
         return out
+    if name == 'rpm-weights':
+        return [('rpm-weights-call', kw)
+                for _, _, _, kw in rpm_weights.planned_runs(reduced, seeds)]
     count = 150 if reduced else themis.JOBS
     factors = (0.1, 1.0) if reduced else themis.CLAIM_FACTORS
     experiments = ((False, False),) if reduced else (
@@ -222,7 +231,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] not in ('themis-value',
                                          'gossip-redistribution',
-                                         'rpm-vs-ffd'):
+                                         'rpm-vs-ffd', 'rpm-weights'):
         raise SystemExit(__doc__.split('\n\n')[1])
     name, workers = argv[0], int(argv[1])
     reduced = len(argv) > 2 and argv[2] == 'reduced'

@@ -104,3 +104,33 @@ class MemoTest(testtools.TestCase):
         # every call the scenario makes was a worker's task
         self.assertEqual(0, stats['computed'])
         self.assertEqual(len(tasks), stats['reused'])
+
+    def test_rpm_weights_tasks_are_the_scenarios_calls(self):
+        mod = _load()
+        for m, name, orig in mod.ORIGINALS:
+            self.useFixture(fixtures.MonkeyPatch(
+                '%s.%s' % (m.__name__, name), orig))
+        seen = []
+
+        def fake(**kw):
+            seen.append(kw)
+            return {'metric': float(len(seen))}
+        self.useFixture(fixtures.MonkeyPatch(
+            'opie_sched.simulator.rpm_weights.seed_run', fake))
+        mod = _load()
+        tasks = mod.tasks('rpm-weights', True, [7, 8])
+        # one task per factor, weight and seed, no duplicate
+        self.assertEqual(5 * 2 * 2, len(tasks))
+        self.assertEqual(len(tasks), len(set(repr(t) for t in tasks)))
+        store = {}
+        for task in tasks:
+            store.update(mod.work(task)[1])
+        self.assertEqual(len(tasks), len(store))
+        stats = {'computed': 0, 'reused': 0}
+        mod.install(store, stats)
+        planned = mod.rpm_weights.planned_runs(True, [7, 8])
+        for _, _, _, kw in planned:
+            mod.rpm_weights.seed_run(**kw)
+        # every call the scenario plans was a worker's task
+        self.assertEqual(0, stats['computed'])
+        self.assertEqual(len(tasks), stats['reused'])
