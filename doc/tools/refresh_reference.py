@@ -149,9 +149,9 @@ SCENARIOS = [
      'every row.', '[PaperV]_ §6.2 (last paragraph)'),
     ('rpm-weights',
      'RPM with one factor of eq. 3 weighted 0.0 and 0.8 (the other four '
-     'sharing the rest), Table 4\'s concurrent load; the direction of '
-     'every metric row judged. The full run averages the thesis\' 10 '
-     'runs (``--seed-count N`` for fewer).',
+     'sharing the rest), Table 4\'s concurrent load; Tables 6-10 beside '
+     'our means, and the claims of §6.2-6.3 about each factor judged '
+     'over 10 seeds (the thesis\' 10 runs; ``--seed-count N``).',
      '[PaperIV]_ Tables 6-10 and Fig. 4'),
     ('rpm-fig3',
      'FFD-sum vs RPM over the simulated day (utilisation of the active '
@@ -198,7 +198,7 @@ value`` prints it alone); ``-f json`` has the scenario's whole result.
 
 Where a scenario judges a paper's claims over seeds (``diehard-table2``,
 ``diehard-tables34``, ``themis-value``'s Fig. 5(b),
-``gossip-redistribution``, ``rpm-vs-ffd``),
+``gossip-redistribution``, ``rpm-vs-ffd``, ``rpm-weights``),
 it uses one set of rules, ``opie_sched.simulator.verdicts``: ours is the
 mean over the seeds with a 95 % Student-t interval; a direction claim
 holds only when the interval excludes the reference on the paper's side
@@ -208,7 +208,7 @@ the paper's value unless the paper gives one), fails when the whole
 interval lies outside it, and is undecided otherwise. Each claim is
 counted once and each scenario prints its tally, then a sensitivity
 table: the same claims under the choices of ours that can flip them,
-beside the papers' text.
+beside the papers' text (``rpm-weights``: not yet).
 
 ``--reduced`` runs the small version of the same experiment that the unit
 tests run (seconds instead of minutes); without it, the full experiment.
@@ -378,10 +378,13 @@ def refresh_cli(bin_dir, date, timeout):
 #: 210 calls of 1-15 CPU-seconds) is on the page from
 #: tools/parallel_seeds.py with one worker at nice 19 on 2026-11-28:
 #: 2043 s wall beside the other engineers' runs (load average 7-10).
+#: rpm-weights' full run (256 hosts x 24 h x 10 seeds, five factors at
+#: two weights: 100 calls of about 2 CPU-seconds) is on the page from
+#: tools/parallel_seeds.py with two workers at nice 10 on a quiet machine.
 REDUCED_REASONS = {}
 #: Seeds the page's run asks for (``--seed-count``), reduced or not.
 SEED_COUNTS = {'gossip-redistribution': 10, 'themis-value': 10,
-               'rpm-vs-ffd': 10}
+               'rpm-vs-ffd': 10, 'rpm-weights': 10}
 
 
 def _from_results(results, name):
